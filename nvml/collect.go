@@ -1,0 +1,156 @@
+// Package nvml is the only package that talks to go-nvml. It turns the
+// driver's answers into state.NVML, with every call under a deadline, and
+// never calls into the library after a failed Init.
+package nvml
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// Options tune a collection.
+type Options struct {
+	// CallTimeout bounds each NVML call; the context bounds the whole run.
+	CallTimeout time.Duration
+	// Real is true for the real library. Entry points that go-nvml cannot
+	// route through a mock (nvmlDeviceGetGpuFabricInfoV) are used only then.
+	Real bool
+}
+
+// DefaultCallTimeout is long enough for a cold NVML on a busy 8-GPU node
+// (persistence off costs seconds on the first call) yet well inside Slurm's
+// 60 s HealthCheckProgram kill.
+const DefaultCallTimeout = 10 * time.Second
+
+// Collect initialises lib, reads the system and every GPU, and shuts the
+// library down again. It always returns a state; what failed is recorded in it.
+func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVML {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	st := &state.NVML{GPUs: []state.GPU{}}
+	sys := &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &st.Errors}
+
+	ret, o := call(sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {
+		r := lib.Init()
+		return r, r
+	})
+	if o != ok {
+		// Never call into the library after a failed Init, not even Shutdown:
+		// without libnvidia-ml the process would die in the dynamic linker.
+		st.Error = initError(ret, st.Errors)
+		return st
+	}
+	st.Available = true
+	defer func() {
+		if sys.stopped != "" {
+			return // a wedged driver would wedge Shutdown too
+		}
+		call(sys, "nvmlShutdown", func() (gonvml.Return, gonvml.Return) {
+			r := lib.Shutdown()
+			return r, r
+		})
+	}()
+
+	if v, o := call(sys, "nvmlSystemGetDriverVersion", lib.SystemGetDriverVersion); o == ok {
+		st.DriverVersion = v
+	}
+	if v, o := call(sys, "nvmlSystemGetNVMLVersion", lib.SystemGetNVMLVersion); o == ok {
+		st.NVMLVersion = v
+	}
+	if v, o := call(sys, "nvmlSystemGetCudaDriverVersion", lib.SystemGetCudaDriverVersion); o == ok && v > 0 {
+		st.CUDADriverVersion = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+	}
+	count, o := call(sys, "nvmlDeviceGetCount", lib.DeviceGetCount)
+	if o != ok {
+		return st
+	}
+	st.DeviceCount = count
+	st.GPUs = make([]state.GPU, count)
+
+	symbols := lookupSymbols(lib)
+	var wg sync.WaitGroup
+	for i := 0; i < count; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			gpu := &st.GPUs[i]
+			gpu.Index = i
+			g := &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: gpu, errs: &gpu.Errors, unsupp: &gpu.Unsupported}
+			dev, o := call(g, "nvmlDeviceGetHandleByIndex", func() (gonvml.Device, gonvml.Return) {
+				return lib.DeviceGetHandleByIndex(i)
+			})
+			if o != ok {
+				gpu.Unreachable = true
+				return
+			}
+			d := &device{g: g, dev: dev, gpu: gpu, sym: symbols, real: opts.Real}
+			d.collect()
+		}(i)
+	}
+	wg.Wait()
+	return st
+}
+
+func initError(ret gonvml.Return, errs []state.CallError) string {
+	if len(errs) > 0 && errs[len(errs)-1].Timeout {
+		return "nvmlInit did not return: " + errs[len(errs)-1].Error
+	}
+	if ret == gonvml.ERROR_LIBRARY_NOT_FOUND {
+		return "libnvidia-ml could not be loaded"
+	}
+	return "nvmlInit failed: " + returnString(ret)
+}
+
+// symbols records which newer entry points the loaded library has, looked up
+// once per collection rather than once per GPU.
+type symbols map[string]bool
+
+var guardedSymbols = []string{
+	"nvmlDeviceGetMemoryInfo_v2",
+	"nvmlDeviceGetCurrentClocksEventReasons",
+	"nvmlDeviceGetNumaNodeId",
+	"nvmlDeviceGetGpuFabricInfo_v4",
+	"nvmlDeviceGetGpuFabricInfoV",
+	"nvmlDeviceGetGpuFabricInfo",
+	"nvmlDeviceGetRemappedRows",
+}
+
+func lookupSymbols(lib gonvml.Interface) symbols {
+	s := symbols{}
+	ext := lib.Extensions()
+	if ext == nil {
+		return s
+	}
+	for _, name := range guardedSymbols {
+		s[name] = ext.LookupSymbol(name) == nil
+	}
+	return s
+}
+
+// normBusID turns NVML's "00000000:18:00.0" into sysfs's "0000:18:00.0".
+func normBusID(raw string) string {
+	id := strings.ToLower(strings.TrimRight(raw, "\x00"))
+	if i := strings.IndexByte(id, ':'); i > 4 && strings.Count(id, ":") == 2 {
+		id = id[i-4:]
+	}
+	return id
+}
+
+func cString[T ~int8 | ~uint8](b []T) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
+}

@@ -1,0 +1,193 @@
+package nvml
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/gpuprobe/gpuprobe/nvml/sim"
+	"github.com/gpuprobe/gpuprobe/simulate"
+)
+
+func simSystem(t *testing.T, spec string) *sim.System {
+	t.Helper()
+	s, err := simulate.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := sim.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sys
+}
+
+// A bare dgxh100 mock with only a few overrides: everything the mock leaves
+// unset answers NOT_SUPPORTED and must be recorded as such, not as an error.
+func TestCollectBareDGXH100RecordsNotSupported(t *testing.T) {
+	srv := dgxh100.New()
+	for _, d := range srv.Devices {
+		dev := d.(*server.Device)
+		dev.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { return 41, gonvml.SUCCESS }
+		sim.FillNotSupported(&dev.Device)
+	}
+	sim.FillNotSupported(&srv.Interface)
+	st := Collect(context.Background(), srv, Options{CallTimeout: time.Second})
+	if !st.Available || st.DriverVersion != "550.54.15" || st.CUDADriverVersion != "12.4" {
+		t.Fatalf("system = %+v", st)
+	}
+	if len(st.GPUs) != 8 {
+		t.Fatalf("got %d GPUs", len(st.GPUs))
+	}
+	g := st.GPUs[3]
+	if g.Index != 3 || !strings.HasPrefix(g.UUID, "GPU-") || g.Name != "NVIDIA H100 80GB HBM3" || g.Architecture != "hopper" || g.ComputeCapability != "9.0" {
+		t.Errorf("identity = %+v", g)
+	}
+	if g.Thermal == nil || g.Thermal.TemperatureC != 41 || g.Thermal.SlowdownC != nil {
+		t.Errorf("thermal = %+v", g.Thermal)
+	}
+	if len(g.Errors) != 0 {
+		t.Errorf("errors = %+v, want none (unset mock calls are NOT_SUPPORTED)", g.Errors)
+	}
+	for _, want := range []string{"nvmlDeviceGetSerial", "nvmlDeviceGetRemappedRows", "nvmlDeviceGetNvLinkState", "nvmlDeviceGetPowerUsage"} {
+		if !contains(g.Unsupported, want) {
+			t.Errorf("Unsupported = %v, missing %s", g.Unsupported, want)
+		}
+	}
+	if g.RemappedRows != nil || g.NVLinks != nil || g.Fabric != nil {
+		t.Errorf("unsupported values were filled: %+v %+v %+v", g.RemappedRows, g.NVLinks, g.Fabric)
+	}
+}
+
+func TestCollectSimulatedDGXH100(t *testing.T) {
+	sys := simSystem(t, "dgx-h100")
+	st := Collect(context.Background(), sys.Lib, Options{})
+	if len(st.GPUs) != 8 {
+		t.Fatalf("got %d GPUs", len(st.GPUs))
+	}
+	g := st.GPUs[4]
+	if g.PCIBusID != "0000:9b:00.0" || g.Serial == "" || *g.NUMANode != 1 || g.CPUAffinity != "56-111,168-223" {
+		t.Errorf("gpu 4 = bus %s serial %q numa %v cpus %q", g.PCIBusID, g.Serial, g.NUMANode, g.CPUAffinity)
+	}
+	if len(g.NVLinks) != 18 || !g.NVLinks[17].Up || g.NVLinks[0].RemoteType != "switch" || g.NVLinks[0].Version != 4 {
+		t.Errorf("nvlinks = %d %+v", len(g.NVLinks), g.NVLinks)
+	}
+	if g.Fabric == nil || g.Fabric.State != "completed" || g.Fabric.Status != "success" || g.Fabric.Degraded || g.Fabric.API != "nvmlDeviceGetGpuFabricInfo_v4" {
+		t.Errorf("fabric = %+v", g.Fabric)
+	}
+	if g.Memory == nil || g.Memory.ReservedBytes != 551<<20 || g.Memory.TotalBytes != 80*1024<<20 {
+		t.Errorf("memory = %+v", g.Memory)
+	}
+	if g.RemappedRows == nil || g.RemappedRows.Pending || g.ECC == nil || *g.ECC.Volatile.Uncorrected != 0 {
+		t.Errorf("rows %+v ecc %+v", g.RemappedRows, g.ECC)
+	}
+	if g.ClockEvents == nil || len(g.ClockEvents.Reasons) != 1 || g.ClockEvents.Reasons[0] != "gpu_idle" {
+		t.Errorf("clock events = %+v", g.ClockEvents)
+	}
+	if len(g.Errors) != 0 {
+		t.Errorf("errors = %+v", g.Errors)
+	}
+}
+
+// One call that never returns: the collection ends on time, the hung call is
+// named, and the other GPUs are untouched.
+func TestCollectHungCallEndsByDeadline(t *testing.T) {
+	sys := simSystem(t, "dgx-h100:nvml-hang=2")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st := Collect(ctx, sys.Lib, Options{CallTimeout: 200 * time.Millisecond})
+	if ctx.Err() != nil {
+		t.Fatalf("collection overran the run deadline")
+	}
+	g := st.GPUs[2]
+	e := g.ErrorFor("nvmlDeviceGetTemperature")
+	if e == nil || !e.Timeout {
+		t.Fatalf("GPU 2 errors = %+v, want a timeout on nvmlDeviceGetTemperature", g.Errors)
+	}
+	if g.Power != nil || g.NVLinks != nil {
+		t.Errorf("calls after the hang ran: power %+v nvlinks %d", g.Power, len(g.NVLinks))
+	}
+	if len(st.GPUs[1].Errors) != 0 || st.GPUs[1].Thermal == nil {
+		t.Errorf("GPU 1 affected: %+v", st.GPUs[1].Errors)
+	}
+}
+
+func TestCollectGPULostMidCollection(t *testing.T) {
+	sys := simSystem(t, "dgx-h100:gpu-lost=5")
+	st := Collect(context.Background(), sys.Lib, Options{})
+	g := st.GPUs[5]
+	if !g.Lost || g.UUID == "" || g.Memory != nil || g.Thermal != nil {
+		t.Fatalf("GPU 5: lost=%v uuid=%q memory=%+v thermal=%+v", g.Lost, g.UUID, g.Memory, g.Thermal)
+	}
+	if e := g.ErrorFor("nvmlDeviceGetMemoryInfo_v2"); e == nil || !strings.Contains(e.Error, "lost") {
+		t.Errorf("errors = %+v", g.Errors)
+	}
+	if st.GPUs[6].Lost || st.GPUs[6].Memory == nil {
+		t.Errorf("GPU 6 affected")
+	}
+}
+
+// After a failed Init nothing else may be called, not even Shutdown: with no
+// libnvidia-ml that would kill the process in the dynamic linker.
+func TestCollectNoCallsAfterFailedInit(t *testing.T) {
+	srv := dgxh100.New()
+	srv.InitFunc = func() gonvml.Return { return gonvml.ERROR_LIBRARY_NOT_FOUND }
+	srv.ShutdownFunc = nil // a call would panic
+	srv.SystemGetDriverVersionFunc = nil
+	srv.DeviceGetCountFunc = nil
+	st := Collect(context.Background(), srv, Options{})
+	if st.Available || !strings.Contains(st.Error, "libnvidia-ml") {
+		t.Fatalf("state = %+v", st)
+	}
+	if n := len(srv.InitCalls()); n != 1 {
+		t.Errorf("Init called %d times", n)
+	}
+	if len(srv.ShutdownCalls())+len(srv.DeviceGetCountCalls())+len(srv.SystemGetDriverVersionCalls()) != 0 {
+		t.Errorf("NVML called after a failed Init")
+	}
+	if len(st.Errors) != 1 || st.Errors[0].Call != "nvmlInit" {
+		t.Errorf("errors = %+v", st.Errors)
+	}
+}
+
+func TestNormBusID(t *testing.T) {
+	for in, want := range map[string]string{
+		"00000000:18:00.0": "0000:18:00.0",
+		"0000:3B:00.0":     "0000:3b:00.0",
+		"00000001:C1:00.0": "0001:c1:00.0",
+		"":                 "",
+	} {
+		if got := normBusID(in); got != want {
+			t.Errorf("normBusID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCPUList(t *testing.T) {
+	if got := cpuList([]uint{0b1011, 1 << 63}); got != "0-1,3,127" {
+		t.Errorf("cpuList = %q", got)
+	}
+}
+
+func TestFabricDegraded(t *testing.T) {
+	if FabricDegraded(gonvml.GPU_FABRIC_HEALTH_MASK_DEGRADED_BW_FALSE) {
+		t.Error("FALSE value read as degraded")
+	}
+	if !FabricDegraded(gonvml.GPU_FABRIC_HEALTH_MASK_ROUTE_UNHEALTHY_TRUE << gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY) {
+		t.Error("unhealthy route not read as degraded")
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

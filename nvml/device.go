@@ -1,0 +1,375 @@
+package nvml
+
+import (
+	"fmt"
+	"strings"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// maxCPUs sizes the affinity mask NVML fills; 1024 covers every server we know.
+const maxCPUs = 1024
+
+type device struct {
+	g    *guard
+	dev  gonvml.Device
+	gpu  *state.GPU
+	sym  symbols
+	real bool
+}
+
+type pair[A, B any] struct {
+	a A
+	b B
+}
+
+func two[A, B any](f func() (A, B, gonvml.Return)) func() (pair[A, B], gonvml.Return) {
+	return func() (pair[A, B], gonvml.Return) {
+		a, b, r := f()
+		return pair[A, B]{a, b}, r
+	}
+}
+
+func (d *device) collect() {
+	d.identity()
+	d.memory()
+	d.modes()
+	d.ecc()
+	d.pages()
+	d.clocks()
+	d.pcie()
+	d.thermalPower()
+	d.processes()
+	d.affinity()
+	d.nvlinks()
+	d.fabric()
+}
+
+func (d *device) identity() {
+	g, dev, gpu := d.g, d.dev, d.gpu
+	if v, o := call(g, "nvmlDeviceGetIndex", dev.GetIndex); o == ok {
+		gpu.Index = v
+	}
+	if v, o := call(g, "nvmlDeviceGetUUID", dev.GetUUID); o == ok {
+		gpu.UUID = v
+	}
+	if v, o := call(g, "nvmlDeviceGetName", dev.GetName); o == ok {
+		gpu.Name = v
+	}
+	if v, o := call(g, "nvmlDeviceGetSerial", dev.GetSerial); o == ok {
+		gpu.Serial = v
+	}
+	if v, o := call(g, "nvmlDeviceGetPciInfo", dev.GetPciInfo); o == ok {
+		id := cString(v.BusId[:])
+		if id == "" {
+			id = cString(v.BusIdLegacy[:])
+		}
+		gpu.PCIBusID = normBusID(id)
+	}
+	if v, o := call(g, "nvmlDeviceGetMinorNumber", dev.GetMinorNumber); o == ok {
+		gpu.Minor = &v
+	}
+	if v, o := call(g, "nvmlDeviceGetArchitecture", dev.GetArchitecture); o == ok {
+		gpu.Architecture = archName(v)
+	}
+	if v, o := call(g, "nvmlDeviceGetCudaComputeCapability", two(dev.GetCudaComputeCapability)); o == ok {
+		gpu.ComputeCapability = fmt.Sprintf("%d.%d", v.a, v.b)
+	}
+}
+
+func (d *device) memory() {
+	if d.sym["nvmlDeviceGetMemoryInfo_v2"] {
+		// v2 reports the driver's reserved memory separately; v1 counts it as used.
+		if m, o := call(d.g, "nvmlDeviceGetMemoryInfo_v2", d.dev.GetMemoryInfo_v2); o == ok {
+			d.gpu.Memory = &state.Memory{TotalBytes: m.Total, UsedBytes: m.Used, FreeBytes: m.Free, ReservedBytes: m.Reserved}
+			return
+		} else if o == unsupported {
+			d.gpu.Unsupported = d.gpu.Unsupported[:len(d.gpu.Unsupported)-1] // fall back quietly
+		}
+	}
+	if m, o := call(d.g, "nvmlDeviceGetMemoryInfo", d.dev.GetMemoryInfo); o == ok {
+		d.gpu.Memory = &state.Memory{TotalBytes: m.Total, UsedBytes: m.Used, FreeBytes: m.Free}
+	}
+}
+
+func (d *device) modes() {
+	if v, o := call(d.g, "nvmlDeviceGetPersistenceMode", d.dev.GetPersistenceMode); o == ok {
+		on := v == gonvml.FEATURE_ENABLED
+		d.gpu.PersistenceMode = &on
+	}
+	if v, o := call(d.g, "nvmlDeviceGetMigMode", two(d.dev.GetMigMode)); o == ok {
+		d.gpu.MIG = &state.MIG{Current: v.a == gonvml.DEVICE_MIG_ENABLE, Pending: v.b == gonvml.DEVICE_MIG_ENABLE}
+	}
+}
+
+func (d *device) ecc() {
+	mode, o := call(d.g, "nvmlDeviceGetEccMode", two(d.dev.GetEccMode))
+	if o != ok {
+		return
+	}
+	e := &state.ECC{EnabledCurrent: mode.a == gonvml.FEATURE_ENABLED, EnabledPending: mode.b == gonvml.FEATURE_ENABLED}
+	count := func(t gonvml.MemoryErrorType, c gonvml.EccCounterType) *uint64 {
+		v, o := call(d.g, "nvmlDeviceGetTotalEccErrors", func() (uint64, gonvml.Return) {
+			return d.dev.GetTotalEccErrors(t, c)
+		})
+		if o != ok {
+			return nil
+		}
+		return &v
+	}
+	if e.EnabledCurrent {
+		e.Volatile.Corrected = count(gonvml.MEMORY_ERROR_TYPE_CORRECTED, gonvml.VOLATILE_ECC)
+		e.Volatile.Uncorrected = count(gonvml.MEMORY_ERROR_TYPE_UNCORRECTED, gonvml.VOLATILE_ECC)
+		e.Aggregate.Corrected = count(gonvml.MEMORY_ERROR_TYPE_CORRECTED, gonvml.AGGREGATE_ECC)
+		e.Aggregate.Uncorrected = count(gonvml.MEMORY_ERROR_TYPE_UNCORRECTED, gonvml.AGGREGATE_ECC)
+	}
+	d.gpu.ECC = e
+}
+
+func (d *device) pages() {
+	if d.sym["nvmlDeviceGetRemappedRows"] {
+		type rr struct {
+			corr, unc        int
+			pending, failure bool
+		}
+		if v, o := call(d.g, "nvmlDeviceGetRemappedRows", func() (rr, gonvml.Return) {
+			c, u, p, f, r := d.dev.GetRemappedRows()
+			return rr{c, u, p, f}, r
+		}); o == ok {
+			d.gpu.RemappedRows = &state.RemappedRows{Correctable: v.corr, Uncorrectable: v.unc, Pending: v.pending, Failure: v.failure}
+			return // row remapping replaces page retirement: no need to ask for both
+		}
+	}
+	sbe, o1 := call(d.g, "nvmlDeviceGetRetiredPages", func() ([]uint64, gonvml.Return) {
+		return d.dev.GetRetiredPages(gonvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+	})
+	if o1 != ok {
+		return
+	}
+	dbe, o2 := call(d.g, "nvmlDeviceGetRetiredPages", func() ([]uint64, gonvml.Return) {
+		return d.dev.GetRetiredPages(gonvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+	})
+	pending, o3 := call(d.g, "nvmlDeviceGetRetiredPagesPendingStatus", d.dev.GetRetiredPagesPendingStatus)
+	if o2 == ok && o3 == ok {
+		d.gpu.RetiredPages = &state.RetiredPages{SingleBitECC: len(sbe), DoubleBitECC: len(dbe), Pending: pending == gonvml.FEATURE_ENABLED}
+	}
+}
+
+func (d *device) clocks() {
+	name, f := "nvmlDeviceGetCurrentClocksThrottleReasons", d.dev.GetCurrentClocksThrottleReasons
+	if d.sym["nvmlDeviceGetCurrentClocksEventReasons"] {
+		name, f = "nvmlDeviceGetCurrentClocksEventReasons", d.dev.GetCurrentClocksEventReasons
+	}
+	if v, o := call(d.g, name, f); o == ok {
+		d.gpu.ClockEvents = &state.ClockEvents{Mask: v, Reasons: ClockEventNames(v)}
+	}
+}
+
+func (d *device) pcie() {
+	cg, o1 := call(d.g, "nvmlDeviceGetCurrPcieLinkGeneration", d.dev.GetCurrPcieLinkGeneration)
+	mg, o2 := call(d.g, "nvmlDeviceGetMaxPcieLinkGeneration", d.dev.GetMaxPcieLinkGeneration)
+	cw, o3 := call(d.g, "nvmlDeviceGetCurrPcieLinkWidth", d.dev.GetCurrPcieLinkWidth)
+	mw, o4 := call(d.g, "nvmlDeviceGetMaxPcieLinkWidth", d.dev.GetMaxPcieLinkWidth)
+	if o1 != ok || o2 != ok || o3 != ok || o4 != ok {
+		return
+	}
+	p := &state.PCIe{CurrentGen: cg, MaxGen: mg, CurrentWidth: cw, MaxWidth: mw}
+	if v, o := call(d.g, "nvmlDeviceGetPcieReplayCounter", d.dev.GetPcieReplayCounter); o == ok {
+		u := uint64(v)
+		p.ReplayCounter = &u
+	}
+	d.gpu.PCIe = p
+}
+
+func (d *device) thermalPower() {
+	if t, o := call(d.g, "nvmlDeviceGetTemperature", func() (uint32, gonvml.Return) {
+		return d.dev.GetTemperature(gonvml.TEMPERATURE_GPU)
+	}); o == ok {
+		th := &state.Thermal{TemperatureC: int(t)}
+		threshold := func(k gonvml.TemperatureThresholds) *int {
+			v, o := call(d.g, "nvmlDeviceGetTemperatureThreshold", func() (uint32, gonvml.Return) {
+				return d.dev.GetTemperatureThreshold(k)
+			})
+			if o != ok {
+				return nil
+			}
+			i := int(v)
+			return &i
+		}
+		th.SlowdownC = threshold(gonvml.TEMPERATURE_THRESHOLD_SLOWDOWN)
+		th.ShutdownC = threshold(gonvml.TEMPERATURE_THRESHOLD_SHUTDOWN)
+		d.gpu.Thermal = th
+	}
+	if mw, o := call(d.g, "nvmlDeviceGetPowerUsage", d.dev.GetPowerUsage); o == ok {
+		p := &state.Power{DrawWatts: float64(mw) / 1000}
+		if lim, o := call(d.g, "nvmlDeviceGetEnforcedPowerLimit", d.dev.GetEnforcedPowerLimit); o == ok {
+			w := float64(lim) / 1000
+			p.LimitWatts = &w
+		}
+		d.gpu.Power = p
+	}
+}
+
+func (d *device) processes() {
+	ps, o := call(d.g, "nvmlDeviceGetComputeRunningProcesses", d.dev.GetComputeRunningProcesses)
+	if o != ok {
+		return
+	}
+	d.gpu.ProcessesKnown = true
+	for _, p := range ps {
+		d.gpu.Processes = append(d.gpu.Processes, state.Process{PID: p.Pid, UsedMemoryBytes: p.UsedGpuMemory})
+	}
+}
+
+func (d *device) affinity() {
+	if d.sym["nvmlDeviceGetNumaNodeId"] {
+		if n, o := call(d.g, "nvmlDeviceGetNumaNodeId", d.dev.GetNumaNodeId); o == ok {
+			d.gpu.NUMANode = &n
+		}
+	}
+	if mask, o := call(d.g, "nvmlDeviceGetCpuAffinity", func() ([]uint, gonvml.Return) {
+		return d.dev.GetCpuAffinity(maxCPUs / 64)
+	}); o == ok {
+		d.gpu.CPUAffinity = cpuList(mask)
+	}
+}
+
+// nvlinks walks every possible link. Links past the GPU's count answer
+// INVALID_ARGUMENT or NOT_SUPPORTED: that is the end of the list, not a
+// finding, so the state call runs under a guard that files no "unsupported".
+func (d *device) nvlinks() {
+	if d.g.stopped != "" {
+		return
+	}
+	var links []state.NVLink
+	quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors}
+	for link := 0; link < gonvml.NVLINK_MAX_LINKS; link++ {
+		l := link
+		st, o := call(quiet, "nvmlDeviceGetNvLinkState", func() (gonvml.EnableState, gonvml.Return) {
+			s, r := d.dev.GetNvLinkState(l)
+			if r == gonvml.ERROR_INVALID_ARGUMENT {
+				r = gonvml.ERROR_NOT_SUPPORTED
+			}
+			return s, r
+		})
+		if quiet.stopped != "" {
+			d.g.stopped = quiet.stopped
+			break
+		}
+		if o != ok {
+			continue
+		}
+		nl := state.NVLink{Link: l, Up: st == gonvml.FEATURE_ENABLED}
+		if v, o := call(d.g, "nvmlDeviceGetNvLinkVersion", func() (uint32, gonvml.Return) { return d.dev.GetNvLinkVersion(l) }); o == ok {
+			nl.Version = int(v)
+		}
+		if v, o := call(d.g, "nvmlDeviceGetNvLinkRemoteDeviceType", func() (gonvml.IntNvLinkDeviceType, gonvml.Return) {
+			return d.dev.GetNvLinkRemoteDeviceType(l)
+		}); o == ok {
+			nl.RemoteType = remoteTypeName(v)
+		}
+		if v, o := call(d.g, "nvmlDeviceGetNvLinkRemotePciInfo", func() (gonvml.PciInfo, gonvml.Return) {
+			return d.dev.GetNvLinkRemotePciInfo(l)
+		}); o == ok {
+			nl.RemotePCIBusID = normBusID(cString(v.BusId[:]))
+		}
+		counter := func(c gonvml.NvLinkErrorCounter) *uint64 {
+			v, o := call(d.g, "nvmlDeviceGetNvLinkErrorCounter", func() (uint64, gonvml.Return) {
+				return d.dev.GetNvLinkErrorCounter(l, c)
+			})
+			if o != ok {
+				return nil
+			}
+			return &v
+		}
+		nl.CRCFlitErrors = counter(gonvml.NVLINK_ERROR_DL_CRC_FLIT)
+		nl.CRCDataErrors = counter(gonvml.NVLINK_ERROR_DL_CRC_DATA)
+		nl.ReplayErrors = counter(gonvml.NVLINK_ERROR_DL_REPLAY)
+		nl.RecoveryErrors = counter(gonvml.NVLINK_ERROR_DL_RECOVERY)
+		links = append(links, nl)
+	}
+	if len(links) == 0 {
+		d.gpu.Unsupported = append(d.gpu.Unsupported, "nvmlDeviceGetNvLinkState")
+	}
+	d.gpu.NVLinks = links
+}
+
+// fabric asks the newest fabric API the library has. The versioned
+// nvmlDeviceGetGpuFabricInfoV is reachable only on the real library: go-nvml
+// routes it around its mock interface.
+func (d *device) fabric() {
+	type fi struct {
+		state, status uint32
+		mask          uint32
+		clique        uint32
+		cluster       [16]uint8
+		api           string
+	}
+	var got fi
+	var o outcome = unsupported
+	switch {
+	case d.sym["nvmlDeviceGetGpuFabricInfo_v4"]:
+		got, o = call(d.g, "nvmlDeviceGetGpuFabricInfo_v4", func() (fi, gonvml.Return) {
+			v, r := d.dev.GetGpuFabricInfo_v4()
+			c := uint32(0)
+			if v.NumCliques > 0 {
+				c = v.Cliques[0].Id
+			}
+			return fi{uint32(v.State), v.Status, v.HealthMask, c, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfo_v4"}, r
+		})
+	case d.real && d.sym["nvmlDeviceGetGpuFabricInfoV"]:
+		got, o = call(d.g, "nvmlDeviceGetGpuFabricInfoV", func() (fi, gonvml.Return) {
+			v, r := d.dev.GetGpuFabricInfoV().V3()
+			return fi{uint32(v.State), v.Status, v.HealthMask, v.CliqueId, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfoV"}, r
+		})
+	case d.sym["nvmlDeviceGetGpuFabricInfo"]:
+		got, o = call(d.g, "nvmlDeviceGetGpuFabricInfo", func() (fi, gonvml.Return) {
+			v, r := d.dev.GetGpuFabricInfo()
+			return fi{uint32(v.State), v.Status, 0, v.CliqueId, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfo"}, r
+		})
+	}
+	if o != ok {
+		return
+	}
+	f := &state.Fabric{
+		API:        got.api,
+		State:      FabricStateName(got.state),
+		Status:     fabricStatus(got.status),
+		HealthMask: got.mask,
+		Degraded:   FabricDegraded(got.mask),
+		CliqueID:   got.clique,
+	}
+	if got.cluster != [16]uint8{} {
+		f.ClusterUUID = fmt.Sprintf("%x-%x-%x-%x-%x", got.cluster[0:4], got.cluster[4:6], got.cluster[6:8], got.cluster[8:10], got.cluster[10:16])
+	}
+	d.gpu.Fabric = f
+}
+
+func cpuList(words []uint) string {
+	var parts []string
+	start := -1
+	flush := func(end int) {
+		if start < 0 {
+			return
+		}
+		if start == end {
+			parts = append(parts, fmt.Sprint(start))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", start, end))
+		}
+		start = -1
+	}
+	n := len(words) * 64
+	for cpu := 0; cpu < n; cpu++ {
+		set := words[cpu/64]&(1<<(uint(cpu)%64)) != 0
+		if set && start < 0 {
+			start = cpu
+		} else if !set {
+			flush(cpu - 1)
+		}
+	}
+	flush(n - 1)
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,123 @@
+package nvml
+
+import (
+	"fmt"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+func archName(a gonvml.DeviceArchitecture) string {
+	switch a {
+	case gonvml.DEVICE_ARCH_KEPLER:
+		return "kepler"
+	case gonvml.DEVICE_ARCH_MAXWELL:
+		return "maxwell"
+	case gonvml.DEVICE_ARCH_PASCAL:
+		return "pascal"
+	case gonvml.DEVICE_ARCH_VOLTA:
+		return "volta"
+	case gonvml.DEVICE_ARCH_TURING:
+		return "turing"
+	case gonvml.DEVICE_ARCH_AMPERE:
+		return "ampere"
+	case gonvml.DEVICE_ARCH_ADA:
+		return "ada"
+	case gonvml.DEVICE_ARCH_HOPPER:
+		return "hopper"
+	case gonvml.DEVICE_ARCH_BLACKWELL:
+		return "blackwell"
+	case gonvml.DEVICE_ARCH_RUBIN:
+		return "rubin"
+	}
+	return fmt.Sprintf("unknown(%d)", uint32(a))
+}
+
+func remoteTypeName(t gonvml.IntNvLinkDeviceType) string {
+	switch t {
+	case gonvml.NVLINK_DEVICE_TYPE_GPU:
+		return "gpu"
+	case gonvml.NVLINK_DEVICE_TYPE_IBMNPU:
+		return "ibmnpu"
+	case gonvml.NVLINK_DEVICE_TYPE_SWITCH:
+		return "switch"
+	}
+	return "unknown"
+}
+
+// clockEventReasons are NVML's clock-event bits with the names nvidia-smi
+// prints, in bit order.
+var clockEventReasons = []struct {
+	bit  uint64
+	name string
+}{
+	{gonvml.ClocksEventReasonGpuIdle, "gpu_idle"},
+	{gonvml.ClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
+	{gonvml.ClocksEventReasonSwPowerCap, "sw_power_cap"},
+	{gonvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown"},
+	{gonvml.ClocksEventReasonSyncBoost, "sync_boost"},
+	{gonvml.ClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
+	{gonvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
+	{gonvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+	{gonvml.ClocksEventReasonDisplayClockSetting, "display_clock_setting"},
+}
+
+// ClockEventNames decodes a clock-event mask into reason names.
+func ClockEventNames(mask uint64) []string {
+	out := []string{}
+	for _, r := range clockEventReasons {
+		if mask&r.bit != 0 {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
+// ClockEventBit returns the mask bit for a reason name (for simulation).
+func ClockEventBit(name string) uint64 {
+	for _, r := range clockEventReasons {
+		if r.name == name {
+			return r.bit
+		}
+	}
+	return 0
+}
+
+// FabricStateName names NVML's fabric registration state.
+func FabricStateName(s uint32) string {
+	switch s {
+	case gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED:
+		return "not_supported"
+	case gonvml.GPU_FABRIC_STATE_NOT_STARTED:
+		return "not_started"
+	case gonvml.GPU_FABRIC_STATE_IN_PROGRESS:
+		return "in_progress"
+	case gonvml.GPU_FABRIC_STATE_COMPLETED:
+		return "completed"
+	}
+	return fmt.Sprintf("unknown(%d)", s)
+}
+
+func fabricStatus(s uint32) string {
+	if gonvml.Return(s) == gonvml.SUCCESS {
+		return "success"
+	}
+	return returnString(gonvml.Return(s))
+}
+
+// FabricDegraded reports whether any health field of the mask says TRUE:
+// degraded bandwidth, route recovery in progress, unhealthy route, or
+// access-timeout recovery, or incorrect configuration. Each field is two bits wide.
+func FabricDegraded(mask uint32) bool {
+	for _, shift := range []uint32{
+		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_DEGRADED_BW,
+		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_RECOVERY,
+		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY,
+		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ACCESS_TIMEOUT_RECOVERY,
+		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION,
+	} {
+		if (mask>>shift)&0x3 == 1 { // the *_TRUE value of every field
+			return true
+		}
+	}
+	return false
+}

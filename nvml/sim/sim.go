@@ -1,0 +1,204 @@
+// Package sim builds go-nvml mock servers that look like real DGX/HGX nodes:
+// go-nvml's own dgx* servers, with the values they leave unset filled in from
+// real captures (nvidia-smi -q of HGX H100 nodes) and named faults injected.
+package sim
+
+import (
+	"fmt"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxb200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	"github.com/gpuprobe/gpuprobe/simulate"
+)
+
+// model holds what the go-nvml mocks leave at zero.
+type model struct {
+	new          func() *server.Server
+	busIDs       [8]string
+	nvlinks      int
+	nvlinkVer    uint32
+	fabric       bool // NVSwitch fabric registration via NVML (Hopper and later)
+	powerLimitMW uint32
+	idleMW       uint32
+	reservedMiB  uint64
+	slowdownC    uint32
+	shutdownC    uint32
+	pcieGen      int
+	cpus         [2][2][2]int // per socket: two [first,last] ranges (cores, hyperthreads)
+}
+
+// Bus IDs: HGX H100 from a real nvidia-smi -q (realdata/nvsmi/gpud_h100x8_535.161.08);
+// DGX A100 from NVIDIA's DGX A100 user guide; H200/B200 reuse the HGX layout.
+var models = map[string]model{
+	"dgx-h100": {new: dgxh100.New, busIDs: hgxBusIDs, nvlinks: 18, nvlinkVer: 4, fabric: true,
+		powerLimitMW: 700000, idleMW: 67740, reservedMiB: 551, slowdownC: 90, shutdownC: 92, pcieGen: 5,
+		cpus: [2][2][2]int{{{0, 55}, {112, 167}}, {{56, 111}, {168, 223}}}},
+	"dgx-h200": {new: dgxh200.New, busIDs: hgxBusIDs, nvlinks: 18, nvlinkVer: 4, fabric: true,
+		powerLimitMW: 700000, idleMW: 74000, reservedMiB: 595, slowdownC: 90, shutdownC: 92, pcieGen: 5,
+		cpus: [2][2][2]int{{{0, 55}, {112, 167}}, {{56, 111}, {168, 223}}}},
+	"dgx-b200": {new: dgxb200.New, busIDs: hgxBusIDs, nvlinks: 18, nvlinkVer: 5, fabric: true,
+		powerLimitMW: 1000000, idleMW: 140000, reservedMiB: 1200, slowdownC: 90, shutdownC: 95, pcieGen: 5,
+		cpus: [2][2][2]int{{{0, 55}, {112, 167}}, {{56, 111}, {168, 223}}}},
+	"dgx-a100": {new: dgxa100.New, busIDs: [8]string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0", "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"},
+		nvlinks: 12, nvlinkVer: 3, fabric: false,
+		powerLimitMW: 400000, idleMW: 52000, reservedMiB: 0, slowdownC: 89, shutdownC: 92, pcieGen: 4,
+		cpus: [2][2][2]int{{{0, 63}, {128, 191}}, {{64, 127}, {192, 255}}}},
+}
+
+var hgxBusIDs = [8]string{"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0", "0000:5d:00.0", "0000:9b:00.0", "0000:bb:00.0", "0000:cb:00.0", "0000:db:00.0"}
+
+// System is a simulated node's NVML: the interface the collector reads and
+// the devices behind it, for tests that want to change them further.
+type System struct {
+	Spec    *simulate.Spec
+	Lib     gonvml.Interface
+	Server  *server.Server
+	Devices []*server.Device
+}
+
+// New builds a fresh simulated NVML for spec. Each call starts from a clean
+// mock: go-nvml's mocks record every call, so a long-lived one grows.
+func New(spec *simulate.Spec) (*System, error) {
+	m, ok := models[spec.Model]
+	if !ok {
+		return nil, fmt.Errorf("simulate: no NVML model for %q", spec.Model)
+	}
+	srv := m.new()
+	sys := &System{Spec: spec, Lib: srv, Server: srv}
+	for i, d := range srv.Devices {
+		dev := d.(*server.Device)
+		m.dress(dev, i)
+		FillNotSupported(&dev.Device)
+		sys.Devices = append(sys.Devices, dev)
+	}
+	srv.SystemGetCudaDriverVersion_v2Func = srv.SystemGetCudaDriverVersionFunc
+	FillNotSupported(&srv.Interface)
+	FillNotSupported(&srv.ExtendedInterface)
+	for _, f := range spec.Faults {
+		apply, ok := faults[f.Name]
+		if !ok {
+			continue // a fault of another collector (kernel log, sysfs)
+		}
+		if err := apply(sys, f); err != nil {
+			return nil, err
+		}
+	}
+	return sys, nil
+}
+
+// dress fills in what a real GPU of this model reports.
+func (m model) dress(d *server.Device, i int) {
+	d.UUID = fmt.Sprintf("GPU-%08x-%04x-4%03x-8%03x-%012x", 0x5e1a0000+i, 0x1000+i*0x11, i, i, 0x00005e1a0000+i)
+	d.PciBusID = m.busIDs[i]
+	total := d.MemoryInfo.Total
+	reserved := m.reservedMiB << 20
+	d.MemoryInfo = gonvml.Memory{Total: total, Used: reserved, Free: total - reserved}
+	serial := fmt.Sprintf("16523230%05d", 1000+i)
+	bus := m.busIDs[i]
+	pciDev := d.Config.PciDeviceId
+	d.GetSerialFunc = func() (string, gonvml.Return) { return serial, gonvml.SUCCESS }
+	d.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
+		p := gonvml.PciInfo{PciDeviceId: pciDev}
+		copy8(p.BusId[:], "0000"+bus)
+		return p, gonvml.SUCCESS
+	}
+	d.GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) {
+		mi := d.MemoryInfo
+		return gonvml.Memory_v2{Total: mi.Total, Reserved: reserved, Used: mi.Used - min(mi.Used, reserved), Free: mi.Free}, gonvml.SUCCESS
+	}
+	d.GetPersistenceModeFunc = func() (gonvml.EnableState, gonvml.Return) { return gonvml.FEATURE_ENABLED, gonvml.SUCCESS }
+	d.GetEccModeFunc = func() (gonvml.EnableState, gonvml.EnableState, gonvml.Return) {
+		return gonvml.FEATURE_ENABLED, gonvml.FEATURE_ENABLED, gonvml.SUCCESS
+	}
+	d.GetTotalEccErrorsFunc = func(gonvml.MemoryErrorType, gonvml.EccCounterType) (uint64, gonvml.Return) {
+		return 0, gonvml.SUCCESS
+	}
+	d.GetRemappedRowsFunc = func() (int, int, bool, bool, gonvml.Return) { return 0, 0, false, false, gonvml.SUCCESS }
+	d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) { return gonvml.ClocksEventReasonGpuIdle, gonvml.SUCCESS }
+	gen := m.pcieGen
+	d.GetCurrPcieLinkGenerationFunc = func() (int, gonvml.Return) { return gen, gonvml.SUCCESS }
+	d.GetMaxPcieLinkGenerationFunc = func() (int, gonvml.Return) { return gen, gonvml.SUCCESS }
+	d.GetCurrPcieLinkWidthFunc = func() (int, gonvml.Return) { return 16, gonvml.SUCCESS }
+	d.GetMaxPcieLinkWidthFunc = func() (int, gonvml.Return) { return 16, gonvml.SUCCESS }
+	d.GetPcieReplayCounterFunc = func() (int, gonvml.Return) { return 0, gonvml.SUCCESS }
+	temp := uint32(29 + i%4)
+	d.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { return temp, gonvml.SUCCESS }
+	slow, shut := m.slowdownC, m.shutdownC
+	d.GetTemperatureThresholdFunc = func(k gonvml.TemperatureThresholds) (uint32, gonvml.Return) {
+		switch k {
+		case gonvml.TEMPERATURE_THRESHOLD_SLOWDOWN:
+			return slow, gonvml.SUCCESS
+		case gonvml.TEMPERATURE_THRESHOLD_SHUTDOWN:
+			return shut, gonvml.SUCCESS
+		}
+		return 0, gonvml.ERROR_NOT_SUPPORTED
+	}
+	idle, limit := m.idleMW+uint32(i)*310, m.powerLimitMW
+	d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return idle, gonvml.SUCCESS }
+	d.GetEnforcedPowerLimitFunc = func() (uint32, gonvml.Return) { return limit, gonvml.SUCCESS }
+	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) { return nil, gonvml.SUCCESS }
+	socket := 0
+	if i >= 4 {
+		socket = 1
+	}
+	d.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return socket, gonvml.SUCCESS }
+	mask := cpuMask(m.cpus[socket])
+	d.GetCpuAffinityFunc = func(n int) ([]uint, gonvml.Return) {
+		out := make([]uint, n)
+		copy(out, mask)
+		return out, gonvml.SUCCESS
+	}
+	links, ver := m.nvlinks, m.nvlinkVer
+	d.GetNvLinkStateFunc = func(l int) (gonvml.EnableState, gonvml.Return) {
+		if l >= links {
+			return 0, gonvml.ERROR_INVALID_ARGUMENT
+		}
+		return gonvml.FEATURE_ENABLED, gonvml.SUCCESS
+	}
+	d.GetNvLinkVersionFunc = func(int) (uint32, gonvml.Return) { return ver, gonvml.SUCCESS }
+	d.GetNvLinkRemoteDeviceTypeFunc = func(int) (gonvml.IntNvLinkDeviceType, gonvml.Return) {
+		return gonvml.NVLINK_DEVICE_TYPE_SWITCH, gonvml.SUCCESS
+	}
+	d.GetNvLinkRemotePciInfoFunc = func(l int) (gonvml.PciInfo, gonvml.Return) {
+		var p gonvml.PciInfo
+		// Four NVSwitches; links spread across them as on HGX baseboards.
+		copy8(p.BusId[:], fmt.Sprintf("00000000:%02x:00.0", 0x05+l%4))
+		return p, gonvml.SUCCESS
+	}
+	d.GetNvLinkErrorCounterFunc = func(int, gonvml.NvLinkErrorCounter) (uint64, gonvml.Return) { return 0, gonvml.SUCCESS }
+	if m.fabric {
+		d.GetGpuFabricInfo_v4Func = func() (gonvml.GpuFabricInfo_v4, gonvml.Return) {
+			f := gonvml.GpuFabricInfo_v4{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.SUCCESS), NumCliques: 1}
+			f.Cliques[0].Id = 32766
+			f.HealthMask = gonvml.GPU_FABRIC_HEALTH_MASK_DEGRADED_BW_FALSE |
+				gonvml.GPU_FABRIC_HEALTH_MASK_ROUTE_RECOVERY_FALSE<<gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_RECOVERY |
+				gonvml.GPU_FABRIC_HEALTH_MASK_ROUTE_UNHEALTHY_FALSE<<gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY
+			return f, gonvml.SUCCESS
+		}
+	} else {
+		d.GetGpuFabricInfo_v4Func = func() (gonvml.GpuFabricInfo_v4, gonvml.Return) {
+			return gonvml.GpuFabricInfo_v4{State: gonvml.GPU_FABRIC_STATE_NOT_SUPPORTED}, gonvml.ERROR_NOT_SUPPORTED
+		}
+	}
+}
+
+func cpuMask(ranges [2][2]int) []uint {
+	out := make([]uint, 1024/64)
+	for _, r := range ranges {
+		for c := r[0]; c <= r[1]; c++ {
+			out[c/64] |= 1 << (uint(c) % 64)
+		}
+	}
+	return out
+}
+
+func copy8[T ~int8 | ~uint8](dst []T, s string) {
+	for i := 0; i < len(s) && i < len(dst)-1; i++ {
+		dst[i] = T(s[i])
+	}
+}

@@ -1,0 +1,217 @@
+// Package state holds the node state: plain, JSON-serialisable data that the
+// collectors fill and the checks judge. Nothing here does I/O, so a saved
+// snapshot can be judged anywhere and every check can be tested without hardware.
+package state
+
+import (
+	"strconv"
+	"time"
+)
+
+// SchemaVersion is bumped whenever a field changes meaning or is removed;
+// adding a field does not bump it (readers ignore unknown fields).
+const SchemaVersion = 1
+
+// Node is everything gpuprobe knows about one node at one moment.
+type Node struct {
+	SchemaVersion int       `json:"schema_version"`
+	Host          string    `json:"host"`
+	CollectedAt   time.Time `json:"collected_at"`
+	// Simulated is the --simulate spec the state came from; empty for real hardware.
+	Simulated       string `json:"simulated,omitempty"`
+	GpuprobeVersion string `json:"gpuprobe_version,omitempty"`
+
+	NVML *NVML `json:"nvml,omitempty"`
+
+	// Sources records how each collector fared, so a report can say what was
+	// not looked at and why.
+	Sources []Source `json:"sources,omitempty"`
+}
+
+// Source is one collector's outcome.
+type Source struct {
+	Name            string  `json:"name"`
+	OK              bool    `json:"ok"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	Error           string  `json:"error,omitempty"`
+}
+
+// NVML is what the NVML collector saw.
+type NVML struct {
+	// Available is false when the library could not be loaded or initialised;
+	// Error then carries the loader's own message.
+	Available         bool        `json:"available"`
+	Error             string      `json:"error,omitempty"`
+	DriverVersion     string      `json:"driver_version,omitempty"`
+	NVMLVersion       string      `json:"nvml_version,omitempty"`
+	CUDADriverVersion string      `json:"cuda_driver_version,omitempty"`
+	DeviceCount       int         `json:"device_count"`
+	GPUs              []GPU       `json:"gpus"`
+	Errors            []CallError `json:"errors,omitempty"`
+}
+
+// CallError is an NVML call that failed for a reason other than "not supported".
+type CallError struct {
+	Call    string `json:"call"`
+	Error   string `json:"error"`
+	Timeout bool   `json:"timeout,omitempty"`
+}
+
+// GPU is one device. Pointer fields are nil when the value is unavailable:
+// the call's name is then in Unsupported (the GPU or driver lacks it) or in
+// Errors (the call failed or timed out).
+type GPU struct {
+	Index             int    `json:"index"`
+	UUID              string `json:"uuid,omitempty"`
+	Name              string `json:"name,omitempty"`
+	Serial            string `json:"serial,omitempty"`
+	PCIBusID          string `json:"pci_bus_id,omitempty"`
+	Minor             *int   `json:"minor,omitempty"`
+	Architecture      string `json:"architecture,omitempty"`
+	ComputeCapability string `json:"compute_capability,omitempty"`
+
+	// Lost is set when NVML answered GPU_IS_LOST: the GPU fell off the bus.
+	Lost bool `json:"lost,omitempty"`
+	// Unreachable is set when NVML could not even hand out a handle.
+	Unreachable bool `json:"unreachable,omitempty"`
+
+	Memory          *Memory       `json:"memory,omitempty"`
+	PersistenceMode *bool         `json:"persistence_mode,omitempty"`
+	MIG             *MIG          `json:"mig,omitempty"`
+	ECC             *ECC          `json:"ecc,omitempty"`
+	RetiredPages    *RetiredPages `json:"retired_pages,omitempty"`
+	RemappedRows    *RemappedRows `json:"remapped_rows,omitempty"`
+	ClockEvents     *ClockEvents  `json:"clock_events,omitempty"`
+	PCIe            *PCIe         `json:"pcie,omitempty"`
+	Thermal         *Thermal      `json:"thermal,omitempty"`
+	Power           *Power        `json:"power,omitempty"`
+	Processes       []Process     `json:"processes,omitempty"`
+	ProcessesKnown  bool          `json:"processes_known,omitempty"`
+	NUMANode        *int          `json:"numa_node,omitempty"`
+	CPUAffinity     string        `json:"cpu_affinity,omitempty"`
+	NVLinks         []NVLink      `json:"nvlinks,omitempty"`
+	Fabric          *Fabric       `json:"fabric,omitempty"`
+	Unsupported     []string      `json:"unsupported,omitempty"`
+	Errors          []CallError   `json:"errors,omitempty"`
+}
+
+// Memory is framebuffer memory in bytes.
+type Memory struct {
+	TotalBytes    uint64 `json:"total_bytes"`
+	UsedBytes     uint64 `json:"used_bytes"`
+	FreeBytes     uint64 `json:"free_bytes"`
+	ReservedBytes uint64 `json:"reserved_bytes,omitempty"`
+}
+
+// MIG is the current and pending MIG mode.
+type MIG struct {
+	Current bool `json:"current"`
+	Pending bool `json:"pending"`
+}
+
+// ECC holds the ECC mode and error counters. Counters are nil when unsupported.
+type ECC struct {
+	EnabledCurrent bool      `json:"enabled_current"`
+	EnabledPending bool      `json:"enabled_pending"`
+	Volatile       ECCCounts `json:"volatile"`
+	Aggregate      ECCCounts `json:"aggregate"`
+}
+
+// ECCCounts are corrected (single-bit) and uncorrected (double-bit) totals.
+type ECCCounts struct {
+	Corrected   *uint64 `json:"corrected"`
+	Uncorrected *uint64 `json:"uncorrected"`
+}
+
+// RetiredPages is dynamic page retirement (pre-Ampere GPUs).
+type RetiredPages struct {
+	SingleBitECC int  `json:"single_bit_ecc"`
+	DoubleBitECC int  `json:"double_bit_ecc"`
+	Pending      bool `json:"pending"`
+}
+
+// RemappedRows is row remapping (Ampere and later).
+type RemappedRows struct {
+	Correctable   int  `json:"correctable"`
+	Uncorrectable int  `json:"uncorrectable"`
+	Pending       bool `json:"pending"`
+	Failure       bool `json:"failure"`
+}
+
+// ClockEvents are the active clock-event (throttle) reasons.
+type ClockEvents struct {
+	Mask    uint64   `json:"mask"`
+	Reasons []string `json:"reasons"`
+}
+
+// PCIe is the GPU's own link.
+type PCIe struct {
+	CurrentGen    int     `json:"current_gen"`
+	MaxGen        int     `json:"max_gen"`
+	CurrentWidth  int     `json:"current_width"`
+	MaxWidth      int     `json:"max_width"`
+	ReplayCounter *uint64 `json:"replay_counter,omitempty"`
+}
+
+// Thermal is the GPU core temperature and the GPU's own thresholds.
+type Thermal struct {
+	TemperatureC int  `json:"temperature_c"`
+	SlowdownC    *int `json:"slowdown_c,omitempty"`
+	ShutdownC    *int `json:"shutdown_c,omitempty"`
+}
+
+// Power is in watts.
+type Power struct {
+	DrawWatts  float64  `json:"draw_watts"`
+	LimitWatts *float64 `json:"limit_watts,omitempty"`
+}
+
+// Process is a compute process NVML lists on a GPU.
+type Process struct {
+	PID             uint32 `json:"pid"`
+	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
+}
+
+// NVLink is one link of a GPU.
+type NVLink struct {
+	Link           int     `json:"link"`
+	Up             bool    `json:"up"`
+	Version        int     `json:"version,omitempty"`
+	RemoteType     string  `json:"remote_type,omitempty"`
+	RemotePCIBusID string  `json:"remote_pci_bus_id,omitempty"`
+	CRCFlitErrors  *uint64 `json:"crc_flit_errors,omitempty"`
+	CRCDataErrors  *uint64 `json:"crc_data_errors,omitempty"`
+	ReplayErrors   *uint64 `json:"replay_errors,omitempty"`
+	RecoveryErrors *uint64 `json:"recovery_errors,omitempty"`
+}
+
+// Fabric is the NVSwitch fabric registration of a GPU.
+type Fabric struct {
+	// API names the NVML entry point that answered, newest first.
+	API         string `json:"api"`
+	State       string `json:"state"`
+	Status      string `json:"status"`
+	HealthMask  uint32 `json:"health_mask"`
+	Degraded    bool   `json:"degraded,omitempty"`
+	CliqueID    uint32 `json:"clique_id"`
+	ClusterUUID string `json:"cluster_uuid,omitempty"`
+}
+
+// Label names a GPU the way every report line does: index, UUID and bus ID.
+func (g *GPU) Label() string {
+	s := "GPU " + strconv.Itoa(g.Index)
+	if g.PCIBusID != "" {
+		s += " (" + g.PCIBusID + ")"
+	}
+	return s
+}
+
+// ErrorFor returns the recorded error of a call, if any.
+func (g *GPU) ErrorFor(call string) *CallError {
+	for i := range g.Errors {
+		if g.Errors[i].Call == call {
+			return &g.Errors[i]
+		}
+	}
+	return nil
+}
