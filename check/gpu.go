@@ -1,0 +1,198 @@
+package check
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func init() {
+	register(Check{ID: "gpu.driver", Title: "NVML loads; driver version (optional minimum)", Run: checkDriver})
+	register(Check{ID: "gpu.count", Title: "every GPU is reachable and the count is as expected", Run: checkCount})
+	register(Check{ID: "gpu.ecc", Title: "no uncorrectable ECC errors since the last reset", Run: checkECC})
+	register(Check{ID: "gpu.row_remap", Title: "no row remap pending or failed", Run: checkRowRemap})
+}
+
+// nvmlSkip is the common precondition: without NVML a GPU check has nothing
+// to judge, and gpu.driver already says why.
+func nvmlSkip(n *state.Node) (Result, bool) {
+	if n.NVML == nil {
+		return Result{Status: Skip, Summary: "NVML not collected"}, true
+	}
+	if !n.NVML.Available {
+		return Result{Status: Skip, Summary: "NVML unavailable (see gpu.driver)"}, true
+	}
+	return Result{}, false
+}
+
+func checkDriver(n *state.Node, cfg *Config) Result {
+	if n.NVML == nil {
+		return Result{Status: Skip, Summary: "NVML not collected"}
+	}
+	if !n.NVML.Available {
+		return Result{Status: Fail, Summary: "NVIDIA driver not usable: " + n.NVML.Error,
+			Remedy: "install the NVIDIA driver or check it is loaded (lsmod | grep nvidia; nvidia-smi); libnvidia-ml.so.1 must be on the loader path"}
+	}
+	nv := n.NVML
+	summary := fmt.Sprintf("driver %s, CUDA %s, NVML %s", orNA(nv.DriverVersion), orNA(nv.CUDADriverVersion), orNA(nv.NVMLVersion))
+	if cfg.MinDriver != "" && nv.DriverVersion != "" && versionLess(nv.DriverVersion, cfg.MinDriver) {
+		return Result{Status: Fail, Summary: fmt.Sprintf("driver %s is older than the required %s", nv.DriverVersion, cfg.MinDriver),
+			Remedy: "upgrade the NVIDIA driver to " + cfg.MinDriver + " or later"}
+	}
+	return Result{Status: Pass, Summary: summary}
+}
+
+func checkCount(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.count"}
+	for _, e := range n.NVML.Errors {
+		if e.Call == "nvmlDeviceGetCount" {
+			v.add(Error, nil, "", "could not count GPUs: "+e.Call+": "+e.Error)
+		}
+	}
+	for i := range n.NVML.GPUs {
+		g := &n.NVML.GPUs[i]
+		switch {
+		case g.Lost:
+			v.add(Fail, g, "drain the node and reset the GPU (nvidia-smi -r) or reboot; if it recurs, reseat or RMA the GPU",
+				"GPU is lost (fell off the bus)")
+		case g.Unreachable:
+			msg := "NVML cannot open the GPU"
+			if len(g.Errors) > 0 {
+				msg += ": " + g.Errors[0].Call + ": " + g.Errors[0].Error
+			}
+			v.add(Fail, g, "check dmesg for NVRM/Xid errors; reset the GPU or reboot the node", msg)
+		}
+	}
+	seen := len(n.NVML.GPUs)
+	if cfg.ExpectGPUs > 0 && seen != cfg.ExpectGPUs {
+		v.add(Fail, nil, "check that every GPU is seated and powered (lspci -d 10de:), and dmesg for GPUs the driver rejected",
+			fmt.Sprintf("NVML sees %d GPUs, expected %d", seen, cfg.ExpectGPUs))
+	}
+	pass := fmt.Sprintf("%d GPUs reachable", seen)
+	if cfg.ExpectGPUs > 0 {
+		pass += fmt.Sprintf(" (expected %d)", cfg.ExpectGPUs)
+	}
+	return v.result(pass)
+}
+
+// usable returns the GPUs a per-GPU check can judge; lost or unreachable ones
+// are gpu.count's business.
+func usable(n *state.Node) []*state.GPU {
+	var out []*state.GPU
+	for i := range n.NVML.GPUs {
+		g := &n.NVML.GPUs[i]
+		if !g.Lost && !g.Unreachable {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// missing explains why a value is absent: the call's error (an error
+// finding) or "not supported" (a skip).
+func missing(v *verdict, g *state.GPU, call, what string) {
+	if e := g.ErrorFor(call); e != nil {
+		v.add(Error, g, "", fmt.Sprintf("%s: %s: %s", what, call, e.Error))
+		return
+	}
+	v.add(Skip, g, "", what+" not supported")
+}
+
+func checkECC(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.ecc"}
+	t := cfg.ECC
+	gpus := usable(n)
+	for _, g := range gpus {
+		if g.ECC == nil {
+			missing(&v, g, "nvmlDeviceGetEccMode", "ECC")
+			continue
+		}
+		e := g.ECC
+		if !e.EnabledCurrent {
+			v.add(Warn, g, "enable ECC (nvidia-smi -e 1) and reset the GPU", "ECC is disabled")
+			continue
+		}
+		if e.EnabledPending != e.EnabledCurrent {
+			v.add(Warn, g, "reset the GPU or reboot to apply the pending ECC mode", "ECC mode change pending a reset")
+		}
+		if e.Volatile.Uncorrected == nil {
+			missing(&v, g, "nvmlDeviceGetTotalEccErrors", "ECC counters")
+			continue
+		}
+		if vu := *e.Volatile.Uncorrected; t.VolatileUncorrectedFail > 0 && vu >= t.VolatileUncorrectedFail {
+			v.add(Fail, g, "drain the node, reset the GPU (nvidia-smi -r); if errors return, replace the GPU",
+				fmt.Sprintf("%d uncorrectable ECC errors since the last reset", vu))
+		}
+		if e.Aggregate.Uncorrected != nil && t.AggregateUncorrectedWarn > 0 && *e.Aggregate.Uncorrected >= t.AggregateUncorrectedWarn &&
+			(t.VolatileUncorrectedFail == 0 || *e.Volatile.Uncorrected < t.VolatileUncorrectedFail) {
+			v.add(Warn, g, "watch the GPU: check remapped rows and Xid 48/63/64 in dmesg",
+				fmt.Sprintf("%d uncorrectable ECC errors in the GPU's lifetime", *e.Aggregate.Uncorrected))
+		}
+		if e.Volatile.Corrected != nil && t.VolatileCorrectedWarn > 0 && *e.Volatile.Corrected >= t.VolatileCorrectedWarn {
+			v.add(Warn, g, "watch the GPU for row remaps; schedule a reset",
+				fmt.Sprintf("%d corrected ECC errors since the last reset", *e.Volatile.Corrected))
+		}
+		v.add(Pass, g, "", "")
+	}
+	return v.result(fmt.Sprintf("no uncorrectable ECC errors on %d GPUs", len(gpus)))
+}
+
+func checkRowRemap(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.row_remap"}
+	judged := 0
+	for _, g := range usable(n) {
+		rr := g.RemappedRows
+		if rr == nil {
+			missing(&v, g, "nvmlDeviceGetRemappedRows", "row remapping")
+			continue
+		}
+		judged++
+		switch {
+		case rr.Failure:
+			v.add(Fail, g, "replace the GPU: it has no spare rows left (RMA)",
+				fmt.Sprintf("row remap failure (%d uncorrectable, %d correctable rows remapped)", rr.Uncorrectable, rr.Correctable))
+		case rr.Pending:
+			v.add(Fail, g, "drain the node and reset the GPU (nvidia-smi -r) to apply the pending remap",
+				"row remap pending")
+		default:
+			v.add(Pass, g, "", "")
+		}
+	}
+	return v.result(fmt.Sprintf("no pending or failed row remaps on %d GPUs", judged))
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
+}
+
+// versionLess compares dotted numeric versions ("535.104.05" < "550.54.15").
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func init() { registrars = append(registrars, registerCheck) }
+
+type checkFlags struct {
+	collect      collectFlags
+	fromSnapshot string
+	format       string
+	color        string
+	configFile   string
+	checks       []string
+	skip         []string
+	expectGPUs   int
+	minDriver    string
+	strict       bool
+	verbose      bool
+}
+
+func registerCheck(c *cli) {
+	f := &checkFlags{}
+	cmd := c.app.Command("check", "Judge this node (or a saved snapshot) and print a pass/fail report. Exit 0: nothing failed; 1: a check failed; 2: gpuprobe could not run.")
+	f.collect.register(cmd, "30s")
+	cmd.Flag("from-snapshot", "Judge a snapshot saved by 'gpuprobe snapshot' instead of collecting.").PlaceHolder("FILE").StringVar(&f.fromSnapshot)
+	cmd.Flag("format", "Output format.").Default("text").EnumVar(&f.format, "text", "json")
+	cmd.Flag("color", "Colour the text report: auto (on a terminal, unless NO_COLOR is set), always, never.").Default("auto").EnumVar(&f.color, "auto", "always", "never")
+	cmd.Flag("config", "YAML file with expectations and thresholds (see docs/checks.md).").PlaceHolder("FILE").StringVar(&f.configFile)
+	cmd.Flag("checks", "Run only these checks, by ID or prefix (comma-separated or repeated).").PlaceHolder("ID").StringsVar(&f.checks)
+	cmd.Flag("skip", "Skip these checks, by ID or prefix.").PlaceHolder("ID").StringsVar(&f.skip)
+	cmd.Flag("expect-gpus", "Number of GPUs this node must have.").IntVar(&f.expectGPUs)
+	cmd.Flag("min-driver", "Oldest acceptable driver version.").PlaceHolder("VERSION").StringVar(&f.minDriver)
+	cmd.Flag("strict", "Treat warnings as failures.").BoolVar(&f.strict)
+	cmd.Flag("verbose", "Print every check's evidence, not only the failures'.").Short('v').BoolVar(&f.verbose)
+	cmd.Action(func(*kingpin.ParseContext) error { return c.runCheck(f) })
+}
+
+func (c *cli) runCheck(f *checkFlags) error {
+	start := time.Now()
+	cfg, err := check.LoadConfig(f.configFile)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	if f.expectGPUs != 0 {
+		cfg.ExpectGPUs = f.expectGPUs
+	}
+	if f.expectGPUs < 0 {
+		return c.usageError("--expect-gpus must not be negative")
+	}
+	if f.minDriver != "" {
+		cfg.MinDriver = f.minDriver
+	}
+	cfg.Strict = cfg.Strict || f.strict
+	include, exclude := splitList(append(cfg.Checks, f.checks...)), splitList(append(cfg.Skip, f.skip...))
+	if len(f.checks) > 0 {
+		include = splitList(f.checks) // flags replace the config's selection
+	}
+	checks, err := check.Select(include, exclude)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), f.collect.timeout)
+	defer cancel()
+	var node *state.Node
+	if f.fromSnapshot != "" {
+		if f.collect.simulate != "" {
+			return c.usageError("--from-snapshot and --simulate exclude each other")
+		}
+		if node, err = loadSnapshot(f.fromSnapshot); err != nil {
+			return c.usageError("%v", err)
+		}
+	} else {
+		o, err := f.collect.options()
+		if err != nil {
+			return c.usageError("%v", err)
+		}
+		node = c.collectNode(ctx, &f.collect, o)
+	}
+	results := check.Run(ctx, node, cfg, checks)
+	doc := report.New(node, results, cfg.Strict, time.Since(start))
+	if f.format == "json" {
+		err = doc.WriteJSON(c.stdout)
+	} else {
+		err = doc.WriteText(c.stdout, report.TextOptions{Color: c.useColor(f.color), Verbose: f.verbose})
+	}
+	if err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	c.exit = check.ExitCode(results, cfg.Strict)
+	return nil
+}
+
+func (c *cli) useColor(mode string) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	return c.getenv("NO_COLOR") == "" && isTerminal(c.stdout)
+}
+
+// splitList accepts both repeated flags and comma-separated values.
+func splitList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/version"
+	"golang.org/x/sys/unix"
+
+	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// collectFlags are shared by every command that collects node state, so
+// --simulate and the deadlines mean the same everywhere.
+type collectFlags struct {
+	simulate    string
+	timeout     time.Duration
+	callTimeout time.Duration
+}
+
+func (f *collectFlags) register(cmd *kingpin.CmdClause, defaultTimeout string) {
+	cmd.Flag("simulate", "Collect from a simulated node instead of the driver: MODEL[:FAULT[=ARG],...], e.g. dgx-h100:row-remap-pending=3 (models: "+
+		strings.Join(simulate.Models, ", ")+"; 'gpuprobe faults' lists faults).").PlaceHolder("SPEC").StringVar(&f.simulate)
+	cmd.Flag("timeout", "Deadline for the whole run; a hung driver call becomes an error result and the run still ends on time.").Default(defaultTimeout).DurationVar(&f.timeout)
+	cmd.Flag("call-timeout", "Deadline for each NVML call.").Default("10s").DurationVar(&f.callTimeout)
+}
+
+// options validates the flags into collector options.
+func (f *collectFlags) options() (collect.Options, error) {
+	o := collect.Options{CallTimeout: f.callTimeout, Version: version.Version}
+	if f.timeout <= 0 {
+		return o, fmt.Errorf("--timeout must be positive")
+	}
+	if f.callTimeout <= 0 {
+		return o, fmt.Errorf("--call-timeout must be positive")
+	}
+	if f.simulate != "" {
+		s, err := simulate.Parse(f.simulate)
+		if err != nil {
+			return o, err
+		}
+		o.Simulate = s
+	}
+	return o, nil
+}
+
+// collectDeadline leaves a slice of the run's deadline for judging and
+// printing, so a hung collection still yields a report on time.
+func collectDeadline(timeout time.Duration) time.Duration {
+	margin := timeout / 10
+	if margin > time.Second {
+		margin = time.Second
+	}
+	return timeout - margin
+}
+
+func (c *cli) collectNode(parent context.Context, f *collectFlags, o collect.Options) *state.Node {
+	ctx, cancel := context.WithTimeout(parent, collectDeadline(f.timeout))
+	defer cancel()
+	n := collect.Node(ctx, o)
+	for _, s := range n.Sources {
+		if !s.OK {
+			c.log.Info("collector reported a problem", zapString("source", s.Name), zapString("error", s.Error))
+		}
+	}
+	return n
+}
+
+// loadSnapshot reads a saved node state.
+func loadSnapshot(path string) (*state.Node, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	var n state.Node
+	if err := json.Unmarshal(data, &n); err != nil {
+		return nil, fmt.Errorf("snapshot %s: not a gpuprobe snapshot: %w", path, err)
+	}
+	if n.SchemaVersion < 1 || n.SchemaVersion > state.SchemaVersion {
+		return nil, fmt.Errorf("snapshot %s: schema_version %d, this gpuprobe reads 1..%d", path, n.SchemaVersion, state.SchemaVersion)
+	}
+	return &n, nil
+}
+
+// isTerminal reports whether w is a terminal (colour only goes to one).
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

@@ -1,0 +1,72 @@
+// Package collect runs the collectors for one node and assembles the node
+// state. It owns the choice between real hardware and simulation, so every
+// command that collects (check, snapshot, topo, serve) gets --simulate the
+// same way.
+package collect
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// Options select what to collect and from where. Each collector's file adds
+// the fields it needs.
+type Options struct {
+	// Simulate is a parsed --simulate spec; nil for real hardware.
+	Simulate *simulate.Spec
+	// CallTimeout bounds each NVML call.
+	CallTimeout time.Duration
+	// Version is gpuprobe's own version, recorded in the state.
+	Version string
+}
+
+// collector fills its own part of the node state and says how it went.
+// Collectors after the first (NVML) may read what NVML found, never each
+// other's fields.
+type collector struct {
+	name string
+	run  func(ctx context.Context, n *state.Node, o Options) state.Source
+}
+
+// nvmlCollector runs first: the others key their findings to its GPUs.
+var nvmlCollector = collector{name: "nvml", run: collectNVML}
+
+// collectors are the rest, each registered from its own file; they run side
+// by side once NVML is done.
+var collectors []collector
+
+// Node collects the whole node state under ctx's deadline.
+func Node(ctx context.Context, opts Options) *state.Node {
+	host, _ := os.Hostname()
+	n := &state.Node{SchemaVersion: state.SchemaVersion, Host: host, CollectedAt: time.Now().UTC(), GpuprobeVersion: opts.Version}
+	if opts.Simulate != nil {
+		n.Simulated = opts.Simulate.Raw
+		n.Host = "sim-" + opts.Simulate.Model
+	}
+	n.Sources = append(n.Sources, timed(ctx, nvmlCollector, n, opts))
+	sources := make([]state.Source, len(collectors))
+	var wg sync.WaitGroup
+	for i, c := range collectors {
+		wg.Add(1)
+		go func(i int, c collector) {
+			defer wg.Done()
+			sources[i] = timed(ctx, c, n, opts)
+		}(i, c)
+	}
+	wg.Wait()
+	n.Sources = append(n.Sources, sources...)
+	return n
+}
+
+func timed(ctx context.Context, c collector, n *state.Node, o Options) state.Source {
+	start := time.Now()
+	s := c.run(ctx, n, o)
+	s.Name = c.name
+	s.DurationSeconds = time.Since(start).Seconds()
+	return s
+}

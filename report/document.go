@@ -1,0 +1,66 @@
+// Package report renders check results: the text a person reads in five
+// seconds and the versioned JSON document machines read.
+package report
+
+import (
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// SchemaVersion of the result document; bumped when a field changes meaning
+// or disappears (adding fields does not bump it).
+const SchemaVersion = 1
+
+// Document is the result of one run, as `check --format json` prints it and
+// the daemon serves it on /report.
+type Document struct {
+	SchemaVersion   int            `json:"schema_version"`
+	Host            string         `json:"host"`
+	Simulated       bool           `json:"simulated"`
+	SimulateSpec    string         `json:"simulate_spec,omitempty"`
+	Status          check.Status   `json:"status"`
+	Strict          bool           `json:"strict,omitempty"`
+	ElapsedSeconds  float64        `json:"elapsed_seconds"`
+	CollectedAt     time.Time      `json:"collected_at"`
+	GpuprobeVersion string         `json:"gpuprobe_version,omitempty"`
+	Driver          string         `json:"driver_version,omitempty"`
+	CUDA            string         `json:"cuda_driver_version,omitempty"`
+	GPUs            int            `json:"gpus"`
+	Counts          map[string]int `json:"counts"`
+	Checks          []check.Result `json:"checks"`
+}
+
+// New assembles the document for a run.
+func New(n *state.Node, results []check.Result, strict bool, elapsed time.Duration) *Document {
+	d := &Document{
+		SchemaVersion:   SchemaVersion,
+		Host:            n.Host,
+		Simulated:       n.Simulated != "",
+		SimulateSpec:    n.Simulated,
+		Status:          check.Overall(results, strict),
+		Strict:          strict,
+		ElapsedSeconds:  elapsed.Seconds(),
+		CollectedAt:     n.CollectedAt,
+		GpuprobeVersion: n.GpuprobeVersion,
+		Counts:          map[string]int{},
+		Checks:          results,
+	}
+	if n.NVML != nil {
+		d.Driver, d.CUDA, d.GPUs = n.NVML.DriverVersion, n.NVML.CUDADriverVersion, len(n.NVML.GPUs)
+	}
+	for _, r := range results {
+		d.Counts[string(r.Status)]++
+	}
+	return d
+}
+
+// WriteJSON prints the document, indented for people who pipe it to less.
+func (d *Document) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
+}
