@@ -9,11 +9,25 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
 func init() { registrars = append(registrars, registerCheck) }
+
+// checkExtension lets a feature add flags to 'check' and act on its results
+// (drain the node, write a textfile) without growing this file. Extensions
+// run in registration order after the report is printed; an extension may
+// raise the exit code, never lower it.
+type checkExtension struct {
+	flags func(cmd *kingpin.CmdClause)
+	// configure adjusts the config and collector options after flags are parsed.
+	configure func(cfg *check.Config, o *collect.Options) error
+	after     func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
+}
+
+var checkExtensions []checkExtension
 
 type checkFlags struct {
 	collect      collectFlags
@@ -43,6 +57,11 @@ func registerCheck(c *cli) {
 	cmd.Flag("min-driver", "Oldest acceptable driver version.").PlaceHolder("VERSION").StringVar(&f.minDriver)
 	cmd.Flag("strict", "Treat warnings as failures.").BoolVar(&f.strict)
 	cmd.Flag("verbose", "Print every check's evidence, not only the failures'.").Short('v').BoolVar(&f.verbose)
+	for _, e := range checkExtensions {
+		if e.flags != nil {
+			e.flags(cmd)
+		}
+	}
 	cmd.Action(func(*kingpin.ParseContext) error { return c.runCheck(f) })
 }
 
@@ -70,6 +89,17 @@ func (c *cli) runCheck(f *checkFlags) error {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
+	o, err := f.collect.options()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	for _, e := range checkExtensions {
+		if e.configure != nil {
+			if err := e.configure(cfg, &o); err != nil {
+				return c.usageError("%v", err)
+			}
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), f.collect.timeout)
 	defer cancel()
@@ -82,10 +112,6 @@ func (c *cli) runCheck(f *checkFlags) error {
 			return c.usageError("%v", err)
 		}
 	} else {
-		o, err := f.collect.options()
-		if err != nil {
-			return c.usageError("%v", err)
-		}
 		node = c.collectNode(ctx, &f.collect, o)
 	}
 	results := check.Run(ctx, node, cfg, checks)
@@ -99,6 +125,16 @@ func (c *cli) runCheck(f *checkFlags) error {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	c.exit = check.ExitCode(results, cfg.Strict)
+	for _, e := range checkExtensions {
+		if e.after == nil {
+			continue
+		}
+		code, err := e.after(c, node, doc)
+		if err != nil {
+			return err
+		}
+		c.exit = max(c.exit, code)
+	}
 	return nil
 }
 
