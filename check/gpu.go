@@ -33,7 +33,7 @@ func checkDriver(n *state.Node, cfg *Config) Result {
 	}
 	if !n.NVML.Available {
 		return Result{Status: Fail, Summary: "NVIDIA driver not usable: " + n.NVML.Error,
-			Remedy: "install the NVIDIA driver or check it is loaded (lsmod | grep nvidia; nvidia-smi); libnvidia-ml.so.1 must be on the loader path"}
+			Remedy: "install the NVIDIA driver, or check that its kernel module is loaded and its user-space library is on the loader path (lsmod | grep nvidia; ldconfig -p | grep nvidia; nvidia-smi)"}
 	}
 	nv := n.NVML
 	summary := fmt.Sprintf("driver %s, CUDA %s, NVML %s", orNA(nv.DriverVersion), orNA(nv.CUDADriverVersion), orNA(nv.NVMLVersion))

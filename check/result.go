@@ -110,7 +110,7 @@ func (v *verdict) result(passSummary string) Result {
 		if f.remedy != "" && !containsStr(remedies, f.remedy) {
 			remedies = append(remedies, f.remedy)
 		}
-		if f.gpu != nil && !seen[f.gpu.Index] {
+		if f.gpu != nil && !seen[f.gpu.Index] && r.Status != Skip {
 			seen[f.gpu.Index] = true
 			r.Devices = append(r.Devices, DeviceOf(f.gpu))
 		}

@@ -1,0 +1,163 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func u64(v uint64) *uint64 { return &v }
+
+// node builds a healthy two-GPU node; each test case mutates it.
+func node(mut func(n *state.Node)) *state.Node {
+	n := &state.Node{SchemaVersion: state.SchemaVersion, NVML: &state.NVML{Available: true, DriverVersion: "550.54.15", CUDADriverVersion: "12.4"}}
+	for i := 0; i < 2; i++ {
+		n.NVML.GPUs = append(n.NVML.GPUs, state.GPU{
+			Index: i, UUID: "GPU-" + string(rune('a'+i)), PCIBusID: "0000:1" + string(rune('0'+i)) + ":00.0",
+			ECC: &state.ECC{EnabledCurrent: true, EnabledPending: true,
+				Volatile:  state.ECCCounts{Corrected: u64(0), Uncorrected: u64(0)},
+				Aggregate: state.ECCCounts{Corrected: u64(0), Uncorrected: u64(0)}},
+			RemappedRows: &state.RemappedRows{},
+		})
+	}
+	n.NVML.DeviceCount = 2
+	if mut != nil {
+		mut(n)
+	}
+	return n
+}
+
+type checkCase struct {
+	name    string
+	node    *state.Node
+	cfg     func(*Config)
+	status  Status
+	summary string // substring
+	devices []int
+}
+
+func runCases(t *testing.T, run func(*state.Node, *Config) Result, cases []checkCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if tc.cfg != nil {
+				tc.cfg(cfg)
+			}
+			r := run(tc.node, cfg)
+			if r.Status != tc.status {
+				t.Fatalf("status = %s (%s), want %s", r.Status, r.Summary, tc.status)
+			}
+			if !strings.Contains(r.Summary, tc.summary) {
+				t.Errorf("summary = %q, want it to contain %q", r.Summary, tc.summary)
+			}
+			var got []int
+			for _, d := range r.Devices {
+				got = append(got, d.Index)
+			}
+			if len(got) != len(tc.devices) {
+				t.Fatalf("devices = %v, want %v", got, tc.devices)
+			}
+			for i := range got {
+				if got[i] != tc.devices[i] {
+					t.Errorf("devices = %v, want %v", got, tc.devices)
+				}
+			}
+			if (r.Status == Warn || r.Status == Fail) && r.Remedy == "" {
+				t.Errorf("%s without a remedy", r.Status)
+			}
+		})
+	}
+}
+
+func TestDriver(t *testing.T) {
+	runCases(t, checkDriver, []checkCase{
+		{name: "ok", node: node(nil), status: Pass, summary: "driver 550.54.15, CUDA 12.4"},
+		{name: "no library", node: node(func(n *state.Node) {
+			n.NVML = &state.NVML{Error: "cannot load libnvidia-ml.so.1: libnvidia-ml.so.1: cannot open shared object file"}
+		}), status: Fail, summary: "libnvidia-ml.so.1: cannot open shared object file"},
+		{name: "below minimum", node: node(nil), cfg: func(c *Config) { c.MinDriver = "550.90.07" }, status: Fail, summary: "older than the required 550.90.07"},
+		{name: "at minimum", node: node(nil), cfg: func(c *Config) { c.MinDriver = "550.54.15" }, status: Pass},
+		{name: "not collected", node: &state.Node{}, status: Skip},
+	})
+}
+
+func TestCount(t *testing.T) {
+	runCases(t, checkCount, []checkCase{
+		{name: "ok", node: node(nil), status: Pass, summary: "2 GPUs reachable"},
+		{name: "expected matches", node: node(nil), cfg: func(c *Config) { c.ExpectGPUs = 2 }, status: Pass, summary: "(expected 2)"},
+		{name: "missing GPU", node: node(nil), cfg: func(c *Config) { c.ExpectGPUs = 8 }, status: Fail, summary: "NVML sees 2 GPUs, expected 8"},
+		{name: "lost GPU", node: node(func(n *state.Node) { n.NVML.GPUs[1].Lost = true }), status: Fail, summary: "GPU 1 (0000:11:00.0): GPU is lost", devices: []int{1}},
+		{name: "unreachable GPU", node: node(func(n *state.Node) {
+			n.NVML.GPUs[0] = state.GPU{Index: 0, Unreachable: true, Errors: []state.CallError{{Call: "nvmlDeviceGetHandleByIndex", Error: "unknown NVML error"}}}
+		}), status: Fail, summary: "nvmlDeviceGetHandleByIndex: unknown NVML error", devices: []int{0}},
+		{name: "no NVML", node: node(func(n *state.Node) { n.NVML = &state.NVML{} }), status: Skip, summary: "NVML unavailable"},
+	})
+}
+
+func TestECC(t *testing.T) {
+	runCases(t, checkECC, []checkCase{
+		{name: "clean", node: node(nil), status: Pass, summary: "no uncorrectable ECC errors on 2 GPUs"},
+		{name: "volatile uncorrectable", node: node(func(n *state.Node) { n.NVML.GPUs[1].ECC.Volatile.Uncorrected = u64(3) }),
+			status: Fail, summary: "GPU 1 (0000:11:00.0): 3 uncorrectable ECC errors since the last reset", devices: []int{1}},
+		{name: "threshold raised", node: node(func(n *state.Node) { n.NVML.GPUs[1].ECC.Volatile.Uncorrected = u64(3) }),
+			cfg: func(c *Config) { c.ECC.VolatileUncorrectedFail = 5 }, status: Pass},
+		{name: "lifetime history warns", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Aggregate.Uncorrected = u64(1) }),
+			status: Warn, summary: "1 uncorrectable ECC errors in the GPU's lifetime", devices: []int{0}},
+		{name: "corrected storm warns", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Volatile.Corrected = u64(20000) }),
+			status: Warn, summary: "20000 corrected", devices: []int{0}},
+		{name: "ecc disabled", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.EnabledCurrent = false }),
+			status: Warn, summary: "ECC is disabled", devices: []int{0}},
+		{name: "unsupported everywhere", node: node(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].ECC = nil
+				n.NVML.GPUs[i].Unsupported = []string{"nvmlDeviceGetEccMode"}
+			}
+		}), status: Skip, summary: "ECC not supported"},
+		{name: "counter call timed out", node: node(func(n *state.Node) {
+			n.NVML.GPUs[0].ECC = nil
+			n.NVML.GPUs[0].Errors = []state.CallError{{Call: "nvmlDeviceGetEccMode", Error: "no answer within 10s", Timeout: true}}
+		}), status: Error, summary: "nvmlDeviceGetEccMode: no answer within 10s", devices: []int{0}},
+		{name: "lost GPU left to gpu.count", node: node(func(n *state.Node) { n.NVML.GPUs[1].Lost = true; n.NVML.GPUs[1].ECC = nil }),
+			status: Pass, summary: "on 1 GPUs"},
+	})
+}
+
+func TestRowRemap(t *testing.T) {
+	runCases(t, checkRowRemap, []checkCase{
+		{name: "clean", node: node(nil), status: Pass, summary: "no pending or failed row remaps on 2 GPUs"},
+		{name: "pending", node: node(func(n *state.Node) { n.NVML.GPUs[1].RemappedRows.Pending = true }),
+			status: Fail, summary: "GPU 1 (0000:11:00.0): row remap pending", devices: []int{1}},
+		{name: "failure", node: node(func(n *state.Node) { n.NVML.GPUs[0].RemappedRows.Failure = true }),
+			status: Fail, summary: "row remap failure", devices: []int{0}},
+		{name: "remapped but healthy", node: node(func(n *state.Node) { n.NVML.GPUs[0].RemappedRows.Uncorrectable = 3 }), status: Pass},
+		{name: "pre-Ampere", node: node(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].RemappedRows = nil
+			}
+		}), status: Skip, summary: "row remapping not supported"},
+	})
+}
+
+func TestRowRemapRemedies(t *testing.T) {
+	pending := checkRowRemap(node(func(n *state.Node) { n.NVML.GPUs[1].RemappedRows.Pending = true }), DefaultConfig())
+	if !strings.Contains(pending.Remedy, "reset the GPU") {
+		t.Errorf("pending remedy = %q", pending.Remedy)
+	}
+	failed := checkRowRemap(node(func(n *state.Node) { n.NVML.GPUs[1].RemappedRows.Failure = true }), DefaultConfig())
+	if !strings.Contains(failed.Remedy, "replace the GPU") {
+		t.Errorf("failure remedy = %q", failed.Remedy)
+	}
+}
+
+func TestVersionLess(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{{"535.104.05", "550.54.15", true}, {"550.54.15", "550.54.15", false}, {"550.100", "550.54.15", false}, {"470", "470.1", true}} {
+		if got := versionLess(tc.a, tc.b); got != tc.want {
+			t.Errorf("versionLess(%s, %s) = %v", tc.a, tc.b, got)
+		}
+	}
+}

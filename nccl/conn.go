@@ -1,0 +1,246 @@
+package nccl
+
+import "bytes"
+
+// Connection lines are the only direct evidence of which transport carries
+// traffic between two ranks. Their grammar changed five times; one parser
+// with optional parts reads all of them:
+//
+//	Ring 00 : 0 -> 1 [send] via NET/Socket/0                       2.4, NET: bare ranks
+//	Ring 00 : 3[3] -> 1[1] via P2P/IPC                             2.2-2.4
+//	Ring 00 : 155[3d000] -> 157[b2000] via P2P/IPC                 2.5-2.6, bus ids
+//	Channel 01 : 2[c7000] -> 0[87000] [receive] via NET/IB/5/GDRDMA 2.7-2.11
+//	Channel 03/0 : 19[201d0] -> 26[201c0] [send] via NET/AWS Libfabric/0/GDRDMA  2.12+
+//	Channel 07/0 : 15[7] -> 7[7] [receive] via NET/IBext_v8/7/GDRDMA             2.18.3+, device index
+//	Channel 07 : 2[6] -> 3[7] via SHM/direct/direct                SHM never got /connIdx
+//	CollNet 00/0 : 3 [send] via COLLNET/SHARP/0/GDRDMA             no peer
+//
+// "Ring NN : prev -> me -> next" (2.10+ ring neighbours) and
+// "Channel NN/MM :    0   1   2" (ring order) look alike but have no "via".
+
+// Transport classes of a connection.
+type trClass uint8
+
+const (
+	trOther trClass = iota
+	trP2P
+	trSHM
+	trNET
+	trCollNet
+)
+
+// connDir says which side printed a NET connection line. NCCL prints
+// P2P and SHM lines from the sending side only.
+type connDir uint8
+
+const (
+	dirNone connDir = iota
+	dirSend
+	dirRecv
+)
+
+type connInfo struct {
+	channel int64
+	connIdx int64 // -1 when the line has no "/connIdx"
+	from    int64
+	to      int64 // -1 for CollNet lines, which name no peer
+	dir     connDir
+	tr      transport
+}
+
+// transport is the text after "via", split into what matters.
+type transport struct {
+	class  trClass
+	name   []byte // P2P/SHM/other: the transport text without a trailing note
+	net    []byte // NET and CollNet: the network module name ("IB", "AWS Libfabric")
+	netDev int64
+	gdr    bool // "/GDRDMA": the NIC reads and writes GPU memory directly
+	gdrPCI bool // "/GDRDMA(PCI)": GDR through the PCI BAR (2.26+)
+	shared bool // "/Shared": p2p channels share buffers
+	proxy  bool // "NET/x/N(proxyRank)": PXN, the send goes through another local GPU's NIC
+}
+
+var (
+	wordRing    = []byte("Ring ")
+	wordChannel = []byte("Channel ")
+	wordCollNet = []byte("CollNet ")
+	sepColon    = []byte(" : ")
+	sepArrow    = []byte(" -> ")
+	tagSend     = []byte(" [send]")
+	tagRecv     = []byte(" [receive]")
+	sepVia      = []byte(" via ")
+)
+
+// parseConn parses a connection line. m must start with "Ring ",
+// "Channel " or "CollNet ".
+func parseConn(m []byte, c *connInfo) bool {
+	var p int
+	collnet := false
+	switch {
+	case bytes.HasPrefix(m, wordChannel):
+		p = len(wordChannel)
+	case bytes.HasPrefix(m, wordRing):
+		p = len(wordRing)
+	case bytes.HasPrefix(m, wordCollNet):
+		p = len(wordCollNet)
+		collnet = true
+	default:
+		return false
+	}
+	var n int
+	*c = connInfo{connIdx: -1, to: -1}
+	if c.channel, n = leadingInt(m[p:]); n == 0 {
+		return false
+	}
+	p += n
+	if p < len(m) && m[p] == '/' {
+		if c.connIdx, n = leadingInt(m[p+1:]); n == 0 {
+			return false
+		}
+		p += 1 + n
+	}
+	if !bytes.HasPrefix(m[p:], sepColon) {
+		return false
+	}
+	p += len(sepColon)
+	if c.from, n = leadingInt(m[p:]); n == 0 {
+		return false
+	}
+	p += n
+	p = skipBracket(m, p)
+	if bytes.HasPrefix(m[p:], sepArrow) {
+		p += len(sepArrow)
+		if c.to, n = leadingInt(m[p:]); n == 0 {
+			return false
+		}
+		p += n
+		p = skipBracket(m, p)
+	} else if !collnet {
+		return false
+	}
+	switch {
+	case bytes.HasPrefix(m[p:], tagSend):
+		c.dir = dirSend
+		p += len(tagSend)
+	case bytes.HasPrefix(m[p:], tagRecv):
+		c.dir = dirRecv
+		p += len(tagRecv)
+	}
+	if !bytes.HasPrefix(m[p:], sepVia) {
+		return false
+	}
+	parseTransport(m[p+len(sepVia):], &c.tr)
+	return true
+}
+
+// skipBracket skips a "[busId]" or "[dev]" right at p.
+func skipBracket(m []byte, p int) int {
+	if p < len(m) && m[p] == '[' {
+		if k := bytes.IndexByte(m[p:], ']'); k > 0 && k <= 20 {
+			return p + k + 1
+		}
+	}
+	return p
+}
+
+// leadingInt parses the decimal number at the start of b and returns it
+// with the number of bytes it used (0: none).
+func leadingInt(b []byte) (int64, int) {
+	n := 0
+	for n < len(b) && n < 18 && isDigit(b[n]) {
+		n++
+	}
+	v, _ := atoi(b[:n])
+	return v, n
+}
+
+var (
+	trNETp     = []byte("NET/")
+	trP2Pp     = []byte("P2P/")
+	trSHMp     = []byte("SHM/")
+	trCollNetp = []byte("COLLNET/")
+	trSHMold   = []byte("direct shared memory")
+	flagGDR    = []byte("GDRDMA")
+	flagShared = []byte("Shared")
+	flagPCI    = []byte("(PCI)")
+)
+
+// parseTransport splits the text after "via". The text runs to the end of
+// the message and may contain spaces ("NET/AWS Libfabric/0/GDRDMA",
+// "P2P/direct pointer/read"); what a paste appended after it (a tmux
+// "[22/1819]", markdown "**", a wide gap before the next folded record) is
+// cut off first.
+func parseTransport(t []byte, tr *transport) {
+	t = cutTransportNoise(t)
+	*tr = transport{name: t, netDev: -1}
+	switch {
+	case bytes.HasPrefix(t, trNETp):
+		tr.class = trNET
+		parseNetTransport(t[len(trNETp):], tr)
+	case bytes.HasPrefix(t, trCollNetp):
+		tr.class = trCollNet
+		parseNetTransport(t[len(trCollNetp):], tr)
+	case bytes.HasPrefix(t, trP2Pp):
+		tr.class = trP2P
+	case bytes.HasPrefix(t, trSHMp), bytes.HasPrefix(t, trSHMold):
+		tr.class = trSHM
+	}
+}
+
+func cutTransportNoise(t []byte) []byte {
+	t = bytes.Trim(t, "*` \t")
+	if i := bytes.Index(t, []byte("  ")); i >= 0 {
+		t = t[:i]
+	}
+	if i := bytes.Index(t, []byte(" [")); i >= 0 {
+		t = t[:i]
+	}
+	return bytes.TrimRight(t, "*` \t")
+}
+
+// parseNetTransport reads "<name>/<dev>[(<proxyRank>)][/GDRDMA[(PCI)]][/Shared]".
+// The name may contain spaces but not "/<digit>", which starts the device.
+func parseNetTransport(t []byte, tr *transport) {
+	k := -1
+	for i := 0; i+1 < len(t); i++ {
+		if t[i] == '/' && isDigit(t[i+1]) {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		if j := bytes.IndexByte(t, '/'); j >= 0 {
+			t = t[:j]
+		}
+		tr.net = t
+		return
+	}
+	tr.net = t[:k]
+	rest := t[k+1:]
+	var n int
+	tr.netDev, n = leadingInt(rest)
+	rest = rest[n:]
+	if len(rest) > 0 && rest[0] == '(' {
+		tr.proxy = true
+		if j := bytes.IndexByte(rest, ')'); j > 0 {
+			rest = rest[j+1:]
+		}
+	}
+	for len(rest) > 0 && rest[0] == '/' {
+		rest = rest[1:]
+		switch {
+		case bytes.HasPrefix(rest, flagGDR):
+			tr.gdr = true
+			rest = rest[len(flagGDR):]
+			if bytes.HasPrefix(rest, flagPCI) {
+				tr.gdrPCI = true
+				rest = rest[len(flagPCI):]
+			}
+		case bytes.HasPrefix(rest, flagShared):
+			tr.shared = true
+			rest = rest[len(flagShared):]
+		default:
+			return
+		}
+	}
+}

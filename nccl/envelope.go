@@ -1,0 +1,293 @@
+package nccl
+
+import "bytes"
+
+// The envelope is what NCCL prints before a message:
+//
+//	host:pid:tid [cudaDev] NCCL INFO <msg>
+//	host:pid:tid [cudaDev] file:line[ (func)] NCCL WARN <msg>
+//	NCCL version x.y.z+cudaA.B            (bare, printf'd by NCCL <= 2.21)
+//
+// Launchers and collectors put their own text in front (srun --label,
+// Open MPI --tag-output, pdsh, Ray, Python logging, CloudWatch), pastes fold
+// several records onto one physical line, and unsynchronised writers tear
+// records apart. So instead of peeling known prefixes off the start of a
+// line, the scanner looks for the fixed marker "NCCL " anywhere in the line
+// and reads the envelope backwards from it: whatever precedes the host name
+// is somebody else's prefix and is ignored.
+
+var (
+	markNCCL    = []byte("NCCL ")
+	markInfo    = []byte("INFO")
+	markWarn    = []byte("WARN")
+	markVersion = []byte("version ")
+)
+
+// Record levels.
+const (
+	levelInfo    byte = 'I'
+	levelWarn    byte = 'W'
+	levelVersion byte = 'V' // bare "NCCL version" line, no envelope
+)
+
+const (
+	maxHostLen = 255 // hostnames are at most 253 bytes; longer runs are not a host
+	maxTagLen  = 256 // room for "file:line (function)" in a WARN envelope
+)
+
+// rawRecord is one NCCL record found in a line. Its slices point into the
+// line buffer and are only valid until the next line is read.
+type rawRecord struct {
+	start    int // index of the first byte of the record (host, or the marker when there is no envelope)
+	msgStart int
+	level    byte
+	prefixed bool   // a host:pid:tid [dev] envelope was found
+	host     []byte // may be empty: NCCL prints an empty host when gethostname fails
+	pid      int64
+	tid      int64
+	dev      int64
+	prefix   []byte // "host:pid:tid [dev]": identifies the printing thread
+	tag      []byte // WARN source location, e.g. "transport/net_ib.cc:1295"
+	msg      []byte // message text, trimmed
+	key      []byte // host .. end of message: what de-duplication compares
+}
+
+// lineScanner yields the records of one physical line in order. A record's
+// message runs until the next record's envelope, which is what splits folded
+// pastes and torn interleavings into their parts.
+type lineScanner struct {
+	b       []byte
+	next    rawRecord
+	hasNext bool
+}
+
+func (s *lineScanner) reset(b []byte) {
+	s.b = b
+	s.hasNext = findRecord(b, 0, -1, &s.next)
+}
+
+// scan fills r with the next record of the line and reports whether there
+// was one.
+func (s *lineScanner) scan(r *rawRecord) bool {
+	if !s.hasNext {
+		return false
+	}
+	*r = s.next
+	s.hasNext = findRecord(s.b, r.msgStart, r.msgStart, &s.next)
+	end, cut := len(s.b), false
+	if s.hasNext {
+		end, cut = max(s.next.start, r.msgStart), true
+	}
+	lo, hi := trimMessage(s.b, r.msgStart, end, cut)
+	r.msg = s.b[lo:hi]
+	r.key = s.b[r.start:hi]
+	return true
+}
+
+// trimMessage returns the bounds of the message in b[lo:hi] without what
+// surrounds it: blanks, a carriage return and anything after it (progress
+// bars redraw with CR), and when another record follows on the same line,
+// the separator a collector put between them (" | " in CloudWatch exports).
+func trimMessage(b []byte, lo, hi int, cut bool) (int, int) {
+	if i := bytes.IndexByte(b[lo:hi], '\r'); i >= 0 {
+		hi = lo + i
+	}
+	for lo < hi && (b[lo] == ' ' || b[lo] == '\t') {
+		lo++
+	}
+	hi = lo + len(trimRightBlank(b[lo:hi]))
+	if cut {
+		for hi > lo && b[hi-1] == '|' {
+			hi = lo + len(trimRightBlank(b[lo:hi-1]))
+		}
+	}
+	return lo, hi
+}
+
+func trimRightBlank(m []byte) []byte {
+	for len(m) > 0 && (m[len(m)-1] == ' ' || m[len(m)-1] == '\t') {
+		m = m[:len(m)-1]
+	}
+	return m
+}
+
+// findRecord looks for the first record whose marker is at or after pos.
+// skipVersionAt is the message start of the record being completed: an
+// "NCCL version" found exactly there is that record's message (NCCL >= 2.22
+// prints the version as an INFO line), not a bare version line.
+func findRecord(b []byte, pos, skipVersionAt int, r *rawRecord) bool {
+	for pos < len(b) {
+		i := bytes.Index(b[pos:], markNCCL)
+		if i < 0 {
+			return false
+		}
+		i += pos
+		pos = i + len(markNCCL)
+		if i > 0 && isWordByte(b[i-1]) {
+			continue // "ProcessGroupNCCL ", "myNCCL " …: not NCCL's marker
+		}
+		rest := b[pos:]
+		switch {
+		case hasWord(rest, markInfo):
+			*r = rawRecord{level: levelInfo}
+			r.msgStart = min(pos+len(markInfo)+1, len(b))
+			parseEnvelope(b, i, false, r)
+			return true
+		case hasWord(rest, markWarn):
+			*r = rawRecord{level: levelWarn}
+			r.msgStart = min(pos+len(markWarn)+1, len(b))
+			parseEnvelope(b, i, true, r)
+			return true
+		case bytes.HasPrefix(rest, markVersion):
+			if i == skipVersionAt {
+				continue
+			}
+			*r = rawRecord{level: levelVersion, start: i, msgStart: i}
+			return true
+		}
+	}
+	return false
+}
+
+// hasWord reports whether b starts with w followed by a blank or the end.
+func hasWord(b, w []byte) bool {
+	if !bytes.HasPrefix(b, w) {
+		return false
+	}
+	return len(b) == len(w) || b[len(w)] == ' ' || b[len(w)] == '\t'
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// parseEnvelope reads "host:pid:tid [dev] " (and for WARN the source tag)
+// backwards from the marker at i. When the envelope is missing or damaged
+// the record is kept without one: a user who stripped the prefixes still
+// has records worth reading.
+func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
+	r.start = i
+	sp := i - 1
+	if sp < 0 || b[sp] != ' ' {
+		return
+	}
+	var closeBr int
+	if warn {
+		lo := max(0, sp-maxTagLen)
+		k := bytes.LastIndex(b[lo:sp], []byte("] "))
+		if k < 0 {
+			return
+		}
+		closeBr = lo + k
+		r.tag = bytes.TrimSpace(b[closeBr+2 : sp])
+	} else {
+		closeBr = sp - 1
+		if closeBr < 0 || b[closeBr] != ']' {
+			return
+		}
+	}
+	// [dev]
+	j := closeBr - 1
+	for j >= 0 && isDigit(b[j]) {
+		j--
+	}
+	if j == closeBr-1 {
+		return
+	}
+	dev, _ := atoi(b[j+1 : closeBr])
+	if j >= 0 && b[j] == '-' {
+		dev = -dev
+		j--
+	}
+	if j < 0 || b[j] != '[' {
+		return
+	}
+	openBr := j
+	// host:pid:tid, then one blank
+	if openBr < 1 || b[openBr-1] != ' ' {
+		return
+	}
+	tidEnd := openBr - 1
+	k := tidEnd - 1
+	for k >= 0 && isDigit(b[k]) {
+		k--
+	}
+	if k == tidEnd-1 || k < 0 || b[k] != ':' {
+		return
+	}
+	tid, _ := atoi(b[k+1 : tidEnd])
+	pidEnd := k
+	k--
+	for k >= 0 && isDigit(b[k]) {
+		k--
+	}
+	if k == pidEnd-1 || k < 0 || b[k] != ':' {
+		return
+	}
+	pid, _ := atoi(b[k+1 : pidEnd])
+	hostEnd := k
+	h := hostEnd
+	for h > 0 && hostEnd-h < maxHostLen && !isHostStop(b[h-1]) {
+		h--
+	}
+	h = cleanHostStart(b, h, hostEnd)
+	r.start = h
+	r.prefixed = true
+	r.host = b[h:hostEnd]
+	r.pid = pid
+	r.tid = tid
+	r.dev = dev
+	r.prefix = b[h : closeBr+1]
+}
+
+// isHostStop reports the bytes that end a backwards scan over a host name.
+// ':' matters most: it separates the host from launcher tags glued to it
+// ("[1,0]<stdout>:host", "[rank3]:host").
+func isHostStop(c byte) bool {
+	switch c {
+	case ' ', '\t', ':', '|', '\r', '\n', 0, ']', ')', '"', '\'':
+		return true
+	}
+	return false
+}
+
+// cleanHostStart skips what sticks to the front of a host name without a
+// separator: markdown emphasis, and the tail of an ISO-8601 timestamp that
+// CloudWatch exports glue to the line ("…T05:27:39.074Zalgo-1:…" leaves
+// "39.074Z" before the host once the scan stops at the last ':').
+func cleanHostStart(b []byte, h, end int) int {
+	for h < end && (b[h] == '*' || b[h] == '`' || b[h] == '>') {
+		h++
+	}
+	if end-h > 3 && isDigit(b[h]) && isDigit(b[h+1]) {
+		k := h + 2
+		if k < end && b[k] == '.' {
+			k++
+			for k < end && isDigit(b[k]) {
+				k++
+			}
+		}
+		if k < end-1 && b[k] == 'Z' {
+			return k + 1
+		}
+	}
+	return h
+}
+
+// atoi parses a non-negative decimal number; it gives up on more than 18
+// digits rather than overflow.
+func atoi(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v, true
+}

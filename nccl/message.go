@@ -1,0 +1,295 @@
+package nccl
+
+import "bytes"
+
+// Kind says what an NCCL record is about, as far as gpuprobe cares.
+type Kind uint8
+
+// Record kinds. Everything gpuprobe does not interpret is KindOther.
+const (
+	KindOther       Kind = iota
+	KindVersion          // NCCL version 2.x.y+cudaA.B
+	KindNetDevices       // NET/IB : Using [0]mlx5_0:1/IB …; NET/Socket : Using [0]eth0:…; NET/IB: [0] mlx5_1:1/IB
+	KindNoDevice         // NET/IB : No device found.
+	KindNetSelected      // Using network IB; Using internal Network IB
+	KindNetPlugin        // NET/Plugin: Loaded net plugin …; P2P plugin IBext; Plugin Path : …
+	KindNetMention       // other lines that show a network module at work (NET/OFI …, NIC distance, sideband)
+	KindEnv              // NCCL_IB_DISABLE set by environment to 1.
+	KindGDR              // GPU Direct RDMA Enabled|Disabled for …
+	KindConnection       // Channel 00/0 : 0[0] -> 1[1] via P2P/IPC
+	KindComm             // comm 0x… rank 0 nranks 16 … - Init COMPLETE
+	KindBootstrap        // Bootstrap : Using eth0:10.0.0.1<0>
+	KindChannels         // 16 coll channels, 16 collnet channels, 16 nvls channels, …
+	KindRingsConnected   // Connected all rings[, use ring PXN 0 GDR 1]
+	KindIBVerbsMissing   // Failed to open libibverbs.so[.1] (INFO form)
+	KindDMABuf           // DMA-BUF is available on GPU device 2
+	KindTrace            // proxy.cc:878 -> 6 [Progress Thread]
+	KindWarn             // any NCCL WARN record
+	numKinds
+)
+
+var kindNames = [numKinds]string{
+	"other", "version", "net_devices", "no_device", "net_selected", "net_plugin", "net_mention",
+	"env", "gdr", "connection", "comm", "bootstrap", "channels", "rings_connected",
+	"ibverbs_missing", "dmabuf", "trace", "warn",
+}
+
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return "invalid"
+}
+
+// event is a classified message. Only the part that belongs to its kind is
+// valid; the analyzer reuses one event for every record to stay
+// allocation-free.
+type event struct {
+	kind    Kind
+	conn    connInfo
+	comm    commInfo
+	gdr     gdrLine
+	env     envLine
+	net     []byte // network or plugin name
+	dev     devList
+	version []byte
+	trace   traceInfo
+	collnet int64 // KindChannels
+	nvls    int64
+	ringGDR int64 // KindRingsConnected: the "GDR x" flag, -1 when absent
+}
+
+type traceInfo struct {
+	loc    []byte // "proxy.cc:878"
+	rc     int64  // ncclResult_t
+	thread []byte // "Progress Thread", "Async thread"; empty when absent
+}
+
+var (
+	msgVersion     = []byte("NCCL version ")
+	msgUsingNet    = []byte("Using network ")
+	msgUsingIntNet = []byte("Using internal Network ")
+	msgBootstrap   = []byte("Bootstrap")
+	msgUsing       = []byte("Using ")
+	msgNoDevice    = []byte("No device found")
+	msgLoadedNet   = []byte("Loaded net plugin ")
+	msgPluginPath  = []byte("Plugin Path : ")
+	msgP2PPlugin   = []byte("P2P plugin ")
+	msgCUDADev     = []byte("CUDA Dev ")
+	msgNICDistance = []byte(" NIC distance")
+	msgIBPorts     = []byte("IB Ports")
+	msgConnected   = []byte("Connected all rings")
+	msgRingGDR     = []byte(" GDR ")
+	msgIBVerbs     = []byte("Failed to open libibverbs")
+	msgDMABuf      = []byte("DMA-BUF is available")
+	msgCollChans   = []byte(" coll channels")
+	msgSideband    = []byte("for sideband")
+	msgArrowTrace  = []byte(" -> ")
+)
+
+// classify decides the kind of an INFO or version message and fills the
+// matching part of ev. It looks at the first byte before anything else:
+// most records are of kinds gpuprobe ignores, and they should cost little.
+func classify(m []byte, ev *event) Kind {
+	ev.kind = KindOther
+	if len(m) == 0 {
+		return KindOther
+	}
+	switch m[0] {
+	case 'C':
+		switch {
+		case bytes.HasPrefix(m, wordChannel), bytes.HasPrefix(m, wordCollNet):
+			if parseConn(m, &ev.conn) {
+				ev.kind = KindConnection
+			}
+		case bytes.HasPrefix(m, msgConnected):
+			ev.kind = KindRingsConnected
+			ev.ringGDR = -1
+			if i := bytes.Index(m, msgRingGDR); i >= 0 {
+				if v, n := leadingInt(m[i+len(msgRingGDR):]); n > 0 {
+					ev.ringGDR = v
+				}
+			}
+		case bytes.HasPrefix(m, msgCUDADev):
+			// 2.4: "CUDA Dev 0[0], Socket NIC distance :  PHB" names the selected
+			// module; 2.3: "CUDA Dev 2, IB Ports : …".
+			if i := bytes.Index(m, msgNICDistance); i > 0 {
+				if c := bytes.LastIndex(m[:i], []byte(", ")); c >= 0 {
+					ev.net = m[c+2 : i]
+					ev.kind = KindNetMention
+				}
+			} else if bytes.Contains(m, msgIBPorts) {
+				ev.net = m[bytes.Index(m, msgIBPorts) : bytes.Index(m, msgIBPorts)+2]
+				ev.kind = KindNetMention
+			}
+		}
+	case 'R':
+		if bytes.HasPrefix(m, wordRing) && parseConn(m, &ev.conn) {
+			ev.kind = KindConnection
+		}
+	case 'c', 'n', 'b', 'r', 'I':
+		if isCommLine(m) && parseComm(m, &ev.comm) {
+			ev.kind = KindComm
+		}
+	case 'N':
+		classifyN(m, ev)
+	case 'U':
+		switch {
+		case bytes.HasPrefix(m, msgUsingNet):
+			ev.net, ev.kind = m[len(msgUsingNet):], KindNetSelected
+		case bytes.HasPrefix(m, msgUsingIntNet):
+			ev.net, ev.kind = m[len(msgUsingIntNet):], KindNetSelected
+		}
+	case 'B':
+		if bytes.HasPrefix(m, msgBootstrap) {
+			if i := bytes.Index(m, msgUsing); i > 0 && i < 14 {
+				ev.dev = parseDevList(m[i+len(msgUsing):])
+				ev.kind = KindBootstrap
+			}
+		}
+	case 'P':
+		switch {
+		case bytes.HasPrefix(m, msgPluginPath):
+			ev.net, ev.kind = m[len(msgPluginPath):], KindNetPlugin
+		case bytes.HasPrefix(m, msgP2PPlugin):
+			// HPC-X plugin: "P2P plugin IBext", "P2P plugin v8 IBext_v8".
+			name := m[len(msgP2PPlugin):]
+			if sp := bytes.LastIndexByte(name, ' '); sp >= 0 {
+				name = name[sp+1:]
+			}
+			ev.net, ev.kind = name, KindNetPlugin
+		}
+	case 'G':
+		if parseGDR(m, &ev.gdr) {
+			ev.kind = KindGDR
+		}
+	case 'F':
+		if bytes.HasPrefix(m, msgIBVerbs) {
+			ev.kind = KindIBVerbsMissing
+		}
+	case 'D':
+		if bytes.HasPrefix(m, msgDMABuf) {
+			ev.kind = KindDMABuf
+		}
+	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if bytes.Contains(m, msgCollChans) {
+			parseChannels(m, ev)
+			ev.kind = KindChannels
+		}
+	}
+	if ev.kind == KindOther && parseTrace(m, &ev.trace) {
+		ev.kind = KindTrace
+	}
+	return ev.kind
+}
+
+// classifyN handles the messages that start with 'N': versions, env
+// echoes and the NET/* family.
+func classifyN(m []byte, ev *event) {
+	switch {
+	case bytes.HasPrefix(m, msgVersion):
+		v := m[len(msgVersion):]
+		if sp := bytes.IndexByte(v, ' '); sp >= 0 {
+			v = v[:sp]
+		}
+		if len(v) > 0 && isDigit(v[0]) {
+			ev.version, ev.kind = v, KindVersion
+		}
+	case bytes.HasPrefix(m, []byte("NCCL_")):
+		if parseEnv(m, &ev.env) {
+			ev.kind = KindEnv
+		}
+	case bytes.HasPrefix(m, trNETp):
+		classifyNET(m, ev)
+	}
+}
+
+func classifyNET(m []byte, ev *event) {
+	name := netNameOf(m)
+	rest := afterNetName(m)
+	ev.net = name
+	switch {
+	case bytes.Equal(name, []byte("Plugin")):
+		if bytes.HasPrefix(rest, msgLoadedNet) {
+			p := rest[len(msgLoadedNet):]
+			if i := bytes.Index(p, []byte(" (v")); i >= 0 {
+				p = p[:i]
+			}
+			ev.net, ev.kind = p, KindNetPlugin
+		}
+	case bytes.Contains(rest, gdrMark):
+		if parseGDR(m, &ev.gdr) {
+			ev.kind = KindGDR
+		}
+	case bytes.HasPrefix(rest, msgNoDevice):
+		ev.kind = KindNoDevice
+	case bytes.HasPrefix(rest, msgUsing) && len(rest) > len(msgUsing) && rest[len(msgUsing)] == '[':
+		ev.dev = parseDevList(rest[len(msgUsing):])
+		ev.kind = KindNetDevices
+	case len(rest) > 1 && rest[0] == '[' && isDigit(rest[1]):
+		// 2.3: one line per HCA, "NET/IB: [0] mlx5_1:1/IB".
+		ev.dev = devList{n: 1}
+		ev.kind = KindNetDevices
+	case bytes.Equal(name, []byte("Socket")):
+		// Other NET/Socket lines ("1 interfaces found", the 2.4 "Using"
+		// with an interface list handled above) are printed on IB runs too.
+	case bytes.Contains(rest, msgSideband), !bytes.Equal(name, []byte("IB")):
+		// "NET/OFI Selected Provider is efa", "NET/FastSocket : Flow placement
+		// enabled.", 2.3's IB sideband line: the module is loaded and talking.
+		ev.kind = KindNetMention
+	}
+}
+
+// parseChannels reads "16 coll channels, 16 collnet channels, 16 nvls
+// channels, …" for the CollNet and NVLS counts.
+func parseChannels(m []byte, ev *event) {
+	ev.collnet, ev.nvls = -1, -1
+	for _, part := range bytes.Split(m, []byte(", ")) {
+		v, n := leadingInt(part)
+		if n == 0 {
+			continue
+		}
+		switch {
+		case bytes.HasPrefix(part[n:], []byte(" collnet ")):
+			ev.collnet = v
+		case bytes.HasPrefix(part[n:], []byte(" nvls ")):
+			ev.nvls = v
+		}
+	}
+}
+
+// parseTrace reads NCCL's return-code trace "file:line -> rc", which marks
+// an error path even though it is printed at INFO level.
+func parseTrace(m []byte, t *traceInfo) bool {
+	k := 0
+	for k < len(m) && k < 128 && isFileByte(m[k]) {
+		k++
+	}
+	if k == 0 || k >= len(m) || m[k] != ':' {
+		return false
+	}
+	_, n := leadingInt(m[k+1:])
+	if n == 0 {
+		return false
+	}
+	locEnd := k + 1 + n
+	if !bytes.HasPrefix(m[locEnd:], msgArrowTrace) {
+		return false
+	}
+	rc, n := leadingInt(m[locEnd+len(msgArrowTrace):])
+	if n == 0 {
+		return false
+	}
+	*t = traceInfo{loc: m[:locEnd], rc: rc}
+	rest := bytes.TrimSpace(m[locEnd+len(msgArrowTrace)+n:])
+	if len(rest) > 2 && rest[0] == '[' {
+		if e := bytes.IndexByte(rest, ']'); e > 0 {
+			t.thread = rest[1:e]
+		}
+	}
+	return true
+}
+
+func isFileByte(c byte) bool {
+	return isWordByte(c) || c == '.' || c == '/' || c == '-' || c == '+'
+}

@@ -1,0 +1,234 @@
+package nccl
+
+// What the analyzer remembers while it reads. Everything here is bounded:
+// a log of any size, or a hostile one, cannot make these structures grow
+// past the caps below (see docs/nccl.md, "Limits").
+const (
+	maxProcesses      = 1 << 15 // host:pid pairs tracked individually
+	maxThreads        = 1 << 16 // envelope cache entries; cleared, not grown, past this
+	maxCommInstances  = 1 << 16 // (process, communicator) pairs
+	maxCommsPerProc   = 256
+	maxPeersPerRank   = 64
+	maxTrPerRank      = 8
+	maxTransportNames = 255
+	maxRankTracked    = 1 << 20 // ranks beyond this are counted but not tracked one by one
+	maxVersions       = 16
+	maxEnvPerProc     = 32
+	maxNetNames       = 16
+)
+
+// loc is where a record came from: an input and a physical line number.
+type loc struct {
+	src  int32
+	line int64
+}
+
+func (l loc) valid() bool { return l.line > 0 }
+
+// evidence is the first line that showed something, kept as text for the
+// report.
+type evidence struct {
+	at   loc
+	text string
+}
+
+// strength ranks how directly a line shows the network module NCCL uses.
+const (
+	strengthNone    uint8 = iota
+	strengthPlugin        // a plugin was loaded (it may still find no device)
+	strengthInit          // init lines that only the selected module prints
+	strengthDecided       // "Using network X" or a connection line via NET/X
+)
+
+type netEvidence struct {
+	strength uint8
+	at       loc
+	text     string
+}
+
+type process struct {
+	host     string
+	pid      int64
+	pseudo   bool // records without an envelope
+	first    loc
+	net      [numNetClasses]netEvidence
+	netName  string // the "Using network"/plugin name behind netOther
+	noIB     evidence
+	ibOff    evidence // NCCL_IB_DISABLE=1
+	hcas     int      // HCAs NCCL listed for the IB module
+	gdrOn    bool
+	gdrOff   uint64 // HCA indexes (< 64) with a "Disabled" decision
+	gdrOffN  int
+	loIf     bool // an interface list that is all loopback
+	nonLoIf  bool // an interface list with a real interface
+	versions []string
+	env      map[string]string
+	comms    map[uint64]*commInst
+	byRank   map[int64]*commInst
+	orphan   map[int64]*rankStats // connections seen before (or without) a communicator line
+}
+
+// thread is the envelope cache entry for one "host:pid:tid [dev]".
+type thread struct {
+	proc *process
+	comm *commInst // the communicator this thread last announced
+}
+
+type commInst struct {
+	proc       *process
+	ptr        uint64
+	commID     uint64
+	hasID      bool
+	rank       int64
+	nranks     int64
+	nnodes     int64
+	localRanks int64
+	cudaDev    int64
+	nvmlDev    int64
+	busID      string
+	api        string
+	started    bool
+	completed  bool
+	first      loc
+	stats      rankStats
+}
+
+type trCount struct {
+	id uint16
+	n  uint32
+}
+
+type peerLink struct {
+	peer int32
+	tr   uint16
+	n    uint32
+}
+
+// rankStats is what one rank's connection lines said.
+type rankStats struct {
+	conns uint32
+	net   uint32 // NET connections
+	gdr   uint32 // NET connections with /GDRDMA
+	ntr   uint8
+	tr    [maxTrPerRank]trCount
+	peers []peerLink
+}
+
+func (s *rankStats) add(peer int64, id uint16, c *connInfo) {
+	s.conns++
+	if c.tr.class == trNET {
+		s.net++
+		if c.tr.gdr {
+			s.gdr++
+		}
+	}
+	found := false
+	for i := 0; i < int(s.ntr); i++ {
+		if s.tr[i].id == id {
+			s.tr[i].n++
+			found = true
+			break
+		}
+	}
+	if !found && int(s.ntr) < maxTrPerRank {
+		s.tr[s.ntr] = trCount{id: id, n: 1}
+		s.ntr++
+	}
+	if peer < 0 || peer > 1<<31-1 {
+		return
+	}
+	for i := range s.peers {
+		if s.peers[i].peer == int32(peer) && s.peers[i].tr == id {
+			s.peers[i].n++
+			return
+		}
+	}
+	if len(s.peers) < maxPeersPerRank {
+		s.peers = append(s.peers, peerLink{peer: int32(peer), tr: id, n: 1})
+	}
+}
+
+func (s *rankStats) merge(o *rankStats) {
+	s.conns += o.conns
+	s.net += o.net
+	s.gdr += o.gdr
+	for i := 0; i < int(o.ntr); i++ {
+		t := o.tr[i]
+		found := false
+		for j := 0; j < int(s.ntr); j++ {
+			if s.tr[j].id == t.id {
+				s.tr[j].n += t.n
+				found = true
+			}
+		}
+		if !found && int(s.ntr) < maxTrPerRank {
+			s.tr[s.ntr] = t
+			s.ntr++
+		}
+	}
+	for _, p := range o.peers {
+		if len(s.peers) < maxPeersPerRank {
+			s.peers = append(s.peers, p)
+		}
+	}
+}
+
+// bitset tracks small non-negative integers (ranks, HCA indexes).
+type bitset []uint64
+
+func (b *bitset) set(i int64) {
+	if i < 0 || i >= maxRankTracked {
+		return
+	}
+	w := int(i >> 6)
+	if w >= len(*b) {
+		n := make(bitset, w+1, max(w+1, 2*len(*b)))
+		copy(n, *b)
+		*b = n
+	}
+	(*b)[w] |= 1 << (uint(i) & 63)
+}
+
+func (b bitset) has(i int64) bool {
+	if i < 0 || int(i>>6) >= len(b) {
+		return false
+	}
+	return b[i>>6]&(1<<(uint(i)&63)) != 0
+}
+
+// covers reports whether 0..n-1 are all set.
+func (b bitset) covers(n int64) bool {
+	if n <= 0 || n > maxRankTracked {
+		return false
+	}
+	for i := int64(0); i < n; i++ {
+		if !b.has(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// netConnStats counts NET connection lines over the whole log, by module
+// class and GDR.
+type netConnStats struct {
+	n      [numNetClasses][2]int64
+	first  [numNetClasses][2]evidence
+	names  map[string]int64 // NET module names as printed ("IB", "IBext_v8", "AWS Libfabric")
+	proxy  int64
+	gdrPCI int64
+}
+
+func (s *netConnStats) total() (n int64) {
+	for c := range s.n {
+		n += s.n[c][0] + s.n[c][1]
+	}
+	return n
+}
+
+func (s *netConnStats) gdr() (n int64) {
+	for c := range s.n {
+		n += s.n[c][1]
+	}
+	return n
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what the build and the test suite need on Debian/Ubuntu, only when
+# missing: gcc for go-nvml's cgo. One apt-get update, then apt-get install -y.
+set -euo pipefail
+
+need=()
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v git >/dev/null 2>&1 || need+=(git)
+
+if ((${#need[@]})); then
+  echo "deps: installing ${need[*]}"
+  # shellcheck source=scripts/apt.sh
+  . "$(dirname "$0")/apt.sh"
+  apt_install "${need[@]}"
+fi
+command -v go >/dev/null 2>&1 || { echo "deps: Go is not installed (https://go.dev/dl/, 1.24 or later)" >&2; exit 1; }
