@@ -37,6 +37,11 @@ func checkDriver(n *state.Node, cfg *Config) Result {
 	}
 	nv := n.NVML
 	summary := fmt.Sprintf("driver %s, CUDA %s, NVML %s", orNA(nv.DriverVersion), orNA(nv.CUDADriverVersion), orNA(nv.NVMLVersion))
+	// The classic half-finished upgrade: new user-space library, old module.
+	if k := n.Kernel; k != nil && k.ModuleVersion != "" && nv.DriverVersion != "" && k.ModuleVersion != nv.DriverVersion {
+		return Result{Status: Fail, Summary: fmt.Sprintf("kernel module %s but NVML library %s", k.ModuleVersion, nv.DriverVersion),
+			Remedy: "reboot (or unload and reload the nvidia modules) so the kernel module matches the installed driver"}
+	}
 	if cfg.MinDriver != "" && nv.DriverVersion != "" && versionLess(nv.DriverVersion, cfg.MinDriver) {
 		return Result{Status: Fail, Summary: fmt.Sprintf("driver %s is older than the required %s", nv.DriverVersion, cfg.MinDriver),
 			Remedy: "upgrade the NVIDIA driver to " + cfg.MinDriver + " or later"}

@@ -96,7 +96,7 @@ func (v *verdict) result(passSummary string) Result {
 	if len(v.findings) > 0 && allSkip(v.findings) {
 		r.Status = Skip
 	}
-	var worst []string
+	var worst []finding
 	var remedies []string
 	seen := map[int]bool{}
 	for _, f := range v.findings {
@@ -106,7 +106,7 @@ func (v *verdict) result(passSummary string) Result {
 		if f.status != r.Status || r.Status == Pass {
 			continue
 		}
-		worst = append(worst, label(f)+f.msg)
+		worst = append(worst, f)
 		if f.remedy != "" && !containsStr(remedies, f.remedy) {
 			remedies = append(remedies, f.remedy)
 		}
@@ -148,9 +148,40 @@ func label(f finding) string {
 	return f.gpu.Label() + ": "
 }
 
-// summarize keeps a summary to one readable line: the first two findings and
-// a count of the rest (all of them are in Details).
-func summarize(lines []string) string {
+// summarize keeps a summary to one readable line: findings that say the same
+// about several GPUs are merged ("GPUs 0,1,2: ..."), then the first two and a
+// count of the rest are kept (all of them are in Details).
+func summarize(fs []finding) string {
+	var lines []string
+	byMsg := map[string][]int{}
+	var order []string
+	for _, f := range fs {
+		if f.gpu == nil {
+			lines = append(lines, f.msg)
+			continue
+		}
+		if _, seen := byMsg[f.msg]; !seen {
+			order = append(order, f.msg)
+		}
+		byMsg[f.msg] = append(byMsg[f.msg], f.gpu.Index)
+	}
+	for _, msg := range order {
+		gpus := byMsg[msg]
+		if len(gpus) == 1 {
+			for _, f := range fs {
+				if f.gpu != nil && f.msg == msg {
+					lines = append(lines, label(f)+msg)
+					break
+				}
+			}
+			continue
+		}
+		ids := make([]string, len(gpus))
+		for i, g := range gpus {
+			ids[i] = itoa(g)
+		}
+		lines = append(lines, "GPUs "+strings.Join(ids, ",")+": "+msg)
+	}
 	if len(lines) <= 2 {
 		return strings.Join(lines, "; ")
 	}

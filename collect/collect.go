@@ -23,6 +23,17 @@ type Options struct {
 	CallTimeout time.Duration
 	// Version is gpuprobe's own version, recorded in the state.
 	Version string
+	// KmsgPath is the kernel log to read XIDs from (default /dev/kmsg).
+	KmsgPath string
+	// ProcfsRoot is where procfs is mounted (--path.procfs, default /proc).
+	ProcfsRoot string
+}
+
+func (o Options) procfs() string {
+	if o.ProcfsRoot == "" {
+		return "/proc"
+	}
+	return o.ProcfsRoot
 }
 
 // collector fills its own part of the node state and says how it went.

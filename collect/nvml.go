@@ -9,23 +9,24 @@ import (
 )
 
 func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source {
-	n.NVML = readNVML(ctx, opts)
-	return state.Source{OK: n.NVML.Available, Error: n.NVML.Error}
-}
-
-func readNVML(ctx context.Context, opts Options) *state.NVML {
 	nopts := nvml.Options{CallTimeout: opts.CallTimeout}
 	if opts.Simulate != nil {
 		sys, err := sim.New(opts.Simulate)
 		if err != nil {
-			return &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
+			n.NVML = &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
+		} else {
+			n.NVML = nvml.Collect(ctx, sys.Lib, nopts)
+			describeProcesses(ctx, n, func(_ context.Context, pid int32) (string, string) {
+				o := sys.Owners[uint32(pid)]
+				return o.User, o.Command
+			})
 		}
-		return nvml.Collect(ctx, sys.Lib, nopts)
+	} else if lib, err := nvml.Open(); err != nil {
+		n.NVML = &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
+	} else {
+		nopts.Real = true
+		n.NVML = nvml.Collect(ctx, lib, nopts)
+		describeProcesses(ctx, n, hostProcess)
 	}
-	lib, err := nvml.Open()
-	if err != nil {
-		return &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
-	}
-	nopts.Real = true
-	return nvml.Collect(ctx, lib, nopts)
+	return state.Source{OK: n.NVML.Available, Error: n.NVML.Error}
 }

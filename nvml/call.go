@@ -135,6 +135,10 @@ func returnString(ret gonvml.Return) string {
 		return "GPU requires a reset"
 	case gonvml.ERROR_UNKNOWN:
 		return "unknown NVML error"
+	case gonvml.ERROR_NOT_READY:
+		return "not ready"
+	case gonvml.ERROR_IN_USE:
+		return "in use"
 	}
 	return fmt.Sprintf("NVML return code %d", int(ret))
 }

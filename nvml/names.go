@@ -2,6 +2,7 @@ package nvml
 
 import (
 	"fmt"
+	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -101,7 +102,12 @@ func fabricStatus(s uint32) string {
 	if gonvml.Return(s) == gonvml.SUCCESS {
 		return "success"
 	}
-	return returnString(gonvml.Return(s))
+	if m := returnString(gonvml.Return(s)); !strings.HasPrefix(m, "NVML return code") {
+		return m
+	}
+	// Called on a healthy library only (the call that produced s returned),
+	// so asking NVML for the message is safe.
+	return gonvml.Return(s).Error()
 }
 
 // FabricDegraded reports whether any health field of the mask says TRUE:

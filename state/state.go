@@ -6,6 +6,8 @@ package state
 import (
 	"strconv"
 	"time"
+
+	"github.com/gpuprobe/gpuprobe/kernel"
 )
 
 // SchemaVersion is bumped whenever a field changes meaning or is removed;
@@ -22,6 +24,8 @@ type Node struct {
 	GpuprobeVersion string `json:"gpuprobe_version,omitempty"`
 
 	NVML *NVML `json:"nvml,omitempty"`
+	// Kernel is the kernel's view of the driver: XIDs, module version, uptime.
+	Kernel *kernel.State `json:"kernel,omitempty"`
 
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.
@@ -170,6 +174,10 @@ type Power struct {
 type Process struct {
 	PID             uint32 `json:"pid"`
 	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
+	// User and Command come from the process table (empty when the process
+	// is in another PID namespace or already gone).
+	User    string `json:"user,omitempty"`
+	Command string `json:"command,omitempty"`
 }
 
 // NVLink is one link of a GPU.

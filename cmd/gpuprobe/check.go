@@ -41,6 +41,8 @@ type checkFlags struct {
 	minDriver    string
 	strict       bool
 	verbose      bool
+	expectIdle   bool
+	xidWindow    time.Duration
 }
 
 func registerCheck(c *cli) {
@@ -56,6 +58,8 @@ func registerCheck(c *cli) {
 	cmd.Flag("expect-gpus", "Number of GPUs this node must have.").IntVar(&f.expectGPUs)
 	cmd.Flag("min-driver", "Oldest acceptable driver version.").PlaceHolder("VERSION").StringVar(&f.minDriver)
 	cmd.Flag("strict", "Treat warnings as failures.").BoolVar(&f.strict)
+	cmd.Flag("expect-idle", "Fail (not warn) on leftover processes or memory on a GPU: for prologs and idle-node health checks.").BoolVar(&f.expectIdle)
+	cmd.Flag("xid-window", "Only count XIDs this recent (default: since boot).").DurationVar(&f.xidWindow)
 	cmd.Flag("verbose", "Print every check's evidence, not only the failures'.").Short('v').BoolVar(&f.verbose)
 	for _, e := range checkExtensions {
 		if e.flags != nil {
@@ -81,6 +85,13 @@ func (c *cli) runCheck(f *checkFlags) error {
 		cfg.MinDriver = f.minDriver
 	}
 	cfg.Strict = cfg.Strict || f.strict
+	cfg.Processes.ExpectIdle = cfg.Processes.ExpectIdle || f.expectIdle
+	if f.xidWindow < 0 {
+		return c.usageError("--xid-window must not be negative")
+	}
+	if f.xidWindow > 0 {
+		cfg.XID.Window = f.xidWindow
+	}
 	include, exclude := splitList(append(cfg.Checks, f.checks...)), splitList(append(cfg.Skip, f.skip...))
 	if len(f.checks) > 0 {
 		include = splitList(f.checks) // flags replace the config's selection

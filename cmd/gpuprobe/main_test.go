@@ -209,3 +209,59 @@ func TestListCommands(t *testing.T) {
 		t.Errorf("--help exit %d", code)
 	}
 }
+
+// Every named fault makes exactly its check fail, and nothing else.
+func TestSimulatedFaultsFailTheirCheck(t *testing.T) {
+	for _, tc := range []struct {
+		fault string
+		extra []string
+		check string
+	}{
+		{"row-remap-pending=3", nil, "gpu.row_remap"},
+		{"row-remap-failure=2", nil, "gpu.row_remap"},
+		{"gpu-lost=3", nil, "gpu.count"},
+		{"nvlink-down=3", nil, "nvlink.state"},
+		{"fabric-incomplete", nil, "fabric.state"},
+		{"xid=79@2", nil, "gpu.xid"},
+		{"hw-slowdown=5", nil, "gpu.throttle"},
+		{"pcie-x8=1", nil, "gpu.pcie_link"},
+		{"leftover-process=0", []string{"--expect-idle"}, "gpu.processes"},
+		{"ecc-uncorrectable=4", nil, "gpu.ecc"},
+		{"persistence-off", []string{"--strict"}, "gpu.persistence"},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			args := append([]string{"check", "--simulate", "dgx-h100:" + tc.fault, "--format", "json", "--checks", "gpu,nvlink,fabric"}, tc.extra...)
+			code, out, errs := runCLI(t, args...)
+			if code != 1 {
+				t.Fatalf("exit %d, want 1: %s", code, errs)
+			}
+			d := decode(t, out)
+			var failed []string
+			for _, r := range d.Checks {
+				if r.Status == "fail" || (d.Strict && r.Status == "warn") || r.Status == "error" {
+					failed = append(failed, r.ID)
+				}
+			}
+			if len(failed) != 1 || failed[0] != tc.check {
+				t.Errorf("failed checks = %v, want exactly [%s]", failed, tc.check)
+			}
+		})
+	}
+}
+
+func TestHungDriverCallBecomesErrorOnTime(t *testing.T) {
+	code, out, _ := runCLI(t, "check", "--simulate", "dgx-h100:nvml-hang=6", "--call-timeout", "200ms", "--timeout", "3s", "--format", "json")
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	d := decode(t, out)
+	found := false
+	for _, r := range d.Checks {
+		if r.ID == "gpu.temperature" {
+			found = r.Status == "error" && strings.Contains(r.Summary, "GPU 6") && strings.Contains(r.Summary, "nvmlDeviceGetTemperature")
+		}
+	}
+	if !found || d.ElapsedSeconds > 3 {
+		t.Errorf("want gpu.temperature error naming GPU 6 and nvmlDeviceGetTemperature within 3s; elapsed %.2fs\n%s", d.ElapsedSeconds, out)
+	}
+}

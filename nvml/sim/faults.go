@@ -113,14 +113,10 @@ func init() {
 			return nil
 		}))
 	register("leftover-process", "GPU", "a compute process holds 4 GiB on the GPU (a job that did not clean up)",
-		perGPU(func(d *server.Device, _ simulate.Fault) error {
-			d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
-				return []gonvml.ProcessInfo{{Pid: 424242, UsedGpuMemory: 4 << 30}}, gonvml.SUCCESS
-			}
-			d.MemoryInfo.Used += 4 << 30
-			d.MemoryInfo.Free -= 4 << 30
-			return nil
-		}))
+		func(s *System, f simulate.Fault) error {
+			s.Owners[424242] = Owner{User: "alice", Command: "python train.py --epochs 90"}
+			return perGPU(leftover)(s, f)
+		})
 	register("persistence-off", "", "persistence mode off on every GPU",
 		func(s *System, _ simulate.Fault) error {
 			for _, d := range s.Devices {
@@ -128,4 +124,13 @@ func init() {
 			}
 			return nil
 		})
+}
+
+func leftover(d *server.Device, _ simulate.Fault) error {
+	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
+		return []gonvml.ProcessInfo{{Pid: 424242, UsedGpuMemory: 4 << 30}}, gonvml.SUCCESS
+	}
+	d.MemoryInfo.Used += 4 << 30
+	d.MemoryInfo.Free -= 4 << 30
+	return nil
 }

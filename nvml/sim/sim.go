@@ -59,7 +59,12 @@ type System struct {
 	Lib     gonvml.Interface
 	Server  *server.Server
 	Devices []*server.Device
+	// Owners is the simulated process table for the PIDs faults put on GPUs.
+	Owners map[uint32]Owner
 }
+
+// Owner is a simulated process's user and command line.
+type Owner struct{ User, Command string }
 
 // New builds a fresh simulated NVML for spec. Each call starts from a clean
 // mock: go-nvml's mocks record every call, so a long-lived one grows.
@@ -69,7 +74,7 @@ func New(spec *simulate.Spec) (*System, error) {
 		return nil, fmt.Errorf("simulate: no NVML model for %q", spec.Model)
 	}
 	srv := m.new()
-	sys := &System{Spec: spec, Lib: srv, Server: srv}
+	sys := &System{Spec: spec, Lib: srv, Server: srv, Owners: map[uint32]Owner{}}
 	for i, d := range srv.Devices {
 		dev := d.(*server.Device)
 		m.dress(dev, i)

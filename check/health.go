@@ -1,0 +1,333 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func init() {
+	register(Check{ID: "gpu.retired_pages", Title: "no pending page retirement; retired pages under the RMA threshold", Run: checkRetiredPages})
+	register(Check{ID: "gpu.throttle", Title: "no hardware slowdown, thermal slowdown or power brake", Run: checkThrottle})
+	register(Check{ID: "gpu.pcie_link", Title: "PCIe link at full width (and generation when busy); replay rate low", Run: checkPCIeLink})
+	register(Check{ID: "gpu.persistence", Title: "persistence mode on", Run: checkPersistence})
+	register(Check{ID: "gpu.temperature", Title: "temperature below the GPU's slowdown threshold", Run: checkTemperature})
+	register(Check{ID: "gpu.power", Title: "power limit not capped; draw within the limit", Run: checkPower})
+	register(Check{ID: "gpu.processes", Title: "no leftover compute processes or memory on idle GPUs", Run: checkProcesses})
+	register(Check{ID: "gpu.mig", Title: "no MIG mode change pending; MIG mode as expected", Run: checkMIG})
+}
+
+func checkRetiredPages(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.retired_pages"}
+	judged := 0
+	for _, g := range usable(n) {
+		rp := g.RetiredPages
+		if rp == nil {
+			if g.RemappedRows != nil {
+				v.add(Skip, g, "", "uses row remapping instead (see gpu.row_remap)")
+			} else {
+				missing(&v, g, "nvmlDeviceGetRetiredPages", "page retirement")
+			}
+			continue
+		}
+		judged++
+		total := rp.SingleBitECC + rp.DoubleBitECC
+		switch {
+		case rp.Pending:
+			v.add(Fail, g, "drain the node and reset the GPU (nvidia-smi -r) to retire the pending pages",
+				fmt.Sprintf("page retirement pending (%d pages retired)", total))
+		case cfg.RetiredPages.Max > 0 && total >= cfg.RetiredPages.Max:
+			v.add(Fail, g, "replace the GPU (RMA): its page retirement table is nearly full",
+				fmt.Sprintf("%d pages retired (%d single-bit, %d double-bit), limit %d", total, rp.SingleBitECC, rp.DoubleBitECC, cfg.RetiredPages.Max))
+		default:
+			v.add(Pass, g, "", "")
+		}
+	}
+	return v.result(fmt.Sprintf("no pending retirement on %d GPUs", judged))
+}
+
+// Throttle reasons by what they say about the node: the hardware ones mean
+// cooling, power delivery or a failing board; the software ones mean the GPU
+// is at a configured limit.
+var (
+	hwThrottle = map[string]string{
+		"hw_slowdown":             "check cooling, power supplies and cabling (HW slowdown is asserted by the board)",
+		"hw_thermal_slowdown":     "check cooling: fans, airflow, inlet temperature, heatsink contact",
+		"hw_power_brake_slowdown": "check power supplies and the power brake signal (PSU or PDU fault)",
+	}
+	swThrottle = map[string]string{
+		"sw_thermal_slowdown": "check cooling; the GPU is near its thermal limit",
+		"sw_power_cap":        "check the power limit (nvidia-smi -q -d POWER); raise it if it was capped",
+	}
+)
+
+func checkThrottle(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.throttle"}
+	gpus := usable(n)
+	for _, g := range gpus {
+		if g.ClockEvents == nil {
+			missing(&v, g, "nvmlDeviceGetCurrentClocksEventReasons", "clock event reasons")
+			continue
+		}
+		flagged := false
+		for _, r := range g.ClockEvents.Reasons {
+			if fix, ok := hwThrottle[r]; ok {
+				v.add(Fail, g, fix, r+" active")
+				flagged = true
+			} else if fix, ok := swThrottle[r]; ok {
+				v.add(Warn, g, fix, r+" active")
+				flagged = true
+			}
+		}
+		if !flagged {
+			v.add(Pass, g, "", "")
+		}
+	}
+	return v.result(fmt.Sprintf("no hardware or thermal slowdown on %d GPUs", len(gpus)))
+}
+
+func busy(g *state.GPU) bool {
+	if len(g.Processes) > 0 {
+		return true
+	}
+	if g.ClockEvents == nil {
+		return false
+	}
+	for _, r := range g.ClockEvents.Reasons {
+		if r == "gpu_idle" {
+			return false
+		}
+	}
+	return true
+}
+
+func checkPCIeLink(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.pcie_link"}
+	gpus := usable(n)
+	uptime := 0.0
+	if n.Kernel != nil {
+		uptime = n.Kernel.UptimeSeconds
+	}
+	for _, g := range gpus {
+		p := g.PCIe
+		if p == nil {
+			missing(&v, g, "nvmlDeviceGetCurrPcieLinkWidth", "PCIe link state")
+			continue
+		}
+		ok := true
+		if p.CurrentWidth < p.MaxWidth {
+			v.add(Fail, g, "reseat the GPU or its riser/cable; check the PCIe switch port (lspci -vv LnkSta)",
+				fmt.Sprintf("PCIe link x%d of x%d", p.CurrentWidth, p.MaxWidth))
+			ok = false
+		}
+		// Idle GPUs drop their link generation on purpose to save power.
+		if p.CurrentGen < p.MaxGen && busy(g) {
+			v.add(Warn, g, "check the slot, riser and BIOS PCIe speed setting; reseat the GPU",
+				fmt.Sprintf("PCIe Gen%d of Gen%d while busy", p.CurrentGen, p.MaxGen))
+			ok = false
+		}
+		if p.ReplayCounter != nil && uptime > 0 && cfg.PCIe.ReplayRatePerMinuteWarn > 0 {
+			rate := float64(*p.ReplayCounter) / (uptime / 60)
+			if rate > cfg.PCIe.ReplayRatePerMinuteWarn {
+				v.add(Warn, g, "reseat the GPU; check the riser, retimer and PCIe switch for signal problems",
+					fmt.Sprintf("%d PCIe replays since boot (%.1f/min, threshold %.0f/min)", *p.ReplayCounter, rate, cfg.PCIe.ReplayRatePerMinuteWarn))
+				ok = false
+			}
+		}
+		if ok {
+			v.add(Pass, g, "", "")
+		}
+	}
+	return v.result(fmt.Sprintf("PCIe links at full width on %d GPUs", len(gpus)))
+}
+
+func checkPersistence(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.persistence"}
+	gpus := usable(n)
+	for _, g := range gpus {
+		switch {
+		case g.PersistenceMode == nil:
+			missing(&v, g, "nvmlDeviceGetPersistenceMode", "persistence mode")
+		case !*g.PersistenceMode:
+			v.add(Warn, g, "enable nvidia-persistenced (systemctl enable --now nvidia-persistenced)",
+				"persistence mode off: every NVML/CUDA client pays the driver's start-up cost")
+		default:
+			v.add(Pass, g, "", "")
+		}
+	}
+	return v.result(fmt.Sprintf("persistence mode on for %d GPUs", len(gpus)))
+}
+
+func checkTemperature(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.temperature"}
+	hottest := -1
+	for _, g := range usable(n) {
+		t := g.Thermal
+		if t == nil {
+			missing(&v, g, "nvmlDeviceGetTemperature", "temperature")
+			continue
+		}
+		hottest = max(hottest, t.TemperatureC)
+		fail, warn := cfg.Temperature.FailC, cfg.Temperature.WarnC
+		if fail == 0 && t.SlowdownC != nil {
+			fail = *t.SlowdownC
+		}
+		if warn == 0 && fail > 0 {
+			warn = fail - 5
+		}
+		const fix = "check cooling: fans, airflow, inlet temperature; nvidia-smi -q -d TEMPERATURE"
+		switch {
+		case fail > 0 && t.TemperatureC >= fail:
+			v.add(Fail, g, fix, fmt.Sprintf("%d °C, at or above the slowdown threshold %d °C", t.TemperatureC, fail))
+		case warn > 0 && t.TemperatureC >= warn:
+			v.add(Warn, g, fix, fmt.Sprintf("%d °C, within 5 °C of the slowdown threshold %d °C", t.TemperatureC, fail))
+		default:
+			v.add(Pass, g, "", "")
+		}
+	}
+	return v.result(fmt.Sprintf("hottest GPU %d °C", hottest))
+}
+
+func checkPower(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.power"}
+	total := 0.0
+	for _, g := range usable(n) {
+		p := g.Power
+		if p == nil {
+			missing(&v, g, "nvmlDeviceGetPowerUsage", "power draw")
+			continue
+		}
+		total += p.DrawWatts
+		ok := true
+		if p.LimitWatts != nil {
+			if cfg.Power.MinLimitWatts > 0 && *p.LimitWatts < cfg.Power.MinLimitWatts {
+				v.add(Fail, g, "restore the power limit (nvidia-smi -pl) and check what capped it",
+					fmt.Sprintf("power limit %.0f W, below the required %.0f W", *p.LimitWatts, cfg.Power.MinLimitWatts))
+				ok = false
+			}
+			// Draw above the enforced limit means the limiter or the sensor is not working.
+			if p.DrawWatts > *p.LimitWatts*1.05 {
+				v.add(Warn, g, "check the power sensor and board firmware; report it to the vendor",
+					fmt.Sprintf("drawing %.0f W over its %.0f W limit", p.DrawWatts, *p.LimitWatts))
+				ok = false
+			}
+		}
+		if ok {
+			v.add(Pass, g, "", "")
+		}
+	}
+	return v.result(fmt.Sprintf("drawing %.0f W in total, within limits", total))
+}
+
+func checkProcesses(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.processes"}
+	sev := Warn
+	if cfg.Processes.ExpectIdle {
+		sev = Fail
+	}
+	const fix = "kill the leftover processes (or fix the epilog that should have); reset the GPU if memory stays in use"
+	idle := 0
+	for _, g := range usable(n) {
+		if !g.ProcessesKnown {
+			missing(&v, g, "nvmlDeviceGetComputeRunningProcesses", "process list")
+			continue
+		}
+		if len(g.Processes) > 0 {
+			var who []string
+			for _, p := range g.Processes {
+				who = append(who, describeProcess(p))
+			}
+			v.add(sev, g, fix, fmt.Sprintf("%d compute process(es): %s", len(g.Processes), strings.Join(who, ", ")))
+			continue
+		}
+		if m := g.Memory; m != nil && cfg.Processes.IdleMemoryMiB > 0 && m.UsedBytes>>20 >= cfg.Processes.IdleMemoryMiB {
+			v.add(sev, g, fix, fmt.Sprintf("%d MiB in use with no compute process listed", m.UsedBytes>>20))
+			continue
+		}
+		idle++
+		v.add(Pass, g, "", "")
+	}
+	return v.result(fmt.Sprintf("%d GPUs idle, no leftover processes", idle))
+}
+
+func describeProcess(p state.Process) string {
+	s := fmt.Sprintf("pid %d", p.PID)
+	if p.User != "" {
+		s += " (" + p.User
+		if p.Command != "" {
+			s += ": " + p.Command
+		}
+		s += ")"
+	}
+	return s + fmt.Sprintf(" %d MiB", p.UsedMemoryBytes>>20)
+}
+
+func checkMIG(n *state.Node, cfg *Config) Result {
+	if r, skip := nvmlSkip(n); skip {
+		return r
+	}
+	v := verdict{id: "gpu.mig"}
+	modes := map[bool][]int{}
+	for _, g := range usable(n) {
+		m := g.MIG
+		if m == nil {
+			missing(&v, g, "nvmlDeviceGetMigMode", "MIG")
+			continue
+		}
+		modes[m.Current] = append(modes[m.Current], g.Index)
+		switch {
+		case m.Current != m.Pending:
+			v.add(Warn, g, "reset the GPU (nvidia-smi -r) to apply the pending MIG mode",
+				fmt.Sprintf("MIG mode change to %s pending a GPU reset", onOff(m.Pending)))
+		case cfg.MIG.Expect != "" && onOff(m.Current) != cfg.MIG.Expect:
+			v.add(Fail, g, "set the MIG mode (nvidia-smi -mig 0|1) and reset the GPU",
+				fmt.Sprintf("MIG %s, expected %s", onOff(m.Current), cfg.MIG.Expect))
+		default:
+			v.add(Pass, g, "", "")
+		}
+	}
+	if cfg.MIG.Uniform && len(modes[true]) > 0 && len(modes[false]) > 0 {
+		v.add(Fail, nil, "make the MIG mode the same on every GPU (nvidia-smi -mig) and reset them",
+			fmt.Sprintf("MIG mode differs across GPUs: enabled on %v, disabled on %v", modes[true], modes[false]))
+	}
+	return v.result(fmt.Sprintf("MIG %s on %d GPUs, nothing pending", migSummary(modes), len(modes[true])+len(modes[false])))
+}
+
+func onOff(b bool) string {
+	if b {
+		return "enabled"
+	}
+	return "disabled"
+}
+
+func migSummary(modes map[bool][]int) string {
+	switch {
+	case len(modes[true]) == 0:
+		return "disabled"
+	case len(modes[false]) == 0:
+		return "enabled"
+	}
+	return "mixed"
+}

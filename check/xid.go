@@ -1,0 +1,122 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/xid"
+)
+
+func init() {
+	register(Check{ID: "gpu.xid", Title: "no critical XID events in the kernel log", Run: checkXID})
+}
+
+func checkXID(n *state.Node, cfg *Config) Result {
+	k := n.Kernel
+	if k == nil {
+		return Result{Status: Skip, Summary: "kernel log not collected"}
+	}
+	nvmlOK := n.NVML != nil && n.NVML.Available
+	if k.XIDError != "" {
+		if !nvmlOK {
+			return Result{Status: Skip, Summary: "no usable NVIDIA driver (see gpu.driver); kernel log not readable either"}
+		}
+		return Result{Status: Error, Summary: "cannot read the kernel log: " + k.XIDError}
+	}
+	// Events are grouped per GPU and code so a storm of one XID is one finding.
+	type key struct {
+		gpu  int
+		bus  string
+		code int
+		lost bool
+	}
+	counts := map[key]int{}
+	last := map[key]xid.Event{}
+	var keys []key
+	for _, ev := range k.XIDs {
+		if ignored(ev.Code, cfg.XID.Ignore) {
+			continue
+		}
+		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
+			continue
+		}
+		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.FellOffBus && ev.Code == 0}
+		if g := gpuByBus(n, ev); g != nil {
+			kk.gpu = g.Index
+		}
+		if counts[kk] == 0 {
+			keys = append(keys, kk)
+		}
+		counts[kk]++
+		last[kk] = ev
+	}
+	if len(keys) == 0 {
+		if !nvmlOK {
+			return Result{Status: Skip, Summary: "no NVIDIA GPUs to judge and no XIDs in the kernel log"}
+		}
+		window := "since boot"
+		if cfg.XID.Window > 0 {
+			window = "in the last " + cfg.XID.Window.String()
+		}
+		return Result{Status: Pass, Summary: "no XID events " + window}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].gpu != keys[j].gpu {
+			return keys[i].gpu < keys[j].gpu
+		}
+		return keys[i].code < keys[j].code
+	})
+	v := verdict{id: "gpu.xid"}
+	for _, kk := range keys {
+		var g *state.GPU
+		if kk.gpu >= 0 {
+			g = &n.NVML.GPUs[kk.gpu]
+		}
+		where := ""
+		if g == nil && kk.bus != "" {
+			where = "PCI " + kk.bus + ": "
+		}
+		times := ""
+		if c := counts[kk]; c > 1 {
+			times = fmt.Sprintf(" (%d times)", c)
+		}
+		if kk.lost {
+			v.add(Fail, g, "drain and reboot the node; check PCIe power and seating; RMA if it recurs",
+				where+"GPU has fallen off the bus"+times)
+			continue
+		}
+		info := xid.Lookup(kk.code, cfg.XID.Critical)
+		sev := Warn
+		if info.Severity == xid.Critical || last[kk].FellOffBus {
+			sev = Fail
+		}
+		msg := fmt.Sprintf("%sXid %d: %s%s", where, kk.code, info.Meaning, times)
+		if p := last[kk].Process; p != "" {
+			msg += fmt.Sprintf(", last by %s (pid %d)", p, last[kk].PID)
+		}
+		v.add(sev, g, info.Remedy, msg)
+	}
+	return v.result("")
+}
+
+func ignored(code int, list []int) bool {
+	for _, c := range list {
+		if c == code {
+			return true
+		}
+	}
+	return false
+}
+
+func gpuByBus(n *state.Node, ev xid.Event) *state.GPU {
+	if n.NVML == nil {
+		return nil
+	}
+	for i := range n.NVML.GPUs {
+		if ev.MatchGPU(n.NVML.GPUs[i].PCIBusID) {
+			return &n.NVML.GPUs[i]
+		}
+	}
+	return nil
+}

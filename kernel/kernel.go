@@ -1,0 +1,213 @@
+// Package kernel collects what the kernel knows about the NVIDIA driver: XID
+// reports from the kernel ring buffer, the loaded module's version, and the
+// uptime that turns counters into rates.
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/xid"
+)
+
+// State is the kernel's part of the node state.
+type State struct {
+	// XIDSource says where XIDs were read from ("/dev/kmsg", "simulated").
+	XIDSource string      `json:"xid_source,omitempty"`
+	XIDs      []xid.Event `json:"xids"`
+	// XIDError is why the log could not be read (no permission, ...). A
+	// check must report it, never treat an unreadable log as a clean one.
+	XIDError string `json:"xid_error,omitempty"`
+	// ModuleVersion is the nvidia.ko version from /proc/driver/nvidia/version.
+	ModuleVersion string  `json:"module_version,omitempty"`
+	ModuleError   string  `json:"module_error,omitempty"`
+	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
+}
+
+// Options locate the sources, so tests and captured trees can be read.
+type Options struct {
+	Kmsg   string // default /dev/kmsg
+	Procfs string // default /proc
+}
+
+// Collect reads everything, each read bounded by ctx.
+func Collect(ctx context.Context, o Options) *State {
+	if o.Kmsg == "" {
+		o.Kmsg = "/dev/kmsg"
+	}
+	if o.Procfs == "" {
+		o.Procfs = "/proc"
+	}
+	st := &State{XIDSource: o.Kmsg, XIDs: []xid.Event{}}
+	up, err := withDeadline(ctx, func() (float64, error) { return Uptime(o.Procfs) })
+	if err == nil {
+		st.UptimeSeconds = up
+	}
+	boot := time.Now().Add(-time.Duration(up * float64(time.Second)))
+	evs, err := withDeadline(ctx, func() ([]xid.Event, error) { return ReadKmsg(o.Kmsg, boot) })
+	if err != nil {
+		st.XIDError = err.Error()
+	} else {
+		st.XIDs = evs
+	}
+	v, err := withDeadline(ctx, func() (string, error) { return ModuleVersion(o.Procfs) })
+	if err != nil {
+		st.ModuleError = err.Error()
+	} else {
+		st.ModuleVersion = v
+	}
+	return st
+}
+
+// withDeadline runs a read of a pseudo-file in its own goroutine: a read of
+// a driver's proc file can block, and the run must end on time regardless.
+func withDeadline[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type res struct {
+		v   T
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		v, err := f()
+		ch <- res{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("no answer before the run deadline: %w", ctx.Err())
+	}
+}
+
+// maxRecords bounds one read of the ring buffer (it holds a few thousand).
+const maxRecords = 1 << 16
+
+// ReadKmsg reads the whole kernel ring buffer once, from its oldest record,
+// without blocking, and returns the XID reports in it. It uses raw syscalls:
+// an *os.File would hand the non-blocking fd to Go's poller, which waits on
+// EAGAIN instead of returning it.
+func ReadKmsg(path string, boot time.Time) ([]xid.Event, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+			return nil, fmt.Errorf("cannot read %s: %w (needs root or CAP_SYSLOG when kernel.dmesg_restrict=1)", path, err)
+		}
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	defer syscall.Close(fd)
+	evs := []xid.Event{}
+	buf := make([]byte, 8192) // kmsg hands out one record per read, at most ~1 KiB of text
+	for n := 0; n < maxRecords; n++ {
+		k, err := syscall.Read(fd, buf)
+		switch {
+		case errors.Is(err, syscall.EAGAIN), err == nil && k == 0:
+			return evs, nil
+		case errors.Is(err, syscall.EPIPE):
+			continue // the record was overwritten while we read; the next one is fine
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			return evs, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if !isKmsgRecord(buf[:k]) {
+			// A regular file (a captured log, a test fixture): read it as lines.
+			return readLines(path, boot)
+		}
+		if ev, ok := xid.ParseKmsg(buf[:k], boot); ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs, nil
+}
+
+// isKmsgRecord tells a /dev/kmsg record ("pri,seq,usec,flags;text\n", one per
+// read) from the first block of a regular file, which holds many lines.
+func isKmsgRecord(b []byte) bool {
+	semi := bytes.IndexByte(b, ';')
+	nl := bytes.IndexByte(b, '\n')
+	return semi > 0 && (nl < 0 || nl >= len(b)-1 || bytes.IndexByte(b[nl+1:], ';') < 0 && b[nl+1] == ' ')
+}
+
+// readLines reads a file of kmsg records or dmesg lines, one per line.
+func readLines(path string, boot time.Time) ([]xid.Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	evs := []xid.Event{}
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if ev, ok := xid.ParseKmsg(l, boot); ok {
+			evs = append(evs, ev)
+		}
+	}
+	return evs, nil
+}
+
+// ModuleVersion reads the loaded nvidia.ko version:
+//
+//	NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024
+//	NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build  (dvs-builder@U16-I3-B03-4-3)  ...
+func ModuleVersion(procfs string) (string, error) {
+	p := filepath.Join(procfs, "driver", "nvidia", "version")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("nvidia kernel module not loaded? %w", err)
+	}
+	v := ParseModuleVersion(string(data))
+	if v == "" {
+		return "", fmt.Errorf("%s: no version in %q", p, firstLine(string(data)))
+	}
+	return v, nil
+}
+
+// ParseModuleVersion finds the version in the first NVRM line.
+func ParseModuleVersion(text string) string {
+	line := firstLine(text)
+	if !strings.HasPrefix(line, "NVRM version:") {
+		return ""
+	}
+	for _, w := range strings.Fields(line) {
+		if strings.Count(w, ".") >= 1 && w[0] >= '0' && w[0] <= '9' && strings.Trim(w, "0123456789.") == "" {
+			return w
+		}
+	}
+	return ""
+}
+
+// Uptime reads /proc/uptime in seconds.
+func Uptime(procfs string) (float64, error) {
+	p := filepath.Join(procfs, "uptime")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 0, fmt.Errorf("%s: empty", p)
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", p, err)
+	}
+	return v, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return strings.TrimSpace(l)
+}

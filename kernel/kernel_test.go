@@ -1,0 +1,90 @@
+package kernel
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/simulate"
+)
+
+func TestParseModuleVersion(t *testing.T) {
+	for in, want := range map[string]string{
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc version 12.2.0\n": "550.54.15",
+		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build  (dvs-builder@U16-I3-B03-4-3)  Fri Aug 16 21:42:42 UTC 2024": "560.35.03",
+		"garbage": "",
+		"":        "",
+	} {
+		if got := ParseModuleVersion(in); got != want {
+			t.Errorf("ParseModuleVersion(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A captured kernel log in a regular file is read line by line, the way
+// /dev/kmsg is read record by record.
+func TestCollectFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	kmsg := filepath.Join(dir, "kmsg")
+	os.WriteFile(kmsg, []byte("6,1,100,-;usb 1-1: new device\n3,2,5000000,-;NVRM: Xid (PCI:0000:1b:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "proc", "driver", "nvidia"), 0o755)
+	os.WriteFile(filepath.Join(dir, "proc", "driver", "nvidia", "version"), []byte("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08  Sat Feb 10 2024\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "proc", "uptime"), []byte("3600.50 7000.00\n"), 0o644)
+	st := Collect(context.Background(), Options{Kmsg: kmsg, Procfs: filepath.Join(dir, "proc")})
+	if st.XIDError != "" || len(st.XIDs) != 1 || st.XIDs[0].Code != 79 {
+		t.Fatalf("xids = %+v, err %q", st.XIDs, st.XIDError)
+	}
+	if st.ModuleVersion != "535.161.08" || st.UptimeSeconds != 3600.5 {
+		t.Errorf("module %q uptime %v", st.ModuleVersion, st.UptimeSeconds)
+	}
+}
+
+func TestCollectMissingSourcesAreReported(t *testing.T) {
+	dir := t.TempDir()
+	st := Collect(context.Background(), Options{Kmsg: filepath.Join(dir, "nokmsg"), Procfs: dir})
+	if !strings.Contains(st.XIDError, "nokmsg") || st.ModuleError == "" {
+		t.Errorf("state = %+v", st)
+	}
+}
+
+// The real /dev/kmsg of this machine: readable as root, and reading it must
+// end (non-blocking) rather than wait for new records.
+func TestReadRealKmsg(t *testing.T) {
+	if _, err := os.Stat("/dev/kmsg"); err != nil {
+		if os.Getenv("GPUPROBE_SKIP_REAL_KMSG") == "1" {
+			t.Skip("no /dev/kmsg here and GPUPROBE_SKIP_REAL_KMSG=1")
+		}
+		t.Fatalf("/dev/kmsg: %v (set GPUPROBE_SKIP_REAL_KMSG=1 to skip on machines without it)", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadKmsg("/dev/kmsg", time.Now()); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil && os.Geteuid() == 0 {
+			t.Fatalf("root cannot read /dev/kmsg: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reading /dev/kmsg blocked")
+	}
+}
+
+func TestSimulatedXID(t *testing.T) {
+	spec, err := simulate.Parse("dgx-h100:xid=79@2,xid=13@0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Simulated(spec, []string{"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0"}, "550.54.15")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.XIDs) != 2 || st.XIDs[0].Code != 79 || !st.XIDs[0].MatchGPU("0000:4c:00.0") || !st.XIDs[0].FellOffBus {
+		t.Errorf("xids = %+v", st.XIDs)
+	}
+	bad, _ := simulate.Parse("dgx-h100:xid=abc@1")
+	if _, err := Simulated(bad, []string{"0000:19:00.0", "0000:3b:00.0"}, ""); err == nil {
+		t.Error("bad xid fault accepted")
+	}
+}

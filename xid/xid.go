@@ -1,0 +1,143 @@
+// Package xid parses NVIDIA XID lines from the kernel log and classifies XID
+// codes. The gpu.xid check and the daemon's event watcher share this table,
+// so an XID means the same thing whichever way it arrived.
+package xid
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Event is one XID (or "fallen off the bus") report.
+type Event struct {
+	// Code is the XID number; 0 for a "fallen off the bus" line without one.
+	Code int `json:"code"`
+	// BusID is the PCI address as the driver printed it, normalised to
+	// "0000:1b:00" (domain:bus:device, no function).
+	BusID   string `json:"bus_id,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Process string `json:"process,omitempty"`
+	Message string `json:"message"`
+	// FellOffBus marks the lines that mean the GPU is gone, with or without an XID.
+	FellOffBus bool `json:"fell_off_bus,omitempty"`
+	// Time is when the kernel logged it (zero when the source had no time).
+	Time time.Time `json:"time,omitempty"`
+	// Seq is the kernel's record sequence number, for de-duplication.
+	Seq uint64 `json:"seq,omitempty"`
+}
+
+// maxLine caps what is looked at of one kernel line: kmsg records are at most
+// 1 KiB of text, and nothing past that is ours.
+const maxLine = 4096
+
+// Parse finds an XID or fallen-off-the-bus report in one kernel log line, in
+// any of the forms drivers have printed:
+//
+//	NVRM: Xid (PCI:0000:1b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
+//	NVRM: Xid (0000:03:00): 13, Graphics Exception: ...            (older drivers)
+//	NVRM: Xid (PCI:0000:86:00): 94, pid='<unknown>', name=<unknown>, Contained: SM ...
+//	NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.
+//	NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus ...
+//
+// with any prefix before "NVRM:" (kmsg headers, dmesg timestamps, syslog).
+func Parse(line []byte) (Event, bool) {
+	if len(line) > maxLine {
+		line = line[:maxLine]
+	}
+	i := bytes.Index(line, []byte("NVRM: "))
+	if i < 0 {
+		return Event{}, false
+	}
+	msg := strings.TrimSpace(string(line[i+len("NVRM: "):]))
+	if rest, ok := strings.CutPrefix(msg, "Xid ("); ok {
+		return parseXid(rest)
+	}
+	if strings.Contains(msg, "fallen off the bus") {
+		return Event{BusID: firstBusID(msg), FellOffBus: true, Message: msg}, true
+	}
+	return Event{}, false
+}
+
+func parseXid(rest string) (Event, bool) {
+	end := strings.Index(rest, "):")
+	if end < 0 {
+		return Event{}, false
+	}
+	bus := strings.TrimPrefix(rest[:end], "PCI:")
+	body := strings.TrimSpace(rest[end+2:])
+	num, after, _ := strings.Cut(body, ",")
+	code, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil || code <= 0 || code > 100000 {
+		return Event{}, false
+	}
+	ev := Event{Code: code, BusID: normBus(bus)}
+	fields := strings.TrimSpace(after)
+	// pid= and name= come first on drivers since ~R450; older ones go straight to the message.
+	for {
+		var f string
+		f, rest, found := strings.Cut(fields, ",")
+		f = strings.TrimSpace(f)
+		switch {
+		case strings.HasPrefix(f, "pid="):
+			ev.PID, _ = strconv.Atoi(strings.Trim(f[4:], "'"))
+		case strings.HasPrefix(f, "name="):
+			ev.Process = strings.Trim(f[5:], "'")
+			if ev.Process == "<unknown>" {
+				ev.Process = ""
+			}
+		default:
+			ev.Message = fields
+			ev.FellOffBus = code == 79 || strings.Contains(fields, "fallen off the bus")
+			return ev, true
+		}
+		if !found {
+			ev.Message = ""
+			ev.FellOffBus = code == 79
+			return ev, true
+		}
+		fields = strings.TrimSpace(rest)
+	}
+}
+
+// normBus turns "0000:1b:00", "0000:1B:00.0" or "1b:00.0" into "0000:1b:00".
+func normBus(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if i := strings.LastIndexByte(s, '.'); i > 0 {
+		s = s[:i]
+	}
+	if strings.Count(s, ":") == 1 {
+		s = "0000:" + s
+	}
+	if parts := strings.Split(s, ":"); len(parts) == 3 && len(parts[0]) > 4 {
+		s = parts[0][len(parts[0])-4:] + ":" + parts[1] + ":" + parts[2]
+	}
+	return s
+}
+
+// firstBusID finds a "dddd:bb:dd.f" address in free text.
+func firstBusID(s string) string {
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '(' || r == ')' || r == ',' }) {
+		w = strings.TrimSuffix(strings.TrimPrefix(w, "PCI:"), ":")
+		if strings.Count(w, ":") == 2 && len(w) >= 10 && isHexBus(w) {
+			return normBus(w)
+		}
+	}
+	return ""
+}
+
+func isHexBus(w string) bool {
+	for _, c := range w {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// MatchGPU reports whether an event's bus ID names the GPU at pciBusID
+// ("0000:1b:00.0" from NVML/sysfs).
+func (e Event) MatchGPU(pciBusID string) bool {
+	return e.BusID != "" && normBus(pciBusID) == e.BusID
+}
