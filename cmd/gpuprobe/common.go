@@ -20,14 +20,16 @@ import (
 // collectFlags are shared by every command that collects node state, so
 // --simulate and the deadlines mean the same everywhere.
 type collectFlags struct {
-	simulate    string
-	timeout     time.Duration
-	callTimeout time.Duration
+	simulate     string
+	simulateFile string
+	timeout      time.Duration
+	callTimeout  time.Duration
 }
 
 func (f *collectFlags) register(cmd *kingpin.CmdClause, defaultTimeout string) {
 	cmd.Flag("simulate", "Collect from a simulated node instead of the driver: MODEL[:FAULT[=ARG],...], e.g. dgx-h100:row-remap-pending=3 (models: "+
 		strings.Join(simulate.Models, ", ")+"; 'gpuprobe faults' lists faults).").PlaceHolder("SPEC").StringVar(&f.simulate)
+	cmd.Flag("simulate-file", "Read the --simulate spec from FILE, again at every collection (the daemon picks up a changed fault without a restart; an empty file means real hardware).").PlaceHolder("FILE").StringVar(&f.simulateFile)
 	cmd.Flag("timeout", "Deadline for the whole run; a hung driver call becomes an error result and the run still ends on time.").Default(defaultTimeout).DurationVar(&f.timeout)
 	cmd.Flag("call-timeout", "Deadline for each NVML call.").Default("10s").DurationVar(&f.callTimeout)
 }
@@ -41,8 +43,19 @@ func (f *collectFlags) options() (collect.Options, error) {
 	if f.callTimeout <= 0 {
 		return o, fmt.Errorf("--call-timeout must be positive")
 	}
-	if f.simulate != "" {
-		s, err := simulate.Parse(f.simulate)
+	spec := f.simulate
+	if f.simulateFile != "" {
+		if spec != "" {
+			return o, fmt.Errorf("--simulate and --simulate-file exclude each other")
+		}
+		data, err := os.ReadFile(f.simulateFile)
+		if err != nil {
+			return o, fmt.Errorf("--simulate-file: %w", err)
+		}
+		spec = strings.TrimSpace(string(data))
+	}
+	if spec != "" {
+		s, err := simulate.Parse(spec)
 		if err != nil {
 			return o, err
 		}

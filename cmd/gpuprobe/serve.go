@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+	"go.uber.org/zap"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/exporter"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// DefaultPort: the Prometheus project's exporter range 9100-9999 is fully
+// allocated, and 9400 (dcgm-exporter) and 9835 (nvidia_gpu_exporter) are the
+// GPU exporters people already run; 10495 is outside both.
+const DefaultPort = "10495"
+
+func init() { registrars = append(registrars, registerServe) }
+
+type serveFlags struct {
+	collect     collectFlags
+	interval    time.Duration
+	perLink     bool
+	configFile  string
+	listen      []string
+	systemd     bool
+	webConfig   string
+	metricsPath string
+}
+
+func registerServe(c *cli) {
+	f := &serveFlags{}
+	cmd := c.app.Command("serve", "Run as a daemon: collect and judge on an interval, serve Prometheus metrics and the latest report.")
+	f.collect.register(cmd, "10s")
+	cmd.Flag("collect.interval", "Time between collections.").Default("15s").DurationVar(&f.interval)
+	cmd.Flag("collector.nvlink.per-link", "Export per-NVLink series (18 links × 5 series per H100).").BoolVar(&f.perLink)
+	cmd.Flag("config", "YAML thresholds and expectations, as for 'check'.").PlaceHolder("FILE").StringVar(&f.configFile)
+	cmd.Flag("web.listen-address", "Addresses to listen on (repeatable).").Default(":" + DefaultPort).StringsVar(&f.listen)
+	cmd.Flag("web.systemd-socket", "Use systemd socket activation listeners instead of port listeners.").BoolVar(&f.systemd)
+	cmd.Flag("web.config.file", "Path to a web configuration file for TLS and basic auth (exporter-toolkit format).").PlaceHolder("FILE").StringVar(&f.webConfig)
+	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.metricsPath)
+	cmd.Action(func(*kingpin.ParseContext) error { return c.runServe(f) })
+}
+
+// newDaemon wires collection, judging and the exporter; tests use it without HTTP.
+func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) {
+	cfg, err := check.LoadConfig(f.configFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.interval <= 0 {
+		return nil, nil, fmt.Errorf("--collect.interval must be positive")
+	}
+	if _, err := f.collect.options(); err != nil {
+		return nil, nil, err
+	}
+	checks, err := check.Select(cfg.Checks, cfg.Skip)
+	if err != nil {
+		return nil, nil, err
+	}
+	var nodeChecks []check.Check
+	for _, ch := range checks {
+		if ch.Scope == check.NodeScope {
+			nodeChecks = append(nodeChecks, ch)
+		}
+	}
+	exp := exporter.New(f.perLink)
+	d := &exporter.Daemon{
+		Exporter: exp,
+		Interval: f.interval,
+		Timeout:  min(f.collect.timeout, f.interval),
+		Collect: func(ctx context.Context) *state.Node {
+			// Re-read every cycle: --simulate-file may have changed.
+			o, err := f.collect.options()
+			if err != nil {
+				c.log.Warn("collection options", zap.Error(err))
+				o = collect.Options{CallTimeout: f.collect.callTimeout, Version: version.Version}
+			}
+			return collect.Node(ctx, o)
+		},
+		Judge: func(ctx context.Context, n *state.Node) []check.Result {
+			return check.Run(ctx, n, cfg, nodeChecks)
+		},
+		OnCycle: func(s *exporter.Snapshot) {
+			feedXIDs(exp.XIDs, s.Node)
+			if !s.Success {
+				c.log.Warn("collection overran its deadline; serving the previous data as stale",
+					zap.String("source", s.Failing), zap.Duration("duration", s.Duration))
+			}
+		},
+	}
+	return d, cfg, nil
+}
+
+// feedXIDs counts the kernel-log XIDs of a cycle; the counter drops records
+// it has already seen, so re-reading the ring buffer never double-counts.
+func feedXIDs(x *exporter.XIDCounter, n *state.Node) {
+	if n == nil || n.Kernel == nil {
+		return
+	}
+	for _, ev := range n.Kernel.XIDs {
+		g := exporter.GPU{}
+		if n.NVML != nil {
+			for i := range n.NVML.GPUs {
+				if ev.MatchGPU(n.NVML.GPUs[i].PCIBusID) {
+					gp := &n.NVML.GPUs[i]
+					g = exporter.GPU{Index: fmt.Sprint(gp.Index), UUID: gp.UUID, PCIBusID: gp.PCIBusID}
+				}
+			}
+		}
+		if g.PCIBusID == "" {
+			g.PCIBusID = ev.BusID
+		}
+		if n.Kernel.XIDSource == "simulated" {
+			// A simulated log is rebuilt every cycle: count what it holds, not re-reads.
+			x.Set(g, ev.Code, ev.Time)
+			continue
+		}
+		x.Add(g, ev.Code, ev.Time, ev.Seq)
+	}
+}
+
+func (c *cli) runServe(f *serveFlags) error {
+	d, _, err := c.newDaemon(f)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(d.Exporter, versioncollector.NewCollector("gpuprobe"),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go d.Run(ctx)
+
+	mux := http.NewServeMux()
+	mux.Handle(f.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(c.log), MaxRequestsInFlight: 64}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter) })
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "gpuprobe",
+		Description: "GPU, NVLink and GPUDirect health of this node",
+		Version:     version.Info(),
+		Links: []web.LandingLinks{
+			{Address: f.metricsPath, Text: "Metrics"},
+			{Address: "/report", Text: "Latest check report (JSON)"},
+			{Address: "/healthz", Text: "Health"},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	mux.Handle("/", landing)
+
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+	}()
+	c.log.Info("serving", zap.Strings("listen", f.listen), zap.Duration("interval", f.interval))
+	webFlags := &web.FlagConfig{WebListenAddresses: &f.listen, WebSystemdSocket: &f.systemd, WebConfigFile: &f.webConfig}
+	if err := web.ListenAndServe(srv, webFlags, slogFor(c.log)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		c.exit = exitUsage
+		fmt.Fprintf(c.stderr, "%s: serve: %v\n", programName, err)
+	}
+	return nil
+}
+
+// serveReport writes the latest result document, the same JSON 'check
+// --format json' prints, with the snapshot's freshness in headers.
+func serveReport(w http.ResponseWriter, e *exporter.Exporter) {
+	s := e.Latest()
+	if s == nil || s.Doc == nil {
+		http.Error(w, "no collection has finished yet", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Last-Modified", s.At.UTC().Format(http.TimeFormat))
+	w.Header().Set("X-Gpuprobe-Stale", fmt.Sprint(s.Stale))
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(s.Doc)
+}

@@ -1,0 +1,105 @@
+package exporter
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuprobe/gpuprobe/check"
+)
+
+// Exporter is a prometheus.Collector over the latest snapshot. A scrape only
+// reads memory: it never waits on a collection or the driver.
+type Exporter struct {
+	latest      atomic.Pointer[Snapshot]
+	collections atomic.Uint64
+	failures    atomic.Uint64
+	perLink     bool
+	XIDs        *XIDCounter
+	lastGood    sync.Mutex // serialises Update's read-modify-write of latest
+}
+
+// New returns an exporter; perLink adds the per-NVLink series.
+func New(perLink bool) *Exporter {
+	return &Exporter{perLink: perLink, XIDs: NewXIDCounter()}
+}
+
+// Update publishes a cycle's outcome. A failed cycle keeps the previous
+// node data but marks it stale, so dashboards never mistake old data for new.
+func (e *Exporter) Update(s *Snapshot) {
+	e.lastGood.Lock()
+	defer e.lastGood.Unlock()
+	e.collections.Add(1)
+	if !s.Success {
+		e.failures.Add(1)
+		if prev := e.latest.Load(); prev != nil && prev.Node != nil {
+			stale := *s
+			stale.Node, stale.Doc, stale.Stale = prev.Node, prev.Doc, true
+			stale.At = prev.At
+			e.latest.Store(&stale)
+			return
+		}
+	}
+	e.latest.Store(s)
+}
+
+// Latest is the snapshot scrapes and /report read.
+func (e *Exporter) Latest() *Snapshot { return e.latest.Load() }
+
+// Collections is how many cycles have run (for tests of scrape independence).
+func (e *Exporter) Collections() uint64 { return e.collections.Load() }
+
+// Describe sends no descriptors: the series set depends on the hardware, so
+// this is an "unchecked" collector.
+func (e *Exporter) Describe(chan<- *prometheus.Desc) {}
+
+// Collect renders the latest snapshot.
+func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
+	em := emitter{ch}
+	em.counter(dCollections, float64(e.collections.Load()))
+	em.counter(dCollectFailures, float64(e.failures.Load()))
+	s := e.latest.Load()
+	if s == nil {
+		em.gauge(dCollectSuccess, 0)
+		return
+	}
+	em.gauge(dCollectSuccess, b2f(s.Success))
+	em.gauge(dCollectDuration, s.Duration.Seconds())
+	em.gauge(dCollectStale, b2f(s.Stale))
+	if !s.At.IsZero() {
+		em.gauge(dCollectTime, float64(s.At.UnixNano())/1e9)
+	}
+	renderState(em, s, e.perLink)
+	e.XIDs.collect(em)
+}
+
+// renderState writes the node and verdict series of a snapshot; the textfile
+// writer uses it too, so both outputs say the same.
+func renderState(em emitter, s *Snapshot, perLink bool) {
+	n := s.Node
+	if n == nil {
+		return
+	}
+	em.gauge(dSimulated, b2f(n.Simulated != ""))
+	for _, src := range n.Sources {
+		em.gauge(dSourceUp, b2f(src.OK), src.Name)
+		em.gauge(dSourceDuration, src.DurationSeconds, src.Name)
+	}
+	if nv := n.NVML; nv != nil {
+		em.gauge(dNVMLUp, b2f(nv.Available))
+		if nv.Available {
+			em.gauge(dDriverInfo, 1, nv.DriverVersion, nv.CUDADriverVersion)
+			em.gauge(dGPUCount, float64(len(nv.GPUs)))
+		}
+	}
+	emitGPUs(em, n, perLink)
+	if s.Doc != nil {
+		healthy := true
+		for _, r := range s.Doc.Checks {
+			em.gauge(dCheckStatus, statusValue(r.Status), r.ID)
+			healthy = healthy && r.Status != check.Fail && r.Status != check.Error
+		}
+		em.gauge(dNodeHealthy, b2f(healthy))
+	}
+}

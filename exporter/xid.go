@@ -1,0 +1,97 @@
+package exporter
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/xid"
+)
+
+// XIDCounter counts XID events for the life of the daemon, so an XID between
+// two scrapes is never lost (dcgm-exporter exports only the last value).
+// Events from the kernel log carry a sequence number and are counted once
+// however often the ring buffer is re-read.
+type XIDCounter struct {
+	mu     sync.Mutex
+	counts map[xidKey]*xidCount
+	seen   map[uint64]struct{}
+}
+
+type xidKey struct {
+	gpu, uuid, bus string
+	code           int
+}
+
+type xidCount struct {
+	n    float64
+	last time.Time
+}
+
+// maxSeen bounds the memory of kernel sequence numbers; the ring buffer
+// holds far fewer NVRM lines than this.
+const maxSeen = 1 << 16
+
+// NewXIDCounter returns an empty counter.
+func NewXIDCounter() *XIDCounter {
+	return &XIDCounter{counts: map[xidKey]*xidCount{}, seen: map[uint64]struct{}{}}
+}
+
+// GPU identifies the device an event belongs to (empty when unknown).
+type GPU struct{ Index, UUID, PCIBusID string }
+
+// Add counts one event. seq is the kernel record number (0 when the event
+// came from NVML, which delivers each event once).
+func (c *XIDCounter) Add(g GPU, code int, at time.Time, seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if seq != 0 {
+		if _, dup := c.seen[seq]; dup {
+			return
+		}
+		if len(c.seen) >= maxSeen {
+			c.seen = map[uint64]struct{}{}
+		}
+		c.seen[seq] = struct{}{}
+	}
+	k := xidKey{g.Index, g.UUID, g.PCIBusID, code}
+	x := c.counts[k]
+	if x == nil {
+		x = &xidCount{}
+		c.counts[k] = x
+	}
+	x.n++
+	if at.After(x.last) {
+		x.last = at
+	}
+}
+
+func (c *XIDCounter) collect(em emitter) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, x := range c.counts {
+		sev := string(xid.Lookup(k.code, nil).Severity)
+		labels := []string{k.gpu, k.uuid, k.bus, strconv.Itoa(k.code), sev}
+		em.counter(dXIDs, x.n, labels...)
+		if !x.last.IsZero() {
+			em.gauge(dXIDLast, float64(x.last.UnixNano())/1e9, labels...)
+		}
+	}
+}
+
+// Set records a level rather than an event: for simulated logs, which are
+// rebuilt every cycle, the count is what the log holds now.
+func (c *XIDCounter) Set(g GPU, code int, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := xidKey{g.Index, g.UUID, g.PCIBusID, code}
+	x := c.counts[k]
+	if x == nil {
+		x = &xidCount{}
+		c.counts[k] = x
+	}
+	x.n = max(x.n, 1)
+	if at.After(x.last) {
+		x.last = at
+	}
+}
