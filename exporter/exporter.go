@@ -59,6 +59,7 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	em := emitter{ch}
 	em.counter(dCollections, float64(e.collections.Load()))
 	em.counter(dCollectFailures, float64(e.failures.Load()))
+	e.XIDs.collect(em)
 	s := e.latest.Load()
 	if s == nil {
 		em.gauge(dCollectSuccess, 0)
@@ -71,7 +72,6 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 		em.gauge(dCollectTime, float64(s.At.UnixNano())/1e9)
 	}
 	renderState(em, s, e.perLink)
-	e.XIDs.collect(em)
 }
 
 // renderState writes the node and verdict series of a snapshot; the textfile

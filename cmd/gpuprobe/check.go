@@ -22,8 +22,11 @@ func init() { registrars = append(registrars, registerCheck) }
 // raise the exit code, never lower it.
 type checkExtension struct {
 	flags func(cmd *kingpin.CmdClause)
-	// configure adjusts the config and collector options after flags are parsed.
-	configure func(cfg *check.Config, o *collect.Options) error
+	// configure runs after flags are parsed and before checks are selected
+	// and the run's deadline is set: it may change the config (including
+	// cfg.Checks/cfg.Skip), the collector options and the flags themselves
+	// (f.collect.timeout for a hard deadline).
+	configure func(f *checkFlags, cfg *check.Config, o *collect.Options) error
 	after     func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
 }
 
@@ -43,6 +46,8 @@ type checkFlags struct {
 	verbose      bool
 	expectIdle   bool
 	xidWindow    time.Duration
+	fromDaemon   string
+	maxAge       time.Duration
 }
 
 func registerCheck(c *cli) {
@@ -59,6 +64,8 @@ func registerCheck(c *cli) {
 	cmd.Flag("min-driver", "Oldest acceptable driver version.").PlaceHolder("VERSION").StringVar(&f.minDriver)
 	cmd.Flag("strict", "Treat warnings as failures.").BoolVar(&f.strict)
 	cmd.Flag("expect-idle", "Fail (not warn) on leftover processes or memory on a GPU: for prologs and idle-node health checks.").BoolVar(&f.expectIdle)
+	cmd.Flag("from-daemon", "Judge from a running 'gpuprobe serve' (URL, or 'local' for http://127.0.0.1:"+DefaultPort+") when its report is fresher than --max-age; otherwise run directly. A health check then costs milliseconds and never touches the driver.").PlaceHolder("URL").StringVar(&f.fromDaemon)
+	cmd.Flag("max-age", "Oldest daemon report --from-daemon accepts.").Default("60s").DurationVar(&f.maxAge)
 	cmd.Flag("xid-window", "Only count XIDs this recent (default: since boot).").DurationVar(&f.xidWindow)
 	cmd.Flag("verbose", "Print every check's evidence, not only the failures'.").Short('v').BoolVar(&f.verbose)
 	for _, e := range checkExtensions {
@@ -92,6 +99,17 @@ func (c *cli) runCheck(f *checkFlags) error {
 	if f.xidWindow > 0 {
 		cfg.XID.Window = f.xidWindow
 	}
+	o, err := f.collect.options()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	for _, e := range checkExtensions {
+		if e.configure != nil {
+			if err := e.configure(f, cfg, &o); err != nil {
+				return c.usageError("%v", err)
+			}
+		}
+	}
 	include, exclude := splitList(append(cfg.Checks, f.checks...)), splitList(append(cfg.Skip, f.skip...))
 	if len(f.checks) > 0 {
 		include = splitList(f.checks) // flags replace the config's selection
@@ -100,22 +118,20 @@ func (c *cli) runCheck(f *checkFlags) error {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	o, err := f.collect.options()
-	if err != nil {
-		return c.usageError("%v", err)
-	}
-	for _, e := range checkExtensions {
-		if e.configure != nil {
-			if err := e.configure(cfg, &o); err != nil {
-				return c.usageError("%v", err)
-			}
-		}
-	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), f.collect.timeout)
 	defer cancel()
 	var node *state.Node
-	if f.fromSnapshot != "" {
+	var results []check.Result
+	if f.fromDaemon != "" {
+		if f.fromSnapshot != "" || f.collect.simulate != "" {
+			return c.usageError("--from-daemon excludes --from-snapshot and --simulate")
+		}
+		node, results = c.fromDaemon(ctx, f.fromDaemon, f.maxAge, checks)
+	}
+	if node != nil {
+		// judged by the daemon
+	} else if f.fromSnapshot != "" {
 		if f.collect.simulate != "" {
 			return c.usageError("--from-snapshot and --simulate exclude each other")
 		}
@@ -125,7 +141,9 @@ func (c *cli) runCheck(f *checkFlags) error {
 	} else {
 		node = c.collectNode(ctx, &f.collect, o)
 	}
-	results := check.Run(ctx, node, cfg, checks)
+	if results == nil {
+		results = check.Run(ctx, node, cfg, checks)
+	}
 	doc := report.New(node, results, cfg.Strict, time.Since(start))
 	if f.format == "json" {
 		err = doc.WriteJSON(c.stdout)

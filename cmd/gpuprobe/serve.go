@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/exporter"
+	"github.com/gpuprobe/gpuprobe/nvml"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -108,10 +110,33 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 	return d, cfg, nil
 }
 
+// nvmlEvents is set while the NVML event watcher runs; the kernel log is
+// then not counted too, or every XID would count twice.
+var nvmlEvents atomic.Bool
+
+// watchXIDEvents counts XIDs from NVML's event set for the daemon's life.
+// Where events are unsupported the daemon falls back to the kernel log,
+// which every cycle re-reads and the counter de-duplicates by record number.
+func (c *cli) watchXIDEvents(ctx context.Context, e *exporter.Exporter) {
+	lib, err := nvml.Open()
+	if err != nil {
+		c.log.Info("no NVML event watcher; counting XIDs from the kernel log", zap.Error(err))
+		return
+	}
+	nvmlEvents.Store(true)
+	defer nvmlEvents.Store(false)
+	err = nvml.WatchXIDs(ctx, lib, func(ev nvml.XIDEvent) {
+		e.XIDs.Add(exporter.GPU{Index: fmt.Sprint(ev.Index), UUID: ev.UUID, PCIBusID: ev.PCIBusID}, ev.Code, ev.At, 0)
+	})
+	if err != nil {
+		c.log.Info("NVML event watcher stopped; counting XIDs from the kernel log", zap.Error(err))
+	}
+}
+
 // feedXIDs counts the kernel-log XIDs of a cycle; the counter drops records
 // it has already seen, so re-reading the ring buffer never double-counts.
 func feedXIDs(x *exporter.XIDCounter, n *state.Node) {
-	if n == nil || n.Kernel == nil {
+	if n == nil || n.Kernel == nil || nvmlEvents.Load() {
 		return
 	}
 	for _, ev := range n.Kernel.XIDs {
@@ -141,32 +166,16 @@ func (c *cli) runServe(f *serveFlags) error {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(d.Exporter, versioncollector.NewCollector("gpuprobe"),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go d.Run(ctx)
-
-	mux := http.NewServeMux()
-	mux.Handle(f.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(c.log), MaxRequestsInFlight: 64}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter) })
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "gpuprobe",
-		Description: "GPU, NVLink and GPUDirect health of this node",
-		Version:     version.Info(),
-		Links: []web.LandingLinks{
-			{Address: f.metricsPath, Text: "Metrics"},
-			{Address: "/report", Text: "Latest check report (JSON)"},
-			{Address: "/healthz", Text: "Health"},
-		},
-	})
+	mux, err := c.serveMux(f, d)
 	if err != nil {
 		return err
 	}
-	mux.Handle("/", landing)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if f.collect.simulate == "" && f.collect.simulateFile == "" {
+		go c.watchXIDEvents(ctx, d.Exporter)
+	}
+	go d.Run(ctx)
 
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -182,6 +191,33 @@ func (c *cli) runServe(f *serveFlags) error {
 		fmt.Fprintf(c.stderr, "%s: serve: %v\n", programName, err)
 	}
 	return nil
+}
+
+// serveMux is the daemon's HTTP surface: metrics from memory, the latest
+// report, liveness, and a landing page.
+func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(d.Exporter, versioncollector.NewCollector("gpuprobe"),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle(f.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(c.log)}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter) })
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "gpuprobe",
+		Description: "GPU, NVLink and GPUDirect health of this node",
+		Version:     version.Info(),
+		Links: []web.LandingLinks{
+			{Address: f.metricsPath, Text: "Metrics"},
+			{Address: "/report", Text: "Latest check report (JSON)"},
+			{Address: "/healthz", Text: "Health"},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle("/", landing)
+	return mux, nil
 }
 
 // serveReport writes the latest result document, the same JSON 'check

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gpuprobe/gpuprobe/exporter"
+	"github.com/gpuprobe/gpuprobe/report"
+)
+
+func testCLI() *cli { return &cli{log: zap.NewNop(), getenv: func(string) string { return "" }} }
+
+func testServe(t testing.TB, spec string, interval time.Duration) (*exporter.Daemon, *httptest.Server) {
+	t.Helper()
+	c := testCLI()
+	f := &serveFlags{interval: interval, metricsPath: "/metrics"}
+	f.collect = collectFlags{simulate: spec, timeout: 10 * time.Second, callTimeout: 5 * time.Second}
+	d, _, err := c.newDaemon(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux, err := c.serveMux(f, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, httptest.NewServer(mux)
+}
+
+func get(t testing.TB, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeEndpoints(t *testing.T) {
+	d, srv := testServe(t, "dgx-h100:row-remap-pending=3", time.Hour)
+	defer srv.Close()
+	if code, _ := get(t, srv.URL+"/report"); code != http.StatusServiceUnavailable {
+		t.Errorf("/report before the first cycle: %d", code)
+	}
+	d.Cycle(context.Background())
+	code, body := get(t, srv.URL+"/metrics")
+	if code != 200 || !strings.Contains(body, "gpuprobe_node_healthy 0") || !strings.Contains(body, `gpuprobe_gpu_row_remap_pending{gpu="3"`) {
+		t.Errorf("/metrics %d:\n%.500s", code, body)
+	}
+	code, body = get(t, srv.URL+"/report")
+	var doc report.Document
+	if code != 200 || json.Unmarshal([]byte(body), &doc) != nil || doc.Status != "fail" || !doc.Simulated {
+		t.Errorf("/report %d: %.300s", code, body)
+	}
+	if code, body := get(t, srv.URL+"/healthz"); code != 200 || strings.TrimSpace(body) != "ok" {
+		t.Errorf("/healthz %d %q", code, body)
+	}
+	if code, body := get(t, srv.URL+"/"); code != 200 || !strings.Contains(body, "/metrics") {
+		t.Errorf("landing page %d", code)
+	}
+}
+
+// The daemon's report drives 'check --from-daemon'; an unreachable or stale
+// daemon makes check run directly.
+func TestCheckFromDaemon(t *testing.T) {
+	d, srv := testServe(t, "dgx-h100:gpu-lost=5", time.Hour)
+	defer srv.Close()
+	d.Cycle(context.Background())
+	code, out, errs := runCLI(t, "check", "--from-daemon", srv.URL, "--format", "json", "--log.level", "info")
+	if code != 1 || !strings.Contains(errs, "judged from the daemon") {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	if doc := decode(t, out); doc.SimulateSpec != "dgx-h100:gpu-lost=5" {
+		t.Errorf("did not use the daemon's report: %+v", doc.SimulateSpec)
+	}
+	// Too old: falls back to a direct run (no driver here, so gpu.driver fails).
+	code, out, errs = runCLI(t, "check", "--from-daemon", srv.URL, "--max-age", "1ns", "--format", "json", "--log.level", "info")
+	if !strings.Contains(errs, "judging directly") || decode(t, out).Simulated {
+		t.Errorf("stale report was used: exit %d\n%s", code, errs)
+	}
+	srv.Close()
+	_, _, errs = runCLI(t, "check", "--from-daemon", srv.URL, "--format", "json", "--log.level", "info")
+	if !strings.Contains(errs, "judging directly") {
+		t.Errorf("unreachable daemon not reported: %s", errs)
+	}
+}
+
+func TestCheckTextfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuprobe.prom")
+	if code, _, errs := runCLI(t, "check", "--simulate", "dgx-h100:nvlink-down=2", "--textfile", path); code != 1 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(data), "gpuprobe_node_healthy 0") || !strings.Contains(string(data), `gpuprobe_check_status{check="nvlink.state"} 2`) {
+		t.Errorf("textfile: %v\n%.400s", err, data)
+	}
+}
+
+// 500 concurrent scrapes: all succeed, and they cost no collections (the
+// daemon collects on its interval only).
+func TestConcurrentScrapesCostNoCollections(t *testing.T) {
+	d, srv := testServe(t, "dgx-h100", 200*time.Millisecond)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := time.Now()
+	go d.Run(ctx)
+	for d.Exporter.Latest() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	const n = 500
+	lat := make([]time.Duration, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}, Timeout: 30 * time.Second}
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			t0 := time.Now()
+			resp, err := client.Get(srv.URL + "/metrics")
+			if err != nil {
+				errs <- err
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				errs <- &httpErr{resp.StatusCode}
+			}
+			lat[i] = time.Since(t0)
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("scrape failed: %v", err)
+	}
+	elapsed := time.Since(start)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	maxCycles := uint64(elapsed/(200*time.Millisecond)) + 2
+	if c := d.Exporter.Collections(); c > maxCycles {
+		t.Errorf("%d collections in %s for %d scrapes: scrapes trigger collections", c, elapsed, n)
+	}
+	t.Logf("%d concurrent scrapes: p50 %s p99 %s max %s; %d collections in %s", n, lat[n/2], lat[n*99/100], lat[n-1], d.Exporter.Collections(), elapsed.Round(time.Millisecond))
+}
+
+type httpErr struct{ code int }
+
+func (e *httpErr) Error() string { return http.StatusText(e.code) }
+
+// BenchmarkDaemonSteadiness: 1,000 collection cycles and 100,000 scrapes in
+// one process. After warm-up the heap in use must stay within 10%: no leak.
+// Reports RSS and CPU per collection cycle.
+func BenchmarkDaemonSteadiness(b *testing.B) {
+	const cycles, scrapes, warmCycles = 1000, 100000, 100
+	d, srv := testServe(b, "dgx-h100", time.Hour)
+	srv.Close()
+	c := testCLI()
+	f := &serveFlags{metricsPath: "/metrics"}
+	mux, _ := c.serveMux(f, d)
+	scrape := func() {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		if rec.Code != 200 {
+			b.Fatalf("scrape: %d", rec.Code)
+		}
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapInuse
+	}
+	perCycle := scrapes / cycles
+	for i := 0; i < b.N; i++ {
+		for k := 0; k < warmCycles; k++ {
+			d.Cycle(context.Background())
+			for s := 0; s < perCycle; s++ {
+				scrape()
+			}
+		}
+		warm := heap()
+		var ru0, ru1 syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+		t0 := time.Now()
+		for k := 0; k < cycles; k++ {
+			d.Cycle(context.Background())
+		}
+		cycleWall := time.Since(t0)
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		for s := 0; s < scrapes; s++ {
+			scrape()
+		}
+		end := heap()
+		cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano()) / cycles
+		growth := float64(end)/float64(warm) - 1
+		b.ReportMetric(float64(warm)/(1<<20), "heap-warm-MiB")
+		b.ReportMetric(float64(end)/(1<<20), "heap-end-MiB")
+		b.ReportMetric(growth*100, "heap-growth-%")
+		b.ReportMetric(float64(cpu.Microseconds()), "cpu-us/cycle")
+		b.ReportMetric(float64((cycleWall / cycles).Microseconds()), "wall-us/cycle")
+		b.ReportMetric(rssMiB(), "rss-MiB")
+		if growth > 0.10 {
+			b.Fatalf("heap in use grew %.1f%% (%d → %d bytes) over %d cycles and %d scrapes", growth*100, warm, end, cycles, scrapes)
+		}
+	}
+}
+
+func rssMiB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			var kb float64
+			for _, f := range strings.Fields(l)[1:2] {
+				for _, ch := range f {
+					kb = kb*10 + float64(ch-'0')
+				}
+			}
+			return kb / 1024
+		}
+	}
+	return -1
+}

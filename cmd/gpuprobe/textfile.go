@@ -1,0 +1,30 @@
+package main
+
+import (
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gpuprobe/gpuprobe/exporter"
+	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func init() {
+	var path string
+	checkExtensions = append(checkExtensions, checkExtension{
+		flags: func(cmd *kingpin.CmdClause) {
+			cmd.Flag("textfile", "Also write the metrics to FILE for node_exporter's textfile collector (atomically: temp file + rename).").PlaceHolder("FILE").StringVar(&path)
+		},
+		after: func(c *cli, n *state.Node, doc *report.Document) (int, error) {
+			if path == "" {
+				return 0, nil
+			}
+			s := &exporter.Snapshot{Node: n, Doc: doc, At: time.Now(), Duration: time.Duration(doc.ElapsedSeconds * float64(time.Second)), Success: true}
+			if err := exporter.WriteTextfile(path, s, false); err != nil {
+				return exitUsage, c.usageError("%v", err)
+			}
+			return 0, nil
+		},
+	})
+}

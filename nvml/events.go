@@ -1,0 +1,107 @@
+package nvml
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// XIDEvent is one event from NVML's event set.
+type XIDEvent struct {
+	Index    int
+	UUID     string
+	PCIBusID string
+	// Code is the XID; double-bit ECC events are reported as XID 48, the
+	// code the driver logs for them.
+	Code int
+	At   time.Time
+}
+
+// ErrEventsUnsupported means the driver or GPUs offer no event set; the
+// caller should follow the kernel log instead.
+var ErrEventsUnsupported = errors.New("NVML events not supported")
+
+// waitSlice is how long one nvmlEventSetWait blocks, so ctx is noticed promptly.
+const waitSlice = 500 * time.Millisecond
+
+// WatchXIDs delivers XID critical errors (and double-bit ECC events) from
+// NVML until ctx ends. It keeps its own NVML initialisation for the life of
+// the watch. It returns ErrEventsUnsupported (wrapped) when no GPU can
+// register for the events, after which nothing more is called.
+func WatchXIDs(ctx context.Context, lib gonvml.Interface, onEvent func(XIDEvent)) error {
+	if ret := lib.Init(); ret != gonvml.SUCCESS {
+		return fmt.Errorf("nvmlInit: %s", returnString(ret))
+	}
+	defer lib.Shutdown()
+	set, ret := lib.EventSetCreate()
+	if ret != gonvml.SUCCESS {
+		return fmt.Errorf("%w: nvmlEventSetCreate: %s", ErrEventsUnsupported, returnString(ret))
+	}
+	defer set.Free()
+	count, ret := lib.DeviceGetCount()
+	if ret != gonvml.SUCCESS {
+		return fmt.Errorf("nvmlDeviceGetCount: %s", returnString(ret))
+	}
+	type ident struct {
+		index         int
+		uuid, busID   string
+		dev           gonvml.Device
+		registeredFor uint64
+	}
+	var devs []ident
+	for i := 0; i < count; i++ {
+		dev, ret := lib.DeviceGetHandleByIndex(i)
+		if ret != gonvml.SUCCESS {
+			continue
+		}
+		supported, ret := dev.GetSupportedEventTypes()
+		if ret != gonvml.SUCCESS {
+			continue
+		}
+		want := supported & (gonvml.EventTypeXidCriticalError | gonvml.EventTypeDoubleBitEccError)
+		if want == 0 || dev.RegisterEvents(want, set) != gonvml.SUCCESS {
+			continue
+		}
+		id := ident{index: i, dev: dev, registeredFor: want}
+		id.uuid, _ = dev.GetUUID()
+		if pci, ret := dev.GetPciInfo(); ret == gonvml.SUCCESS {
+			id.busID = normBusID(cString(pci.BusId[:]))
+		}
+		devs = append(devs, id)
+	}
+	if len(devs) == 0 {
+		return fmt.Errorf("%w: no GPU accepted XID event registration", ErrEventsUnsupported)
+	}
+	for ctx.Err() == nil {
+		data, ret := set.Wait(uint32(waitSlice / time.Millisecond))
+		switch ret {
+		case gonvml.SUCCESS:
+		case gonvml.ERROR_TIMEOUT:
+			continue
+		case gonvml.ERROR_GPU_IS_LOST:
+			// The lost GPU's XID 79 reaches the kernel log; keep watching the rest.
+			continue
+		default:
+			return fmt.Errorf("nvmlEventSetWait: %s", returnString(ret))
+		}
+		ev := XIDEvent{Index: -1, At: time.Now().UTC()}
+		for _, d := range devs {
+			if d.dev == data.Device {
+				ev.Index, ev.UUID, ev.PCIBusID = d.index, d.uuid, d.busID
+			}
+		}
+		switch data.EventType {
+		case gonvml.EventTypeXidCriticalError:
+			ev.Code = int(data.EventData)
+		case gonvml.EventTypeDoubleBitEccError:
+			ev.Code = 48
+		default:
+			continue
+		}
+		onEvent(ev)
+	}
+	return nil
+}
