@@ -37,7 +37,9 @@ func TestWatchXIDsDeliversEvents(t *testing.T) {
 	srv.EventSetCreateFunc = func() (gonvml.EventSet, gonvml.Return) { return set, gonvml.SUCCESS }
 	var registered int
 	for _, d := range sys.Devices {
-		d.GetSupportedEventTypesFunc = func() (uint64, gonvml.Return) { return gonvml.EventTypeXidCriticalError | gonvml.EventTypeSingleBitEccError, gonvml.SUCCESS }
+		d.GetSupportedEventTypesFunc = func() (uint64, gonvml.Return) {
+			return gonvml.EventTypeXidCriticalError | gonvml.EventTypeSingleBitEccError, gonvml.SUCCESS
+		}
 		d.RegisterEventsFunc = func(types uint64, _ gonvml.EventSet) gonvml.Return {
 			if types&gonvml.EventTypeSingleBitEccError != 0 {
 				t.Errorf("registered for single-bit ECC events (noise): %x", types)
