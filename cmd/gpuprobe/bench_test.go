@@ -12,24 +12,40 @@ import (
 	"github.com/gpuprobe/gpuprobe/simulate"
 )
 
-// BenchmarkCheckSimulatedDGXH100 is a full 'check': collect every GPU of a
-// simulated DGX H100 through the real collector, judge, render JSON.
+// BenchmarkCheckSimulatedDGXH100 is a full 'check': collect every source of
+// a simulated DGX H100 through the real collectors, judge, render JSON. The
+// sub-benchmarks differ only in the checks selected, so their ratio is the
+// cost of judging.
 func BenchmarkCheckSimulatedDGXH100(b *testing.B) {
 	spec, err := simulate.Parse("dgx-h100")
 	if err != nil {
 		b.Fatal(err)
 	}
-	checks, _ := check.Select(nil, nil)
-	cfg := check.DefaultConfig()
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		n := collect.Node(ctx, collect.Options{Simulate: spec, CallTimeout: 10 * time.Second})
-		rs := check.Run(ctx, n, cfg, checks)
-		if err := report.New(n, rs, false, time.Since(start)).WriteJSON(io.Discard); err != nil {
+	for _, tc := range []struct {
+		name     string
+		patterns []string
+	}{
+		{"foundation", []string{"gpu.driver", "gpu.count", "gpu.ecc", "gpu.row_remap"}},
+		{"hardware", []string{"gpu", "nvlink", "fabric"}},
+		{"all", nil},
+	} {
+		checks, err := check.Select(tc.patterns, nil)
+		if err != nil {
 			b.Fatal(err)
 		}
-		cancel()
+		cfg := check.DefaultConfig()
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				n := collect.Node(ctx, collect.Options{Simulate: spec, CallTimeout: 10 * time.Second})
+				rs := check.Run(ctx, n, cfg, checks)
+				if err := report.New(n, rs, false, time.Since(start)).WriteJSON(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+				cancel()
+			}
+		})
 	}
 }
