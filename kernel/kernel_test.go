@@ -13,7 +13,7 @@ import (
 
 func TestParseModuleVersion(t *testing.T) {
 	for in, want := range map[string]string{
-		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc version 12.2.0\n": "550.54.15",
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc version 12.2.0\n":                   "550.54.15",
 		"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build  (dvs-builder@U16-I3-B03-4-3)  Fri Aug 16 21:42:42 UTC 2024": "560.35.03",
 		"garbage": "",
 		"":        "",

@@ -19,7 +19,8 @@ func init() { registrars = append(registrars, registerCheck) }
 // checkExtension lets a feature add flags to 'check' and act on its results
 // (drain the node, write a textfile) without growing this file. Extensions
 // run in registration order after the report is printed; an extension may
-// raise the exit code, never lower it.
+// raise the exit code, never lower it. flags is called for every run, so an
+// extension must reset the variables its flags bind there.
 type checkExtension struct {
 	flags func(cmd *kingpin.CmdClause)
 	// configure runs after flags are parsed and before checks are selected

@@ -14,6 +14,7 @@ func init() {
 	var path string
 	checkExtensions = append(checkExtensions, checkExtension{
 		flags: func(cmd *kingpin.CmdClause) {
+			path = "" // flags are registered anew for every run; forget the last run's value
 			cmd.Flag("textfile", "Also write the metrics to FILE for node_exporter's textfile collector (atomically: temp file + rename).").PlaceHolder("FILE").StringVar(&path)
 		},
 		after: func(c *cli, n *state.Node, doc *report.Document) (int, error) {

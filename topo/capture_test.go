@@ -1,0 +1,52 @@
+package topo
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A capture of a tree judges exactly like the tree: the simulated DGX with
+// faults, and the real Dell HGX layout with its real config-space offsets.
+func TestCaptureRoundTrip(t *testing.T) {
+	for name, tree := range map[string]func(*testing.T) (string, string){
+		"sim": func(t *testing.T) (string, string) {
+			tp := simTopology(t, "dgx-h100:acs-redirect,ib-down=mlx5_2,no-peermem", 18)
+			return tp.SysfsRoot, tp.ProcfsRoot
+		},
+		"dell": func(t *testing.T) (string, string) { return writeTree(t, dellHGX(t).Tree) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			sys, proc := tree(t)
+			dst := t.TempDir()
+			notes, err := Capture(sys, proc, dst)
+			if err != nil || len(notes) != 0 {
+				t.Fatalf("capture: %v, notes %q", err, notes)
+			}
+			o := Options{GPUs: hopperHints(18), NVLinkKnown: true}
+			o.SysfsRoot, o.ProcfsRoot = sys, proc
+			orig, err := Collect(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.SysfsRoot, o.ProcfsRoot = filepath.Join(dst, "sys"), filepath.Join(dst, "proc")
+			copied, err := Collect(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := copied.Relocate(sys, proc); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := json.Marshal(orig)
+			b, _ := json.Marshal(copied)
+			if string(a) != string(b) {
+				t.Errorf("the capture reads differently:\noriginal %s\ncaptured %s", a[:min(len(a), 600)], b[:min(len(b), 600)])
+			}
+		})
+	}
+	if _, err := Capture(t.TempDir(), t.TempDir(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "bus/pci/devices") {
+		t.Errorf("capture of an empty tree: %v", err)
+	}
+}

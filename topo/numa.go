@@ -1,0 +1,46 @@
+package topo
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// readNUMA lists the NUMA nodes with their CPUs. A machine without the
+// directory (a kernel without NUMA) has one node in effect; that is
+// reported as no nodes, and callers treat fewer than two alike.
+func readNUMA(sysfs string, notef func(string, ...any)) []NUMANode {
+	dir := filepath.Join(sysfs, "devices", "system", "node")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []NUMANode
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), "node")
+		if !ok {
+			continue
+		}
+		id, err := strconv.Atoi(rest)
+		if err != nil {
+			continue
+		}
+		n := NUMANode{ID: id}
+		file := filepath.Join(dir, e.Name(), "cpulist")
+		if s, ok, err := readAttr(file); err != nil {
+			notef("%v", err)
+		} else if ok {
+			cpus, err := ParseCPUList(s)
+			if err != nil {
+				notef("%s: %v", file, err)
+			} else {
+				n.CPUList = FormatCPUList(cpus)
+			}
+		}
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}

@@ -1,0 +1,295 @@
+// Package sim builds the sysfs and procfs of a simulated DGX node for
+// --simulate: the same models as the NVML simulation, with the same GPU bus
+// IDs, so `gpuprobe topo --simulate dgx-h100` joins NVML's GPUs to a PCIe
+// tree. Each model has 8 GPUs and 8 ConnectX NICs behind 4 PCIe switches
+// (one GPU pair and its two NICs per switch, each switch on its own root
+// complex), on 2 NUMA nodes.
+//
+// The tree is generated in memory and written to a fresh temporary
+// directory per collection (a few hundred small files, milliseconds), so
+// the reading code is exactly the one that reads /sys, and nothing
+// outlives the process.
+package sim
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/topo/fstree"
+	"github.com/gpuprobe/gpuprobe/topo/sysfake"
+)
+
+type model struct {
+	product   string
+	gpuDevice uint16
+	busIDs    [8]string
+	cpus      [2]string
+	driver    string
+	kernel    string
+	nicDevice uint16
+	hcaType   string
+	fw        string
+	rate      string
+}
+
+var hgxBus = [8]string{"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0", "0000:5d:00.0", "0000:9b:00.0", "0000:bb:00.0", "0000:cb:00.0", "0000:db:00.0"}
+
+// models mirror nvml/sim: bus IDs and CPU ranges must match it (a test in
+// collect checks that they do).
+var models = map[string]model{
+	"dgx-h100": {product: "DGX H100", gpuDevice: 0x2330, busIDs: hgxBus, cpus: [2]string{"0-55,112-167", "56-111,168-223"},
+		driver: "550.54.15", kernel: "5.15.0-1042-nvidia", nicDevice: 0x1021, hcaType: "MT4129", fw: "28.39.1002", rate: "400 Gb/sec (4X NDR)"},
+	"dgx-h200": {product: "DGX H200", gpuDevice: 0x2335, busIDs: hgxBus, cpus: [2]string{"0-55,112-167", "56-111,168-223"},
+		driver: "550.54.15", kernel: "5.15.0-1042-nvidia", nicDevice: 0x1021, hcaType: "MT4129", fw: "28.39.1002", rate: "400 Gb/sec (4X NDR)"},
+	"dgx-b200": {product: "DGX B200", gpuDevice: 0x2901, busIDs: hgxBus, cpus: [2]string{"0-55,112-167", "56-111,168-223"},
+		driver: "560.28.03", kernel: "6.8.0-1015-nvidia", nicDevice: 0x1021, hcaType: "MT4129", fw: "28.41.1000", rate: "400 Gb/sec (4X NDR)"},
+	"dgx-a100": {product: "DGX A100", gpuDevice: 0x20b0,
+		busIDs: [8]string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0", "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"},
+		cpus:   [2]string{"0-63,128-191", "64-127,192-255"},
+		driver: "550.54.15", kernel: "5.15.0-1042-nvidia", nicDevice: 0x101b, hcaType: "MT4123", fw: "20.39.1002", rate: "200 Gb/sec (4X HDR)"},
+}
+
+func init() {
+	simulate.Register(simulate.FaultDoc{Name: "acs-redirect", Arg: "BRIDGE",
+		Effect: "ACS ReqRedir/CmpltRedir enabled on a root or switch downstream port (bus ID; default: the switch port above GPU 0), so GPU<->NIC P2P detours through the root complex"})
+	simulate.Register(simulate.FaultDoc{Name: "no-peermem", Arg: "",
+		Effect: "nvidia_peermem not loaded (and the proprietary driver, so no DMA-BUF path): GPUDirect RDMA is off"})
+	simulate.Register(simulate.FaultDoc{Name: "ib-down", Arg: "HCA",
+		Effect: "port 1 of the RDMA device (default mlx5_0) is DOWN/Polling (cable or switch port)"})
+}
+
+// Bridge BDFs of a model, for tests and the fault's default.
+type layout struct {
+	rootPort, upstream string
+	down               [4]string // GPU a, NIC a, GPU b, NIC b
+	gpus, nics         [2]string
+	host               string
+	numa               int
+}
+
+// switches lays out the four switches: GPUs 2k and 2k+1 with their NICs
+// (GPU bus + 1) behind switch k. The bridge numbers come from the first
+// GPU's bus, the way firmware numbers a switch's buses below its root
+// port; sysfs only shows the nesting, which is what matters.
+func (m model) switches() [4]layout {
+	var out [4]layout
+	for k := 0; k < 4; k++ {
+		g0, _ := busOf(m.busIDs[2*k])
+		g1, _ := busOf(m.busIDs[2*k+1])
+		l := layout{
+			host:     fmt.Sprintf("pci0000:%02x", g0-4),
+			rootPort: fmt.Sprintf("0000:%02x:01.0", g0-4),
+			upstream: fmt.Sprintf("0000:%02x:00.0", g0-3),
+			gpus:     [2]string{m.busIDs[2*k], m.busIDs[2*k+1]},
+			nics:     [2]string{fmt.Sprintf("0000:%02x:00.0", g0+1), fmt.Sprintf("0000:%02x:00.0", g1+1)},
+			numa:     k / 2,
+		}
+		for i := range l.down {
+			l.down[i] = fmt.Sprintf("0000:%02x:%02x.0", g0-2, i)
+		}
+		out[k] = l
+	}
+	return out
+}
+
+func busOf(id string) (int, error) {
+	parts := strings.Split(id, ":")
+	if len(parts) != 3 {
+		return 0, fmt.Errorf("bus ID %q", id)
+	}
+	v, err := strconv.ParseUint(parts[1], 16, 8)
+	return int(v), err
+}
+
+// ACS as the HGX switch and root ports report it (real Dell XE9680 H100
+// capture): root ports at 0x220, Broadcom PEX890xx downstream ports at
+// 0x170, control all clear; switch upstream ports have no ACS.
+const (
+	rootACSOffset = 0x220
+	rootACSCap    = 0x001f
+	downACSOffset = 0x170
+	downACSCap    = 0x005f
+	// redirectCtl is what Linux's pci_std_enable_acs() writes when an IOMMU
+	// asks for isolation: SrcValid, ReqRedir, CmpltRedir, UpstreamFwd.
+	redirectCtl = 0x001d
+)
+
+// Build returns the tree of a simulated node with spec's faults applied.
+func Build(spec *simulate.Spec) (*fstree.Tree, error) {
+	m, ok := models[spec.Model]
+	if !ok {
+		return nil, fmt.Errorf("simulate: no sysfs model for %q", spec.Model)
+	}
+	f, err := readFaults(spec, m)
+	if err != nil {
+		return nil, err
+	}
+	mc := sysfake.New()
+	mc.NUMA(map[int]string{0: m.cpus[0], 1: m.cpus[1]})
+	group := 0
+	nextGroup := func() string { group++; return strconv.Itoa(group) }
+	const gen5 = "32.0 GT/s PCIe"
+	nicIndex := 0
+	acsApplied := false
+	for _, l := range m.switches() {
+		cpus := m.cpus[l.numa]
+		acs := func(off int, capb uint16, bus string) []byte {
+			ctl := uint16(0)
+			if f.acsBridge == bus {
+				ctl, acsApplied = redirectCtl, true
+			}
+			return sysfake.Config(0, 0, 0x060400, &sysfake.ACSRegs{Offset: off, Cap: capb, Ctl: ctl})
+		}
+		add := func(d sysfake.PCI) error {
+			d.NUMA, d.CPUs, d.Speed, d.Width = l.numa, cpus, gen5, 16
+			d.IOMMUGroup = nextGroup()
+			if d.Config != nil {
+				// The synthesised header carries the real IDs.
+				c := sysfake.Config(d.Vendor, d.Device, d.Class, nil)
+				copy(d.Config[:16], c[:16])
+			}
+			return mc.AddPCI(d)
+		}
+		if err := add(sysfake.PCI{BusID: l.rootPort, Parent: l.host, Vendor: 0x8086, Device: 0x352a, Class: 0x060400,
+			Driver: "pcieport", Config: acs(rootACSOffset, rootACSCap, l.rootPort)}); err != nil {
+			return nil, err
+		}
+		if err := add(sysfake.PCI{BusID: l.upstream, Parent: l.rootPort, Vendor: 0x1000, Device: 0xc030, Class: 0x060400,
+			Driver: "pcieport"}); err != nil {
+			return nil, err
+		}
+		for i, dn := range l.down {
+			if err := add(sysfake.PCI{BusID: dn, Parent: l.upstream, Vendor: 0x1000, Device: 0xc030, Class: 0x060400,
+				Driver: "pcieport", Config: acs(downACSOffset, downACSCap, dn)}); err != nil {
+				return nil, err
+			}
+			if i%2 == 0 {
+				if err := add(sysfake.PCI{BusID: l.gpus[i/2], Parent: dn, Vendor: 0x10de, Device: m.gpuDevice, Class: 0x030200, Driver: "nvidia"}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			nic := l.nics[i/2]
+			if err := add(sysfake.PCI{BusID: nic, Parent: dn, Vendor: 0x15b3, Device: m.nicDevice, Class: 0x020700, Driver: "mlx5_core"}); err != nil {
+				return nil, err
+			}
+			name := "mlx5_" + strconv.Itoa(nicIndex)
+			nicIndex++
+			port := sysfake.IBPort{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: m.rate, LinkLayer: "InfiniBand"}
+			if f.ibDown == name {
+				port = sysfake.IBPort{State: "1: DOWN", PhysState: "2: Polling", Rate: "10 Gb/sec (4X SDR)", LinkLayer: "InfiniBand"}
+			}
+			bus, _ := busOf(nic)
+			if err := mc.AddIB(sysfake.IB{Name: name, BusID: nic, HCAType: m.hcaType, FWVer: m.fw, BoardID: "MT_0000000838",
+				Ports: []sysfake.IBPort{port}, NetDevs: []string{fmt.Sprintf("ibp%ds0", bus)}}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if f.acsBridge != "" && !acsApplied {
+		return nil, fmt.Errorf("fault acs-redirect=%s: no bridge with ACS there in the simulated %s (switch downstream ports: %s)", f.acsBridge, spec.Model, strings.Join(m.ports(), ", "))
+	}
+	if f.ibDown != "" && nicIndex > 0 && !mc.Tree.Has("sys/class/infiniband/"+f.ibDown) {
+		return nil, fmt.Errorf("fault ib-down=%s: no such device (mlx5_0..mlx5_%d)", f.ibDown, nicIndex-1)
+	}
+	host(mc, m, f, group)
+	return mc.Tree, nil
+}
+
+// host writes the node-wide files: DMI, CPU flags, kernel, driver, IOMMU
+// and peer memory, as on a DGX running DGX OS.
+func host(mc *sysfake.Machine, m model, f faults, groups int) {
+	mc.File("sys/class/dmi/id/sys_vendor", "NVIDIA")
+	mc.File("sys/class/dmi/id/product_name", m.product)
+	mc.File("sys/class/dmi/id/bios_vendor", "American Megatrends International, LLC.")
+	var cpuinfo strings.Builder
+	for i := 0; i < 2; i++ {
+		fmt.Fprintf(&cpuinfo, "processor\t: %d\nvendor_id\t: GenuineIntel\nphysical id\t: %d\n"+
+			"flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush dts acpi mmx fxsr sse sse2 ss ht tm pbe syscall nx pdpe1gb rdtscp lm constant_tsc vmx smx est avx2 avx512f\n\n", i, i)
+	}
+	mc.File("proc/cpuinfo", strings.TrimRight(cpuinfo.String(), "\n"))
+	mc.File("proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-"+m.kernel+" root=/dev/mapper/vg-root ro intel_iommu=on iommu=pt")
+	mc.File("proc/sys/kernel/osrelease", m.kernel)
+	for g := 1; g <= groups; g++ {
+		mc.File(fmt.Sprintf("sys/kernel/iommu_groups/%d/type", g), "identity")
+	}
+	module := "NVIDIA UNIX Open Kernel Module for x86_64"
+	if f.noPeermem {
+		module = "NVIDIA UNIX x86_64 Kernel Module"
+	} else {
+		mc.File("sys/module/nvidia_peermem/version", m.driver)
+	}
+	mc.File("proc/driver/nvidia/version", fmt.Sprintf("NVRM version: %s  %s  Release Build  (dvs-builder@U16-I3-C02-3)  Thu Feb  1 00:00:00 UTC 2024\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)", module, m.driver))
+}
+
+// ports lists a model's switch ports, for error messages.
+func (m model) ports() []string {
+	var out []string
+	for _, l := range m.switches() {
+		out = append(out, l.down[:]...)
+	}
+	return out
+}
+
+type faults struct {
+	acsBridge string
+	noPeermem bool
+	ibDown    string
+}
+
+func readFaults(spec *simulate.Spec, m model) (faults, error) {
+	var f faults
+	for _, fl := range spec.Has("acs-redirect") {
+		f.acsBridge = m.switches()[0].down[0]
+		if fl.Value != "" {
+			id, err := normBusID(fl.Value)
+			if err != nil {
+				return f, fmt.Errorf("fault acs-redirect=%s: %w", fl.Value, err)
+			}
+			f.acsBridge = id
+		}
+	}
+	f.noPeermem = len(spec.Has("no-peermem")) > 0
+	for _, fl := range spec.Has("ib-down") {
+		f.ibDown = "mlx5_0"
+		if fl.Value != "" {
+			f.ibDown = fl.Value
+		}
+	}
+	return f, nil
+}
+
+// normBusID accepts "17:00.0" and "0000:17:00.0".
+func normBusID(s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if strings.Count(s, ":") == 1 {
+		s = "0000:" + s
+	}
+	var dom, bus, dev, fn int
+	if n, err := fmt.Sscanf(s, "%04x:%02x:%02x.%x", &dom, &bus, &dev, &fn); err != nil || n != 4 {
+		return "", fmt.Errorf("want a PCI bus ID like 0000:17:00.0")
+	}
+	return fmt.Sprintf("%04x:%02x:%02x.%x", dom, bus, dev, fn), nil
+}
+
+// Materialize writes the tree to a new temporary directory and returns the
+// sysfs and procfs roots and a cleanup that removes it.
+func Materialize(spec *simulate.Spec) (sysfs, procfs string, cleanup func(), err error) {
+	t, err := Build(spec)
+	if err != nil {
+		return "", "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "gpuprobe-sim-sysfs-")
+	if err != nil {
+		return "", "", nil, fmt.Errorf("simulate: %w", err)
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	if err := t.Write(dir); err != nil {
+		cleanup()
+		return "", "", nil, fmt.Errorf("simulate: writing the sysfs tree: %w", err)
+	}
+	return dir + "/sys", dir + "/proc", cleanup, nil
+}
