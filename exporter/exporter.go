@@ -94,6 +94,7 @@ func renderState(em emitter, s *Snapshot, perLink bool) {
 		}
 	}
 	emitGPUs(em, n, perLink)
+	emitTopology(em, n)
 	if s.Doc != nil {
 		healthy := true
 		for _, r := range s.Doc.Checks {
