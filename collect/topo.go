@@ -3,7 +3,9 @@ package collect
 import (
 	"context"
 	"strings"
+	"sync"
 
+	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state"
 	"github.com/gpuprobe/gpuprobe/topo"
 	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
@@ -19,11 +21,10 @@ func collectTopo(ctx context.Context, n *state.Node, o Options) state.Source {
 	opts := topo.Options{SysfsRoot: o.SysfsRoot, ProcfsRoot: o.ProcfsRoot, Virt: o.Virt}
 	opts.GPUs, opts.NVLinkKnown = gpuHints(n.NVML)
 	if o.Simulate != nil {
-		sys, proc, cleanup, err := toposim.Materialize(o.Simulate)
+		sys, proc, err := simulatedTree(o.Simulate)
 		if err != nil {
 			return state.Source{Error: err.Error()}
 		}
-		defer cleanup()
 		opts.SysfsRoot, opts.ProcfsRoot = sys, proc
 	}
 	t, err := topo.Collect(ctx, opts)
@@ -38,6 +39,44 @@ func collectTopo(ctx context.Context, n *state.Node, o Options) state.Source {
 	}
 	n.Topology = t
 	return state.Source{OK: true}
+}
+
+// simTrees caches the generated sysfs trees per spec: a daemon would
+// otherwise write ~700 files every cycle, and an abandoned cycle would leave
+// its tree behind. Close removes them.
+var simTrees = struct {
+	sync.Mutex
+	m map[string]simTree
+}{m: map[string]simTree{}}
+
+type simTree struct {
+	sys, proc string
+	cleanup   func()
+}
+
+func simulatedTree(spec *simulate.Spec) (string, string, error) {
+	simTrees.Lock()
+	defer simTrees.Unlock()
+	if t, ok := simTrees.m[spec.Raw]; ok {
+		return t.sys, t.proc, nil
+	}
+	sys, proc, cleanup, err := toposim.Materialize(spec)
+	if err != nil {
+		return "", "", err
+	}
+	simTrees.m[spec.Raw] = simTree{sys, proc, cleanup}
+	return sys, proc, nil
+}
+
+// Close removes what collection left on disk (the simulated trees). Every
+// command calls it on the way out.
+func Close() {
+	simTrees.Lock()
+	defer simTrees.Unlock()
+	for k, t := range simTrees.m {
+		t.cleanup()
+		delete(simTrees.m, k)
+	}
 }
 
 // gpuHints turns NVML's GPUs into topo's hints: bus IDs, and NVLinks that

@@ -13,9 +13,12 @@ import (
 // Events from the kernel log carry a sequence number and are counted once
 // however often the ring buffer is re-read.
 type XIDCounter struct {
-	mu     sync.Mutex
-	counts map[xidKey]*xidCount
-	seen   map[uint64]struct{}
+	// Critical is the configured critical set (nil: the default), so the
+	// severity label agrees with the gpu.xid verdict.
+	Critical []int
+	mu       sync.Mutex
+	counts   map[xidKey]*xidCount
+	seen     map[uint64]struct{}
 }
 
 type xidKey struct {
@@ -70,7 +73,7 @@ func (c *XIDCounter) collect(em emitter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, x := range c.counts {
-		sev := string(xid.Lookup(k.code, nil).Severity)
+		sev := string(xid.Lookup(k.code, c.Critical).Severity)
 		labels := []string{k.gpu, k.uuid, k.bus, strconv.Itoa(k.code), sev}
 		em.counter(dXIDs, x.n, labels...)
 		if !x.last.IsZero() {

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/common/version"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/gpuprobe/gpuprobe/collect"
 )
 
 // Exit codes: 0 nothing failed, 1 a check failed, 2 gpuprobe could not run.
@@ -43,6 +45,7 @@ type terminated int
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) (code int) {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	defer collect.Close()
 	app := kingpin.New(programName, "Node-side GPU and NCCL diagnostics for Slurm GPU clusters.")
 	app.Version(version.Print(programName))
 	app.UsageWriter(stdout)

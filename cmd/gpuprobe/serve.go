@@ -83,6 +83,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 		}
 	}
 	exp := exporter.New(f.perLink)
+	exp.XIDs.Critical = cfg.XID.Critical
 	d := &exporter.Daemon{
 		Exporter: exp,
 		Interval: f.interval,

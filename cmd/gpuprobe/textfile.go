@@ -5,6 +5,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/exporter"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
@@ -21,11 +22,28 @@ func init() {
 			if path == "" {
 				return 0, nil
 			}
-			s := &exporter.Snapshot{Node: n, Doc: doc, At: time.Now(), Duration: time.Duration(doc.ElapsedSeconds * float64(time.Second)), Success: true}
+			// node_exporter describes the node: job checks belong to the job's own report.
+			nodeDoc := *doc
+			nodeDoc.Checks = nil
+			for _, r := range doc.Checks {
+				if scopeOf(r.ID) == check.NodeScope {
+					nodeDoc.Checks = append(nodeDoc.Checks, r)
+				}
+			}
+			s := &exporter.Snapshot{Node: n, Doc: &nodeDoc, At: time.Now(), Duration: time.Duration(doc.ElapsedSeconds * float64(time.Second)), Success: true}
 			if err := exporter.WriteTextfile(path, s, false); err != nil {
 				return exitUsage, c.usageError("%v", err)
 			}
 			return 0, nil
 		},
 	})
+}
+
+func scopeOf(id string) check.Scope {
+	for _, c := range check.All() {
+		if c.ID == id {
+			return c.Scope
+		}
+	}
+	return check.NodeScope
 }
