@@ -9,7 +9,7 @@ FUZZTIME  ?= 10s
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd bench bench-check bench-serve bench-nccl clean
+.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean
 
 all: build
 
@@ -36,8 +36,11 @@ race:
 fuzz:
 	@FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
-# End-to-end against real parts: Prometheus + promtool, systemd-analyze.
-e2e: test-prometheus test-systemd
+# End-to-end against real parts: Prometheus + promtool, systemd-analyze, a real Slurm.
+e2e: test-prometheus test-systemd test-slurm
+
+test-slurm:
+	bash scripts/slurm-e2e.sh
 
 test-prometheus:
 	bash scripts/prometheus-e2e.sh

@@ -33,6 +33,8 @@ type Config struct {
 	Processes    ProcessesConfig    `yaml:"processes"`
 	MIG          MIGConfig          `yaml:"mig"`
 	NVLink       NVLinkConfig       `yaml:"nvlink"`
+	Job          JobConfig          `yaml:"job"`
+	Topo         TopoConfig         `yaml:"topo"`
 }
 
 // XIDConfig sets gpu.xid.
@@ -127,6 +129,8 @@ func DefaultConfig() *Config {
 		PCIe:         PCIeConfig{ReplayRatePerMinuteWarn: 8},
 		Processes:    ProcessesConfig{IdleMemoryMiB: 1024},
 		NVLink:       NVLinkConfig{CRCFlitWarn: 100, CRCDataWarn: 100, ReplayWarn: 100, RecoveryFail: 1},
+		Job:          DefaultJobConfig(),
+		Topo:         DefaultTopoConfig(),
 	}
 }
 

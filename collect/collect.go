@@ -27,6 +27,16 @@ type Options struct {
 	KmsgPath string
 	// ProcfsRoot is where procfs is mounted (--path.procfs, default /proc).
 	ProcfsRoot string
+	// SysfsRoot is where sysfs is mounted (--path.sysfs, default /sys).
+	SysfsRoot string
+	// Virt overrides virtualization detection (--virt: auto, none, vm).
+	Virt string
+	// Environ is the launch environment the Slurm collector reads (nil: this process's own).
+	Environ func() []string
+	// SlurmConf is slurm.conf's path (--slurm-conf; "" = $SLURM_CONF, else /etc/slurm/slurm.conf).
+	SlurmConf string
+	// SlurmJob forces the job-step view: "always" (--job), "never" (--no-job), "" = detect.
+	SlurmJob string
 }
 
 func (o Options) procfs() string {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/kernel"
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/topo"
 )
 
 // SchemaVersion is bumped whenever a field changes meaning or is removed;
@@ -26,6 +28,10 @@ type Node struct {
 	NVML *NVML `json:"nvml,omitempty"`
 	// Kernel is the kernel's view of the driver: XIDs, module version, uptime.
 	Kernel *kernel.State `json:"kernel,omitempty"`
+	// Slurm is the job step's launch environment and the node's Slurm configuration.
+	Slurm *slurm.State `json:"slurm,omitempty"`
+	// Topology is the PCIe/NUMA/InfiniBand/GPUDirect view read from sysfs.
+	Topology *topo.Topology `json:"topology,omitempty"`
 
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.

@@ -24,6 +24,9 @@ type collectFlags struct {
 	simulateFile string
 	timeout      time.Duration
 	callTimeout  time.Duration
+	sysfs        string
+	procfs       string
+	virt         string
 }
 
 func (f *collectFlags) register(cmd *kingpin.CmdClause, defaultTimeout string) {
@@ -32,11 +35,14 @@ func (f *collectFlags) register(cmd *kingpin.CmdClause, defaultTimeout string) {
 	cmd.Flag("simulate-file", "Read the --simulate spec from FILE, again at every collection (the daemon picks up a changed fault without a restart; an empty file means real hardware).").PlaceHolder("FILE").StringVar(&f.simulateFile)
 	cmd.Flag("timeout", "Deadline for the whole run; a hung driver call becomes an error result and the run still ends on time.").Default(defaultTimeout).DurationVar(&f.timeout)
 	cmd.Flag("call-timeout", "Deadline for each NVML call.").Default("10s").DurationVar(&f.callTimeout)
+	cmd.Flag("path.sysfs", "sysfs mount point: a captured tree is judged as the machine it came from.").Default("/sys").StringVar(&f.sysfs)
+	cmd.Flag("path.procfs", "procfs mount point.").Default("/proc").StringVar(&f.procfs)
+	cmd.Flag("virt", "Virtualization for the topology checks: auto (detect from --path.sysfs/--path.procfs), none (bare metal) or vm.").Default("auto").EnumVar(&f.virt, "auto", "none", "vm")
 }
 
 // options validates the flags into collector options.
 func (f *collectFlags) options() (collect.Options, error) {
-	o := collect.Options{CallTimeout: f.callTimeout, Version: version.Version}
+	o := collect.Options{CallTimeout: f.callTimeout, Version: version.Version, SysfsRoot: f.sysfs, ProcfsRoot: f.procfs, Virt: f.virt}
 	if f.timeout <= 0 {
 		return o, fmt.Errorf("--timeout must be positive")
 	}

@@ -1,0 +1,92 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+const fixNUMA = "bind each task near its GPUs: srun --gpu-bind=closest with --cpu-bind=cores (task/affinity or task/cgroup), or gres.conf Cores= that match the GPUs' NUMA nodes"
+
+func checkNUMAAffinity(n *state.Node, cfg *Config) Result {
+	if r, skip := jobNVMLSkip(n, cfg); skip {
+		return r
+	}
+	if n.Slurm.Task == nil || len(n.Slurm.Task.CPUs) == 0 {
+		return Result{Status: Skip, Summary: "the task's CPU mask was not collected"}
+	}
+	task := n.Slurm.Task.CPUs
+	t := visibleGPUs(n)
+	if len(t.visible) == 0 {
+		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+	}
+	v := verdict{id: "job.numa_affinity"}
+	var union []int
+	judged, src := 0, ""
+	for _, g := range t.visible {
+		cpus, from := gpuCPUs(n, g)
+		if cpus == nil {
+			v.add(Skip, g, "", "NUMA locality unknown (no sysfs local_cpulist, no NVML CPU affinity)")
+			continue
+		}
+		judged++
+		src = from
+		union = append(union, cpus...)
+		if len(t.visible) > 1 && len(slurm.Intersect(task, cpus)) == 0 {
+			v.add(Warn, g, fixNUMA, fmt.Sprintf("on %s (CPUs %s); this task has no CPU there", numaName(g), slurm.FormatIntList(cpus)))
+		}
+	}
+	if judged == 0 {
+		return v.result("")
+	}
+	near := slurm.Intersect(task, union)
+	far := slurm.Subtract(task, union)
+	gpus := listOr(indexes(t.visible))
+	switch {
+	case len(near) == 0:
+		v.add(Fail, nil, fixNUMA, fmt.Sprintf("all of the task's CPUs (%s) are on another NUMA node than GPU %s (local CPUs %s): every transfer crosses the socket link",
+			slurm.FormatIntList(task), gpus, slurm.FormatIntList(union)))
+	case len(far) > 0:
+		v.add(Warn, nil, fixNUMA, fmt.Sprintf("%d of the task's %d CPUs (%s) are not local to GPU %s (local CPUs %s)",
+			len(far), len(task), slurm.FormatIntList(far), gpus, slurm.FormatIntList(union)))
+	}
+	return v.result(fmt.Sprintf("task CPUs %s are local to GPU %s (%s)", slurm.FormatIntList(task), gpus, src))
+}
+
+func checkCPUsPerGPU(n *state.Node, cfg *Config) Result {
+	if r, skip := jobNVMLSkip(n, cfg); skip {
+		return r
+	}
+	min := cfg.Job.MinCPUsPerGPU
+	if min <= 0 {
+		return Result{Status: Skip, Summary: "no minimum set (job.min_cpus_per_gpu: 0)"}
+	}
+	env := n.Slurm.Env
+	t := visibleGPUs(n)
+	var cpus, gpus int
+	var from string
+	switch {
+	case env.CPUsOnNode != nil && env.GPUsOnNode != nil && *env.GPUsOnNode > 0:
+		// The job's allocation on this node is what its data loaders share.
+		cpus, gpus = *env.CPUsOnNode, *env.GPUsOnNode
+		from = fmt.Sprintf("SLURM_CPUS_ON_NODE=%d / SLURM_GPUS_ON_NODE=%d", cpus, gpus)
+	case len(t.visible) == 0:
+		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+	case env.CPUsPerTask != nil:
+		cpus, gpus = *env.CPUsPerTask, len(t.visible)
+		from = fmt.Sprintf("SLURM_CPUS_PER_TASK=%d / %d visible GPU(s)", cpus, gpus)
+	case n.Slurm.Task != nil && len(n.Slurm.Task.CPUs) > 0:
+		cpus, gpus = len(n.Slurm.Task.CPUs), len(t.visible)
+		from = fmt.Sprintf("%d CPUs in the task's mask / %d visible GPU(s)", cpus, gpus)
+	default:
+		return Result{Status: Skip, Summary: "the task's CPU count is unknown"}
+	}
+	ratio := float64(cpus) / float64(gpus)
+	summary := fmt.Sprintf("%.1f CPUs per GPU (%s)", ratio, from)
+	if ratio < min {
+		return Result{Status: Warn, Summary: fmt.Sprintf("%s, below %g: data-loader workers will starve the GPUs", summary, min),
+			Remedy: fmt.Sprintf("request more CPUs: --cpus-per-gpu=%g (or --cpus-per-task)", min)}
+	}
+	return Result{Status: Pass, Summary: summary}
+}

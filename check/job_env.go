@@ -1,0 +1,373 @@
+package check
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func checkExclusive(n *state.Node, cfg *Config) Result {
+	if r, skip := jobNVMLSkip(n, cfg); skip {
+		return r
+	}
+	env := n.Slurm.Env
+	t := visibleGPUs(n)
+	if len(t.visible) == 0 {
+		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+	}
+	owners := map[uint32]slurm.Process{}
+	for _, p := range n.Slurm.Processes {
+		owners[p.PID] = p
+	}
+	myUID := -1
+	if n.Slurm.Task != nil {
+		myUID = n.Slurm.Task.UID
+	}
+	if env.JobUID != nil {
+		myUID = *env.JobUID
+	}
+	const fix = "ask for whole GPUs to yourself (sbatch --exclusive, or a partition with OverSubscribe=NO and ConstrainDevices=yes); tell the admins if a process outlived its job"
+	v := verdict{id: "job.exclusive"}
+	others := 0
+	for _, g := range t.visible {
+		if !g.ProcessesKnown {
+			missing(&v, g, "nvmlDeviceGetComputeRunningProcesses", "process list")
+			continue
+		}
+		var mine uint64
+		for _, p := range g.Processes {
+			o, known := owners[p.PID]
+			user := firstNonEmpty(p.User, o.User, "unknown user")
+			who := fmt.Sprintf("pid %d (%s", p.PID, user)
+			if p.Command != "" {
+				who += ", " + p.Command
+			}
+			who += ")"
+			switch {
+			case n.Slurm.Task != nil && int(p.PID) == n.Slurm.Task.PID, known && o.JobID != "" && o.JobID == env.JobID:
+				mine += p.UsedMemoryBytes
+			case known && o.Gone:
+			case known && o.JobID != "":
+				others++
+				v.add(Fail, g, fix, fmt.Sprintf("%s belongs to job %s, not this job %s (from its %s)", who, o.JobID, env.JobID, o.JobFrom))
+			case known && o.UID != nil && myUID >= 0 && *o.UID != myUID, !known && p.User != "" && n.Slurm.Task != nil && n.Slurm.Task.User != "" && p.User != n.Slurm.Task.User:
+				others++
+				v.add(Fail, g, fix, fmt.Sprintf("%s is not part of job %s (no SLURM_JOB_ID, no job cgroup)", who, env.JobID))
+			default:
+				v.add(Warn, g, "check for stray processes of your own (an earlier job step, a notebook)",
+					fmt.Sprintf("%s runs on this GPU; it could not be tied to job %s", who, env.JobID))
+			}
+		}
+		if m := g.Memory; m != nil && cfg.Job.UsedMemoryWarnMiB > 0 && m.UsedBytes > mine && (m.UsedBytes-mine)>>20 >= cfg.Job.UsedMemoryWarnMiB {
+			v.add(Warn, g, "the memory belongs to a process this job cannot see (another container, or a leftover): ask for exclusive GPUs or report the node",
+				fmt.Sprintf("%d MiB of memory already in use by something other than this job", (m.UsedBytes-mine)>>20))
+		}
+	}
+	return v.result(fmt.Sprintf("no other job's processes on GPU %s", listOr(indexes(t.visible))))
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+const fixMaster = `set MASTER_ADDR to the job's first node: export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)`
+
+func checkMasterAddr(n *state.Node, cfg *Config) Result {
+	if r, skip := jobSkip(n, cfg); skip {
+		return r
+	}
+	env := n.Slurm.Env
+	if env.MasterAddr == "" {
+		return Result{Status: Skip, Summary: "MASTER_ADDR is not set"}
+	}
+	v := verdict{id: "job.master_addr"}
+	if env.MasterPort != "" {
+		if p, err := strconv.Atoi(env.MasterPort); err != nil || p < 1 || p > 65535 {
+			v.add(Fail, nil, "set MASTER_PORT to a free port number (1024-65535)", fmt.Sprintf("MASTER_PORT=%q is not a port number", env.MasterPort))
+		}
+	}
+	hosts, err := slurm.ExpandHostlist(env.JobNodelist)
+	if err != nil {
+		v.add(Error, nil, "", "SLURM_JOB_NODELIST: "+err.Error())
+		return v.result("")
+	}
+	host := n.Slurm.Host
+	addrs := func(name string) []string {
+		if host == nil {
+			return nil
+		}
+		return host.Resolved[name]
+	}
+	if host != nil && host.Resolved != nil {
+		if len(addrs(env.MasterAddr)) == 0 {
+			why := ""
+			if e := host.ResolveErrors[env.MasterAddr]; e != "" {
+				why = ": " + e
+			}
+			v.add(Fail, nil, fixMaster, fmt.Sprintf("MASTER_ADDR=%s does not resolve%s", env.MasterAddr, why))
+			return v.result("")
+		}
+	}
+	if len(hosts) == 0 {
+		return v.result(fmt.Sprintf("MASTER_ADDR=%s resolves (no SLURM_JOB_NODELIST to compare with)", env.MasterAddr))
+	}
+	first := hosts[0]
+	short, _, _ := strings.Cut(env.MasterAddr, ".")
+	pos := -1
+	for i, h := range hosts {
+		if h == env.MasterAddr || h == short {
+			pos = i
+			break
+		}
+	}
+	sameAddr := shareAny(addrs(env.MasterAddr), addrs(first))
+	switch {
+	case pos == 0 || sameAddr:
+	case pos > 0:
+		v.add(Warn, nil, fixMaster, fmt.Sprintf("MASTER_ADDR=%s is node %d of the job, not the first (%s): ranks that derive the address themselves will look for rank 0 elsewhere", env.MasterAddr, pos+1, first))
+	default:
+		v.add(Fail, nil, fixMaster, fmt.Sprintf("MASTER_ADDR=%s is not a node of this job (%s): rank 0 cannot listen there, the rendezvous will hang", env.MasterAddr, env.JobNodelist))
+	}
+	if pos != 0 {
+		return v.result(fmt.Sprintf("MASTER_ADDR=%s has the address of the job's first node %s", env.MasterAddr, first))
+	}
+	return v.result(fmt.Sprintf("MASTER_ADDR=%s is the job's first node", env.MasterAddr))
+}
+
+// shareAny reports whether two address lists have an address in common.
+func shareAny(a, b []string) bool {
+	for _, x := range a {
+		if containsStr(b, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func checkNCCLEnv(n *state.Node, cfg *Config) Result {
+	if r, skip := jobSkip(n, cfg); skip {
+		return r
+	}
+	nccl := n.Slurm.Env.NCCL
+	if len(nccl) == 0 {
+		return Result{Status: Pass, Summary: "no NCCL_* variables set: NCCL picks its transports itself"}
+	}
+	host := n.Slurm.Host
+	if host == nil {
+		return Result{Status: Skip, Summary: "HCAs and interfaces not collected"}
+	}
+	v := verdict{id: "job.nccl_env"}
+	hcas := append([]string{}, host.IBDevices...)
+	if n.Topology != nil {
+		for _, nic := range n.Topology.NICs {
+			if !containsStr(hcas, nic.Name) {
+				hcas = append(hcas, nic.Name)
+			}
+		}
+	}
+	hasIB := len(hcas) > 0
+	hasNVLink := false
+	if n.NVML != nil {
+		for _, g := range n.NVML.GPUs {
+			for _, l := range g.NVLinks {
+				hasNVLink = hasNVLink || l.Up
+			}
+		}
+	}
+	if val, ok := nccl["NCCL_IB_HCA"]; ok {
+		if !hasIB {
+			v.add(Warn, nil, "unset NCCL_IB_HCA on nodes without InfiniBand", fmt.Sprintf("NCCL_IB_HCA=%s, but this node has no InfiniBand devices", val))
+		} else if bad := unmatched(val, hcas, true); len(bad) > 0 {
+			v.add(Warn, nil, "list HCAs that exist (ls /sys/class/infiniband) or unset NCCL_IB_HCA",
+				fmt.Sprintf("NCCL_IB_HCA=%s names %s, not an HCA here (have %s): NCCL skips it, or falls back to sockets when none match", val, strings.Join(bad, ", "), strings.Join(hcas, ", ")))
+		}
+	}
+	if val, ok := nccl["NCCL_SOCKET_IFNAME"]; ok {
+		if bad := unmatched(val, host.NetInterfaces, false); len(bad) > 0 {
+			v.add(Warn, nil, "name interfaces that exist on every node (ip -br link), or unset NCCL_SOCKET_IFNAME",
+				fmt.Sprintf("NCCL_SOCKET_IFNAME=%s: %s matches no interface here (have %s)", val, strings.Join(bad, ", "), strings.Join(host.NetInterfaces, ", ")))
+		}
+	}
+	if on(nccl["NCCL_IB_DISABLE"]) && hasIB {
+		v.add(Warn, nil, "unset NCCL_IB_DISABLE", fmt.Sprintf("NCCL_IB_DISABLE=1 on a node with HCAs (%s): inter-node traffic goes over TCP sockets", strings.Join(hcas, ", ")))
+	}
+	if strings.EqualFold(nccl["NCCL_NET"], "Socket") && hasIB {
+		v.add(Warn, nil, "unset NCCL_NET", "NCCL_NET=Socket on a node with HCAs: inter-node traffic goes over TCP sockets")
+	}
+	if on(nccl["NCCL_P2P_DISABLE"]) && hasNVLink {
+		v.add(Warn, nil, "unset NCCL_P2P_DISABLE", "NCCL_P2P_DISABLE=1 on a node with NVLink: GPU-to-GPU traffic goes through host memory instead")
+	}
+	if on(nccl["NCCL_SHM_DISABLE"]) && (hasNVLink || hasIB) {
+		v.add(Warn, nil, "unset NCCL_SHM_DISABLE", "NCCL_SHM_DISABLE=1: where P2P is not possible NCCL falls back to the network instead of shared memory")
+	}
+	if val, ok := nccl["NCCL_NET_GDR_LEVEL"]; ok {
+		switch lvl, known := gdrLevel(val); {
+		case !known:
+			v.add(Warn, nil, "use one of LOC, PIX, PXB, PHB, SYS", fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s is not a level NCCL knows", val))
+		case lvl == "LOC" && hasIB:
+			v.add(Warn, nil, "unset NCCL_NET_GDR_LEVEL (NCCL's default allows GDR up to PXB)",
+				fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s disables GPUDirect RDMA for every GPU/NIC pair: network data is staged through host memory", val))
+		case hasIB && n.NVML != nil:
+			for _, g := range gdrBlocked(n, visibleGPUs(n).visible, lvl) {
+				v.add(Warn, g.gpu, "unset NCCL_NET_GDR_LEVEL, or set it at least to the path type of each GPU's nearest NIC",
+					fmt.Sprintf("NCCL_NET_GDR_LEVEL=%s, but the nearest NIC (%s) is %s away: GPUDirect RDMA is off for this GPU", val, g.nic, g.path))
+			}
+		}
+	}
+	return v.result(fmt.Sprintf("%d NCCL_* variable(s) consistent with this node", len(nccl)))
+}
+
+func on(v string) bool {
+	v = strings.TrimSpace(v)
+	return v == "1" || strings.EqualFold(v, "true") || strings.EqualFold(v, "yes")
+}
+
+// unmatched applies NCCL's list syntax ("^" excludes, "=" wants exact names,
+// otherwise prefixes; HCAs may carry ":port") and returns the included
+// entries that match nothing. Exclude lists never fail.
+func unmatched(val string, have []string, ports bool) []string {
+	val = strings.TrimSpace(val)
+	if strings.HasPrefix(val, "^") {
+		return nil
+	}
+	exact := strings.HasPrefix(val, "=")
+	val = strings.TrimPrefix(val, "=")
+	var bad []string
+	for _, e := range strings.Split(val, ",") {
+		name := strings.TrimSpace(e)
+		if ports {
+			name, _, _ = strings.Cut(name, ":")
+		}
+		if name == "" {
+			continue
+		}
+		found := false
+		for _, h := range have {
+			found = found || h == name || !exact && strings.HasPrefix(h, name)
+		}
+		if !found {
+			bad = append(bad, name)
+		}
+	}
+	return bad
+}
+
+// gdrLevel normalises NCCL_NET_GDR_LEVEL: names, or NCCL's legacy numbers
+// (0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 SYS).
+func gdrLevel(v string) (string, bool) {
+	v = strings.ToUpper(strings.TrimSpace(v))
+	switch v {
+	case "LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS":
+		return v, true
+	}
+	legacy := []string{"LOC", "PIX", "PXB", "PHB", "SYS"}
+	if i, err := strconv.Atoi(v); err == nil && i >= 0 {
+		return legacy[min(i, len(legacy)-1)], true
+	}
+	return "", false
+}
+
+func checkCUDACompat(n *state.Node, cfg *Config) Result {
+	if r, skip := jobNVMLSkip(n, cfg); skip {
+		return r
+	}
+	host := n.Slurm.Host
+	if host == nil || host.CUDARuntime == nil {
+		return Result{Status: Skip, Summary: "no CUDA runtime found in the job's environment (CUDA_VERSION, CUDA_HOME, LD_LIBRARY_PATH)"}
+	}
+	rt := host.CUDARuntime
+	drv := n.NVML.CUDADriverVersion
+	if drv == "" {
+		return Result{Status: Skip, Summary: "the driver's CUDA version is unknown"}
+	}
+	rMaj, rMin, ok1 := majorMinor(rt.Version)
+	dMaj, dMin, ok2 := majorMinor(drv)
+	if !ok1 || !ok2 {
+		return Result{Status: Error, Summary: fmt.Sprintf("cannot compare CUDA runtime %q with driver CUDA %q", rt.Version, drv)}
+	}
+	what := fmt.Sprintf("CUDA runtime %s (%s)", rt.Version, rt.From)
+	have := fmt.Sprintf("this node's driver %s supports CUDA %s", orNA(n.NVML.DriverVersion), drv)
+	fix := fmt.Sprintf("use a CUDA %d.%d or older build (module load cuda/%d.x), upgrade the driver, or put NVIDIA's cuda-compat package on LD_LIBRARY_PATH (datacenter GPUs)", dMaj, dMin, dMaj)
+	switch {
+	case rMaj > dMaj:
+		return Result{Status: Fail, Summary: fmt.Sprintf("%s needs a CUDA %d driver; %s: cudaErrorInsufficientDriver at the first CUDA call", what, rMaj, have), Remedy: fix}
+	case rMaj == dMaj && rMin > dMin && rMaj >= 11:
+		return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s: minor-version compatibility runs it, but PTX JIT of newer PTX and some new APIs fail", what, have), Remedy: fix}
+	case rMaj == dMaj && rMin > dMin:
+		return Result{Status: Fail, Summary: fmt.Sprintf("%s needs a newer driver; %s (no minor-version compatibility before CUDA 11)", what, have), Remedy: fix}
+	}
+	return Result{Status: Pass, Summary: fmt.Sprintf("%s; %s", what, have)}
+}
+
+func majorMinor(v string) (int, int, bool) {
+	parts := strings.Split(strings.TrimSpace(v), ".")
+	maj, err := strconv.Atoi(parts[0])
+	if err != nil {
+		return 0, 0, false
+	}
+	mnr := 0
+	if len(parts) > 1 {
+		if mnr, err = strconv.Atoi(parts[1]); err != nil {
+			return 0, 0, false
+		}
+	}
+	return maj, mnr, true
+}
+
+// pathRank orders NCCL's path types (src/include/graph.h); nvidia-smi's
+// NODE is NCCL's PHB.
+var pathRank = map[string]int{"LOC": 0, "NVL": 1, "NVB": 2, "C2C": 3, "PIX": 4, "PXB": 5, "P2C": 6, "PXN": 7, "PHB": 8, "NODE": 8, "SYS": 9}
+
+type gdrOff struct {
+	gpu       *state.GPU
+	nic, path string
+}
+
+// gdrBlocked lists the GPUs (judged by the topology's GPU/NIC paths)
+// whose nearest NIC is farther than the GDR level allows: NCCL then stages
+// their network traffic through host memory.
+func gdrBlocked(n *state.Node, gpus []*state.GPU, level string) []gdrOff {
+	if n.Topology == nil {
+		return nil
+	}
+	nics := map[string]string{}
+	for _, nic := range n.Topology.NICs {
+		if nic.BusID != "" {
+			nics[nic.BusID] = nic.Name
+		}
+	}
+	var out []gdrOff
+	for _, g := range gpus {
+		tg := n.Topology.GPU(g.PCIBusID)
+		if tg == nil {
+			continue
+		}
+		best := gdrOff{gpu: g}
+		bestRank := 99
+		for _, p := range n.Topology.Paths {
+			other := ""
+			switch tg.BusID {
+			case p.ABusID:
+				other = p.BBusID
+			case p.BBusID:
+				other = p.ABusID
+			}
+			name, isNIC := nics[other]
+			if r, ok := pathRank[p.PCIe]; isNIC && ok && r < bestRank {
+				best.nic, best.path, bestRank = name, p.PCIe, r
+			}
+		}
+		if best.nic != "" && bestRank > pathRank[level] {
+			out = append(out, best)
+		}
+	}
+	return out
+}

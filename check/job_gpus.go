@@ -1,0 +1,241 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+const fixBinding = "request GPUs per task (srun --gpus-per-task=1, or --gres=gpu:N with --gpu-bind=single:1/map_gpu) so Slurm sets each task's CUDA_VISIBLE_DEVICES"
+
+func checkVisibleDevices(n *state.Node, cfg *Config) Result {
+	if r, skip := jobNVMLSkip(n, cfg); skip {
+		return r
+	}
+	env := n.Slurm.Env
+	cvd := env.CUDAVisible
+	v := verdict{id: "job.visible_devices"}
+	constrained, how := deviceMode(n.Slurm)
+	t := visibleGPUs(n)
+	nvmlCount := len(n.NVML.GPUs)
+
+	switch {
+	case cvd.NoDevFiles:
+		v.add(Warn, nil, "declare the GPUs with File= lines or AutoDetect=nvml in gres.conf",
+			"CUDA_VISIBLE_DEVICES=NoDevFiles: gres.conf declares GPUs without device files, so Slurm cannot bind them")
+	case cvd.Truncated:
+		v.add(Fail, nil, "fix CUDA_VISIBLE_DEVICES: indexes, GPU-<uuid> or MIG-<uuid>, comma-separated",
+			fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q: entry %q is invalid, so CUDA ignores it and the %d after it", cvd.Raw, cvd.Invalid, cvd.Hidden))
+	}
+	seen := map[int]string{}
+	for _, r := range t.resolved {
+		switch {
+		case r.Unverifiable:
+		case r.GPU < 0:
+			v.add(Fail, nil, "fix CUDA_VISIBLE_DEVICES or the job script that sets it", "CUDA_VISIBLE_DEVICES entry "+r.Ref.Raw+": "+r.Err)
+		case seen[r.GPU] != "":
+			v.add(Warn, gpuByIndex(n, r.GPU), "list each GPU once", fmt.Sprintf("listed twice in CUDA_VISIBLE_DEVICES (%s and %s)", seen[r.GPU], r.Ref.Raw))
+		default:
+			seen[r.GPU] = r.Ref.Raw
+		}
+	}
+
+	alloc, from := env.AllocatedGPUs()
+	visible := indexes(t.visible)
+	switch {
+	case alloc == nil && env.GPUsOnNode == nil:
+		if !cvd.Set && nvmlCount > 0 && !constrained {
+			v.add(Warn, nil, "request GPUs (--gres=gpu:N, --gpus-per-task) or set ConstrainDevices=yes in cgroup.conf so GPU-less steps cannot touch them",
+				fmt.Sprintf("Slurm allocated no GPUs to this step, yet CUDA can use all %d GPUs of the node (CUDA_VISIBLE_DEVICES unset; %s)", nvmlCount, how))
+		}
+	case alloc == nil:
+		if len(visible) > *env.GPUsOnNode {
+			v.add(Fail, nil, "let Slurm bind the GPUs (drop --gpu-bind=none, or set CUDA_VISIBLE_DEVICES from SLURM_LOCALID)",
+				fmt.Sprintf("Slurm allocated %d GPU(s) (SLURM_GPUS_ON_NODE=%d, no index list), but this task can use %d: %s", *env.GPUsOnNode, *env.GPUsOnNode, len(visible), listOr(visible)))
+		}
+	case constrained:
+		// Local indexes: NVML sees what the cgroup lets through.
+		if nvmlCount > len(alloc) {
+			v.add(Fail, nil, "set ConstrainDevices=yes in cgroup.conf and check gres.conf File= lines",
+				fmt.Sprintf("the device cgroup lets this task reach %d GPUs, Slurm allocated %d (%s=%s)", nvmlCount, len(alloc), from, listOr(alloc)))
+		}
+		if len(visible) > len(alloc) {
+			v.add(Fail, nil, fixBinding, fmt.Sprintf("this task can use %d GPUs, Slurm allocated %d (%s=%s)", len(visible), len(alloc), from, listOr(alloc)))
+		}
+		missingAllocated(&v, n, env, len(visible) < len(alloc), fmt.Sprintf("%d of the %d allocated GPUs", len(visible), len(alloc)))
+	default:
+		// Global indexes: the visible set must be the allocated one.
+		extra := slurm.Subtract(visible, alloc)
+		for _, i := range extra {
+			v.add(Fail, gpuByIndex(n, i), fixBinding,
+				fmt.Sprintf("visible to this task but not allocated to it (%s=%s)", from, listOr(alloc)))
+		}
+		if !cvd.Set && len(extra) > 0 {
+			v.add(Fail, nil, "let Slurm set CUDA_VISIBLE_DEVICES (do not unset it; avoid --gpu-bind=none)",
+				fmt.Sprintf("CUDA_VISIBLE_DEVICES is unset, so this task can use all %d GPUs", nvmlCount))
+		}
+		for _, i := range alloc {
+			if i >= nvmlCount {
+				v.add(Fail, nil, "check that every GPU is healthy (gpu.count) and gres.conf matches NVML (slurm.gres)",
+					fmt.Sprintf("Slurm allocated GPU %d (%s), NVML sees only %d GPUs", i, from, nvmlCount))
+			}
+		}
+		missing := slurm.Subtract(alloc, visible)
+		missingAllocated(&v, n, env, len(missing) > 0, "GPU(s) "+listOr(missing)+" of the allocated "+listOr(alloc))
+	}
+
+	if cvd.IndexBased() && !strings.EqualFold(env.CUDADeviceOrder, "PCI_BUS_ID") {
+		if names := modelNames(n); len(names) > 1 {
+			v.add(Warn, nil, "export CUDA_DEVICE_ORDER=PCI_BUS_ID (or give UUIDs: gres.conf Flags=env_uuid)",
+				fmt.Sprintf("CUDA_VISIBLE_DEVICES uses indexes, but without CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA orders GPUs fastest first, and this node mixes %s: CUDA's index %d may not be NVML's",
+					strings.Join(names, " and "), visible0(visible)))
+		}
+	}
+
+	pass := fmt.Sprintf("sees GPU %s", listOr(visible))
+	if alloc != nil {
+		pass += fmt.Sprintf(", as allocated (%s=%s)", from, slurm.FormatIntList(alloc))
+	} else if env.GPUsOnNode != nil {
+		pass += fmt.Sprintf(", %d allocated (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
+	} else {
+		pass += ", no GPUs allocated"
+	}
+	if t.unverifiable > 0 {
+		pass += fmt.Sprintf("; %d MIG instance(s) not verifiable", t.unverifiable)
+	}
+	r := v.result(pass + "; " + how)
+	if r.Status != Pass {
+		r.Details = append([]string{"mode: " + how}, r.Details...)
+	}
+	return r
+}
+
+// missingAllocated judges allocated GPUs this task does not see: normal with
+// per-task binding in a multi-task step, suspicious otherwise.
+func missingAllocated(v *verdict, n *state.Node, env *slurm.Env, missing bool, what string) {
+	if !missing {
+		return
+	}
+	if tasks, _ := env.LocalTasks(); tasks > 1 {
+		v.add(Pass, nil, "", "")
+		return
+	}
+	v.add(Warn, nil, "check CUDA_VISIBLE_DEVICES: something narrowed it after Slurm set it",
+		fmt.Sprintf("this single task sees only %s", what))
+}
+
+func modelNames(n *state.Node) []string {
+	var names []string
+	for _, g := range n.NVML.GPUs {
+		if g.Name != "" && !containsStr(names, g.Name) {
+			names = append(names, g.Name)
+		}
+	}
+	return names
+}
+
+func visible0(v []int) int {
+	if len(v) == 0 {
+		return 0
+	}
+	return v[0]
+}
+
+func checkGPUSharing(n *state.Node, cfg *Config) Result {
+	if r, skip := jobNVMLSkip(n, cfg); skip {
+		return r
+	}
+	env := n.Slurm.Env
+	v := verdict{id: "job.gpu_sharing"}
+	t := visibleGPUs(n)
+	alloc, _ := env.AllocatedGPUs()
+	gpus, gpusFrom, gpusKnown := len(t.visible), "visible to this task", false
+	if env.GPUsOnNode != nil {
+		gpus, gpusFrom, gpusKnown = *env.GPUsOnNode, "SLURM_GPUS_ON_NODE", true
+	} else if len(alloc) > gpus {
+		gpus, gpusFrom = len(alloc), "allocated"
+	}
+	if gpus == 0 {
+		return Result{Status: Skip, Summary: "no GPUs allocated to or visible in this step"}
+	}
+	tasks, tasksFrom := env.LocalTasks()
+	if tasks == 0 {
+		tasks, tasksFrom = 1, "one task assumed (no SLURM_STEP_TASKS_PER_NODE)"
+	}
+
+	// GPU processes per node: the step's tasks, times the workers a launcher
+	// inside each task starts (torchrun, a nested mpirun).
+	inner, innerFrom := 1, ""
+	switch {
+	case env.TorchElastic && env.LocalWorldSize != nil:
+		inner, innerFrom = *env.LocalWorldSize, fmt.Sprintf("LOCAL_WORLD_SIZE=%d torchrun workers per task", *env.LocalWorldSize)
+	case env.OMPILocalSize != nil && nestedMPI(env):
+		inner, innerFrom = *env.OMPILocalSize, fmt.Sprintf("OMPI_COMM_WORLD_LOCAL_SIZE=%d mpirun ranks per task", *env.OMPILocalSize)
+	}
+	procs := tasks * inner
+	arith := fmt.Sprintf("%d task(s) on this node (%s)", tasks, tasksFrom)
+	if inner > 1 {
+		arith += fmt.Sprintf(" × %d (%s)", inner, innerFrom)
+	}
+	arith += fmt.Sprintf(" = %d GPU processes on %d GPU(s) (%s)", procs, gpus, gpusFrom)
+	if procs > gpus {
+		sev := Fail
+		if !gpusKnown {
+			sev = Warn
+		}
+		v.add(sev, nil, "start one process per GPU: srun --ntasks-per-node=<GPUs> without an inner launcher, or srun --ntasks-per-node=1 torchrun --nproc_per_node=<GPUs>; if sharing is intended, use MPS or Slurm shards",
+			arith)
+	}
+	if tasks > 1 && len(t.visible) > 1 && len(t.visible) >= gpus && inner == 1 && procs <= gpus {
+		v.add(Warn, nil, fixBinding+"; or have each rank pick its device from SLURM_LOCALID/LOCAL_RANK",
+			fmt.Sprintf("%d tasks on this node each see all %d GPUs (CUDA_VISIBLE_DEVICES=%s): with no per-task binding, every rank that does not map its local rank to a device uses GPU 0",
+				tasks, len(t.visible), env.CUDAVisible.Raw))
+	}
+	return v.result(arith + fmt.Sprintf("; this task sees %d", len(t.visible)))
+}
+
+// nestedMPI tells an mpirun started inside each srun task (its ranks'
+// numbering restarts per task) from Open MPI ranks srun launched directly
+// (they are the tasks: the numbers agree).
+func nestedMPI(e *slurm.Env) bool {
+	if e.OMPIRank != nil && e.ProcID != nil && *e.OMPIRank != *e.ProcID {
+		return true
+	}
+	if e.OMPILocalRank != nil && e.LocalID != nil && *e.OMPILocalRank != *e.LocalID {
+		return true
+	}
+	return false
+}
+
+func checkGPUMemory(n *state.Node, cfg *Config) Result {
+	if r, skip := jobNVMLSkip(n, cfg); skip {
+		return r
+	}
+	min, err := ParseMemory(cfg.Job.MinGPUMemory)
+	if err != nil {
+		return Result{Status: Error, Summary: "--min-gpu-memory: " + err.Error()}
+	}
+	if min == 0 {
+		return Result{Status: Skip, Summary: "no minimum set (--min-gpu-memory)"}
+	}
+	v := verdict{id: "job.gpu_memory"}
+	t := visibleGPUs(n)
+	for _, g := range t.visible {
+		if g.Memory == nil {
+			missing(&v, g, "nvmlDeviceGetMemoryInfo", "memory size")
+			continue
+		}
+		if g.Memory.TotalBytes < min {
+			v.add(Fail, g, "request GPUs with more memory (a --constraint or --gres=gpu:<type>:N for the larger model, or a partition that has them)",
+				fmt.Sprintf("%d MiB, below the required %s (%d MiB)", g.Memory.TotalBytes>>20, cfg.Job.MinGPUMemory, min>>20))
+			continue
+		}
+		v.add(Pass, g, "", "")
+	}
+	if len(t.visible) == 0 {
+		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+	}
+	return v.result(fmt.Sprintf("%d GPU(s) with at least %s", len(t.visible), cfg.Job.MinGPUMemory))
+}

@@ -1,0 +1,306 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+var socketCPUs = [2]string{"0-55,112-167", "56-111,168-223"}
+
+// jobNode builds an 8-GPU HGX node (GPUs 0-3 on NUMA node 0, 4-7 on 1) with
+// a task of a job step whose environment is env; mut adjusts the rest.
+func jobNode(env []string, mut func(n *state.Node)) *state.Node {
+	n := &state.Node{SchemaVersion: state.SchemaVersion, NVML: &state.NVML{Available: true, DriverVersion: "550.54.15", CUDADriverVersion: "12.4"}}
+	for i := 0; i < 8; i++ {
+		numa := i / 4
+		n.NVML.GPUs = append(n.NVML.GPUs, state.GPU{
+			Index: i, UUID: fmt.Sprintf("GPU-%d%d%d%d0000-1111-2222-3333-444444444444", i, i, i, i), Name: "NVIDIA H100 80GB HBM3",
+			PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x19+i*0x20), Minor: ptr(i), NUMANode: ptr(numa), CPUAffinity: socketCPUs[numa],
+			Memory:         &state.Memory{TotalBytes: 80 << 30, UsedBytes: 0},
+			ProcessesKnown: true,
+			NVLinks:        []state.NVLink{{Link: 0, Up: true}},
+		})
+	}
+	n.NVML.DeviceCount = 8
+	e := slurm.ParseEnv(env)
+	in, why := e.InJobStep()
+	cpus, _ := slurm.ParseIntList("0-7")
+	n.Slurm = &slurm.State{NodeName: "gpu001", NodeNameFrom: "SLURMD_NODENAME", InJob: in, JobReason: why, Env: e,
+		Task: &slurm.Task{PID: 4242, UID: 1000, User: "alice", CPUs: cpus},
+		Host: &slurm.Host{IBDevices: []string{"mlx5_0", "mlx5_1"}, NetInterfaces: []string{"lo", "eth0", "ib0"}}}
+	for i := 0; i < 8; i++ {
+		n.Slurm.Devices = append(n.Slurm.Devices, slurm.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i, Access: "ok"})
+	}
+	if mut != nil {
+		mut(n)
+	}
+	return n
+}
+
+// step is the environment of task procid of a step on gpu001.
+func step(procid, tasks int, extra ...string) []string {
+	return append([]string{"SLURM_JOB_ID=100", "SLURM_STEP_ID=0", "SLURMD_NODENAME=gpu001", "SLURM_JOB_NODELIST=gpu[001-002]",
+		"SLURM_STEP_NODELIST=gpu[001-002]", fmt.Sprintf("SLURM_PROCID=%d", procid), fmt.Sprintf("SLURM_LOCALID=%d", procid),
+		fmt.Sprintf("SLURM_STEP_TASKS_PER_NODE=%d(x2)", tasks)}, extra...)
+}
+
+func TestJobChecksSkipOutsideAJob(t *testing.T) {
+	hc := jobNode([]string{"SLURMD_NODENAME=gpu001"}, nil) // what a HealthCheckProgram sees
+	for _, c := range All() {
+		if c.Scope != JobScope {
+			continue
+		}
+		r := c.Run(hc, DefaultConfig())
+		if r.Status != Skip || !strings.Contains(r.Summary, "not inside a job step") {
+			t.Errorf("%s outside a job: %s %q", c.ID, r.Status, r.Summary)
+		}
+		cfg := DefaultConfig()
+		cfg.Job.Mode = "never"
+		inJob := jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), nil)
+		if r := c.Run(inJob, cfg); r.Status != Skip || !strings.Contains(r.Summary, "off") {
+			t.Errorf("%s with --no-job: %s %q", c.ID, r.Status, r.Summary)
+		}
+		if r := c.Run(&state.Node{}, DefaultConfig()); r.Status != Skip {
+			t.Errorf("%s without Slurm state: %s", c.ID, r.Status)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Job.Mode = "always"
+	forced := jobNode([]string{"CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0"}, nil)
+	if r := checkVisibleDevices(forced, cfg); r.Status != Pass {
+		t.Errorf("--job outside a job: %s %s", r.Status, r.Summary)
+	}
+}
+
+func TestVisibleDevices(t *testing.T) {
+	denied := func(n *state.Node) {
+		// ConstrainDevices: NVML sees the two allowed GPUs, renumbered 0-1.
+		n.NVML.GPUs = n.NVML.GPUs[4:6]
+		n.NVML.GPUs[0].Index, n.NVML.GPUs[1].Index = 0, 1
+		for i := range n.Slurm.Devices {
+			if i != 4 && i != 5 {
+				n.Slurm.Devices[i].Access, n.Slurm.Devices[i].Error = "denied", "operation not permitted (device cgroup)"
+			}
+		}
+	}
+	mixed := func(n *state.Node) { n.NVML.GPUs[1].Name = "NVIDIA A100-SXM4-80GB" }
+	runCases(t, checkVisibleDevices, []checkCase{
+		{name: "srun --gres=gpu:2, global indexes", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Pass, summary: "sees GPU 0,1, as allocated (SLURM_STEP_GPUS=0,1); no device cgroup"},
+		{name: "second job on GPUs 2,3", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=2,3", "SLURM_STEP_GPUS=2,3"), nil), status: Pass, summary: "sees GPU 2,3"},
+		{name: "UUIDs and short prefixes", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=GPU-22220000-1111-2222-3333-444444444444,GPU-3333", "SLURM_STEP_GPUS=2,3"), nil),
+			status: Pass, summary: "sees GPU 2,3"},
+		{name: "batch step: SLURM_JOB_GPUS", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_JOB_GPUS=0,1"), nil), status: Pass, summary: "SLURM_JOB_GPUS=0,1"},
+		{name: "ConstrainDevices renumbers", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), denied),
+			status: Pass, summary: "device cgroup: /dev/nvidia0 is blocked"},
+		{name: "per-task binding: one of the step's GPUs", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=0,1"), nil), status: Pass, summary: "sees GPU 1"},
+		{name: "job overrode CUDA_VISIBLE_DEVICES", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1"), nil),
+			status: Fail, summary: "visible to this task but not allocated to it (SLURM_STEP_GPUS=0,1)", devices: []int{2, 3}},
+		{name: "unset with an allocation (--gpu-bind=none)", node: jobNode(step(0, 1, "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Fail, summary: "SLURM_GPUS_ON_NODE=2, no index list), but this task can use 8"},
+		{name: "unset, global list known", node: jobNode(step(0, 1, "SLURM_STEP_GPUS=0"), nil), status: Fail, summary: "not allocated", devices: []int{1, 2, 3, 4, 5, 6, 7}},
+		{name: "no GPUs requested, none constrained", node: jobNode(step(0, 1), nil), status: Warn, summary: "Slurm allocated no GPUs to this step, yet CUDA can use all 8"},
+		{name: "no GPUs requested, cgroup hides them", node: jobNode(step(0, 1), func(n *state.Node) { denied(n); n.NVML.GPUs = nil }), status: Pass, summary: "no GPUs allocated"},
+		{name: "invalid entry hides the rest", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,-1,1", "SLURM_STEP_GPUS=0,1"), nil),
+			status: Fail, summary: `entry "-1" is invalid, so CUDA ignores it and the 1 after it`},
+		{name: "unknown UUID", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=GPU-deadbeef", "SLURM_STEP_GPUS=0"), nil), status: Fail, summary: "no GPU has UUID GPU-deadbeef"},
+		{name: "empty: no GPU at all", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "SLURM_STEP_GPUS=0"), nil), status: Warn, summary: "this single task sees only GPU(s) 0"},
+		{name: "NoDevFiles", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=NoDevFiles", "SLURM_GPUS_ON_NODE=2"), nil), status: Warn, summary: "NoDevFiles"},
+		{name: "Slurm index beyond NVML", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,9", "SLURM_STEP_GPUS=0,9"), nil), status: Fail, summary: "index 9, but NVML sees only 8 GPUs"},
+		{name: "cgroup lets more through", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=4,5"), func(n *state.Node) {
+			denied(n)
+			n.NVML.GPUs = append(n.NVML.GPUs, state.GPU{Index: 2, UUID: "GPU-x"})
+		}), status: Fail, summary: "the device cgroup lets this task reach 3 GPUs, Slurm allocated 2"},
+		{name: "index order on a mixed node", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1"), mixed),
+			status: Warn, summary: "without CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA orders GPUs fastest first"},
+		{name: "mixed node with PCI_BUS_ID order", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "CUDA_DEVICE_ORDER=PCI_BUS_ID"), mixed),
+			status: Pass, summary: "as allocated"},
+		{name: "MIG instance", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=MIG-dcf43e8e-5d19-5fa8-8b1d-8aaca1e467f0", "SLURM_STEP_GPUS=0"), func(n *state.Node) {
+			for i := range n.Slurm.Devices {
+				n.Slurm.Devices[i].Access = "denied"
+				n.Slurm.Devices[i].Error = "operation not permitted (device cgroup)"
+			}
+			n.NVML.GPUs = n.NVML.GPUs[:1]
+		}), status: Warn, summary: "this single task sees only"},
+	})
+}
+
+func TestGPUSharing(t *testing.T) {
+	runCases(t, checkGPUSharing, []checkCase{
+		{name: "srun -n 2 --gres=gpu:2: both tasks see both", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Warn, summary: "2 tasks on this node each see all 2 GPUs"},
+		{name: "srun -n 2 --gpus-per-task=1", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Pass, summary: "2 task(s) on this node (SLURM_STEP_TASKS_PER_NODE=2(x2)) = 2 GPU processes on 2 GPU(s)"},
+		{name: "ntasks-per-node=4 × torchrun nproc 4", node: jobNode(step(2, 4, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4",
+			"TORCHELASTIC_RUN_ID=r1", "LOCAL_RANK=3", "LOCAL_WORLD_SIZE=4", "WORLD_SIZE=32"), nil),
+			status: Fail, summary: "4 task(s) on this node (SLURM_STEP_TASKS_PER_NODE=4(x2)) × 4 (LOCAL_WORLD_SIZE=4 torchrun workers per task) = 16 GPU processes on 4 GPU(s)"},
+		{name: "one task per node × torchrun nproc 4", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4",
+			"TORCHELASTIC_RUN_ID=r1", "LOCAL_RANK=3", "LOCAL_WORLD_SIZE=4"), nil), status: Pass, summary: "× 4"},
+		{name: "LOCAL_RANK set from SLURM_LOCALID without torchrun", node: jobNode(step(3, 4, "CUDA_VISIBLE_DEVICES=3", "SLURM_STEP_GPUS=3", "SLURM_GPUS_ON_NODE=4",
+			"LOCAL_RANK=3", "LOCAL_WORLD_SIZE=4"), nil), status: Pass, summary: "= 4 GPU processes on 4 GPU(s)"},
+		{name: "mpirun nested in each srun task", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2",
+			"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_LOCAL_RANK=0", "OMPI_COMM_WORLD_LOCAL_SIZE=2"), nil), status: Fail, summary: "× 2 (OMPI_COMM_WORLD_LOCAL_SIZE=2 mpirun ranks per task) = 4 GPU processes on 2"},
+		{name: "Open MPI ranks launched by srun", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=2",
+			"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_LOCAL_RANK=1", "OMPI_COMM_WORLD_LOCAL_SIZE=2"), nil), status: Pass, summary: "= 2 GPU processes"},
+		{name: "more tasks than GPUs, count inferred", node: jobNode(step(1, 4, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0"), nil),
+			status: Warn, summary: "4 GPU processes on 1 GPU(s) (visible to this task)"},
+		{name: "no GPUs", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="), nil), status: Skip, summary: "no GPUs"},
+	})
+}
+
+func TestNUMAAffinity(t *testing.T) {
+	cpus := func(list string) func(n *state.Node) {
+		return func(n *state.Node) { n.Slurm.Task.CPUs, _ = slurm.ParseIntList(list) }
+	}
+	runCases(t, checkNUMAAffinity, []checkCase{
+		{name: "near", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), cpus("0-15")), status: Pass, summary: "task CPUs 0-15 are local to GPU 0,1 (NVML CPU affinity)"},
+		{name: "far socket", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4"), cpus("0-15")), status: Fail, summary: "all of the task's CPUs (0-15) are on another NUMA node than GPU 4"},
+		{name: "half and half", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), cpus("50-59")), status: Warn, summary: "4 of the task's 10 CPUs (56-59) are not local to GPU 0"},
+		{name: "GPUs on both sockets, CPUs on one", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=3,4"), cpus("0-7")), status: Warn, summary: "GPU 4", devices: []int{4}},
+		{name: "sysfs beats NVML's cpuset-narrowed answer", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), func(n *state.Node) {
+			n.NVML.GPUs[0].CPUAffinity = "0-7" // narrowed to the task's cpuset
+			n.Slurm.GPUCPUs = []slurm.GPUCPUs{{PCIBusID: n.NVML.GPUs[0].PCIBusID, CPUs: []int{100, 101}}}
+		}), status: Fail, summary: "local CPUs 100,101"},
+		{name: "unknown locality", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), func(n *state.Node) { n.NVML.GPUs[0].CPUAffinity = "" }), status: Skip, summary: "NUMA locality unknown"},
+		{name: "no mask", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), func(n *state.Node) { n.Slurm.Task = nil }), status: Skip, summary: "CPU mask"},
+	})
+}
+
+func TestCPUsPerGPU(t *testing.T) {
+	runCases(t, checkCPUsPerGPU, []checkCase{
+		{name: "node allocation", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_CPUS_ON_NODE=32", "SLURM_GPUS_ON_NODE=2"), nil), status: Pass, summary: "16.0 CPUs per GPU (SLURM_CPUS_ON_NODE=32 / SLURM_GPUS_ON_NODE=2)"},
+		{name: "starved", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_CPUS_ON_NODE=2", "SLURM_GPUS_ON_NODE=2"), nil), status: Warn, summary: "1.0 CPUs per GPU"},
+		{name: "cpus per task", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0", "SLURM_CPUS_PER_TASK=3"), nil), status: Warn, summary: "3.0 CPUs per GPU (SLURM_CPUS_PER_TASK=3 / 1 visible GPU(s))"},
+		{name: "task mask", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), nil), status: Pass, summary: "8.0 CPUs per GPU (8 CPUs in the task's mask"},
+		{name: "threshold from config", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), nil), cfg: func(c *Config) { c.Job.MinCPUsPerGPU = 12 }, status: Warn, summary: "below 12"},
+		{name: "disabled", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), nil), cfg: func(c *Config) { c.Job.MinCPUsPerGPU = 0 }, status: Skip, summary: "no minimum"},
+	})
+}
+
+func TestExclusive(t *testing.T) {
+	procs := func(gpu int, ps []state.Process, owners []slurm.Process) func(n *state.Node) {
+		return func(n *state.Node) {
+			n.NVML.GPUs[gpu].Processes = ps
+			n.Slurm.Processes = owners
+		}
+	}
+	env := step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_JOB_UID=1000")
+	runCases(t, checkExclusive, []checkCase{
+		{name: "empty", node: jobNode(env, nil), status: Pass, summary: "no other job's processes on GPU 0,1"},
+		{name: "own process", node: jobNode(env, procs(0, []state.Process{{PID: 50, UsedMemoryBytes: 4 << 30}}, []slurm.Process{{PID: 50, JobID: "100", JobFrom: "environ"}})), status: Pass},
+		{name: "another job's process", node: jobNode(env, procs(1, []state.Process{{PID: 77, User: "bob", Command: "python train.py"}}, []slurm.Process{{PID: 77, JobID: "99", JobFrom: "cgroup", UID: ptr(1001)}})),
+			status: Fail, summary: "pid 77 (bob, python train.py) belongs to job 99, not this job 100 (from its cgroup)", devices: []int{1}},
+		{name: "someone outside any job", node: jobNode(env, procs(0, []state.Process{{PID: 78, User: "carol"}}, []slurm.Process{{PID: 78, UID: ptr(1002)}})),
+			status: Fail, summary: "pid 78 (carol) is not part of job 100", devices: []int{0}},
+		{name: "own user, no job", node: jobNode(env, procs(0, []state.Process{{PID: 79, User: "alice"}}, []slurm.Process{{PID: 79, UID: ptr(1000)}})),
+			status: Warn, summary: "could not be tied to job 100", devices: []int{0}},
+		{name: "simulated: no owner lookup", node: jobNode(env, procs(0, []state.Process{{PID: 424242, User: "mallory"}}, nil)), status: Fail, summary: "mallory", devices: []int{0}},
+		{name: "memory without a process", node: jobNode(env, func(n *state.Node) { n.NVML.GPUs[1].Memory.UsedBytes = 10 << 30 }),
+			status: Warn, summary: "10240 MiB of memory already in use", devices: []int{1}},
+		{name: "gone in between", node: jobNode(env, procs(0, []state.Process{{PID: 80}}, []slurm.Process{{PID: 80, Gone: true}})), status: Pass},
+		{name: "other GPUs do not count", node: jobNode(env, procs(5, []state.Process{{PID: 81, User: "bob"}}, []slurm.Process{{PID: 81, JobID: "99"}})), status: Pass},
+		{name: "process list unavailable", node: jobNode(env, func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].ProcessesKnown = false
+			}
+		}), status: Skip, summary: "process list not supported"},
+	})
+}
+
+func TestMasterAddr(t *testing.T) {
+	resolved := func(m map[string][]string, errs map[string]string) func(n *state.Node) {
+		return func(n *state.Node) { n.Slurm.Host.Resolved, n.Slurm.Host.ResolveErrors = m, errs }
+	}
+	runCases(t, checkMasterAddr, []checkCase{
+		{name: "unset", node: jobNode(step(0, 1), nil), status: Skip, summary: "not set"},
+		{name: "first node", node: jobNode(step(0, 1, "MASTER_ADDR=gpu001", "MASTER_PORT=29500"), resolved(map[string][]string{"gpu001": {"10.0.0.1"}}, nil)),
+			status: Pass, summary: "MASTER_ADDR=gpu001 is the job's first node"},
+		{name: "FQDN of the first node", node: jobNode(step(0, 1, "MASTER_ADDR=gpu001.cluster.local"), resolved(map[string][]string{"gpu001.cluster.local": {"10.0.0.1"}, "gpu001": {"10.0.0.1"}}, nil)),
+			status: Pass, summary: "first node"},
+		{name: "IP of the first node", node: jobNode(step(0, 1, "MASTER_ADDR=10.0.0.1"), resolved(map[string][]string{"10.0.0.1": {"10.0.0.1"}, "gpu001": {"10.0.0.1"}}, nil)),
+			status: Pass, summary: "has the address of the job's first node gpu001"},
+		{name: "second node", node: jobNode(step(0, 1, "MASTER_ADDR=gpu002"), resolved(map[string][]string{"gpu002": {"10.0.0.2"}, "gpu001": {"10.0.0.1"}}, nil)),
+			status: Warn, summary: "is node 2 of the job, not the first (gpu001)"},
+		{name: "not in the job", node: jobNode(step(0, 1, "MASTER_ADDR=login1"), resolved(map[string][]string{"login1": {"10.0.9.9"}, "gpu001": {"10.0.0.1"}}, nil)),
+			status: Fail, summary: "is not a node of this job (gpu[001-002])"},
+		{name: "does not resolve", node: jobNode(step(0, 1, "MASTER_ADDR=gpu0001"), resolved(map[string][]string{"gpu0001": {}}, map[string]string{"gpu0001": "lookup gpu0001: no such host"})),
+			status: Fail, summary: "does not resolve: lookup gpu0001: no such host"},
+		{name: "bad port", node: jobNode(step(0, 1, "MASTER_ADDR=gpu001", "MASTER_PORT=99999"), resolved(map[string][]string{"gpu001": {"10.0.0.1"}}, nil)),
+			status: Fail, summary: `MASTER_PORT="99999" is not a port number`},
+	})
+}
+
+func TestNCCLEnv(t *testing.T) {
+	runCases(t, checkNCCLEnv, []checkCase{
+		{name: "none", node: jobNode(step(0, 1), nil), status: Pass, summary: "no NCCL_* variables"},
+		{name: "good", node: jobNode(step(0, 1, "NCCL_IB_HCA=mlx5_0:1,mlx5_1", "NCCL_SOCKET_IFNAME=eth", "NCCL_DEBUG=INFO"), nil), status: Pass, summary: "3 NCCL_* variable(s)"},
+		{name: "exact match wanted", node: jobNode(step(0, 1, "NCCL_IB_HCA==mlx5"), nil), status: Warn, summary: "names mlx5, not an HCA here"},
+		{name: "exclusion list", node: jobNode(step(0, 1, "NCCL_IB_HCA=^mlx5_9", "NCCL_SOCKET_IFNAME=^docker,lo"), nil), status: Pass},
+		{name: "missing HCA", node: jobNode(step(0, 1, "NCCL_IB_HCA=mlx5_0,mlx5_4"), nil), status: Warn, summary: "names mlx5_4, not an HCA here (have mlx5_0, mlx5_1)"},
+		{name: "no IB at all", node: jobNode(step(0, 1, "NCCL_IB_HCA=mlx5_0"), func(n *state.Node) { n.Slurm.Host.IBDevices = nil }), status: Warn, summary: "no InfiniBand devices"},
+		{name: "absent interface", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=bond0"), nil), status: Warn, summary: "bond0 matches no interface here"},
+		{name: "IB disabled", node: jobNode(step(0, 1, "NCCL_IB_DISABLE=1"), nil), status: Warn, summary: "goes over TCP sockets"},
+		{name: "IB disabled where there is none", node: jobNode(step(0, 1, "NCCL_IB_DISABLE=1"), func(n *state.Node) { n.Slurm.Host.IBDevices = nil }), status: Pass},
+		{name: "P2P off on NVLink", node: jobNode(step(0, 1, "NCCL_P2P_DISABLE=1"), nil), status: Warn, summary: "NVLink"},
+		{name: "SHM off", node: jobNode(step(0, 1, "NCCL_SHM_DISABLE=1"), nil), status: Warn, summary: "NCCL_SHM_DISABLE=1"},
+		{name: "GDR level LOC", node: jobNode(step(0, 1, "NCCL_NET_GDR_LEVEL=LOC"), nil), status: Warn, summary: "disables GPUDirect RDMA for every GPU/NIC pair"},
+		{name: "GDR legacy 0", node: jobNode(step(0, 1, "NCCL_NET_GDR_LEVEL=0"), nil), status: Warn, summary: "disables GPUDirect RDMA"},
+		{name: "GDR level nonsense", node: jobNode(step(0, 1, "NCCL_NET_GDR_LEVEL=FAST"), nil), status: Warn, summary: "not a level NCCL knows"},
+		{name: "GDR level PHB", node: jobNode(step(0, 1, "NCCL_NET_GDR_LEVEL=PHB"), nil), status: Pass},
+		{name: "not collected", node: jobNode(step(0, 1, "NCCL_DEBUG=INFO"), func(n *state.Node) { n.Slurm.Host = nil }), status: Skip},
+	})
+}
+
+func TestCUDACompat(t *testing.T) {
+	rt := func(v string) func(n *state.Node) {
+		return func(n *state.Node) {
+			n.Slurm.Host.CUDARuntime = &slurm.CUDARuntime{Version: v, From: "/opt/cuda/lib64/libcudart.so." + v}
+		}
+	}
+	old := func(n *state.Node) { n.NVML.CUDADriverVersion, n.NVML.DriverVersion = "11.4", "470.82.01" }
+	runCases(t, checkCUDACompat, []checkCase{
+		{name: "none found", node: jobNode(step(0, 1), nil), status: Skip, summary: "no CUDA runtime"},
+		{name: "same", node: jobNode(step(0, 1), rt("12.4")), status: Pass, summary: "driver 550.54.15 supports CUDA 12.4"},
+		{name: "older", node: jobNode(step(0, 1), rt("11.8")), status: Pass},
+		{name: "module load cuda/12 on a 470 driver", node: jobNode(step(0, 1), func(n *state.Node) { rt("12.2")(n); old(n) }),
+			status: Fail, summary: "needs a CUDA 12 driver; this node's driver 470.82.01 supports CUDA 11.4"},
+		{name: "newer minor", node: jobNode(step(0, 1), rt("12.6")), status: Warn, summary: "minor-version compatibility"},
+		{name: "pre-11 minor", node: jobNode(step(0, 1), func(n *state.Node) { rt("10.2")(n); n.NVML.CUDADriverVersion = "10.1" }), status: Fail, summary: "no minor-version compatibility"},
+		{name: "major only from libcudart.so.12", node: jobNode(step(0, 1), func(n *state.Node) { rt("12")(n); old(n) }), status: Fail},
+		{name: "garbage", node: jobNode(step(0, 1), rt("twelve")), status: Error},
+	})
+}
+
+func TestGPUMemory(t *testing.T) {
+	small := func(n *state.Node) { n.NVML.GPUs[1].Memory.TotalBytes = 40 << 30 }
+	runCases(t, checkGPUMemory, []checkCase{
+		{name: "no minimum", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), nil), status: Skip, summary: "no minimum"},
+		{name: "enough", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), nil), cfg: func(c *Config) { c.Job.MinGPUMemory = "80GB" }, status: Pass, summary: "2 GPU(s) with at least 80GB"},
+		{name: "too small", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), small), cfg: func(c *Config) { c.Job.MinGPUMemory = "80GiB" }, status: Fail, summary: "40960 MiB, below the required 80GiB", devices: []int{1}},
+		{name: "the small one is not ours", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), small), cfg: func(c *Config) { c.Job.MinGPUMemory = "81920" }, status: Pass},
+		{name: "bad size", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), nil), cfg: func(c *Config) { c.Job.MinGPUMemory = "lots" }, status: Error},
+	})
+}
+
+func TestParseMemory(t *testing.T) {
+	for in, want := range map[string]uint64{"": 0, "1024": 1 << 30, "80GB": 80e9, "80GiB": 80 << 30, "80G": 80 << 30, "40 gib": 40 << 30, "512M": 512 << 20, "1.5TB": 1.5e12} {
+		if got, err := ParseMemory(in); err != nil || got != want {
+			t.Errorf("ParseMemory(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"x", "80XB", "-1G", "1e400"} {
+		if _, err := ParseMemory(bad); err == nil {
+			t.Errorf("ParseMemory(%q) accepted", bad)
+		}
+	}
+	if err := (JobConfig{Mode: "sometimes"}).Validate(); err == nil {
+		t.Error("bad mode accepted")
+	}
+	if err := DefaultJobConfig().Validate(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,229 @@
+package check
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func init() {
+	register(Check{ID: "slurm.gres", Title: "gres.conf and slurm.conf describe this node's GPUs as NVML sees them", Run: checkSlurmGres})
+	register(Check{ID: "slurm.topology", Title: "a multi-node GPU cluster tells Slurm its network topology", Run: checkSlurmTopology})
+}
+
+const fixGresOrder = "list File= in NVML index order (nvidia-smi --query-gpu=index,pci.bus_id; /proc/driver/nvidia/gpus/*/information gives each Device Minor), or use AutoDetect=nvml"
+
+func slurmConfSkip(n *state.Node) (*slurm.Conf, Result, bool) {
+	if n.Slurm == nil || n.Slurm.Conf == nil {
+		return nil, Result{Status: Skip, Summary: "Slurm configuration not collected"}, true
+	}
+	c := n.Slurm.Conf
+	if c.SlurmConf == nil {
+		return nil, Result{Status: Skip, Summary: "no slurm.conf at " + c.SlurmConfPath + " (not a Slurm node, or pass --slurm-conf)"}, true
+	}
+	return c, Result{}, false
+}
+
+func checkSlurmGres(n *state.Node, cfg *Config) Result {
+	c, r, skip := slurmConfSkip(n)
+	if skip {
+		return r
+	}
+	v := verdict{id: "slurm.gres"}
+	node := n.Slurm.NodeName
+	sc := c.SlurmConf
+	for _, e := range sc.Errors {
+		v.add(Warn, nil, "fix slurm.conf: slurmctld refuses lines it cannot parse", e.Error())
+	}
+	nl, declared := sc.Node(node)
+	gpuCount, hasGres := nl.GPUCount()
+	nvmlOK := n.NVML != nil && n.NVML.Available
+	nvmlCount := 0
+	mig := false
+	if nvmlOK {
+		nvmlCount = len(n.NVML.GPUs)
+		for _, g := range n.NVML.GPUs {
+			mig = mig || g.MIG != nil && g.MIG.Current
+		}
+	}
+	var recs []slurm.GresRecord
+	if c.GresConf != nil {
+		recs = c.GresConf.ForNode(node, "gpu")
+	}
+	if !declared {
+		v.add(Warn, nil, "check SLURMD_NODENAME / the host name against slurm.conf's NodeName lines",
+			fmt.Sprintf("node %s (from %s) is not declared in %s", node, n.Slurm.NodeNameFrom, sc.Path))
+	}
+	if (hasGres || len(recs) > 0) && !sc.HasGresType("gpu") {
+		v.add(Fail, nil, "add GresTypes=gpu to slurm.conf", "GPUs are declared but slurm.conf GresTypes= does not list gpu: slurmctld rejects every GPU request")
+	}
+	for _, p := range slurm.LintGresSpec(nl.Where, nl.GresSpec) {
+		v.add(Fail, nil, "give every gpu item of Gres= a type, or none", p.String())
+	}
+	switch {
+	case declared && !hasGres && nvmlCount > 0:
+		v.add(Warn, nil, fmt.Sprintf("add Gres=gpu:%d (or gpu:<type>:%d) to the NodeName line of %s", nvmlCount, nvmlCount, node),
+			fmt.Sprintf("slurm.conf declares no Gres=gpu for %s (%s), but NVML sees %d GPUs: jobs cannot request them", node, nl.Where, nvmlCount))
+	case hasGres && nvmlOK && mig:
+		// Gres counts MIG instances then; NVML's count is of whole GPUs.
+	case hasGres && nvmlOK && gpuCount > uint64(nvmlCount):
+		v.add(Fail, nil, "fix Gres= in slurm.conf or find the missing GPUs (gpu.count)",
+			fmt.Sprintf("slurm.conf Gres=%s declares %d GPUs, NVML sees %d: slurmd drains the node (gres/gpu count reported lower than configured)", nl.Gres, gpuCount, nvmlCount))
+	case hasGres && nvmlOK && gpuCount < uint64(nvmlCount):
+		v.add(Warn, nil, "declare every GPU in slurm.conf Gres=",
+			fmt.Sprintf("slurm.conf Gres=%s declares %d GPUs, NVML sees %d: %d GPUs are never scheduled", nl.Gres, gpuCount, nvmlCount, nvmlCount-int(gpuCount)))
+	}
+
+	if c.GresConf == nil {
+		if hasGres {
+			v.add(Fail, nil, "create gres.conf beside slurm.conf with AutoDetect=nvml, or one File=/dev/nvidiaN line per GPU in NVML order",
+				fmt.Sprintf("no gres.conf at %s: Slurm knows no device files, so it cannot bind GPUs (jobs get CUDA_VISIBLE_DEVICES=NoDevFiles and can use every GPU)", c.GresConfPath))
+		}
+		return gresResult(&v, "")
+	}
+	g := c.GresConf
+	for _, e := range g.Errors {
+		v.add(Fail, nil, "fix gres.conf: slurmd rejects the line", e.Error())
+	}
+	for _, p := range g.Lint(node, "gpu") {
+		v.add(Fail, nil, "fix gres.conf (see gres.conf(5))", p.String())
+	}
+	ad, adWhere := g.AutoDetectFor(node)
+	devs := slurm.Devices(recs)
+	mode := "AutoDetect=" + orNA(ad)
+	switch ad {
+	case "nvml", "nvidia":
+		if len(devs) == 0 {
+			return gresResult(&v, fmt.Sprintf("%s (%s): slurmd takes devices, order and cores from the driver", mode, adWhere))
+		}
+	case "rsmi", "oneapi", "nrt":
+		sev := Fail
+		if len(devs) > 0 {
+			sev = Warn
+		}
+		v.add(sev, nil, "use AutoDetect=nvml (or explicit File= lines) on NVIDIA nodes",
+			fmt.Sprintf("AutoDetect=%s (%s) detects non-NVIDIA devices; this node's GPUs are NVIDIA", ad, adWhere))
+	default:
+		if len(devs) == 0 && (hasGres || nvmlCount > 0) {
+			v.add(Fail, nil, "add AutoDetect=nvml, or one File=/dev/nvidiaN line per GPU in NVML order",
+				fmt.Sprintf("gres.conf has no File= for gpu on %s and AutoDetect is %s: Slurm cannot bind GPUs", node, orNA(ad)))
+		}
+	}
+	if len(devs) == 0 || !nvmlOK {
+		return gresResult(&v, mode)
+	}
+	checkGresDevices(&v, n, nl, devs, ad, mig)
+	return gresResult(&v, fmt.Sprintf("%s; %d File= GPUs in NVML order", mode, len(devs)))
+}
+
+func gresResult(v *verdict, detail string) Result {
+	pass := "gres.conf and slurm.conf match this node"
+	if detail != "" {
+		pass += " (" + detail + ")"
+	}
+	return v.result(pass)
+}
+
+// checkGresDevices compares explicit File= devices with NVML: the count,
+// the device minor in NVML index order, Type= and Cores=.
+func checkGresDevices(v *verdict, n *state.Node, nl slurm.NodeLine, devs []slurm.GresDevice, ad string, mig bool) {
+	files := map[string]slurm.DeviceFile{}
+	for _, d := range n.Slurm.Devices {
+		files[d.Path] = d
+	}
+	gpus := n.NVML.GPUs
+	if !mig && len(devs) != len(gpus) {
+		v.add(Fail, nil, "declare one File= per GPU, in NVML order",
+			fmt.Sprintf("gres.conf lists %d GPU device files for %s, NVML sees %d GPUs", len(devs), n.Slurm.NodeName, len(gpus)))
+	}
+	typeSev := Warn
+	if ad == "nvml" || ad == "nvidia" {
+		typeSev = Fail // slurmd then matches records to GPUs by Type and rejects a mismatch
+	}
+	for i, d := range devs {
+		if f, ok := files[d.File]; ok {
+			switch {
+			case !f.Exist:
+				v.add(Fail, nil, "fix File= or load the driver", fmt.Sprintf("%s: File=%s does not exist", d.Where, d.File))
+				continue
+			case !f.Char:
+				v.add(Fail, nil, "point File= at the GPU's character device", fmt.Sprintf("%s: File=%s is not a character device: slurmd ignores it and jobs get no CUDA_VISIBLE_DEVICES", d.Where, d.File))
+				continue
+			}
+		}
+		if mig || i >= len(gpus) {
+			continue
+		}
+		g := &gpus[i]
+		if minor, ok := deviceMinor(d.File, files); ok && g.Minor != nil && *g.Minor != minor {
+			v.add(Fail, g, fixGresOrder,
+				fmt.Sprintf("gres.conf File #%d (%s, %s) is device minor %d, but this GPU is minor %d: Slurm binds jobs to another GPU than SLURM_STEP_GPUS says", i+1, d.File, d.Where, minor, *g.Minor))
+		}
+		if d.Type != "" && g.Name != "" {
+			nvmlType := strings.ReplaceAll(strings.ToLower(g.Name), " ", "_")
+			if !strings.Contains(nvmlType, strings.ToLower(d.Type)) {
+				v.add(typeSev, g, "make Type= a substring of the NVML name, lower-case, spaces as underscores (slurmd -C prints it)",
+					fmt.Sprintf("Type=%s (%s) is not part of the NVML name %q (%s)", d.Type, d.Where, g.Name, nvmlType))
+			}
+		}
+		if d.Cores != nil {
+			checkGresCores(v, n, nl, g, d)
+		}
+	}
+}
+
+// deviceMinor is the minor number of a device file: from stat when the
+// collector saw it, else from a /dev/nvidiaN name.
+func deviceMinor(path string, files map[string]slurm.DeviceFile) (int, bool) {
+	if f, ok := files[path]; ok && f.Exist && f.Char {
+		return f.Minor, true
+	}
+	if rest, ok := strings.CutPrefix(path, "/dev/nvidia"); ok {
+		if m, err := strconv.Atoi(rest); err == nil {
+			return m, true
+		}
+	}
+	return 0, false
+}
+
+func checkGresCores(v *verdict, n *state.Node, nl slurm.NodeLine, g *state.GPU, d slurm.GresDevice) {
+	if nl.CPUs > 0 && d.Cores[len(d.Cores)-1] >= nl.CPUs {
+		v.add(Fail, g, "keep Cores= within the node's CPUs", fmt.Sprintf("%s=%s (%s) names CPUs beyond the node's %d", d.CoresKey, d.CoresRaw, d.Where, nl.CPUs))
+		return
+	}
+	local, _ := gpuCPUs(n, g)
+	if local == nil {
+		return
+	}
+	fix := "set Cores= to the GPU's NUMA-local cores (nvidia-smi topo -m, CPU Affinity), or use AutoDetect=nvml"
+	switch in := slurm.Intersect(d.Cores, local); {
+	case len(in) == 0:
+		v.add(Fail, g, fix, fmt.Sprintf("%s=%s (%s), but the GPU's NUMA node has CPUs %s: jobs get cores on the far socket", d.CoresKey, d.CoresRaw, d.Where, slurm.FormatIntList(local)))
+	case len(in) < len(d.Cores):
+		v.add(Warn, g, fix, fmt.Sprintf("%s=%s (%s) reaches beyond the GPU's NUMA CPUs %s", d.CoresKey, d.CoresRaw, d.Where, slurm.FormatIntList(local)))
+	}
+}
+
+func checkSlurmTopology(n *state.Node, cfg *Config) Result {
+	c, r, skip := slurmConfSkip(n)
+	if skip {
+		return r
+	}
+	sc := c.SlurmConf
+	nodes := sc.GPUNodes()
+	if nodes <= 1 {
+		return Result{Status: Skip, Summary: fmt.Sprintf("%d GPU node(s) in slurm.conf: no network topology to describe", nodes)}
+	}
+	if sc.TopologyPlugin != "" && !strings.HasSuffix(sc.TopologyPlugin, "none") {
+		return Result{Status: Pass, Summary: fmt.Sprintf("TopologyPlugin=%s for %d GPU nodes", sc.TopologyPlugin, nodes)}
+	}
+	if c.TopologyConf != "" {
+		return Result{Status: Pass, Summary: fmt.Sprintf("%s describes the network of %d GPU nodes", c.TopologyConf, nodes)}
+	}
+	return Result{Status: Pass,
+		Summary: fmt.Sprintf("info: %d GPU nodes and no TopologyPlugin: Slurm places multi-node jobs without regard to the switches between them", nodes),
+		Details: []string{"consider TopologyPlugin=topology/tree (or topology/block for NVLink domains) with a topology.conf from ibnetdiscover/slurmibtopology, so large NCCL jobs land under as few switches as possible"}}
+}

@@ -1,0 +1,198 @@
+package check
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// fixture returns one config of a real-config fixture in slurm/testdata/gres
+// (the part after "# ==== name ====", or the whole file for name ""), with
+// the lines before it blanked so messages keep the fixture's line numbers.
+func fixture(t *testing.T, file, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "slurm", "testdata", "gres", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name == "" {
+		return string(data)
+	}
+	lines := strings.Split(string(data), "\n")
+	start := -1
+	for i, l := range lines {
+		if m := sectionRe.FindStringSubmatch(l); m != nil {
+			if start >= 0 {
+				return strings.Repeat("\n", start) + strings.Join(lines[start:i], "\n")
+			}
+			if m[1] == name {
+				start = i + 1
+			}
+		}
+	}
+	if start < 0 {
+		t.Fatalf("%s has no section %q", file, name)
+	}
+	return strings.Repeat("\n", start) + strings.Join(lines[start:], "\n")
+}
+
+var sectionRe = regexp.MustCompile(`^# ==== (.+) ====$`)
+
+// confs are the configs of one test node, by file name.
+type confs struct{ slurm, gres, cgroup string }
+
+// gresNode builds a node named name with gpus GPUs called model, whose
+// NUMA nodes hold the given CPU lists (GPUs split evenly), judged against cf.
+func gresNode(name string, gpus int, model string, numa []string, cf confs, mut func(n *state.Node)) *state.Node {
+	n := &state.Node{SchemaVersion: state.SchemaVersion, NVML: &state.NVML{Available: true}}
+	for i := 0; i < gpus; i++ {
+		g := state.GPU{Index: i, Name: model, PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x10+i), Minor: ptr(i)}
+		if len(numa) > 0 {
+			k := i * len(numa) / gpus
+			g.NUMANode, g.CPUAffinity = ptr(k), numa[k]
+		}
+		n.NVML.GPUs = append(n.NVML.GPUs, g)
+	}
+	c := &slurm.Conf{SlurmConfPath: "/etc/slurm/slurm.conf", GresConfPath: "/etc/slurm/gres.conf"}
+	if cf.slurm != "" {
+		c.SlurmConf = slurm.ParseSlurmConfData("/etc/slurm/slurm.conf", []byte(cf.slurm))
+	}
+	if cf.gres != "" {
+		c.GresConf = slurm.ParseGresConfData("/etc/slurm/gres.conf", []byte(cf.gres))
+	}
+	if cf.cgroup != "" {
+		c.CgroupConf = slurm.ParseCgroupConfData("/etc/slurm/cgroup.conf", []byte(cf.cgroup))
+	}
+	n.Slurm = &slurm.State{NodeName: name, NodeNameFrom: "SLURMD_NODENAME", Conf: c}
+	if mut != nil {
+		mut(n)
+	}
+	return n
+}
+
+var (
+	dgx1NUMA = []string{"0-19,40-59", "20-39,60-79"}
+	hgxNUMA  = []string{"0-55,112-167", "56-111,168-223"}
+)
+
+func TestSlurmGres(t *testing.T) {
+	const hgxSlurm = "GresTypes=gpu\nNodeName=gpu[001-004] Gres=gpu:8 CPUs=224\n"
+	const h100 = "NVIDIA H100 80GB HBM3"
+	swapMinors := func(n *state.Node) { n.NVML.GPUs[0].Minor, n.NVML.GPUs[2].Minor = ptr(2), ptr(0) } // Princeton's A100 node
+	devFiles := func(mod func(d *slurm.DeviceFile)) func(n *state.Node) {
+		return func(n *state.Node) {
+			for i := 0; i < 8; i++ {
+				d := slurm.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i}
+				if i == 3 {
+					mod(&d)
+				}
+				n.Slurm.Devices = append(n.Slurm.Devices, d)
+			}
+		}
+	}
+	hk := confs{slurm: fixture(t, "hkust_single-node_8gpu_autodetect-off.txt", "slurm.conf"), gres: fixture(t, "hkust_single-node_8gpu_autodetect-off.txt", "gres.conf")}
+	mk := "mknoxnv_ubuntu-slurm_dgx1_gres_and_mismatch.txt"
+	yy := "yyuzhongpv_dgx1x4_cpus-10-per-gpu.txt"
+	t717 := func(n int) confs {
+		f := fmt.Sprintf("slurm_testsuite_test7.17.%d.conf.txt", n)
+		return confs{slurm: fixture(t, f, "slurm.conf"), gres: fixture(t, f, "gres.conf")}
+	}
+	runCases(t, checkSlurmGres, []checkCase{
+		// Real configs from slurm/testdata/gres, and the mistakes they carry.
+		{name: "hkust: AutoDetect=off, File in NVML order", node: gresNode("bld", 8, "NVIDIA A100-SXM4-80GB", nil, hk, nil),
+			status: Pass, summary: "AutoDetect=off; 8 File= GPUs in NVML order"},
+		{name: "hkust on a node whose minors are not NVML order", node: gresNode("bld", 8, "NVIDIA A100-SXM4-80GB", nil, hk, swapMinors),
+			status: Fail, summary: "gres.conf File #1 (/dev/nvidia0, gres.conf:", devices: []int{0, 2}},
+		{name: "mknoxnv: one-line gres.conf, Gres=gpu:8", node: gresNode("linux1", 8, "Tesla V100-SXM2-32GB", dgx1NUMA, confs{slurm: fixture(t, mk, "slurm.conf"), gres: fixture(t, mk, "gres.conf")}, nil),
+			status: Fail, summary: "gres.conf lists 1 GPU device files for linux1, NVML sees 8"},
+		{name: "mknoxnv: gres.conf.dgx on a DGX-1", node: gresNode("linux1", 8, "Tesla V100-SXM2-32GB", dgx1NUMA, confs{slurm: fixture(t, mk, "slurm.conf"), gres: fixture(t, mk, "gres.conf.dgx")}, nil),
+			status: Pass, summary: "8 File= GPUs"},
+		// Ten-CPU slices in File order on a 2x20-core DGX-1: GPUs 2 and 3 get
+		// socket-1 CPUs, GPUs 4 and 5 socket-0 ones; 0, 1, 6 and 7 are right.
+		{name: "yyuzhongpv: ten-CPU slices ignore the sockets", node: gresNode("dgx3", 8, "Tesla V100-SXM2-32GB", dgx1NUMA, confs{slurm: fixture(t, yy, "slurm.conf"), gres: fixture(t, yy, "gres.conf")}, nil),
+			status: Fail, summary: "GPU 2 (00000000:12:00.0): CPUs=20-29 (gres.conf:8), but the GPU's NUMA node has CPUs 0-19,40-59", devices: []int{2, 3, 4, 5}},
+		{name: "lambda: CPUs= per socket", node: gresNode("lambda", 8, "NVIDIA GeForce RTX 3090", []string{"0-15,32-47", "16-31,48-63"},
+			confs{slurm: fixture(t, "lambda-slurm_8gpu_cpus-per-socket.txt", "slurm.conf"), gres: fixture(t, "lambda-slurm_8gpu_cpus-per-socket.txt", "gres.conf")}, nil),
+			status: Pass},
+		{name: "ehb54: node line without Gres=", node: gresNode("localhost", 3, "Tesla V100-PCIE-16GB", nil,
+			confs{slurm: fixture(t, "ehb54_slurm-gpu_tesla3_no-node-gres.txt", "slurm.conf"), gres: fixture(t, "ehb54_slurm-gpu_tesla3_no-node-gres.txt", "gres.conf")}, nil),
+			status: Warn, summary: "slurm.conf declares no Gres=gpu for localhost"},
+		{name: "shine: Gres=gpu:8 and no gres.conf", node: gresNode("coruscant", 8, "NVIDIA GeForce RTX 2080 Ti", nil,
+			confs{slurm: fixture(t, "shine-cluster_slurmconf_only_no_gres.conf.txt", "")}, nil),
+			status: Fail, summary: "no gres.conf at /etc/slurm/gres.conf"},
+		{name: "test7.17.1: compact Cores=[0-3]", node: gresNode("test_node3", 8, "Tesla T4", []string{"0-3", "4-7"}, t717(1), nil), status: Pass},
+		{name: "test7.17.6: GresTypes commented out", node: gresNode("test_node3", 8, "Tesla T4", []string{"0-3", "4-7"}, t717(6), nil),
+			status: Fail, summary: "GresTypes= does not list gpu"},
+		{name: "test7.17.7: Cores=[0-10000]", node: gresNode("test_node3", 8, "Tesla T4", []string{"0-3", "4-7"}, t717(7), nil),
+			status: Fail, summary: "Cores=[0-10000] (gres.conf:", devices: []int{0, 1, 2, 3}},
+		{name: "rdgpu notes: stray lines", node: gresNode("rdgpu01", 2, "NVIDIA A100 80GB PCIe", nil,
+			confs{slurm: "GresTypes=gpu\nNodeName=rdgpu01 Gres=gpu:1g.10gb:14\n", gres: fixture(t, "unidentified_rdgpu_a100pcie_mig_1g10gb_gres.txt", "")},
+			func(n *state.Node) {
+				for i := range n.NVML.GPUs {
+					n.NVML.GPUs[i].MIG = &state.MIG{Current: true}
+				}
+			}),
+			status: Fail, summary: `gres.conf:49: "RDGPU01:" is not Key=Value`},
+		{name: "deepops template: Jinja left in gres.conf", node: gresNode("gpu001", 8, h100, hgxNUMA,
+			confs{slurm: hgxSlurm, gres: fixture(t, "deepops_templates_gres_and_slurm_conf.txt", "roles/slurm/templates/etc/slurm/gres.conf")}, nil),
+			status: Fail, summary: "is not Key=Value"},
+
+		// Rules one by one.
+		{name: "AutoDetect=nvml alone", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=nvml\n"}, nil),
+			status: Pass, summary: "AutoDetect=nvml (global AutoDetect=nvml)"},
+		{name: "Gres count above NVML", node: gresNode("gpu002", 7, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=nvml\n"}, nil),
+			status: Fail, summary: "declares 8 GPUs, NVML sees 7"},
+		{name: "Gres count below NVML", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:h100:4,gpu:h100:2\n", gres: "AutoDetect=nvml\n"}, nil),
+			status: Warn, summary: "declares 6 GPUs, NVML sees 8"},
+		{name: "typed and untyped Gres", node: gresNode("gpu002", 2, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:h100:1,gpu:1\n", gres: "AutoDetect=nvml\n"}, nil),
+			status: Fail, summary: "with a type in some items"},
+		{name: "node not in slurm.conf", node: gresNode("other", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=nvml\n"}, nil),
+			status: Warn, summary: "node other (from SLURMD_NODENAME) is not declared"},
+		{name: "AutoDetect=off without File", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=off\nName=gpu Count=8\n"}, nil),
+			status: Fail, summary: "no File= for gpu on gpu002 and AutoDetect is off"},
+		{name: "AutoDetect=rsmi on NVIDIA", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=rsmi\n"}, nil),
+			status: Fail, summary: "AutoDetect=rsmi (global AutoDetect=rsmi) detects non-NVIDIA devices"},
+		{name: "node-specific AutoDetect=off overrides nvml", node: gresNode("gpu002", 8, h100, hgxNUMA,
+			confs{slurm: hgxSlurm, gres: "AutoDetect=nvml\nNodeName=gpu00[2-3] AutoDetect=off\n"}, nil), status: Fail, summary: "AutoDetect is off"},
+		{name: "Type matches the NVML name", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu Type=h100_80gb File=/dev/nvidia[0-7]\n"}, nil), status: Pass},
+		{name: "Type does not", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu Type=a100 File=/dev/nvidia[0-7]\n"}, nil),
+			status: Warn, summary: `Type=a100 (gres.conf:1) is not part of the NVML name "NVIDIA H100 80GB HBM3" (nvidia_h100_80gb_hbm3)`, devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{name: "Type mismatch with AutoDetect=nvml", node: gresNode("gpu002", 1, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:1\n", gres: "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia0\n"}, nil),
+			status: Fail, summary: "Type=a100", devices: []int{0}},
+		{name: "Cores on the right socket", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-3] Cores=0-55\nName=gpu File=/dev/nvidia[4-7] Cores=56-111\n"}, nil), status: Pass},
+		{name: "Cores straddling sockets", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7] Cores=0-111\n"}, nil),
+			status: Warn, summary: "reaches beyond the GPU's NUMA CPUs", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{name: "regular file as device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurm.DeviceFile) { d.Char = false })),
+			status: Fail, summary: "File=/dev/nvidia3 is not a character device"},
+		{name: "missing device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurm.DeviceFile) { d.Exist = false })),
+			status: Fail, summary: "File=/dev/nvidia3 does not exist"},
+		{name: "stat'ed minor beats the name", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurm.DeviceFile) { d.Minor = 9 })),
+			status: Fail, summary: "is device minor 9, but this GPU is minor 3", devices: []int{3}},
+		{name: "duplicate file", node: gresNode("gpu002", 2, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:2\n", gres: "Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia0\n"}, nil),
+			status: Fail, summary: "duplicate device file /dev/nvidia0", devices: []int{1}},
+		{name: "no slurm.conf", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{}, nil), status: Skip, summary: "no slurm.conf"},
+		{name: "not collected", node: &state.Node{}, status: Skip, summary: "not collected"},
+	})
+}
+
+func TestSlurmTopology(t *testing.T) {
+	shine := fixture(t, "shine-cluster_slurmconf_only_no_gres.conf.txt", "")
+	r := checkSlurmTopology(gresNode("hoth", 8, "x", nil, confs{slurm: shine}, nil), DefaultConfig())
+	if r.Status != Pass || !strings.HasPrefix(r.Summary, "info: 5 GPU nodes and no TopologyPlugin") || len(r.Details) == 0 {
+		t.Errorf("shine: %+v", r)
+	}
+	runCases(t, checkSlurmTopology, []checkCase{
+		{name: "tree", node: gresNode("hoth", 8, "x", nil, confs{slurm: shine + "\nTopologyPlugin=topology/tree\n"}, nil), status: Pass, summary: "TopologyPlugin=topology/tree for 5 GPU nodes"},
+		{name: "explicitly none", node: gresNode("hoth", 8, "x", nil, confs{slurm: shine + "\nTopologyPlugin=topology/none\n"}, nil), status: Pass, summary: "info:"},
+		{name: "topology.yaml", node: gresNode("hoth", 8, "x", nil, confs{slurm: shine}, func(n *state.Node) { n.Slurm.Conf.TopologyConf = "/etc/slurm/topology.yaml" }),
+			status: Pass, summary: "/etc/slurm/topology.yaml describes the network of 5 GPU nodes"},
+		{name: "single node", node: gresNode("bld", 8, "x", nil, confs{slurm: fixture(t, "hkust_single-node_8gpu_autodetect-off.txt", "slurm.conf")}, nil), status: Skip, summary: "1 GPU node(s)"},
+		{name: "no slurm.conf", node: gresNode("bld", 8, "x", nil, confs{}, nil), status: Skip},
+	})
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"go.uber.org/zap"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// slurmFlags are the Slurm options of 'check': job-check forcing, the
+// HealthCheckProgram drain/resume mode and where Slurm's files are.
+type slurmFlags struct {
+	job, jobSet  bool
+	drain        bool
+	scontrol     string
+	deadline     time.Duration
+	minGPUMemory string
+	slurmConf    string
+
+	// set by configure for after
+	start        time.Time
+	scontrolPath string
+	watchdog     *time.Timer
+}
+
+// scontrolBudget is kept free of the collection deadline in drain mode for
+// one "show node" and one "update" (each takes well under a second on a
+// healthy slurmctld).
+const scontrolBudget = 10 * time.Second
+
+// watchdogExit ends the process when a drain-mode run overstays its hard
+// deadline; tests replace it.
+var watchdogExit = os.Exit
+
+func init() {
+	s := &slurmFlags{}
+	checkExtensions = append(checkExtensions, checkExtension{flags: s.register, configure: s.configure, after: s.after})
+}
+
+func (s *slurmFlags) register(cmd *kingpin.CmdClause) {
+	if s.watchdog != nil {
+		s.watchdog.Stop()
+	}
+	*s = slurmFlags{}
+	cmd.Flag("job", "Run the job.* checks as if inside a job step (--no-job: never run them). Default: when SLURM_JOB_ID says this is a job step.").
+		IsSetByUser(&s.jobSet).BoolVar(&s.job)
+	cmd.Flag("slurm-drain", "HealthCheckProgram mode: run the node checks and drain this node (scontrol update State=DRAIN Reason=\"gpuprobe: ...\") on failure; resume it when healthy if gpuprobe drained it. Never overwrites another reason; leaves down, maint and reserved nodes alone.").
+		BoolVar(&s.drain)
+	cmd.Flag("scontrol", "Absolute path of scontrol for --slurm-drain (default: the first of "+strings.Join(slurm.DefaultScontrolDirs, ", ")+"; slurmd gives a health check no PATH).").
+		PlaceHolder("PATH").StringVar(&s.scontrol)
+	cmd.Flag("slurm-deadline", "Hard deadline of a --slurm-drain run, scontrol included; slurmd kills a health check at 60 s.").
+		Default("45s").DurationVar(&s.deadline)
+	cmd.Flag("min-gpu-memory", "job.gpu_memory: fail a visible GPU with less memory (80GB, 40GiB; a bare number is MiB).").
+		PlaceHolder("SIZE").StringVar(&s.minGPUMemory)
+	cmd.Flag("slurm-conf", "slurm.conf to read (gres.conf and cgroup.conf beside it); also passed to scontrol as SLURM_CONF. Default: $SLURM_CONF, else /etc/slurm/slurm.conf.").
+		PlaceHolder("FILE").StringVar(&s.slurmConf)
+}
+
+func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Options) error {
+	s.start = time.Now()
+	if err := cfg.Job.Validate(); err != nil {
+		return err
+	}
+	if s.jobSet {
+		cfg.Job.Mode = map[bool]string{true: "always", false: "never"}[s.job]
+	}
+	if cfg.Job.Mode == "always" || cfg.Job.Mode == "never" {
+		o.SlurmJob = cfg.Job.Mode
+	}
+	if s.minGPUMemory != "" {
+		if _, err := check.ParseMemory(s.minGPUMemory); err != nil {
+			return fmt.Errorf("--min-gpu-memory: %w", err)
+		}
+		cfg.Job.MinGPUMemory = s.minGPUMemory
+	}
+	o.SlurmConf = s.slurmConf
+	if f.fromDaemon != "" && cfg.Job.Mode != "always" {
+		// The daemon judges the node, never a job: outside a job step the job
+		// checks would only skip, and must not make its report unusable.
+		if in, _ := slurm.ParseEnv(os.Environ()).InJobStep(); !in {
+			cfg.Skip = append(cfg.Skip, "job")
+		}
+	}
+	if !s.drain {
+		return nil
+	}
+	// A health check judges the node, never a job (there is none).
+	cfg.Job.Mode, o.SlurmJob = "never", "never"
+	cfg.Skip = append(cfg.Skip, "job")
+	path, err := slurm.FindScontrol(s.scontrol)
+	if err != nil {
+		return err
+	}
+	s.scontrolPath = path
+	if s.deadline < 2*scontrolBudget {
+		return fmt.Errorf("--slurm-deadline %s leaves no time to collect: want at least %s", s.deadline, 2*scontrolBudget)
+	}
+	if limit := s.deadline - scontrolBudget; f.collect.timeout > limit {
+		f.collect.timeout = limit
+	}
+	// The last line of defence: whatever hangs, slurmd must not have to kill us.
+	deadline := s.deadline
+	s.watchdog = time.AfterFunc(deadline, func() {
+		fmt.Fprintf(os.Stderr, "%s: --slurm-drain run exceeded its %s hard deadline; exiting\n", programName, deadline)
+		watchdogExit(exitFailed)
+	})
+	return nil
+}
+
+func (s *slurmFlags) after(c *cli, n *state.Node, doc *report.Document) (int, error) {
+	if !s.drain {
+		return 0, nil
+	}
+	defer s.watchdog.Stop()
+	node, from := c.getenv("SLURMD_NODENAME"), "SLURMD_NODENAME"
+	if node == "" && n.Slurm != nil {
+		node, from = n.Slurm.NodeName, n.Slurm.NodeNameFrom
+	}
+	if node == "" {
+		c.log.Error("slurm-drain: cannot tell this node's Slurm name (no SLURMD_NODENAME, no host name)")
+		return exitFailed, nil
+	}
+	fails := drainFailures(doc)
+	remaining := s.deadline - time.Since(s.start)
+	if remaining < time.Second {
+		c.log.Error("slurm-drain: no time left for scontrol", zap.Duration("deadline", s.deadline))
+		return exitFailed, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remaining-remaining/10)
+	defer cancel()
+	conf := s.slurmConf
+	if conf == "" {
+		conf = c.getenv("SLURM_CONF")
+	}
+	sc := &slurm.Scontrol{Path: s.scontrolPath, SlurmConf: conf, Timeout: min(slurm.DefaultScontrolTimeout, remaining/2)}
+	log := c.log.With(zap.String("node", node), zap.String("node_from", from), zap.String("scontrol", s.scontrolPath))
+	info, err := sc.ShowNode(ctx, node)
+	if err != nil {
+		log.Error("slurm-drain: cannot read the node's state; not draining or resuming", zap.Error(err))
+		return exitFailed, nil
+	}
+	d := slurm.Decide(info, len(fails) > 0, slurm.DrainReason(fails))
+	log = log.With(zap.String("state", info.State), zap.String("old_reason", info.Reason), zap.Int("failed_checks", len(fails)))
+	switch d.Action {
+	case slurm.Drain:
+		if err := sc.Drain(ctx, node, d.Reason); err != nil {
+			log.Error("slurm-drain: drain failed", zap.String("reason", d.Reason), zap.Error(err))
+			return exitFailed, nil
+		}
+		log.Warn("slurm-drain: drained node", zap.String("reason", d.Reason), zap.String("why", d.Why))
+	case slurm.Resume:
+		if err := sc.Resume(ctx, node); err != nil {
+			log.Error("slurm-drain: resume failed", zap.Error(err))
+			return exitFailed, nil
+		}
+		log.Warn("slurm-drain: resumed node", zap.String("why", d.Why))
+	default:
+		log.Info("slurm-drain: no change", zap.String("why", d.Why))
+	}
+	return 0, nil
+}
+
+// drainFailures are the node checks that count against the node: failures
+// and errors (a node that cannot be judged is not healthy), and warnings
+// under --strict.
+func drainFailures(doc *report.Document) []slurm.Failure {
+	scope := map[string]check.Scope{}
+	for _, ch := range check.All() {
+		scope[ch.ID] = ch.Scope
+	}
+	var out []slurm.Failure
+	for _, r := range doc.Checks {
+		if scope[r.ID] == check.JobScope {
+			continue
+		}
+		if r.Status == check.Fail || r.Status == check.Error || doc.Strict && r.Status == check.Warn {
+			out = append(out, slurm.Failure{ID: r.ID, Summary: r.Summary})
+		}
+	}
+	return out
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/collect"
+)
+
+// fakeScontrol is a stand-in scontrol that keeps one node's state and reason
+// in files, as slurmctld would, and logs every call's argv.
+func fakeScontrol(t *testing.T, state, reason string) (path, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("state", state)
+	write("reason", reason)
+	script := `#!/bin/sh
+D=` + dir + `
+echo "$*" >> $D/calls
+case "$1" in
+show)
+  echo "NodeName=$3 Arch=x86_64"
+  echo "   State=$(cat $D/state) ThreadsPerCore=1"
+  r=$(cat $D/reason)
+  [ -n "$r" ] && echo "   Reason=$r [root@2026-11-22T05:08:27]"
+  exit 0 ;;
+update)
+  for a in "$@"; do
+    case "$a" in
+    State=DRAIN) echo "IDLE+DRAIN" > $D/state ;;
+    State=RESUME) echo "IDLE" > $D/state; : > $D/reason ;;
+    Reason=*) printf '%s' "${a#Reason=}" > $D/reason ;;
+    esac
+  done ;;
+esac
+`
+	path = filepath.Join(dir, "scontrol")
+	write("scontrol", script)
+	if err := os.Chmod(path, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, dir
+}
+
+func runEnv(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func TestSlurmDrainAndResume(t *testing.T) {
+	sc, dir := fakeScontrol(t, "IDLE", "")
+	env := map[string]string{"SLURMD_NODENAME": "vm"}
+	hc := func(spec string) (int, string, string) {
+		return runEnv(t, env, "check", "--slurm-drain", "--scontrol", sc, "--simulate", spec, "--checks", "gpu", "--log.level", "info")
+	}
+	state := func() (string, string) {
+		return readFile(t, filepath.Join(dir, "state")), readFile(t, filepath.Join(dir, "reason"))
+	}
+
+	if code, out, errs := hc("dgx-h100"); code != 0 || strings.Contains(errs, "slurm-drain: drained node") {
+		t.Fatalf("healthy: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := hc("dgx-h100:row-remap-pending=3")
+	st, reason := state()
+	if code != 1 || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprobe: gpu.row_remap: GPU 3") || !strings.Contains(errs, "slurm-drain: drained node") {
+		t.Fatalf("fault: exit %d state %q reason %q\n%s%s", code, st, reason, out, errs)
+	}
+	if strings.Contains(out, "job.") {
+		t.Errorf("job checks in a health-check report:\n%s", out)
+	}
+	calls := readFile(t, filepath.Join(dir, "calls"))
+	if hc("dgx-h100:row-remap-pending=3"); readFile(t, filepath.Join(dir, "calls")) != calls+"\nshow node vm" {
+		t.Errorf("same failure again must not update:\n%s", readFile(t, filepath.Join(dir, "calls")))
+	}
+	if code, _, errs := hc("dgx-h100"); code != 0 || !strings.Contains(errs, "slurm-drain: resumed node") {
+		t.Errorf("recovery: exit %d\n%s", code, errs)
+	}
+	if st, reason := state(); st != "IDLE" || reason != "" {
+		t.Errorf("after resume: %q %q", st, reason)
+	}
+
+	// An admin's drain survives both a failure and a recovery.
+	os.WriteFile(filepath.Join(dir, "state"), []byte("IDLE+DRAIN"), 0o644)
+	os.WriteFile(filepath.Join(dir, "reason"), []byte("admin: replacing PSU"), 0o644)
+	hc("dgx-h100:ecc-uncorrectable=1")
+	hc("dgx-h100")
+	if st, reason := state(); st != "IDLE+DRAIN" || reason != "admin: replacing PSU" {
+		t.Errorf("admin drain touched: %q %q", st, reason)
+	}
+	// A down node is left alone.
+	os.WriteFile(filepath.Join(dir, "state"), []byte("DOWN+NOT_RESPONDING"), 0o644)
+	os.WriteFile(filepath.Join(dir, "reason"), []byte(""), 0o644)
+	if _, _, errs := hc("dgx-h100:row-remap-pending=3"); !strings.Contains(errs, "left alone") {
+		t.Errorf("down node: %s", errs)
+	}
+	if st, _ := state(); st != "DOWN+NOT_RESPONDING" {
+		t.Errorf("down node changed to %q", st)
+	}
+}
+
+func TestSlurmDrainUsage(t *testing.T) {
+	env := map[string]string{"SLURMD_NODENAME": "vm"}
+	if code, _, errs := runEnv(t, env, "check", "--slurm-drain", "--scontrol", "scontrol", "--simulate", "dgx-h100"); code != 2 || !strings.Contains(errs, "absolute path") {
+		t.Errorf("relative scontrol: exit %d %s", code, errs)
+	}
+	if code, _, errs := runEnv(t, env, "check", "--slurm-drain", "--scontrol", "/nonexistent/scontrol", "--simulate", "dgx-h100"); code != 2 || !strings.Contains(errs, "no such file") {
+		t.Errorf("missing scontrol: exit %d %s", code, errs)
+	}
+	sc, _ := fakeScontrol(t, "IDLE", "")
+	if code, _, errs := runEnv(t, env, "check", "--slurm-drain", "--scontrol", sc, "--slurm-deadline", "5s", "--simulate", "dgx-h100"); code != 2 || !strings.Contains(errs, "leaves no time") {
+		t.Errorf("short deadline: exit %d %s", code, errs)
+	}
+	if code, _, errs := runEnv(t, env, "check", "--min-gpu-memory", "lots", "--simulate", "dgx-h100"); code != 2 || !strings.Contains(errs, "--min-gpu-memory") {
+		t.Errorf("bad memory size: exit %d %s", code, errs)
+	}
+}
+
+func TestSlurmDrainScontrolFails(t *testing.T) {
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "scontrol")
+	os.WriteFile(sc, []byte("#!/bin/sh\necho 'scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host' >&2\nexit 1\n"), 0o755)
+	code, _, errs := runEnv(t, map[string]string{"SLURMD_NODENAME": "vm"}, "check", "--slurm-drain", "--scontrol", sc, "--simulate", "dgx-h100", "--checks", "gpu")
+	if code != 1 || !strings.Contains(errs, "cannot read the node's state") || !strings.Contains(errs, "Unknown host") {
+		t.Errorf("exit %d\n%s", code, errs)
+	}
+}
+
+func TestJobFlagsForceJobChecks(t *testing.T) {
+	code, out, _ := runEnv(t, nil, "check", "--simulate", "dgx-h100", "--checks", "job", "--no-job")
+	if code != 0 || strings.Count(out, "job checks off") != 9 {
+		t.Errorf("--no-job: exit %d\n%s", code, out)
+	}
+	code, out, _ = runEnv(t, nil, "check", "--simulate", "dgx-h100", "--checks", "job.gpu_memory", "--job", "--min-gpu-memory", "100GiB", "--format", "json")
+	if code != 1 || !strings.Contains(out, "below the required 100GiB") {
+		t.Errorf("--job --min-gpu-memory: exit %d\n%s", code, out)
+	}
+}
+
+// A wedged driver must not keep a health check past its hard deadline:
+// --timeout is cut to leave scontrol its time, and the node is drained.
+func TestSlurmDrainHungDriverFinishesInTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes the 10 s collection budget")
+	}
+	sc, dir := fakeScontrol(t, "IDLE", "")
+	start := time.Now()
+	code, out, errs := runEnv(t, map[string]string{"SLURMD_NODENAME": "vm"}, "check", "--slurm-drain", "--scontrol", sc,
+		"--slurm-deadline", "20s", "--timeout", "60s", "--simulate", "dgx-h100:nvml-hang=1", "--checks", "gpu")
+	took := time.Since(start)
+	if code != 1 || took > 19*time.Second {
+		t.Fatalf("exit %d after %s\n%s%s", code, took, out, errs)
+	}
+	if st := readFile(t, filepath.Join(dir, "state")); st != "IDLE+DRAIN" {
+		t.Errorf("state %q after a hung driver (took %s)\n%s", st, took, readFile(t, filepath.Join(dir, "reason")))
+	}
+}
+
+func TestWatchdogFires(t *testing.T) {
+	fired := make(chan int, 1)
+	old := watchdogExit
+	watchdogExit = func(code int) { fired <- code }
+	defer func() { watchdogExit = old }()
+	s := &slurmFlags{drain: true, deadline: 2 * scontrolBudget}
+	sc, _ := fakeScontrol(t, "IDLE", "")
+	s.scontrol = sc
+	f := &checkFlags{}
+	f.collect.timeout = time.Minute
+	cfg := check.DefaultConfig()
+	var o collect.Options
+	if err := s.configure(f, cfg, &o); err != nil {
+		t.Fatal(err)
+	}
+	if f.collect.timeout != scontrolBudget || o.SlurmJob != "never" || cfg.Job.Mode != "never" {
+		t.Errorf("configure: timeout %s, job %q/%q", f.collect.timeout, o.SlurmJob, cfg.Job.Mode)
+	}
+	s.watchdog.Reset(10 * time.Millisecond)
+	select {
+	case code := <-fired:
+		if code != exitFailed {
+			t.Errorf("watchdog exit %d", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("watchdog did not fire")
+	}
+}

@@ -1,0 +1,422 @@
+package collect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func realSlurmHost(o Options) slurmHost {
+	h := slurmHost{
+		proc:     o.procfs(),
+		sys:      o.SysfsRoot,
+		devGlob:  "/dev/nvidia[0-9]*",
+		hostname: os.Hostname,
+		affinity: schedAffinity,
+		uid:      os.Getuid,
+		pid:      os.Getpid,
+		lookupID: func(uid string) (string, error) {
+			u, err := user.LookupId(uid)
+			if err != nil {
+				return "", err
+			}
+			return u.Username, nil
+		},
+		resolve:  net.DefaultResolver.LookupHost,
+		readFile: os.ReadFile,
+		probe:    probeDevice,
+		timeout:  2 * time.Second,
+	}
+	if h.sys == "" {
+		h.sys = "/sys"
+	}
+	if o.Simulate != nil {
+		h.devGlob = ""
+	}
+	return h
+}
+
+func schedAffinity() ([]int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return nil, err
+	}
+	var cpus []int
+	for i := 0; i < len(set)*64; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus, nil
+}
+
+func probeDevice(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// withTimeout runs f, giving up after d: an open() on a wedged driver or an
+// NSS lookup against a dead LDAP server blocks in the kernel or in C, where
+// no context reaches.
+func withTimeout[T any](d time.Duration, f func() (T, error)) (T, error) {
+	type r struct {
+		v   T
+		err error
+	}
+	ch := make(chan r, 1)
+	go func() {
+		v, err := f()
+		ch <- r{v, err}
+	}()
+	select {
+	case x := <-ch:
+		return x.v, x.err
+	case <-time.After(d):
+		var zero T
+		return zero, errTimeout
+	}
+}
+
+var errTimeout = errors.New("timed out")
+
+// gpuDeviceFiles lists the GPU device files Slurm's gres.conf names for this
+// node and those the driver created, with whether this task may open them.
+// The open probe only runs inside a job, where it tells a device cgroup.
+func gpuDeviceFiles(ctx context.Context, st *slurm.State, conf *slurm.Conf, h slurmHost, real bool) []slurm.DeviceFile {
+	var paths []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	if conf != nil && conf.GresConf != nil {
+		for _, d := range slurm.Devices(conf.GresConf.ForNode(st.NodeName, "gpu")) {
+			add(d.File)
+		}
+	}
+	if real && h.devGlob != "" {
+		m, _ := filepath.Glob(h.devGlob)
+		sort.Slice(m, func(i, j int) bool { return devNum(m[i]) < devNum(m[j]) })
+		for _, p := range m {
+			add(p)
+		}
+	}
+	var out []slurm.DeviceFile
+	for _, p := range paths {
+		if ctx.Err() != nil {
+			break
+		}
+		d := slurm.DeviceFile{Path: p, Access: "absent"}
+		var sb unix.Stat_t
+		if err := unix.Stat(p, &sb); err != nil {
+			if !errors.Is(err, unix.ENOENT) {
+				d.Access, d.Error = "error", err.Error()
+			}
+			out = append(out, d)
+			continue
+		}
+		d.Exist = true
+		d.Char = sb.Mode&unix.S_IFMT == unix.S_IFCHR
+		d.Major, d.Minor = int(unix.Major(uint64(sb.Rdev))), int(unix.Minor(uint64(sb.Rdev)))
+		d.Access = ""
+		if st.InJob && d.Char {
+			_, err := withTimeout(h.timeout, func() (struct{}, error) { return struct{}{}, h.probe(p) })
+			switch {
+			case err == nil, errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
+				d.Access = "ok"
+			case errors.Is(err, unix.EPERM):
+				d.Access, d.Error = "denied", "operation not permitted (device cgroup)"
+			case errors.Is(err, unix.EACCES):
+				d.Access, d.Error = "denied", "permission denied (file mode)"
+			case errors.Is(err, errTimeout):
+				d.Access, d.Error = "timeout", "open() did not return within "+h.timeout.String()
+			default:
+				d.Access, d.Error = "error", err.Error()
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// devNum sorts /dev/nvidia10 after /dev/nvidia9.
+func devNum(p string) int {
+	i := len(p)
+	for i > 0 && p[i-1] >= '0' && p[i-1] <= '9' {
+		i--
+	}
+	n, _ := strconv.Atoi(p[i:])
+	return n
+}
+
+// gpuLocalCPUs reads each GPU's local_cpulist and numa_node from sysfs. NVML's
+// CPU affinity is narrowed to the caller's cpuset inside a job step; sysfs
+// is not, so it shows the far socket a misbound task is on.
+func gpuLocalCPUs(n *state.Node, h slurmHost) []slurm.GPUCPUs {
+	if n.NVML == nil {
+		return nil
+	}
+	var out []slurm.GPUCPUs
+	for _, g := range n.NVML.GPUs {
+		bdf := sysfsBDF(g.PCIBusID)
+		if bdf == "" {
+			continue
+		}
+		dir := filepath.Join(h.sys, "bus", "pci", "devices", bdf)
+		data, err := h.readFile(filepath.Join(dir, "local_cpulist"))
+		if err != nil {
+			continue
+		}
+		c := slurm.GPUCPUs{PCIBusID: g.PCIBusID}
+		c.CPUs, _ = slurm.ParseIntList(strings.TrimSpace(string(data)))
+		if nd, err := h.readFile(filepath.Join(dir, "numa_node")); err == nil {
+			if v, err := strconv.Atoi(strings.TrimSpace(string(nd))); err == nil && v >= 0 {
+				c.NUMANode = &v
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// sysfsBDF turns NVML's "00000000:19:00.0" into sysfs's "0000:19:00.0".
+func sysfsBDF(busID string) string {
+	b := strings.ToLower(busID)
+	if len(b) < 12 {
+		return ""
+	}
+	return b[len(b)-12:]
+}
+
+var cgroupJobRe = regexp.MustCompile(`/job_([0-9]+)(?:/|$)`)
+
+// gpuProcesses finds the Slurm job of every process on a GPU: from its
+// environment when readable (root, or our own), else from its cgroup path,
+// which anyone may read.
+func gpuProcesses(n *state.Node, h slurmHost) []slurm.Process {
+	if n.NVML == nil {
+		return nil
+	}
+	var out []slurm.Process
+	for _, g := range n.NVML.GPUs {
+		for _, p := range g.Processes {
+			sp := slurm.Process{GPU: g.Index, PID: p.PID, UsedMemoryBytes: p.UsedMemoryBytes, User: p.User, Command: p.Command}
+			dir := filepath.Join(h.proc, strconv.Itoa(int(p.PID)))
+			status, err := h.readFile(filepath.Join(dir, "status"))
+			if err != nil {
+				sp.Gone = errors.Is(err, os.ErrNotExist)
+				out = append(out, sp)
+				continue
+			}
+			if uid, ok := statusUID(string(status)); ok {
+				sp.UID = &uid
+			}
+			if env, err := h.readFile(filepath.Join(dir, "environ")); err == nil {
+				for _, kv := range strings.Split(string(env), "\x00") {
+					if v, ok := strings.CutPrefix(kv, "SLURM_JOB_ID="); ok {
+						sp.JobID, sp.JobFrom = v, "environ"
+					}
+				}
+			}
+			if sp.JobID == "" {
+				if cg, err := h.readFile(filepath.Join(dir, "cgroup")); err == nil {
+					if m := cgroupJobRe.FindStringSubmatch(string(cg)); m != nil {
+						sp.JobID, sp.JobFrom = m[1], "cgroup"
+					}
+				}
+			}
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+func statusUID(status string) (int, bool) {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, err := strconv.Atoi(f[0])
+				return n, err == nil
+			}
+		}
+	}
+	return 0, false
+}
+
+// readTask reads this process's CPU mask and cgroup.
+func readTask(ctx context.Context, h slurmHost) (*slurm.Task, []string) {
+	var errs []string
+	t := &slurm.Task{PID: h.pid(), UID: h.uid()}
+	if name, err := withTimeout(h.timeout, func() (string, error) { return h.lookupID(strconv.Itoa(t.UID)) }); err == nil {
+		t.User = name
+	}
+	cpus, err := h.affinity()
+	if err != nil {
+		errs = append(errs, "sched_getaffinity: "+err.Error())
+	}
+	t.CPUs = cpus
+	cg, err := h.readFile(filepath.Join(h.proc, "self", "cgroup"))
+	if err != nil {
+		return t, errs
+	}
+	var devPath string
+	for _, line := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		switch {
+		case parts[0] == "0" && parts[1] == "":
+			if t.Cgroup == "" {
+				t.Cgroup = parts[2]
+			}
+		case hasController(parts[1], "devices"):
+			devPath = parts[2]
+			t.Cgroup = parts[2]
+		}
+	}
+	if m := cgroupJobRe.FindStringSubmatch(t.Cgroup); m != nil {
+		t.CgroupJobID = m[1]
+	}
+	if devPath != "" && ctx.Err() == nil {
+		if data, err := h.readFile(filepath.Join(h.sys, "fs", "cgroup", "devices", devPath, "devices.list")); err == nil {
+			t.DeviceRules = strings.Split(strings.TrimSpace(string(data)), "\n")
+		}
+	}
+	return t, errs
+}
+
+func hasController(list, c string) bool {
+	for _, x := range strings.Split(list, ",") {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// readJobHost gathers what the job checks need beyond the GPUs: the HCAs
+// and interfaces NCCL variables name, the master's address, the CUDA
+// runtime the job would load.
+func readJobHost(ctx context.Context, env *slurm.Env, h slurmHost) *slurm.Host {
+	host := &slurm.Host{IBDevices: listDir(filepath.Join(h.sys, "class", "infiniband")),
+		NetInterfaces: listDir(filepath.Join(h.sys, "class", "net"))}
+	if env.MasterAddr != "" {
+		names := []string{env.MasterAddr}
+		if hosts, err := slurm.ExpandHostlist(env.JobNodelist); err == nil && len(hosts) > 0 && hosts[0] != env.MasterAddr {
+			names = append(names, hosts[0])
+		}
+		host.Resolved = map[string][]string{}
+		for _, name := range names {
+			if ctx.Err() != nil {
+				break
+			}
+			rctx, cancel := context.WithTimeout(ctx, h.timeout)
+			addrs, err := h.resolve(rctx, name)
+			cancel()
+			sort.Strings(addrs)
+			host.Resolved[name] = append([]string{}, addrs...)
+			if err != nil {
+				if host.ResolveErrors == nil {
+					host.ResolveErrors = map[string]string{}
+				}
+				host.ResolveErrors[name] = err.Error()
+			}
+		}
+	}
+	host.CUDARuntime = findCUDARuntime(env, h)
+	return host
+}
+
+func listDir(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	out := []string{}
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+var cudartRe = regexp.MustCompile(`^libcudart\.so\.(\d+)(?:\.(\d+))?`)
+
+// findCUDARuntime names the CUDA runtime a job would load: CUDA_VERSION
+// (set by NVIDIA's containers), else $CUDA_HOME/version.json or version.txt,
+// else the highest libcudart.so.N[.M] on LD_LIBRARY_PATH or under CUDA_HOME.
+func findCUDARuntime(env *slurm.Env, h slurmHost) *slurm.CUDARuntime {
+	if env.CUDAVersion != "" {
+		return &slurm.CUDARuntime{Version: env.CUDAVersion, From: "CUDA_VERSION"}
+	}
+	if env.CUDAHome != "" {
+		if data, err := h.readFile(filepath.Join(env.CUDAHome, "version.json")); err == nil {
+			var v struct {
+				CUDA struct {
+					Version string `json:"version"`
+				} `json:"cuda"`
+			}
+			if json.Unmarshal(data, &v) == nil && v.CUDA.Version != "" {
+				return &slurm.CUDARuntime{Version: v.CUDA.Version, From: filepath.Join(env.CUDAHome, "version.json")}
+			}
+		}
+		if data, err := h.readFile(filepath.Join(env.CUDAHome, "version.txt")); err == nil {
+			if f := strings.Fields(string(data)); len(f) >= 3 && f[0] == "CUDA" {
+				return &slurm.CUDARuntime{Version: f[2], From: filepath.Join(env.CUDAHome, "version.txt")}
+			}
+		}
+	}
+	var dirs []string
+	for _, d := range strings.Split(env.LDLibraryPath, ":") {
+		if d != "" {
+			dirs = append(dirs, d)
+		}
+	}
+	if env.CUDAHome != "" {
+		dirs = append(dirs, filepath.Join(env.CUDAHome, "lib64"), filepath.Join(env.CUDAHome, "lib"))
+	}
+	var best *slurm.CUDARuntime
+	bestMaj, bestMin := -1, -1
+	for _, d := range dirs {
+		for _, name := range listDir(d) {
+			m := cudartRe.FindStringSubmatch(name)
+			if m == nil {
+				continue
+			}
+			maj, _ := strconv.Atoi(m[1])
+			mnr := -1
+			if m[2] != "" {
+				mnr, _ = strconv.Atoi(m[2])
+			}
+			if maj > bestMaj || maj == bestMaj && mnr > bestMin {
+				bestMaj, bestMin = maj, mnr
+				v := m[1]
+				if m[2] != "" {
+					v += "." + m[2]
+				}
+				best = &slurm.CUDARuntime{Version: v, From: filepath.Join(d, name)}
+			}
+		}
+	}
+	return best
+}

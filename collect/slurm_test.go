@@ -1,0 +1,238 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/slurm"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// fakeTree writes files under a temp dir: path -> content.
+func fakeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, c := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func testHost(root string) slurmHost {
+	return slurmHost{
+		proc: filepath.Join(root, "proc"), sys: filepath.Join(root, "sys"),
+		hostname: func() (string, error) { return "gpu001.cluster.local", nil },
+		affinity: func() ([]int, error) { return []int{0, 1, 2, 3}, nil },
+		uid:      func() int { return 1000 },
+		pid:      func() int { return 4242 },
+		lookupID: func(uid string) (string, error) { return map[string]string{"1000": "alice"}[uid], nil },
+		resolve: func(_ context.Context, h string) ([]string, error) {
+			if h == "gpu001" {
+				return []string{"10.0.0.1"}, nil
+			}
+			return nil, errors.New("lookup " + h + ": no such host")
+		},
+		readFile: os.ReadFile,
+		probe: func(p string) error {
+			if strings.HasSuffix(p, "fakegpu1") {
+				return unix.EPERM
+			}
+			return unix.ENXIO // a device node with no driver behind it
+		},
+		timeout: time.Second,
+	}
+}
+
+func TestGatherSlurmInAJob(t *testing.T) {
+	root := fakeTree(t, map[string]string{
+		"etc/slurm/slurm.conf":    "ClusterName=c\nGresTypes=gpu\nTaskPlugin=task/cgroup\nNodeName=gpu[001-002] Gres=gpu:2 CPUs=8\n",
+		"etc/slurm/cgroup.conf":   "ConstrainDevices=yes\n",
+		"etc/slurm/topology.conf": "SwitchName=s0 Nodes=gpu[001-002]\n",
+		"proc/self/cgroup":        "12:devices:/slurm/uid_1000/job_42/step_0/task_0\n11:cpuset:/slurm/uid_1000/job_42/step_0\n0::/\n",
+		"sys/fs/cgroup/devices/slurm/uid_1000/job_42/step_0/task_0/devices.list": "c 195:0 rwm\nc 195:255 rwm\n",
+		"proc/777/status":  "Name:\tpython\nUid:\t1001\t1001\t1001\t1001\n",
+		"proc/777/cgroup":  "12:devices:/slurm/uid_1001/job_41/step_0/task_0\n",
+		"proc/778/status":  "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n",
+		"proc/778/environ": "PATH=/bin\x00SLURM_JOB_ID=42\x00",
+		"sys/bus/pci/devices/0000:19:00.0/local_cpulist": "0-55,112-167\n",
+		"sys/bus/pci/devices/0000:19:00.0/numa_node":     "0\n",
+		"sys/class/infiniband/mlx5_0/fw_ver":             "28.39.1002\n",
+		"sys/class/net/eth0/mtu":                         "1500\n",
+		"cuda/lib64/libcudart.so.12.4.127":               "",
+		"cuda/lib64/libcudart.so.12":                     "",
+		"old/libcudart.so.11.8.89":                       "",
+	})
+	// Device files: symlinks to /dev/null are character devices (1:3), as the
+	// reference cluster's fake GPUs were; one is missing.
+	gres := "NodeName=gpu001 Name=gpu File=" + root + "/dev/fakegpu[0-2]\n"
+	if err := os.WriteFile(filepath.Join(root, "etc/slurm/gres.conf"), []byte(gres), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(root, "dev"), 0o755)
+	for _, n := range []string{"fakegpu0", "fakegpu1"} {
+		if err := os.Symlink("/dev/null", filepath.Join(root, "dev", n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := &state.Node{NVML: &state.NVML{Available: true, GPUs: []state.GPU{
+		{Index: 0, PCIBusID: "00000000:19:00.0", ProcessesKnown: true, Processes: []state.Process{{PID: 777, User: "bob"}, {PID: 778}, {PID: 779}}},
+		{Index: 1, PCIBusID: "00000000:3B:00.0"},
+	}}}
+	env := []string{"SLURM_JOB_ID=42", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURMD_NODENAME=gpu001", "SLURM_JOB_NODELIST=gpu[001-002]",
+		"CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0", "SLURM_CONF=" + root + "/etc/slurm/slurm.conf",
+		"MASTER_ADDR=gpu001.cluster.local", "LD_LIBRARY_PATH=" + root + "/old:" + root + "/cuda/lib64"}
+	st := gatherSlurm(context.Background(), n, Options{}, env, testHost(root))
+
+	if !st.InJob || st.NodeName != "gpu001" || st.NodeNameFrom != "SLURMD_NODENAME" || len(st.Errors) > 0 {
+		t.Fatalf("state %+v", st)
+	}
+	c := st.Conf
+	if c.SlurmConf == nil || c.GresConf == nil || c.CgroupConf == nil || !c.CgroupConf.ConstrainDevices || !strings.HasSuffix(c.TopologyConf, "topology.conf") || len(c.Missing) > 0 {
+		t.Errorf("conf %+v", c)
+	}
+	var access []string
+	for _, d := range st.Devices {
+		access = append(access, filepath.Base(d.Path)+"="+d.Access)
+		if d.Access == "ok" && (!d.Char || d.Major != 1 || d.Minor != 3) {
+			t.Errorf("device %+v: want char 1:3", d)
+		}
+	}
+	if want := []string{"fakegpu0=ok", "fakegpu1=denied", "fakegpu2=absent"}; !reflect.DeepEqual(access, want) {
+		t.Errorf("devices %v, want %v", access, want)
+	}
+	task := st.Task
+	if task.PID != 4242 || task.User != "alice" || task.CgroupJobID != "42" || !reflect.DeepEqual(task.DeviceRules, []string{"c 195:0 rwm", "c 195:255 rwm"}) || len(task.CPUs) != 4 {
+		t.Errorf("task %+v", task)
+	}
+	if len(st.GPUCPUs) != 1 || slurm.FormatIntList(st.GPUCPUs[0].CPUs) != "0-55,112-167" || *st.GPUCPUs[0].NUMANode != 0 {
+		t.Errorf("gpu cpus %+v", st.GPUCPUs)
+	}
+	got := map[uint32]slurm.Process{}
+	for _, p := range st.Processes {
+		got[p.PID] = p
+	}
+	if p := got[777]; p.JobID != "41" || p.JobFrom != "cgroup" || *p.UID != 1001 || p.User != "bob" {
+		t.Errorf("pid 777 %+v", p)
+	}
+	if p := got[778]; p.JobID != "42" || p.JobFrom != "environ" {
+		t.Errorf("pid 778 %+v", p)
+	}
+	if p := got[779]; !p.Gone {
+		t.Errorf("pid 779 %+v", p)
+	}
+	h := st.Host
+	if !reflect.DeepEqual(h.IBDevices, []string{"mlx5_0"}) || !reflect.DeepEqual(h.NetInterfaces, []string{"eth0"}) {
+		t.Errorf("host %+v", h)
+	}
+	if len(h.Resolved["gpu001"]) != 1 || len(h.Resolved["gpu001.cluster.local"]) != 0 || h.ResolveErrors["gpu001.cluster.local"] == "" {
+		t.Errorf("resolved %v %v", h.Resolved, h.ResolveErrors)
+	}
+	if h.CUDARuntime == nil || h.CUDARuntime.Version != "12.4" || !strings.HasSuffix(h.CUDARuntime.From, "libcudart.so.12.4.127") {
+		t.Errorf("cuda runtime %+v", h.CUDARuntime)
+	}
+}
+
+func TestGatherSlurmHealthCheckEnvironment(t *testing.T) {
+	root := fakeTree(t, map[string]string{"proc/self/cgroup": "0::/system.slice/slurmd.service\n"})
+	n := &state.Node{NVML: &state.NVML{Available: true, GPUs: []state.GPU{{Index: 0, Processes: []state.Process{{PID: 1}}}}}}
+	h := testHost(root)
+	probed := false
+	h.probe = func(string) error { probed = true; return nil }
+	// slurmd gives a HealthCheckProgram SLURMD_NODENAME and nothing else.
+	st := gatherSlurm(context.Background(), n, Options{SlurmConf: filepath.Join(root, "nope", "slurm.conf")}, []string{"SLURMD_NODENAME=vm"}, h)
+	if st.InJob || !strings.Contains(st.JobReason, "SLURM_JOB_ID is not set") || st.NodeName != "vm" {
+		t.Errorf("state %+v", st)
+	}
+	if st.Conf.SlurmConf != nil || len(st.Conf.Missing) != 1 || st.Host != nil || st.Processes != nil || probed {
+		t.Errorf("outside a job nothing job-only is collected: %+v", st)
+	}
+	if st.Task.Cgroup != "/system.slice/slurmd.service" {
+		t.Errorf("cgroup v2 path %q", st.Task.Cgroup)
+	}
+	forced := gatherSlurm(context.Background(), n, Options{SlurmJob: "always"}, []string{}, h)
+	if !forced.InJob || forced.JobReason != "forced by --job" || forced.NodeName != "gpu001" || forced.NodeNameFrom != "hostname" {
+		t.Errorf("forced %+v", forced)
+	}
+	off := gatherSlurm(context.Background(), n, Options{SlurmJob: "never"}, []string{"SLURM_JOB_ID=1"}, h)
+	if off.InJob {
+		t.Errorf("--no-job still in job: %+v", off)
+	}
+}
+
+func TestGatherSlurmSimulationReadsRealEnvOnly(t *testing.T) {
+	root := fakeTree(t, map[string]string{"sys/bus/pci/devices/0000:19:00.0/local_cpulist": "0-3\n", "proc/777/status": "Uid:\t0\n"})
+	n := &state.Node{NVML: &state.NVML{Available: true, GPUs: []state.GPU{{Index: 0, PCIBusID: "00000000:19:00.0", Processes: []state.Process{{PID: 777}}}}}}
+	st := gatherSlurm(context.Background(), n, Options{Simulate: simSpec(t)}, []string{"SLURM_JOB_ID=5", "CUDA_VISIBLE_DEVICES=0,1"}, testHost(root))
+	if !st.InJob || len(st.Env.CUDAVisible.Entries) != 2 {
+		t.Errorf("the real job environment must be read under --simulate: %+v", st.Env)
+	}
+	if st.GPUCPUs != nil || st.Processes != nil {
+		t.Errorf("simulated bus IDs and PIDs must not be looked up on this machine: %+v %+v", st.GPUCPUs, st.Processes)
+	}
+}
+
+func TestGatherSlurmHungFilesystem(t *testing.T) {
+	h := testHost(t.TempDir())
+	h.readFile = func(string) ([]byte, error) { select {} }
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	st := gatherSlurm(ctx, &state.Node{}, Options{}, []string{"SLURM_JOB_ID=5"}, h)
+	if time.Since(start) > 2*time.Second || len(st.Errors) == 0 || !st.InJob || st.Env == nil {
+		t.Errorf("hung reads: %s, %+v", time.Since(start), st)
+	}
+}
+
+func TestFindCUDARuntime(t *testing.T) {
+	root := fakeTree(t, map[string]string{
+		"a/version.json":            `{"cuda": {"name": "CUDA SDK", "version": "12.2.140"}}`,
+		"b/version.txt":             "CUDA Version 11.8.89\n",
+		"c/lib64/libcudart.so.11.0": "",
+	})
+	h := testHost(root)
+	for env, want := range map[string]string{
+		"CUDA_VERSION=12.6.1":                               "12.6.1",
+		"CUDA_HOME=" + root + "/a":                          "12.2.140",
+		"CUDA_HOME=" + root + "/b":                          "11.8.89",
+		"CUDA_HOME=" + root + "/c":                          "11.0",
+		"LD_LIBRARY_PATH=/nonexistent:" + root + "/c/lib64": "11.0",
+		"PATH=/bin": "",
+	} {
+		got := findCUDARuntime(slurm.ParseEnv([]string{env}), h)
+		if want == "" && got != nil || want != "" && (got == nil || got.Version != want) {
+			t.Errorf("%s: %+v, want %s", env, got, want)
+		}
+	}
+}
+
+func TestSysfsBDF(t *testing.T) {
+	for in, want := range map[string]string{"00000000:19:00.0": "0000:19:00.0", "0000:3B:00.0": "0000:3b:00.0", "x": ""} {
+		if got := sysfsBDF(in); got != want {
+			t.Errorf("sysfsBDF(%q) = %q", in, got)
+		}
+	}
+}
+
+func simSpec(t *testing.T) *simulate.Spec {
+	t.Helper()
+	s, err := simulate.Parse("dgx-h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# End-to-end test of gpuprobe's Slurm integration against a real Slurm:
+# munged, slurmctld and slurmd on loopback, one node with eight fake GPUs
+# (character devices made with mknod; Slurm ignores regular files), private
+# state under $SLURM_E2E_DIR, non-default ports. Then:
+#   - srun --gres=gpu:2 gpuprobe check sees Slurm's real variables;
+#   - srun -n 2 --gres=gpu:2 warns job.gpu_sharing, --gpus-per-task=1 passes;
+#   - gpuprobe summarize reads a labelled multi-task srun;
+#   - as HealthCheckProgram, gpuprobe drains the node on a simulated fault,
+#     resumes it when the fault is gone, and leaves an admin's drain alone;
+#   - the contrib TaskProlog prints the job checks into the job's output.
+# The GPUs are simulated (--simulate dgx-h100, eight H100s like the fake
+# devices); the Slurm side is real. Prints one PASS/FAIL line per assertion
+# and exits non-zero if any failed. Every daemon it started is stopped, by
+# PID, slurmd first, even when an assertion or the set-up fails.
+#
+# Needs root (apt-get, mknod, slurmd). Knobs: SLURM_E2E_DIR,
+# SLURM_E2E_CTLD_PORT, SLURM_E2E_SLURMD_PORT, SLURM_E2E_INTERVAL (health
+# check interval, s), SLURM_E2E_KEEP=1 (leave the daemons running).
+set -uo pipefail
+
+D=${SLURM_E2E_DIR:-/tmp/gpuprobe-slurm-e2e}
+CTLD_PORT=${SLURM_E2E_CTLD_PORT:-16817}
+SLURMD_PORT=${SLURM_E2E_SLURMD_PORT:-16818}
+INTERVAL=${SLURM_E2E_INTERVAL:-5}
+NGPUS=8 # the dgx-h100 simulation's count: slurm.gres then matches
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+GP=$D/bin/gpuprobe
+T0=$(date +%s%N)
+PASSED=0
+FAILED=0
+
+elapsed() {
+	local t=$((($(date +%s%N) - T0) / 100000000))
+	printf '%d.%d' $((t / 10)) $((t % 10))
+}
+log() { printf '[slurm-e2e %6ss] %s\n' "$(elapsed)" "$*"; }
+pass() { printf 'PASS: %s\n' "$*"; PASSED=$((PASSED + 1)); }
+fail() { printf 'FAIL: %s\n' "$*"; FAILED=$((FAILED + 1)); }
+die() {
+	fail "set-up: $*"
+	for f in "$D"/log/*.log; do
+		[ -f "$f" ] && { echo "--- tail $f"; tail -n 15 "$f"; }
+	done
+	exit 1
+}
+
+# alive PID: running (not a zombie: PID 1 here reaps slowly) and started by us
+# (its command line names our state directory).
+alive() {
+	local pid=$1
+	[ -n "$pid" ] && [ -r "/proc/$pid/stat" ] || return 1
+	[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" != Z ] || return 1
+	tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$D"
+}
+
+# stop_daemons stops what an earlier or this run started: slurmd first while
+# slurmctld and munged are still up (all at once, slurmd hangs ~60 s), then
+# slurmctld, then munged.
+stop_daemons() {
+	if [ -f "$D/run/slurmctld.pid" ] && alive "$(cat "$D/run/slurmctld.pid")"; then
+		SLURM_CONF=$D/etc/slurm.conf timeout 5 scancel --quiet --partition=debug 2>/dev/null || true
+	fi
+	local name pid i
+	for name in slurmd slurmctld munged; do
+		pid=$(cat "$D/run/$name.pid" 2>/dev/null || true)
+		alive "$pid" || continue
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 1 100); do
+			alive "$pid" || break
+			sleep 0.1
+		done
+		if alive "$pid"; then
+			kill -KILL "$pid" 2>/dev/null || true
+			log "$name (pid $pid) needed SIGKILL"
+		fi
+		log "$name stopped (pid $pid)"
+	done
+}
+
+finish() {
+	local rc=$?
+	if [ "${SLURM_E2E_KEEP:-0}" = 1 ]; then
+		log "SLURM_E2E_KEEP=1: daemons left running; export SLURM_CONF=$D/etc/slurm.conf"
+	else
+		stop_daemons
+	fi
+	if [ "$FAILED" -gt 0 ] || [ "$rc" -ne 0 ]; then
+		printf 'slurm-e2e: FAIL: %d passed, %d failed in %ss (logs in %s/log)\n' "$PASSED" "$FAILED" "$(elapsed)" "$D"
+		exit 1
+	fi
+	printf 'slurm-e2e: PASS: %d passed, 0 failed in %ss\n' "$PASSED" "$(elapsed)"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+[ "$(id -u)" = 0 ] || die "needs root (apt-get, mknod, slurmd)"
+
+# --- install --------------------------------------------------------------
+missing=""
+for b in slurmctld slurmd srun sinfo scontrol scancel munged munge; do
+	command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
+done
+if [ -n "$missing" ]; then
+	log "missing:$missing -> apt-get install slurm-wlm munge"
+	made_policy=0
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		# Keep the packages' postinst from starting system daemons.
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made_policy=1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >"$D.apt.log" 2>&1 || die "apt-get update failed: $(tail -n 3 "$D.apt.log")"
+	apt-get install -y -qq --no-install-recommends slurm-wlm munge >>"$D.apt.log" 2>&1 || die "apt-get install failed: $(tail -n 3 "$D.apt.log")"
+	[ "$made_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+	log "installed $(dpkg-query -W -f '${Package} ${Version}' slurm-wlm 2>/dev/null)"
+fi
+
+# --- build, configure, start ------------------------------------------------
+stop_daemons # idempotent: whatever an earlier run left behind goes first
+mkdir -p "$D"/{bin,etc,run,log,state,spool,munge,dev,out} && chmod 755 "$D" "$D/munge" || die "mkdir $D"
+rm -f "$D"/out/* "$D"/log/*.log
+log "building gpuprobe"
+(cd "$REPO" && go build -o "$GP" ./cmd/gpuprobe) || die "go build failed"
+
+HOST=$(hostname -s)
+NCPU=$(nproc)
+for i in $(seq 0 $((NGPUS - 1))); do
+	[ -c "$D/dev/fakegpu$i" ] || { rm -f "$D/dev/fakegpu$i"; mknod "$D/dev/fakegpu$i" c 195 "$i"; } || die "mknod $D/dev/fakegpu$i"
+done
+[ -s "$D/munge/munge.key" ] || { dd if=/dev/urandom of="$D/munge/munge.key" bs=1024 count=1 status=none && chmod 400 "$D/munge/munge.key"; } || die "munge key"
+echo dgx-h100 >"$D/hc-simulate"
+
+cat >"$D/etc/slurm.conf" <<EOF
+ClusterName=gpuprobe
+SlurmctldHost=$HOST(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$SLURMD_PORT
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$D/munge/munge.socket
+StateSaveLocation=$D/state
+SlurmdSpoolDir=$D/spool
+SlurmctldPidFile=$D/run/slurmctld.pid
+SlurmdPidFile=$D/run/slurmd.pid
+SlurmctldLogFile=$D/log/slurmctld.log
+SlurmdLogFile=$D/log/slurmd.log
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+MpiDefault=none
+ReturnToService=2
+GresTypes=gpu
+HealthCheckProgram=$D/etc/healthcheck.sh
+HealthCheckInterval=$INTERVAL
+HealthCheckNodeState=ANY
+TaskProlog=$D/etc/taskprolog.sh
+NodeName=$HOST NodeAddr=127.0.0.1 CPUs=$NCPU Boards=1 SocketsPerBoard=1 CoresPerSocket=$NCPU ThreadsPerCore=1 RealMemory=1024 Gres=gpu:$NGPUS State=UNKNOWN
+PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
+EOF
+echo "NodeName=$HOST Name=gpu File=$D/dev/fakegpu[0-$((NGPUS - 1))]" >"$D/etc/gres.conf"
+echo "# gpuprobe e2e: no cgroup constraints (an empty file makes slurmd complain)" >"$D/etc/cgroup.conf"
+
+# slurmd gives the HealthCheckProgram no arguments and no environment but
+# SLURMD_NODENAME: the wrapper sets what the contrib script reads. The fault
+# is toggled through the --simulate-file the test rewrites.
+cat >"$D/etc/healthcheck.sh" <<EOF
+#!/bin/sh
+GPUPROBE=$GP GPUPROBE_HEALTHCHECK_ARGS="--slurm-conf $D/etc/slurm.conf --simulate-file $D/hc-simulate --checks gpu,slurm --log.level info" \\
+	exec /bin/sh $REPO/contrib/slurm/healthcheck.sh >>$D/log/healthcheck.log 2>&1
+EOF
+# The TaskProlog is global; only steps that ask for it run the contrib one.
+cat >"$D/etc/taskprolog.sh" <<EOF
+#!/bin/sh
+[ "\${GPUPROBE_E2E_TASKPROLOG:-}" = 1 ] || exit 0
+GPUPROBE=$GP GPUPROBE_TASKPROLOG_ARGS="--simulate dgx-h100" exec /bin/sh $REPO/contrib/slurm/taskprolog.sh
+EOF
+chmod 755 "$D/etc/healthcheck.sh" "$D/etc/taskprolog.sh"
+
+export SLURM_CONF=$D/etc/slurm.conf
+munged --socket="$D/munge/munge.socket" --key-file="$D/munge/munge.key" --pid-file="$D/run/munged.pid" \
+	--log-file="$D/log/munged.log" --seed-file="$D/munge/munged.seed" || die "munged did not start"
+slurmctld -c -f "$D/etc/slurm.conf" || die "slurmctld did not start"
+slurmd -f "$D/etc/slurm.conf" || die "slurmd did not start"
+
+node_state() { sinfo -h -n "$HOST" -o %T 2>/dev/null; }
+node_reason() { scontrol show node "$HOST" 2>/dev/null | sed -n 's/^ *Reason=\(.*\) \[[^]]*\]$/\1/p'; }
+# wait_for SECONDS CMD...: poll CMD every 0.2 s until it succeeds.
+wait_for() {
+	local until=$(($(date +%s) + $1))
+	shift
+	while [ "$(date +%s)" -le "$until" ]; do
+		"$@" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+is_idle() { [ "$(node_state)" = idle ]; }
+wait_for 30 is_idle || die "node $HOST not idle after 30 s (state: $(node_state))"
+log "node $HOST idle: munged $(cat "$D/run/munged.pid"), slurmctld $(cat "$D/run/slurmctld.pid"), slurmd $(cat "$D/run/slurmd.pid")"
+
+# status_of FILE ID / summary_of FILE ID read a check's status and summary
+# from a JSON report (indented; id, status, summary in that order).
+status_of() { awk -v id="\"id\": \"$2\"," 'index($0, id) { getline; gsub(/[",]/, ""); print $2; exit }' "$1"; }
+summary_of() { awk -v id="\"id\": \"$2\"," 'index($0, id) { getline; getline; sub(/^ *"summary": "/, ""); sub(/",$/, ""); print; exit }' "$1"; }
+SRUN="timeout 60 srun --quiet"
+CHECK="$GP check --simulate dgx-h100 --format json"
+
+# --- 1. srun --gres=gpu:2: Slurm's variables, resolved against NVML ---------
+$SRUN --gres=gpu:2 $CHECK >"$D/out/gres2.json" 2>"$D/out/gres2.err"
+st=$(status_of "$D/out/gres2.json" job.visible_devices)
+sum=$(summary_of "$D/out/gres2.json" job.visible_devices)
+if [ "$st" = pass ] && [[ "$sum" == *"SLURM_STEP_GPUS=0,1"* ]]; then
+	pass "srun --gres=gpu:2: job.visible_devices pass ($sum)"
+else
+	fail "srun --gres=gpu:2: job.visible_devices '$st' ($sum) $(head -c 300 "$D/out/gres2.err")"
+fi
+
+# The same step with CUDA_VISIBLE_DEVICES widened by the job: must fail.
+$SRUN --gres=gpu:2 env CUDA_VISIBLE_DEVICES=0,1,2,3 $CHECK >"$D/out/widened.json" 2>/dev/null
+st=$(status_of "$D/out/widened.json" job.visible_devices)
+if [ "$st" = fail ]; then
+	pass "srun --gres=gpu:2 with CUDA_VISIBLE_DEVICES=0,1,2,3: job.visible_devices fail ($(summary_of "$D/out/widened.json" job.visible_devices))"
+else
+	fail "srun --gres=gpu:2 with CUDA_VISIBLE_DEVICES=0,1,2,3: job.visible_devices '$st', want fail"
+fi
+
+# --- 2. two tasks, with and without per-task binding --------------------------
+$SRUN -n 2 --gres=gpu:2 --output="$D/out/shared-%t.json" $CHECK 2>/dev/null
+s0=$(status_of "$D/out/shared-0.json" job.gpu_sharing)
+s1=$(status_of "$D/out/shared-1.json" job.gpu_sharing)
+if [ "$s0" = warn ] && [ "$s1" = warn ]; then
+	pass "srun -n 2 --gres=gpu:2: job.gpu_sharing warn on both tasks ($(summary_of "$D/out/shared-0.json" job.gpu_sharing))"
+else
+	fail "srun -n 2 --gres=gpu:2: job.gpu_sharing '$s0'/'$s1', want warn/warn"
+fi
+$SRUN -n 2 --gpus-per-task=1 --output="$D/out/bound-%t.json" $CHECK 2>/dev/null
+s0=$(status_of "$D/out/bound-0.json" job.gpu_sharing)
+s1=$(status_of "$D/out/bound-1.json" job.gpu_sharing)
+v0=$(summary_of "$D/out/bound-0.json" job.visible_devices)
+v1=$(summary_of "$D/out/bound-1.json" job.visible_devices)
+if [ "$s0" = pass ] && [ "$s1" = pass ] && [[ "$v0" == "sees GPU 0,"* ]] && [[ "$v1" == "sees GPU 1,"* ]]; then
+	pass "srun -n 2 --gpus-per-task=1: job.gpu_sharing pass on both tasks (task 0: $v0; task 1: $v1)"
+else
+	fail "srun -n 2 --gpus-per-task=1: job.gpu_sharing '$s0'/'$s1'; visible '$v0' / '$v1'"
+fi
+
+# --- 3. summarize a labelled multi-task srun ------------------------------------
+$SRUN -n 2 --label --gres=gpu:2 $CHECK 2>/dev/null | "$GP" summarize >"$D/out/summary.txt" 2>&1
+rc=$?
+if [ "$rc" = 0 ] && grep -q '\[0\]' "$D/out/summary.txt" && grep -q '\[1\]' "$D/out/summary.txt" && grep -q 'job.gpu_sharing' "$D/out/summary.txt" &&
+	grep -q '^2 report(s)' "$D/out/summary.txt"; then
+	pass "srun -n 2 --label | gpuprobe summarize: 2 rows, exit 0"
+else
+	fail "srun -n 2 --label | gpuprobe summarize: exit $rc: $(cat "$D/out/summary.txt")"
+fi
+$SRUN -n 2 --label --gres=gpu:2 $GP check --simulate dgx-h100:row-remap-pending=1 --format json 2>/dev/null | "$GP" summarize >"$D/out/summary-fault.txt" 2>&1
+rc=$?
+if [ "$rc" = 1 ] && grep -q 'fail gpu.row_remap: GPU 1' "$D/out/summary-fault.txt"; then
+	pass "summarize with a row-remap fault on both tasks: exit 1, gpu.row_remap listed"
+else
+	fail "summarize with a fault: exit $rc: $(cat "$D/out/summary-fault.txt")"
+fi
+
+# --- 4. the contrib TaskProlog prints the job checks into the job's output ------
+out=$(GPUPROBE_E2E_TASKPROLOG=1 $SRUN -n 2 --gres=gpu:2 true 2>&1)
+if [[ "$out" == *"gpuprobe[$HOST]:   WARN   job.gpu_sharing"* ]] && [ "$(grep -c 'job.gpu_sharing' <<<"$out")" = 1 ]; then
+	pass "TaskProlog: job.gpu_sharing warning printed once into the job's output"
+else
+	fail "TaskProlog output: $out"
+fi
+
+# --- 5. HealthCheckProgram: drain, resume, and an admin's drain ----------------
+hc_runs() {
+	local n
+	n=$(grep -c 'slurm-drain:' "$D/log/healthcheck.log" 2>/dev/null)
+	echo "${n:-0}"
+}
+# wait_runs N: wait until the health check has run N more times.
+wait_runs() {
+	local want=$(($(hc_runs) + $1))
+	check_runs() { [ "$(hc_runs)" -ge "$want" ]; }
+	wait_for $((INTERVAL * $1 + 10)) check_runs
+}
+drained_by_us() { [[ "$(node_state)" == drain* ]] && [[ "$(node_reason)" == gpuprobe:* ]]; }
+not_drained() { [ "$(node_state)" = idle ]; }
+
+wait_runs 1 || fail "health check never ran (slurmd.log: $(grep -i health "$D/log/slurmd.log" | tail -n 2))"
+echo "dgx-h100:row-remap-pending=3" >"$D/hc-simulate"
+# Within one interval, plus the run's own second or so and the polling.
+LIMIT=$((INTERVAL + 4))
+t=$(date +%s%N)
+if wait_for "$LIMIT" drained_by_us; then
+	pass "HealthCheckProgram drained the node in $((($(date +%s%N) - t) / 1000000)) ms (interval ${INTERVAL}s, limit ${LIMIT}s): $(node_state), Reason=$(node_reason)"
+else
+	fail "no gpuprobe drain within ${LIMIT}s: state $(node_state), reason '$(node_reason)'; $(tail -n 3 "$D/log/healthcheck.log")"
+fi
+echo dgx-h100 >"$D/hc-simulate"
+t=$(date +%s%N)
+if wait_for "$LIMIT" not_drained; then
+	pass "HealthCheckProgram resumed the node in $((($(date +%s%N) - t) / 1000000)) ms once the fault was gone (limit ${LIMIT}s): $(node_state)"
+else
+	fail "not resumed within ${LIMIT}s: state $(node_state), reason '$(node_reason)'"
+fi
+
+scontrol update NodeName="$HOST" State=DRAIN Reason="admin: replacing PSU" || fail "scontrol drain by 'admin' failed"
+echo "dgx-h100:ecc-uncorrectable=2" >"$D/hc-simulate"
+wait_runs 2 || fail "health check stopped running"
+if [ "$(node_reason)" = "admin: replacing PSU" ] && [[ "$(node_state)" == drain* ]]; then
+	pass "an admin's drain reason survives a failing health check ($(hc_runs) runs so far)"
+else
+	fail "admin drain after a failing health check: state $(node_state), reason '$(node_reason)'"
+fi
+echo dgx-h100 >"$D/hc-simulate"
+wait_runs 2 || fail "health check stopped running"
+if [ "$(node_reason)" = "admin: replacing PSU" ] && [[ "$(node_state)" == drain* ]]; then
+	pass "an admin's drain survives a passing health check (not resumed)"
+else
+	fail "admin drain after a passing health check: state $(node_state), reason '$(node_reason)'"
+fi
+scontrol update NodeName="$HOST" State=RESUME
+wait_for 10 is_idle || fail "node not idle after the admin's resume: $(node_state)"
+if grep -q 'hard deadline\|panic' "$D/log/healthcheck.log"; then
+	fail "health check log has a panic or a deadline overrun: $(grep -m1 'hard deadline\|panic' "$D/log/healthcheck.log")"
+fi
+log "health check ran $(hc_runs) times"

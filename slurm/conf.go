@@ -1,0 +1,227 @@
+package slurm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ConfError is a problem in a config file, named by file and line so an
+// admin can go straight to it.
+type ConfError struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Msg  string `json:"msg"`
+}
+
+func (e ConfError) Error() string {
+	if e.Line == 0 {
+		return e.File + ": " + e.Msg
+	}
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// KV is one Key=Value pair. Key keeps the spelling of the file; Slurm keys
+// are case-insensitive, so compare with Is.
+type KV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Is compares the key case-insensitively.
+func (kv KV) Is(key string) bool { return strings.EqualFold(kv.Key, key) }
+
+// Line is one logical line of a Slurm-style config file.
+type Line struct {
+	File  string `json:"file"`
+	Num   int    `json:"line"`
+	Pairs []KV   `json:"pairs,omitempty"`
+	// Include is the target of an "Include PATH" line (Pairs is then empty).
+	Include string `json:"include,omitempty"`
+}
+
+// Where names the line for messages ("gres.conf:12").
+func (l Line) Where() string { return fmt.Sprintf("%s:%d", filepath.Base(l.File), l.Num) }
+
+// Get returns the value of key (case-insensitive) and whether it is present.
+func (l Line) Get(key string) (string, bool) {
+	for _, kv := range l.Pairs {
+		if kv.Is(key) {
+			return kv.Value, true
+		}
+	}
+	return "", false
+}
+
+// ReadFile reads data from a file; tests and the collector swap it out.
+type ReadFile func(path string) ([]byte, error)
+
+// maxIncludeDepth stops Include loops.
+const maxIncludeDepth = 8
+
+// ParseConfFile reads a Slurm-style config file, following Include lines
+// (relative to the including file's directory; globs allowed). Errors never
+// stop the parse: every readable line is returned with every problem.
+func ParseConfFile(path string, read ReadFile) ([]Line, []ConfError) {
+	if read == nil {
+		read = os.ReadFile
+	}
+	return parseConfFile(path, read, 0)
+}
+
+func parseConfFile(path string, read ReadFile, depth int) ([]Line, []ConfError) {
+	data, err := read(path)
+	if err != nil {
+		return nil, []ConfError{{File: path, Msg: err.Error()}}
+	}
+	lines, errs := ParseConf(path, data)
+	var out []Line
+	for _, l := range lines {
+		if l.Include == "" {
+			out = append(out, l)
+			continue
+		}
+		target := l.Include
+		if depth >= maxIncludeDepth {
+			errs = append(errs, ConfError{File: path, Line: l.Num, Msg: "Include nested more than 8 deep (a loop?)"})
+			continue
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		matches := []string{target}
+		if strings.ContainsAny(target, "*?[") {
+			m, err := filepath.Glob(target)
+			if err != nil {
+				errs = append(errs, ConfError{File: path, Line: l.Num, Msg: fmt.Sprintf("Include %s: %v", target, err)})
+				continue
+			}
+			matches = m
+		}
+		for _, m := range matches {
+			sub, subErrs := parseConfFile(m, read, depth+1)
+			out = append(out, sub...)
+			for _, e := range subErrs {
+				if e.Line == 0 && e.File == m {
+					e = ConfError{File: path, Line: l.Num, Msg: "Include " + m + ": " + e.Msg}
+				}
+				errs = append(errs, e)
+			}
+		}
+	}
+	return out, errs
+}
+
+// ParseConf splits data into lines of Key=Value pairs: '#' starts a comment,
+// a trailing '\' continues a line, double quotes keep blanks inside a value,
+// "Include PATH" becomes a Line with Include set.
+func ParseConf(name string, data []byte) ([]Line, []ConfError) {
+	var out []Line
+	var errs []ConfError
+	raw := strings.Split(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
+	for i := 0; i < len(raw); i++ {
+		num := i + 1
+		text := stripComment(raw[i])
+		for strings.HasSuffix(text, "\\") && i+1 < len(raw) {
+			i++
+			text = text[:len(text)-1] + " " + stripComment(raw[i])
+		}
+		fields, err := splitFields(text)
+		if err != nil {
+			errs = append(errs, ConfError{File: name, Line: num, Msg: err.Error()})
+			continue
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		if strings.EqualFold(fields[0], "include") {
+			if len(fields) != 2 {
+				errs = append(errs, ConfError{File: name, Line: num, Msg: "Include wants exactly one path"})
+				continue
+			}
+			out = append(out, Line{File: name, Num: num, Include: unquote(fields[1])})
+			continue
+		}
+		l := Line{File: name, Num: num}
+		bad := false
+		for _, f := range fields {
+			k, v, ok := strings.Cut(f, "=")
+			if !ok || k == "" {
+				errs = append(errs, ConfError{File: name, Line: num, Msg: fmt.Sprintf("%q is not Key=Value", truncate(f, 60))})
+				bad = true
+				break
+			}
+			l.Pairs = append(l.Pairs, KV{Key: k, Value: unquote(v)})
+		}
+		if !bad {
+			out = append(out, l)
+		}
+	}
+	return out, errs
+}
+
+func stripComment(s string) string {
+	inQuote := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			inQuote = !inQuote
+		case '\\':
+			if i+1 < len(s) && s[i+1] == '#' {
+				i++
+			}
+		case '#':
+			if !inQuote {
+				return strings.TrimRight(s[:i], " \t")
+			}
+		}
+	}
+	return strings.TrimRight(s, " \t")
+}
+
+// splitFields splits on blanks outside double quotes.
+func splitFields(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inQuote, have := false, false
+	for _, c := range s {
+		switch {
+		case c == '"':
+			inQuote = !inQuote
+			cur.WriteRune(c)
+			have = true
+		case (c == ' ' || c == '\t') && !inQuote:
+			if have {
+				out = append(out, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteRune(c)
+			have = true
+		}
+	}
+	if inQuote {
+		return nil, fmt.Errorf("unterminated double quote")
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+func unquote(v string) string {
+	v = strings.ReplaceAll(v, `\#`, "#")
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		return v[1 : len(v)-1]
+	}
+	return v
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

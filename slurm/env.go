@@ -1,0 +1,271 @@
+package slurm
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Env is the launch environment of one task: what Slurm, the launcher
+// (torchrun, Open MPI) and the user set. Numbers that failed to parse are nil
+// and their variable is listed in Errors, so a check can say which variable
+// was wrong instead of guessing.
+type Env struct {
+	JobID         string `json:"job_id,omitempty"`
+	JobUID        *int   `json:"job_uid,omitempty"`
+	JobUser       string `json:"job_user,omitempty"`
+	StepID        string `json:"step_id,omitempty"`
+	ScriptContext string `json:"script_context,omitempty"`
+	NodeName      string `json:"node_name,omitempty"`
+	ProcID        *int   `json:"proc_id,omitempty"`
+	LocalID       *int   `json:"local_id,omitempty"`
+	NTasks        *int   `json:"ntasks,omitempty"`
+	NTasksPerNode *int   `json:"ntasks_per_node,omitempty"`
+	// TasksPerNode is the step's SLURM_STEP_TASKS_PER_NODE, else the job's
+	// SLURM_TASKS_PER_NODE ("2(x3),1"); TasksPerNodeVar names which.
+	TasksPerNode    string `json:"tasks_per_node,omitempty"`
+	TasksPerNodeVar string `json:"tasks_per_node_var,omitempty"`
+	CPUsPerTask     *int   `json:"cpus_per_task,omitempty"`
+	CPUsOnNode      *int   `json:"cpus_on_node,omitempty"`
+	JobNodelist     string `json:"job_nodelist,omitempty"`
+	StepNodelist    string `json:"step_nodelist,omitempty"`
+
+	StepGPUs         *IndexList      `json:"step_gpus,omitempty"`
+	JobGPUs          *IndexList      `json:"job_gpus,omitempty"`
+	GPUsOnNode       *int            `json:"gpus_on_node,omitempty"`
+	GPUsPerTask      string          `json:"gpus_per_task,omitempty"`
+	GPUDeviceOrdinal string          `json:"gpu_device_ordinal,omitempty"`
+	CUDAVisible      *VisibleDevices `json:"cuda_visible_devices"`
+	CUDADeviceOrder  string          `json:"cuda_device_order,omitempty"`
+
+	// Launchers: torchrun (TORCHELASTIC_RUN_ID marks a torchrun worker) and Open MPI.
+	Rank           *int `json:"rank,omitempty"`
+	LocalRank      *int `json:"local_rank,omitempty"`
+	LocalWorldSize *int `json:"local_world_size,omitempty"`
+	WorldSize      *int `json:"world_size,omitempty"`
+	TorchElastic   bool `json:"torchelastic,omitempty"`
+	OMPIRank       *int `json:"ompi_rank,omitempty"`
+	OMPILocalRank  *int `json:"ompi_local_rank,omitempty"`
+	OMPILocalSize  *int `json:"ompi_local_size,omitempty"`
+
+	MasterAddr string `json:"master_addr,omitempty"`
+	MasterPort string `json:"master_port,omitempty"`
+
+	CUDAVersion   string `json:"cuda_version,omitempty"`
+	CUDAHome      string `json:"cuda_home,omitempty"`
+	LDLibraryPath string `json:"ld_library_path,omitempty"`
+
+	// NCCL holds every NCCL_* variable.
+	NCCL map[string]string `json:"nccl,omitempty"`
+
+	Errors []VarError `json:"errors,omitempty"`
+}
+
+// IndexList is a GPU index list such as SLURM_STEP_GPUS, raw and parsed.
+type IndexList struct {
+	Raw     string `json:"raw"`
+	Indexes []int  `json:"indexes"`
+}
+
+// VarError is an environment variable that did not parse.
+type VarError struct {
+	Var   string `json:"var"`
+	Value string `json:"value"`
+	Error string `json:"error"`
+}
+
+func (e VarError) String() string { return fmt.Sprintf("%s=%q: %s", e.Var, e.Value, e.Error) }
+
+// ParseEnv reads the launch environment from environ ("KEY=value" entries,
+// as os.Environ returns). It never fails: bad values land in Errors.
+func ParseEnv(environ []string) *Env {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	e := &Env{}
+	get := func(k string) string { return vars[k] }
+	num := func(k string) *int {
+		v, ok := vars[k]
+		if !ok || strings.TrimSpace(v) == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			e.Errors = append(e.Errors, VarError{Var: k, Value: v, Error: "not a non-negative integer"})
+			return nil
+		}
+		return &n
+	}
+	list := func(k string) *IndexList {
+		v, ok := vars[k]
+		if !ok {
+			return nil
+		}
+		l, err := ParseIntList(v)
+		if err != nil {
+			e.Errors = append(e.Errors, VarError{Var: k, Value: v, Error: err.Error()})
+			return nil
+		}
+		if l == nil {
+			l = []int{}
+		}
+		return &IndexList{Raw: v, Indexes: l}
+	}
+
+	e.JobID = first(get("SLURM_JOB_ID"), get("SLURM_JOBID"))
+	e.JobUID = num("SLURM_JOB_UID")
+	e.JobUser = get("SLURM_JOB_USER")
+	e.StepID = first(get("SLURM_STEP_ID"), get("SLURM_STEPID"))
+	e.ScriptContext = get("SLURM_SCRIPT_CONTEXT")
+	e.NodeName = first(get("SLURMD_NODENAME"), get("SLURM_TOPOLOGY_ADDR"))
+	e.ProcID = num("SLURM_PROCID")
+	e.LocalID = num("SLURM_LOCALID")
+	e.NTasks = num("SLURM_NTASKS")
+	e.NTasksPerNode = num("SLURM_NTASKS_PER_NODE")
+	e.TasksPerNodeVar = "SLURM_STEP_TASKS_PER_NODE"
+	if e.TasksPerNode = get(e.TasksPerNodeVar); e.TasksPerNode == "" {
+		e.TasksPerNodeVar = "SLURM_TASKS_PER_NODE"
+		if e.TasksPerNode = get(e.TasksPerNodeVar); e.TasksPerNode == "" {
+			e.TasksPerNodeVar = ""
+		}
+	}
+	if e.TasksPerNode != "" {
+		if _, err := ExpandTasksPerNode(e.TasksPerNode); err != nil {
+			e.Errors = append(e.Errors, VarError{Var: e.TasksPerNodeVar, Value: e.TasksPerNode, Error: err.Error()})
+		}
+	}
+	e.CPUsPerTask = num("SLURM_CPUS_PER_TASK")
+	e.CPUsOnNode = num("SLURM_CPUS_ON_NODE")
+	e.JobNodelist = first(get("SLURM_JOB_NODELIST"), get("SLURM_NODELIST"))
+	e.StepNodelist = get("SLURM_STEP_NODELIST")
+	for _, k := range []string{"SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST"} {
+		if v := get(k); v != "" {
+			if _, err := ExpandHostlist(v); err != nil {
+				e.Errors = append(e.Errors, VarError{Var: k, Value: v, Error: err.Error()})
+			}
+		}
+	}
+
+	e.StepGPUs = list("SLURM_STEP_GPUS")
+	e.JobGPUs = list("SLURM_JOB_GPUS")
+	e.GPUsOnNode = num("SLURM_GPUS_ON_NODE")
+	e.GPUsPerTask = get("SLURM_GPUS_PER_TASK")
+	e.GPUDeviceOrdinal = get("GPU_DEVICE_ORDINAL")
+	cvd, set := vars["CUDA_VISIBLE_DEVICES"]
+	e.CUDAVisible = ParseVisibleDevices(cvd, set)
+	e.CUDADeviceOrder = get("CUDA_DEVICE_ORDER")
+
+	e.Rank = num("RANK")
+	e.LocalRank = num("LOCAL_RANK")
+	e.LocalWorldSize = num("LOCAL_WORLD_SIZE")
+	e.WorldSize = num("WORLD_SIZE")
+	e.TorchElastic = get("TORCHELASTIC_RUN_ID") != ""
+	e.OMPIRank = num("OMPI_COMM_WORLD_RANK")
+	e.OMPILocalRank = num("OMPI_COMM_WORLD_LOCAL_RANK")
+	e.OMPILocalSize = num("OMPI_COMM_WORLD_LOCAL_SIZE")
+
+	e.MasterAddr = strings.TrimSpace(get("MASTER_ADDR"))
+	e.MasterPort = strings.TrimSpace(get("MASTER_PORT"))
+
+	e.CUDAVersion = get("CUDA_VERSION")
+	e.CUDAHome = first(get("CUDA_HOME"), get("CUDA_PATH"))
+	e.LDLibraryPath = get("LD_LIBRARY_PATH")
+
+	for k, v := range vars {
+		if strings.HasPrefix(k, "NCCL_") {
+			if e.NCCL == nil {
+				e.NCCL = map[string]string{}
+			}
+			e.NCCL[k] = v
+		}
+	}
+	sort.Slice(e.Errors, func(i, j int) bool { return e.Errors[i].Var < e.Errors[j].Var })
+	return e
+}
+
+func first(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// InJobStep reports whether the environment is a job step's task (srun, the
+// batch script, a TaskProlog), as opposed to no job at all or a Prolog/Epilog,
+// which run as root outside the step. It says why, for the report.
+func (e *Env) InJobStep() (bool, string) {
+	if e.JobID == "" {
+		return false, "SLURM_JOB_ID is not set"
+	}
+	switch e.ScriptContext {
+	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
+		return false, "running as Slurm " + e.ScriptContext + ", outside the job step"
+	}
+	what := "job " + e.JobID
+	if e.StepID != "" {
+		what += " step " + e.StepID
+	}
+	if e.ProcID != nil {
+		what += fmt.Sprintf(" task %d", *e.ProcID)
+	}
+	return true, "inside " + what
+}
+
+// AllocatedGPUs returns the GPU indexes Slurm allocated to this step on this
+// node (SLURM_STEP_GPUS, else SLURM_JOB_GPUS) and the variable they came from.
+func (e *Env) AllocatedGPUs() ([]int, string) {
+	if e.StepGPUs != nil {
+		return e.StepGPUs.Indexes, "SLURM_STEP_GPUS"
+	}
+	if e.JobGPUs != nil {
+		return e.JobGPUs.Indexes, "SLURM_JOB_GPUS"
+	}
+	return nil, ""
+}
+
+// NodeIndex returns this node's position in a hostlist, or -1 when it
+// cannot tell.
+func (e *Env) NodeIndex(hostlist string) int {
+	if hostlist == "" || e.NodeName == "" {
+		return -1
+	}
+	hosts, err := ExpandHostlist(hostlist)
+	if err != nil {
+		return -1
+	}
+	for i, h := range hosts {
+		if h == e.NodeName {
+			return i
+		}
+	}
+	return -1
+}
+
+// LocalTasks is the number of tasks of this step on this node, and the
+// variable it was read from.
+func (e *Env) LocalTasks() (int, string) {
+	if e.TasksPerNode != "" {
+		if counts, err := ExpandTasksPerNode(e.TasksPerNode); err == nil && len(counts) > 0 {
+			// The step's counts follow the step's node list, the job's the job's.
+			list := e.JobNodelist
+			if e.TasksPerNodeVar == "SLURM_STEP_TASKS_PER_NODE" {
+				list = e.StepNodelist
+			}
+			i := e.NodeIndex(list)
+			if i < 0 || i >= len(counts) {
+				i = 0
+			}
+			return counts[i], e.TasksPerNodeVar + "=" + e.TasksPerNode
+		}
+	}
+	if e.NTasksPerNode != nil {
+		return *e.NTasksPerNode, fmt.Sprintf("SLURM_NTASKS_PER_NODE=%d", *e.NTasksPerNode)
+	}
+	return 0, ""
+}

@@ -1,0 +1,114 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// DefaultScontrolDirs are searched, in order, when no --scontrol is given:
+// slurmd runs a HealthCheckProgram with no PATH at all.
+var DefaultScontrolDirs = []string{"/usr/bin", "/usr/local/bin", "/opt/slurm/bin"}
+
+// FindScontrol returns an absolute path to scontrol: explicit if given (it
+// must be absolute and executable), else the first of DefaultScontrolDirs.
+func FindScontrol(explicit string) (string, error) {
+	check := func(p string) error {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return fmt.Errorf("%s is not an executable file", p)
+		}
+		return nil
+	}
+	if explicit != "" {
+		if !strings.HasPrefix(explicit, "/") {
+			return "", fmt.Errorf("--scontrol %q: want an absolute path (a HealthCheckProgram has no PATH)", explicit)
+		}
+		if err := check(explicit); err != nil {
+			return "", fmt.Errorf("--scontrol: %w", err)
+		}
+		return explicit, nil
+	}
+	for _, d := range DefaultScontrolDirs {
+		p := d + "/scontrol"
+		if check(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("scontrol not found in %s; pass --scontrol /path/to/scontrol", strings.Join(DefaultScontrolDirs, ", "))
+}
+
+// Scontrol runs scontrol directly (never through a shell) with a fixed,
+// minimal environment and a deadline on every call.
+type Scontrol struct {
+	Path string
+	// SlurmConf, when set, is passed as SLURM_CONF: the health check's own
+	// environment has none, and a non-default config would not be found.
+	SlurmConf string
+	// Timeout bounds each call; the context may cut it shorter.
+	Timeout time.Duration
+}
+
+// DefaultScontrolTimeout is generous for a busy slurmctld yet leaves a
+// 45 s health check room for the show and the update.
+const DefaultScontrolTimeout = 10 * time.Second
+
+func (s *Scontrol) run(ctx context.Context, args ...string) (string, error) {
+	t := s.Timeout
+	if t <= 0 {
+		t = DefaultScontrolTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.Path, args...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	if s.SlurmConf != "" {
+		cmd.Env = append(cmd.Env, "SLURM_CONF="+s.SlurmConf)
+	}
+	cmd.Dir = "/"
+	// A child that leaves a grandchild holding the pipes must not hold us.
+	cmd.WaitDelay = time.Second
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return out.String(), fmt.Errorf("%s %s: no answer within %s", s.Path, strings.Join(args, " "), t)
+	}
+	if err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w: %s", s.Path, strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// ShowNode reads the node's state and reason.
+func (s *Scontrol) ShowNode(ctx context.Context, node string) (NodeInfo, error) {
+	out, err := s.run(ctx, "show", "node", node)
+	if err != nil {
+		return NodeInfo{}, err
+	}
+	n, err := ParseShowNode(out)
+	if n.Name == "" {
+		n.Name = node
+	}
+	return n, err
+}
+
+// Drain drains node with reason (passed as one argument, never via a shell).
+func (s *Scontrol) Drain(ctx context.Context, node, reason string) error {
+	_, err := s.run(ctx, "update", "NodeName="+node, "State=DRAIN", "Reason="+reason)
+	return err
+}
+
+// Resume lifts a drain.
+func (s *Scontrol) Resume(ctx context.Context, node string) error {
+	_, err := s.run(ctx, "update", "NodeName="+node, "State=RESUME")
+	return err
+}

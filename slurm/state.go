@@ -1,0 +1,118 @@
+package slurm
+
+// State is everything the Slurm collector found on a node, as plain data: it
+// lands in the node state under "slurm" and the checks judge it.
+type State struct {
+	// NodeName is this node's Slurm name (SLURMD_NODENAME, else the short
+	// host name) and NodeNameFrom says which.
+	NodeName     string `json:"node_name"`
+	NodeNameFrom string `json:"node_name_from"`
+	// InJob is true inside a job step's task; JobReason says why (or why not),
+	// including "forced by --job".
+	InJob     bool   `json:"in_job"`
+	JobReason string `json:"job_reason"`
+
+	Env  *Env  `json:"env,omitempty"`
+	Task *Task `json:"task,omitempty"`
+	Conf *Conf `json:"conf,omitempty"`
+
+	// Devices are the GPU device files (gres.conf File=, /dev/nvidia*) as
+	// this task sees them: a device cgroup answers EPERM on open.
+	Devices []DeviceFile `json:"devices,omitempty"`
+	// GPUCPUs are the CPUs local to each GPU from sysfs, which unlike NVML's
+	// answer is not narrowed to the task's cpuset.
+	GPUCPUs []GPUCPUs `json:"gpu_cpus,omitempty"`
+	// Processes are the compute processes NVML listed, with their owners.
+	Processes []Process `json:"gpu_processes,omitempty"`
+	Host      *Host     `json:"host,omitempty"`
+
+	// Errors are problems of the collection itself (unreadable files).
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Task is this process as the kernel sees it.
+type Task struct {
+	PID  int    `json:"pid"`
+	UID  int    `json:"uid"`
+	User string `json:"user,omitempty"`
+	// CPUs is the sched_getaffinity mask, as a list.
+	CPUs []int `json:"cpus"`
+	// Cgroup is the task's cgroup path (v2, else the devices controller's).
+	Cgroup string `json:"cgroup,omitempty"`
+	// CgroupJobID is the job ID in the cgroup path (".../job_123/...").
+	CgroupJobID string `json:"cgroup_job_id,omitempty"`
+	// DeviceRules is the v1 devices.list of the task's cgroup; v2 keeps its
+	// device rules in eBPF, so there the open() probe of Devices is the truth.
+	DeviceRules []string `json:"device_rules,omitempty"`
+}
+
+// Conf is the node's Slurm configuration.
+type Conf struct {
+	SlurmConfPath string      `json:"slurm_conf_path"`
+	SlurmConf     *SlurmConf  `json:"slurm_conf,omitempty"`
+	GresConfPath  string      `json:"gres_conf_path,omitempty"`
+	GresConf      *GresConf   `json:"gres_conf,omitempty"`
+	CgroupConf    *CgroupConf `json:"cgroup_conf,omitempty"`
+	// TopologyConf is topology.conf or topology.yaml beside slurm.conf, if any.
+	TopologyConf string `json:"topology_conf,omitempty"`
+	// Missing lists the files looked for and not found.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// DeviceFile is one device node and whether this task may open it.
+type DeviceFile struct {
+	Path  string `json:"path"`
+	Exist bool   `json:"exists"`
+	// Char is false for a regular file, which Slurm refuses as a GRES file.
+	Char  bool `json:"char"`
+	Major int  `json:"major"`
+	Minor int  `json:"minor"`
+	// Access: "ok" (opened, or ENXIO: no driver bound, yet allowed),
+	// "denied" (EPERM/EACCES: a device cgroup), "absent", "timeout", "error".
+	Access string `json:"access"`
+	Error  string `json:"error,omitempty"`
+}
+
+// GPUCPUs is the sysfs view of one GPU's locality.
+type GPUCPUs struct {
+	PCIBusID string `json:"pci_bus_id"`
+	NUMANode *int   `json:"numa_node,omitempty"`
+	CPUs     []int  `json:"cpus,omitempty"`
+}
+
+// Process is a compute process on a GPU, and whose it is.
+type Process struct {
+	GPU             int    `json:"gpu"`
+	PID             uint32 `json:"pid"`
+	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
+	UID             *int   `json:"uid,omitempty"`
+	User            string `json:"user,omitempty"`
+	Command         string `json:"command,omitempty"`
+	// JobID is the process's Slurm job, from its environment (readable only
+	// to root or its owner) or else its cgroup path; JobFrom says which.
+	JobID   string `json:"job_id,omitempty"`
+	JobFrom string `json:"job_from,omitempty"`
+	// Gone marks a process that exited between NVML's list and /proc.
+	Gone bool `json:"gone,omitempty"`
+}
+
+// Host is what the job checks need to know of the node beyond the GPUs.
+type Host struct {
+	// IBDevices are /sys/class/infiniband entries (mlx5_0, ...).
+	IBDevices []string `json:"ib_devices"`
+	// NetInterfaces are the network interface names.
+	NetInterfaces []string `json:"net_interfaces"`
+	// Resolved maps names (MASTER_ADDR, the first node of the job) to their
+	// addresses; a name that does not resolve maps to an empty list.
+	Resolved map[string][]string `json:"resolved,omitempty"`
+	// ResolveErrors are lookup errors by name.
+	ResolveErrors map[string]string `json:"resolve_errors,omitempty"`
+	// CUDARuntime is the CUDA runtime the job would load, if one was found.
+	CUDARuntime *CUDARuntime `json:"cuda_runtime,omitempty"`
+}
+
+// CUDARuntime is a CUDA runtime version and where it was seen.
+type CUDARuntime struct {
+	Version string `json:"version"`
+	From    string `json:"from"`
+}

@@ -1,0 +1,99 @@
+package slurm
+
+import (
+	"testing"
+)
+
+var testGPUs = []GPUIdent{
+	{Index: 0, UUID: "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"},
+	{Index: 1, UUID: "GPU-8e100991-ce97-6694-b8eb-b8b1ff5053af"},
+	{Index: 2, UUID: "GPU-938c4705-98bf-1735-e98b-c2a5872a8022"},
+	{Index: 3, UUID: "GPU-938d0000-0000-0000-0000-000000000000"},
+}
+
+func TestVisibleDevices(t *testing.T) {
+	tests := []struct {
+		name    string
+		raw     string
+		unset   bool
+		gpus    []int // resolved NVML indexes, -1 for unresolved
+		invalid string
+		hidden  int
+		nodev   bool
+		unverif int
+	}{
+		{name: "unset", unset: true, gpus: nil},
+		{name: "empty hides all", raw: "", gpus: nil},
+		{name: "blank hides all", raw: "  ", gpus: nil},
+		{name: "indexes", raw: "0,1", gpus: []int{0, 1}},
+		{name: "spaces", raw: "2, 3", gpus: []int{2, 3}},
+		{name: "index beyond NVML", raw: "0,7", gpus: []int{0, -1}},
+		{name: "full uuid", raw: "GPU-8e100991-ce97-6694-b8eb-b8b1ff5053af", gpus: []int{1}},
+		{name: "upper-case uuid", raw: "GPU-8E100991-CE97-6694-B8EB-B8B1FF5053AF", gpus: []int{1}},
+		{name: "short uuid prefix", raw: "GPU-8932f937,GPU-938c", gpus: []int{0, 2}},
+		{name: "ambiguous prefix", raw: "GPU-938", gpus: []int{-1}},
+		{name: "unknown uuid", raw: "GPU-deadbeef", gpus: []int{-1}},
+		{name: "mig with parent", raw: "MIG-GPU-8e100991-ce97-6694-b8eb-b8b1ff5053af/1/2", gpus: []int{1}},
+		{name: "mig instance uuid", raw: "MIG-dcf43e8e-5d19-5fa8-8b1d-8aaca1e467f0", gpus: []int{-1}, unverif: 1},
+		{name: "invalid hides the rest", raw: "0,2,-1,1", gpus: []int{0, 2}, invalid: "-1", hidden: 1},
+		{name: "garbage first", raw: "foo,0", gpus: nil, invalid: "foo", hidden: 1},
+		{name: "bad uuid chars", raw: "GPU-xyz", gpus: nil, invalid: "GPU-xyz"},
+		{name: "empty entry", raw: "0,,1", gpus: []int{0}, invalid: "", hidden: 1},
+		{name: "NoDevFiles", raw: "NoDevFiles", nodev: true},
+	}
+	for _, tt := range tests {
+		v := ParseVisibleDevices(tt.raw, !tt.unset)
+		res := v.Resolve(testGPUs)
+		var got []int
+		unverif := 0
+		for _, r := range res {
+			got = append(got, r.GPU)
+			if r.Unverifiable {
+				unverif++
+			}
+			if r.GPU < 0 && r.Err == "" {
+				t.Errorf("%s: unresolved entry %q has no error", tt.name, r.Ref.Raw)
+			}
+		}
+		if !equalInts(got, tt.gpus) || v.Invalid != tt.invalid || v.Truncated != (tt.hidden > 0 || tt.invalid != "") || v.Hidden != tt.hidden || v.NoDevFiles != tt.nodev || unverif != tt.unverif {
+			t.Errorf("%s: %q -> gpus %v invalid %q hidden %d nodev %v unverifiable %d; want %v %q %d %v %d",
+				tt.name, tt.raw, got, v.Invalid, v.Hidden, v.NoDevFiles, unverif, tt.gpus, tt.invalid, tt.hidden, tt.nodev, tt.unverif)
+		}
+		if v.Set == tt.unset {
+			t.Errorf("%s: Set = %v", tt.name, v.Set)
+		}
+	}
+	if !ParseVisibleDevices("0,GPU-1", true).IndexBased() || ParseVisibleDevices("GPU-1", true).IndexBased() {
+		t.Error("IndexBased wrong")
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func FuzzParseVisibleDevices(f *testing.F) {
+	for _, s := range []string{"0,1", "GPU-8932f937", "MIG-GPU-8e100991/1/2", "NoDevFiles", "0,-1,1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v := ParseVisibleDevices(s, true)
+		res := v.Resolve(testGPUs)
+		if len(res) != len(v.Entries) {
+			t.Fatalf("%q: %d entries, %d resolutions", s, len(v.Entries), len(res))
+		}
+		for _, r := range res {
+			if r.GPU >= len(testGPUs) || r.GPU < -1 {
+				t.Fatalf("%q: resolved to GPU %d", s, r.GPU)
+			}
+		}
+	})
+}
