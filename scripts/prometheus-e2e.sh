@@ -33,34 +33,9 @@ MAX_SERIES=${PROM_E2E_MAX_SERIES:-1000}
 # 1s many cycles overrun and the daemon (rightly) serves the previous, stale
 # data, which makes fault detection slow and flaky; 2s leaves room.
 INTERVAL=${PROM_E2E_COLLECT_INTERVAL:-2s}
-T0=$(date +%s.%N)
-FAILS=0
-PIDS=()
-
-log() { printf '[prom-e2e +%ss] %s\n' "$(awk -v a="$(date +%s.%N)" -v b="$T0" 'BEGIN{printf "%5.1f", a-b}')" "$*"; }
-pass() { log "PASS: $*"; }
-fail() {
-  log "FAIL: $*"
-  FAILS=$((FAILS + 1))
-}
-die() {
-  log "FAIL: $*"
-  exit 1
-}
-
-W=$(mktemp -d /tmp/gpuprobe-prom-e2e.XXXXXX) || die "mktemp"
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do
-    kill "$p" 2>/dev/null
-  done
-  for p in "${PIDS[@]}"; do
-    wait "$p" 2>/dev/null
-  done
-  rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=scripts/e2e-lib.sh
+. scripts/e2e-lib.sh
+e2e_init prom-e2e
 
 # --- tools -------------------------------------------------------------------
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then

@@ -20,36 +20,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 GO=${GO:-go}
 THRESHOLD=${SYSTEMD_CHECK_THRESHOLD:-25} # 0-100 scale: 25 = an exposure of 2.5
-T0=$(date +%s.%N)
-FAILS=0
-PIDS=()
-
-log() { printf '[systemd-check +%ss] %s\n' "$(awk -v a="$(date +%s.%N)" -v b="$T0" 'BEGIN{printf "%5.1f", a-b}')" "$*"; }
-pass() { log "PASS: $*"; }
-fail() {
-  log "FAIL: $*"
-  FAILS=$((FAILS + 1))
-}
-die() {
-  log "FAIL: $*"
-  exit 1
-}
-
-W=$(mktemp -d /tmp/gpuprobe-systemd-check.XXXXXX) || die "mktemp"
-cleanup() {
-  local p
-  # systemd-socket-activate waits for the first connection, then execs the
-  # daemon in its own place: the PID is the daemon's.
-  for p in "${PIDS[@]}"; do
-    kill "$p" 2>/dev/null
-  done
-  for p in "${PIDS[@]}"; do
-    wait "$p" 2>/dev/null
-  done
-  rm -rf "$W"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# systemd-socket-activate waits for the first connection, then execs the
+# daemon in its own place: the PID in PIDS is the daemon's.
+# shellcheck source=scripts/e2e-lib.sh
+. scripts/e2e-lib.sh
+e2e_init systemd-check
 
 if ! command -v systemd-analyze >/dev/null; then
   log "systemd-analyze missing: installing systemd"
