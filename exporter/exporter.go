@@ -12,7 +12,7 @@ import (
 // Exporter is a prometheus.Collector over the latest snapshot. A scrape only
 // reads memory: it never waits on a collection or the driver.
 type Exporter struct {
-	latest      atomic.Pointer[Snapshot]
+	latest      atomic.Pointer[published]
 	collections atomic.Uint64
 	failures    atomic.Uint64
 	perLink     bool
@@ -25,6 +25,14 @@ func New(perLink bool) *Exporter {
 	return &Exporter{perLink: perLink, XIDs: NewXIDCounter()}
 }
 
+// published is a snapshot with its series rendered once: every scrape of
+// the same cycle sends the same metrics, so rendering per scrape would only
+// burn CPU under a scrape storm.
+type published struct {
+	snap    *Snapshot
+	metrics []prometheus.Metric
+}
+
 // Update publishes a cycle's outcome. A failed cycle keeps the previous
 // node data but marks it stale, so dashboards never mistake old data for new.
 func (e *Exporter) Update(s *Snapshot) {
@@ -33,19 +41,46 @@ func (e *Exporter) Update(s *Snapshot) {
 	e.collections.Add(1)
 	if !s.Success {
 		e.failures.Add(1)
-		if prev := e.latest.Load(); prev != nil && prev.Node != nil {
+		if prev := e.latest.Load(); prev != nil && prev.snap.Node != nil {
 			stale := *s
-			stale.Node, stale.Doc, stale.Stale = prev.Node, prev.Doc, true
-			stale.At = prev.At
-			e.latest.Store(&stale)
-			return
+			stale.Node, stale.Doc, stale.Stale = prev.snap.Node, prev.snap.Doc, true
+			stale.At = prev.snap.At
+			s = &stale
 		}
 	}
-	e.latest.Store(s)
+	e.latest.Store(&published{snap: s, metrics: e.render(s)})
+}
+
+func (e *Exporter) render(s *Snapshot) []prometheus.Metric {
+	ch := make(chan prometheus.Metric, 256)
+	var out []prometheus.Metric
+	done := make(chan struct{})
+	go func() {
+		for m := range ch {
+			out = append(out, m)
+		}
+		close(done)
+	}()
+	em := emitter{ch}
+	em.gauge(dCollectSuccess, b2f(s.Success))
+	em.gauge(dCollectDuration, s.Duration.Seconds())
+	em.gauge(dCollectStale, b2f(s.Stale))
+	if !s.At.IsZero() {
+		em.gauge(dCollectTime, float64(s.At.UnixNano())/1e9)
+	}
+	renderState(em, s, e.perLink)
+	close(ch)
+	<-done
+	return out
 }
 
 // Latest is the snapshot scrapes and /report read.
-func (e *Exporter) Latest() *Snapshot { return e.latest.Load() }
+func (e *Exporter) Latest() *Snapshot {
+	if p := e.latest.Load(); p != nil {
+		return p.snap
+	}
+	return nil
+}
 
 // Collections is how many cycles have run (for tests of scrape independence).
 func (e *Exporter) Collections() uint64 { return e.collections.Load() }
@@ -60,18 +95,14 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	em.counter(dCollections, float64(e.collections.Load()))
 	em.counter(dCollectFailures, float64(e.failures.Load()))
 	e.XIDs.collect(em)
-	s := e.latest.Load()
-	if s == nil {
+	p := e.latest.Load()
+	if p == nil {
 		em.gauge(dCollectSuccess, 0)
 		return
 	}
-	em.gauge(dCollectSuccess, b2f(s.Success))
-	em.gauge(dCollectDuration, s.Duration.Seconds())
-	em.gauge(dCollectStale, b2f(s.Stale))
-	if !s.At.IsZero() {
-		em.gauge(dCollectTime, float64(s.At.UnixNano())/1e9)
+	for _, m := range p.metrics {
+		ch <- m
 	}
-	renderState(em, s, e.perLink)
 }
 
 // renderState writes the node and verdict series of a snapshot; the textfile

@@ -17,11 +17,9 @@ type snapshotCollector struct {
 
 func (c snapshotCollector) Describe(chan<- *prometheus.Desc) {}
 func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
-	em := emitter{ch}
-	em.gauge(dCollectSuccess, b2f(c.s.Success))
-	em.gauge(dCollectDuration, c.s.Duration.Seconds())
-	em.gauge(dCollectTime, float64(c.s.At.UnixNano())/1e9)
-	renderState(em, c.s, c.perLink)
+	for _, m := range (&Exporter{perLink: c.perLink}).render(c.s) {
+		ch <- m
+	}
 }
 
 // WriteTextfile writes the snapshot's metrics for node_exporter's textfile
