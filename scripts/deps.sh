@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the build and the test suite need on Debian/Ubuntu, only when
-# missing: gcc for go-nvml's cgo. One apt-get update, then apt-get install -y.
+# missing: gcc for go-nvml's cgo, and curl and python3 for the e2e scripts
+# (Slurm, Prometheus and systemd are installed by their own scripts). One
+# apt-get update, then apt-get install -y.
 set -euo pipefail
 
 need=()
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v git >/dev/null 2>&1 || need+=(git)
+command -v curl >/dev/null 2>&1 || need+=(curl ca-certificates)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 
 if ((${#need[@]})); then
   echo "deps: installing ${need[*]}"
