@@ -65,6 +65,9 @@ func idents(n *state.Node) []slurm.GPUIdent {
 	out := make([]slurm.GPUIdent, len(n.NVML.GPUs))
 	for i, g := range n.NVML.GPUs {
 		out[i] = slurm.GPUIdent{Index: g.Index, UUID: g.UUID}
+		for _, m := range g.MIGDevices {
+			out[i].MIGUUIDs = append(out[i].MIGUUIDs, m.UUID)
+		}
 	}
 	return out
 }

@@ -2,11 +2,13 @@ package nvml
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
@@ -190,4 +192,37 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// A GPU in MIG mode lists its instances (what CUDA_VISIBLE_DEVICES calls
+// MIG-<uuid>); empty slots are skipped without an error.
+func TestCollectMIGDevices(t *testing.T) {
+	sys := simSystem(t, "dgx-h100")
+	d := sys.Devices[2]
+	d.GetMigModeFunc = func() (int, int, gonvml.Return) {
+		return gonvml.DEVICE_MIG_ENABLE, gonvml.DEVICE_MIG_ENABLE, gonvml.SUCCESS
+	}
+	d.GetMaxMigDeviceCountFunc = func() (int, gonvml.Return) { return 7, gonvml.SUCCESS }
+	d.GetMigDeviceHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
+		if i > 1 {
+			return nil, gonvml.ERROR_NOT_FOUND
+		}
+		m := &mock.Device{
+			GetUUIDFunc: func() (string, gonvml.Return) {
+				return fmt.Sprintf("MIG-0000000%d-aaaa-bbbb-cccc-dddddddddddd", i), gonvml.SUCCESS
+			},
+			GetGpuInstanceIdFunc:     func() (int, gonvml.Return) { return 7 + i, gonvml.SUCCESS },
+			GetComputeInstanceIdFunc: func() (int, gonvml.Return) { return 0, gonvml.SUCCESS },
+			GetMemoryInfoFunc:        func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{Total: 10 << 30}, gonvml.SUCCESS },
+		}
+		return m, gonvml.SUCCESS
+	}
+	st := Collect(context.Background(), sys.Lib, Options{})
+	g := st.GPUs[2]
+	if len(g.MIGDevices) != 2 || g.MIGDevices[1].UUID != "MIG-00000001-aaaa-bbbb-cccc-dddddddddddd" || g.MIGDevices[1].GPUInstanceID != 8 || g.MIGDevices[0].MemoryTotalBytes != 10<<30 {
+		t.Errorf("MIG devices = %+v", g.MIGDevices)
+	}
+	if len(g.Errors) != 0 || len(st.GPUs[1].MIGDevices) != 0 {
+		t.Errorf("errors %+v; GPU 1 MIG devices %+v", g.Errors, st.GPUs[1].MIGDevices)
+	}
 }

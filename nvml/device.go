@@ -36,6 +36,7 @@ func (d *device) collect() {
 	d.identity()
 	d.memory()
 	d.modes()
+	d.migDevices()
 	d.ecc()
 	d.pages()
 	d.clocks()
@@ -101,6 +102,49 @@ func (d *device) modes() {
 	}
 	if v, o := call(d.g, "nvmlDeviceGetMigMode", two(d.dev.GetMigMode)); o == ok {
 		d.gpu.MIG = &state.MIG{Current: v.a == gonvml.DEVICE_MIG_ENABLE, Pending: v.b == gonvml.DEVICE_MIG_ENABLE}
+	}
+}
+
+// migDevices lists the MIG instances of a GPU in MIG mode; slots without an
+// instance answer NOT_FOUND and are skipped.
+func (d *device) migDevices() {
+	if d.gpu.MIG == nil || !d.gpu.MIG.Current {
+		return
+	}
+	n, o := call(d.g, "nvmlDeviceGetMaxMigDeviceCount", d.dev.GetMaxMigDeviceCount)
+	if o != ok {
+		return
+	}
+	for i := 0; i < n; i++ {
+		quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors}
+		m, o := call(quiet, "nvmlDeviceGetMigDeviceHandleByIndex", func() (gonvml.Device, gonvml.Return) {
+			h, r := d.dev.GetMigDeviceHandleByIndex(i)
+			if r == gonvml.ERROR_NOT_FOUND || r == gonvml.ERROR_INVALID_ARGUMENT {
+				r = gonvml.ERROR_NOT_SUPPORTED // an empty slot
+			}
+			return h, r
+		})
+		if quiet.stopped != "" {
+			d.g.stopped = quiet.stopped
+			return
+		}
+		if o != ok {
+			continue
+		}
+		md := state.MIGDevice{}
+		if v, o := call(d.g, "nvmlDeviceGetUUID", m.GetUUID); o == ok {
+			md.UUID = v
+		}
+		if v, o := call(d.g, "nvmlDeviceGetGpuInstanceId", m.GetGpuInstanceId); o == ok {
+			md.GPUInstanceID = v
+		}
+		if v, o := call(d.g, "nvmlDeviceGetComputeInstanceId", m.GetComputeInstanceId); o == ok {
+			md.ComputeInstanceID = v
+		}
+		if v, o := call(d.g, "nvmlDeviceGetMemoryInfo", m.GetMemoryInfo); o == ok {
+			md.MemoryTotalBytes = v.Total
+		}
+		d.gpu.MIGDevices = append(d.gpu.MIGDevices, md)
 	}
 }
 

@@ -136,10 +136,11 @@ func (v *VisibleDevices) IndexBased() bool {
 }
 
 // GPUIdent is what resolution needs to know of a GPU NVML enumerates:
-// its position (NVML index) and UUID.
+// its position (NVML index), UUID, and the UUIDs of its MIG instances.
 type GPUIdent struct {
-	Index int
-	UUID  string
+	Index    int
+	UUID     string
+	MIGUUIDs []string
 }
 
 // Resolved is one CUDA_VISIBLE_DEVICES entry mapped to an NVML GPU.
@@ -149,8 +150,8 @@ type Resolved struct {
 	GPU int
 	// Err explains a failed resolution.
 	Err string
-	// Unverifiable marks a MIG instance UUID: the node state lists MIG modes,
-	// not instance UUIDs, so such an entry can be neither confirmed nor refuted.
+	// Unverifiable marks a MIG instance UUID that no GPU lists (a node state
+	// collected without MIG instances): it can be neither confirmed nor refuted.
 	Unverifiable bool
 }
 
@@ -173,6 +174,8 @@ func (v *VisibleDevices) Resolve(gpus []GPUIdent) []Resolved {
 		case RefMIG:
 			if e.ParentUUID != "" {
 				r.GPU, r.Err = byUUID(e.ParentUUID, gpus)
+			} else if g := byMIGUUID(e.Raw, gpus); g >= 0 {
+				r.GPU = g
 			} else {
 				r.Unverifiable = true
 				r.Err = "MIG instance " + e.Raw + " cannot be mapped to its GPU from the collected state"
@@ -181,6 +184,23 @@ func (v *VisibleDevices) Resolve(gpus []GPUIdent) []Resolved {
 		out = append(out, r)
 	}
 	return out
+}
+
+// byMIGUUID finds the GPU that holds the MIG instance (full UUID or a
+// prefix, as CUDA accepts); -1 when none or several do.
+func byMIGUUID(want string, gpus []GPUIdent) int {
+	found := -1
+	for _, g := range gpus {
+		for _, u := range g.MIGUUIDs {
+			if len(u) >= len(want) && strings.EqualFold(u[:len(want)], want) {
+				if found >= 0 && found != g.Index {
+					return -1
+				}
+				found = g.Index
+			}
+		}
+	}
+	return found
 }
 
 // byUUID finds the GPU whose UUID equals or starts with want (CUDA accepts

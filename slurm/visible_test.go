@@ -7,7 +7,7 @@ import (
 var testGPUs = []GPUIdent{
 	{Index: 0, UUID: "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6"},
 	{Index: 1, UUID: "GPU-8e100991-ce97-6694-b8eb-b8b1ff5053af"},
-	{Index: 2, UUID: "GPU-938c4705-98bf-1735-e98b-c2a5872a8022"},
+	{Index: 2, UUID: "GPU-938c4705-98bf-1735-e98b-c2a5872a8022", MIGUUIDs: []string{"MIG-5a1b0000-1111-2222-3333-444444444444", "MIG-5a1b0001-1111-2222-3333-444444444444"}},
 	{Index: 3, UUID: "GPU-938d0000-0000-0000-0000-000000000000"},
 }
 
@@ -34,7 +34,9 @@ func TestVisibleDevices(t *testing.T) {
 		{name: "ambiguous prefix", raw: "GPU-938", gpus: []int{-1}},
 		{name: "unknown uuid", raw: "GPU-deadbeef", gpus: []int{-1}},
 		{name: "mig with parent", raw: "MIG-GPU-8e100991-ce97-6694-b8eb-b8b1ff5053af/1/2", gpus: []int{1}},
-		{name: "mig instance uuid", raw: "MIG-dcf43e8e-5d19-5fa8-8b1d-8aaca1e467f0", gpus: []int{-1}, unverif: 1},
+		{name: "mig instance uuid nobody lists", raw: "MIG-dcf43e8e-5d19-5fa8-8b1d-8aaca1e467f0", gpus: []int{-1}, unverif: 1},
+		{name: "mig instance uuid of GPU 2", raw: "MIG-5a1b0001-1111-2222-3333-444444444444", gpus: []int{2}},
+		{name: "mig instance prefix on one GPU", raw: "MIG-5a1b", gpus: []int{2}},
 		{name: "invalid hides the rest", raw: "0,2,-1,1", gpus: []int{0, 2}, invalid: "-1", hidden: 1},
 		{name: "garbage first", raw: "foo,0", gpus: nil, invalid: "foo", hidden: 1},
 		{name: "bad uuid chars", raw: "GPU-xyz", gpus: nil, invalid: "GPU-xyz"},

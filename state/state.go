@@ -88,6 +88,7 @@ type GPU struct {
 	Memory          *Memory       `json:"memory,omitempty"`
 	PersistenceMode *bool         `json:"persistence_mode,omitempty"`
 	MIG             *MIG          `json:"mig,omitempty"`
+	MIGDevices      []MIGDevice   `json:"mig_devices,omitempty"`
 	ECC             *ECC          `json:"ecc,omitempty"`
 	RetiredPages    *RetiredPages `json:"retired_pages,omitempty"`
 	RemappedRows    *RemappedRows `json:"remapped_rows,omitempty"`
@@ -117,6 +118,15 @@ type Memory struct {
 type MIG struct {
 	Current bool `json:"current"`
 	Pending bool `json:"pending"`
+}
+
+// MIGDevice is one MIG instance of a GPU in MIG mode: what a job sees as
+// "MIG-<uuid>" in CUDA_VISIBLE_DEVICES.
+type MIGDevice struct {
+	UUID              string `json:"uuid"`
+	GPUInstanceID     int    `json:"gpu_instance_id"`
+	ComputeInstanceID int    `json:"compute_instance_id"`
+	MemoryTotalBytes  uint64 `json:"memory_total_bytes,omitempty"`
 }
 
 // ECC holds the ECC mode and error counters. Counters are nil when unsupported.
