@@ -33,6 +33,7 @@ type Config struct {
 	Processes    ProcessesConfig    `yaml:"processes"`
 	MIG          MIGConfig          `yaml:"mig"`
 	NVLink       NVLinkConfig       `yaml:"nvlink"`
+	NCCL         NCCLConfig         `yaml:"nccl"`
 	Job          JobConfig          `yaml:"job"`
 	Topo         TopoConfig         `yaml:"topo"`
 }

@@ -23,6 +23,8 @@ type Options struct {
 	CallTimeout time.Duration
 	// Version is gpuprobe's own version, recorded in the state.
 	Version string
+	// NCCLLogs are NCCL_DEBUG=INFO logs to analyse (--nccl-log).
+	NCCLLogs []string
 	// KmsgPath is the kernel log to read XIDs from (default /dev/kmsg).
 	KmsgPath string
 	// ProcfsRoot is where procfs is mounted (--path.procfs, default /proc).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/kernel"
+	"github.com/gpuprobe/gpuprobe/nccl"
 	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/topo"
 )
@@ -26,6 +27,8 @@ type Node struct {
 	GpuprobeVersion string `json:"gpuprobe_version,omitempty"`
 
 	NVML *NVML `json:"nvml,omitempty"`
+	// NCCL is the verdict on the NCCL logs given with --nccl-log.
+	NCCL *NCCLLog `json:"nccl,omitempty"`
 	// Kernel is the kernel's view of the driver: XIDs, module version, uptime.
 	Kernel *kernel.State `json:"kernel,omitempty"`
 	// Slurm is the job step's launch environment and the node's Slurm configuration.
@@ -36,6 +39,13 @@ type Node struct {
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.
 	Sources []Source `json:"sources,omitempty"`
+}
+
+// NCCLLog is the analysis of NCCL_DEBUG=INFO logs.
+type NCCLLog struct {
+	Files   []string      `json:"files"`
+	Error   string        `json:"error,omitempty"`
+	Verdict *nccl.Verdict `json:"verdict,omitempty"`
 }
 
 // Source is one collector's outcome.

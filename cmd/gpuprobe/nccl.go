@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/nccl"
+	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func init() {
+	registrars = append(registrars, registerNCCL)
+	var logs []string
+	var expectGDR bool
+	checkExtensions = append(checkExtensions, checkExtension{
+		flags: func(cmd *kingpin.CmdClause) {
+			logs, expectGDR = nil, false // flags are registered anew for every run
+			cmd.Flag("nccl-log", "Add the nccl.transport check, judged from this NCCL_DEBUG=INFO log (repeatable; '-' is stdin).").PlaceHolder("FILE").StringsVar(&logs)
+			cmd.Flag("nccl-expect-gdr", "nccl.transport: inter-node traffic without GPUDirect RDMA is a failure.").BoolVar(&expectGDR)
+		},
+		configure: func(_ *checkFlags, cfg *check.Config, o *collect.Options) error {
+			o.NCCLLogs = logs
+			cfg.NCCL.ExpectGDR = cfg.NCCL.ExpectGDR || expectGDR
+			return nil
+		},
+		after: func(*cli, *state.Node, *report.Document) (int, error) { return 0, nil },
+	})
+}
+
+func registerNCCL(c *cli) {
+	cmd := c.app.Command("nccl", "Turn NCCL_DEBUG=INFO logs into a transport verdict: GPUDirect RDMA, IB, TCP sockets or OFI, per communicator and rank.")
+
+	analyze := cmd.Command("analyze", "Analyze logs of any NCCL version and launcher. Exit 0 healthy, 1 a problem (TCP fallback across nodes, version mismatch, NCCL errors, no GDR with --expect-gdr), 2 unreadable input.")
+	files := analyze.Arg("file", "Log files; '-' or none for stdin.").Strings()
+	format := analyze.Flag("format", "Output format.").Default("text").Enum("text", "json")
+	expectGDR := analyze.Flag("expect-gdr", "Inter-node traffic without GPUDirect RDMA is a problem.").Bool()
+	analyze.Action(func(*kingpin.ParseContext) error {
+		v, err := nccl.AnalyzeFiles(context.Background(), *files...)
+		if err != nil {
+			return c.usageError("nccl analyze: %v", err)
+		}
+		if err := writeVerdict(c, v, *format); err != nil {
+			return err
+		}
+		if len(v.Problems(nccl.ProblemOptions{ExpectGDR: *expectGDR})) > 0 {
+			c.exit = exitFailed
+		}
+		return nil
+	})
+
+	run := cmd.Command("run", "Run a command with NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,NET (unless set), pass its output through, and print the verdict to stderr at the end. Exits with the command's own code unless --fail-on-verdict.")
+	args := run.Arg("command", "The command and its arguments (after --).").Required().Strings()
+	runGDR := run.Flag("expect-gdr", "Inter-node traffic without GPUDirect RDMA is a problem.").Bool()
+	reportFile := run.Flag("report", "Also write the verdict as JSON to FILE.").PlaceHolder("FILE").String()
+	failOnVerdict := run.Flag("fail-on-verdict", "Exit 1 when the verdict shows a problem and the command itself succeeded.").Bool()
+	run.Action(func(*kingpin.ParseContext) error {
+		code, v, err := nccl.RunCommand(context.Background(), nccl.RunOptions{Args: *args, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+		if err != nil && v == nil {
+			return c.usageError("nccl run: %v", err)
+		}
+		fmt.Fprintln(c.stderr, "--- gpuprobe nccl verdict ---")
+		v.WriteText(c.stderr)
+		if *reportFile != "" {
+			f, err := os.Create(*reportFile)
+			if err != nil {
+				return c.usageError("nccl run: --report: %v", err)
+			}
+			werr := v.WriteJSON(f)
+			if cerr := f.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr != nil {
+				return c.usageError("nccl run: --report %s: %v", *reportFile, werr)
+			}
+		}
+		c.exit = code
+		if *failOnVerdict && code == 0 && len(v.Problems(nccl.ProblemOptions{ExpectGDR: *runGDR})) > 0 {
+			c.exit = exitFailed
+		}
+		return nil
+	})
+}
+
+func writeVerdict(c *cli, v *nccl.Verdict, format string) error {
+	if format == "json" {
+		return v.WriteJSON(c.stdout)
+	}
+	return v.WriteText(c.stdout)
+}

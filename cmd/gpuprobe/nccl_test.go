@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const ncclLogs = "../../nccl/testdata/logs/"
+
+func TestNCCLAnalyzeExitCodes(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		code   int
+		stdout string
+	}{
+		{[]string{"nccl", "analyze", ncclLogs + "005.log"}, 1, "Inter-node traffic used TCP sockets"},
+		{[]string{"nccl", "analyze", ncclLogs + "005.log", "--format", "json"}, 1, `"tcp_fallback": true`},
+		{[]string{"nccl", "analyze", filepath.Join(t.TempDir(), "none.log")}, 2, ""},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.stdout) {
+			t.Errorf("%v: exit %d\n%s%s", tc.args, code, out, errs)
+		}
+	}
+}
+
+func TestNCCLAnalyzeHealthyLogExitsZero(t *testing.T) {
+	// A clean single-node log: every connection stays on the node.
+	log := filepath.Join(t.TempDir(), "ok.log")
+	os.WriteFile(log, []byte(strings.Join([]string{
+		"node1:100:100 [0] NCCL INFO NCCL version 2.18.3+cuda12.2",
+		"node1:100:100 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
+		"node1:100:100 [0] NCCL INFO comm 0x55d1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0",
+		"node1:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+		"node1:100:100 [0] NCCL INFO comm 0x55d1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1c2d - Init COMPLETE",
+	}, "\n")+"\n"), 0o644)
+	code, out, errs := runCLI(t, "nccl", "analyze", "--format", "json", log)
+	var v map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["inter_node"] != "none" || v["tcp_fallback"] != false {
+		t.Errorf("exit %d inter_node=%v tcp_fallback=%v\n%s%s", code, v["inter_node"], v["tcp_fallback"], out, errs)
+	}
+}
+
+func TestNCCLRunPassesExitCodeAndOutput(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "verdict.json")
+	code, out, errs := runCLI(t, "nccl", "run", "--report", report, "--", "sh", "-c",
+		`echo "n1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"; echo "child stderr $NCCL_DEBUG" >&2; exit 3`)
+	if code != 3 {
+		t.Fatalf("exit %d, want the child's 3\n%s", code, errs)
+	}
+	if !strings.Contains(out, "NCCL INFO NET/Socket") || !strings.Contains(errs, "child stderr INFO") || !strings.Contains(errs, "gpuprobe nccl verdict") {
+		t.Errorf("pass-through or verdict missing:\nstdout %q\nstderr %q", out, errs)
+	}
+	data, err := os.ReadFile(report)
+	if err != nil || !strings.Contains(string(data), `"inter_node"`) {
+		t.Errorf("--report: %v %s", err, data)
+	}
+	// --fail-on-verdict turns a bad verdict of a successful command into exit 1.
+	code, _, _ = runCLI(t, "nccl", "run", "--fail-on-verdict", "--", "sh", "-c",
+		`echo "n1:1:1 [0] NCCL INFO NET/IB : No device found."; echo "n1:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>"; echo "n1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0"; echo "n2:2:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0"`)
+	if code != 1 {
+		t.Errorf("--fail-on-verdict on a TCP fallback: exit %d", code)
+	}
+}
+
+func TestCheckNCCLLog(t *testing.T) {
+	code, out, errs := runCLI(t, "check", "--simulate", "dgx-h100", "--nccl-log", ncclLogs+"005.log", "--checks", "nccl", "--format", "json")
+	d := decode(t, out)
+	if code != 1 || len(d.Checks) != 1 || d.Checks[0].ID != "nccl.transport" || d.Checks[0].Status != "fail" || d.Checks[0].Remedy == "" {
+		t.Fatalf("exit %d %+v\n%s", code, d.Checks, errs)
+	}
+	code, out, _ = runCLI(t, "check", "--simulate", "dgx-h100", "--checks", "nccl", "--format", "json")
+	if d := decode(t, out); code != 0 || d.Checks[0].Status != "skip" {
+		t.Errorf("without --nccl-log: exit %d %+v", code, d.Checks)
+	}
+}
