@@ -40,12 +40,13 @@ type commInfo struct {
 	busID      []byte
 	api        []byte // "ncclCommInitRank", "ncclCommSplit", "bootstrapSplit:" …
 	state      commState
+	timings    bool // "Init timings:": not a communicator announcement
 }
 
 var (
 	wordComm     = []byte("comm ")
 	wordRank     = []byte("rank ")
-	wordInitTime = []byte("Init timings:")
+	wordInitTime = []byte("Init timings")
 )
 
 // isCommLine is a cheap test for the shapes above. m starts with one of
@@ -70,6 +71,7 @@ func isCommLine(m []byte) bool {
 // parseComm reads the key/value runs of a communicator line.
 func parseComm(m []byte, c *commInfo) bool {
 	*c = commInfo{rank: -1, nranks: -1, nnodes: -1, localRanks: -1, cudaDev: -1, nvmlDev: -1}
+	c.timings = m[0] == 'I'
 	if m[0] == 'n' || m[0] == 'b' {
 		sp := bytes.IndexByte(m, ' ')
 		c.api = m[:sp]

@@ -126,10 +126,16 @@ func parseConn(m []byte, c *connInfo) bool {
 		c.dir = dirRecv
 		p += len(tagRecv)
 	}
-	if !bytes.HasPrefix(m[p:], sepVia) {
+	switch {
+	case bytes.HasPrefix(m[p:], sepVia):
+		parseTransport(m[p+len(sepVia):], &c.tr)
+	case bytes.Equal(m[p:], sepVia[:len(sepVia)-1]):
+		// A paste broke the line after "via": the ranks are still worth
+		// having, the transport is unknown.
+		c.tr = transport{netDev: -1}
+	default:
 		return false
 	}
-	parseTransport(m[p+len(sepVia):], &c.tr)
 	return true
 }
 
@@ -188,14 +194,26 @@ func parseTransport(t []byte, tr *transport) {
 }
 
 func cutTransportNoise(t []byte) []byte {
-	t = bytes.Trim(t, "*` \t")
+	t = trimNoise(t)
 	if i := bytes.Index(t, []byte("  ")); i >= 0 {
 		t = t[:i]
 	}
 	if i := bytes.Index(t, []byte(" [")); i >= 0 {
 		t = t[:i]
 	}
-	return bytes.TrimRight(t, "*` \t")
+	return trimNoise(t)
+}
+
+// trimNoise trims blanks and the markdown a paste adds around a token.
+func trimNoise(t []byte) []byte {
+	isNoise := func(c byte) bool { return c == ' ' || c == '\t' || c == '*' || c == '`' }
+	for len(t) > 0 && isNoise(t[0]) {
+		t = t[1:]
+	}
+	for len(t) > 0 && isNoise(t[len(t)-1]) {
+		t = t[:len(t)-1]
+	}
+	return t
 }
 
 // parseNetTransport reads "<name>/<dev>[(<proxyRank>)][/GDRDMA[(PCI)]][/Shared]".

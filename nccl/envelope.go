@@ -38,18 +38,19 @@ const (
 // rawRecord is one NCCL record found in a line. Its slices point into the
 // line buffer and are only valid until the next line is read.
 type rawRecord struct {
+	marker   int // index of "NCCL "
 	start    int // index of the first byte of the record (host, or the marker when there is no envelope)
 	msgStart int
 	level    byte
+	parsed   bool   // the envelope has been read (see lineScanner.envelope)
 	prefixed bool   // a host:pid:tid [dev] envelope was found
 	host     []byte // may be empty: NCCL prints an empty host when gethostname fails
-	pid      int64
-	tid      int64
-	dev      int64
+	pid      []byte // decimal digits, parsed only when a process is first seen
 	prefix   []byte // "host:pid:tid [dev]": identifies the printing thread
 	tag      []byte // WARN source location, e.g. "transport/net_ib.cc:1295"
-	msg      []byte // message text, trimmed
-	key      []byte // host .. end of message: what de-duplication compares
+	msg      []byte // message text (see finish)
+	key      []byte // host .. end of message: what de-duplication compares; set by finish
+	cut      bool   // another record follows on the same line
 }
 
 // lineScanner yields the records of one physical line in order. A record's
@@ -67,41 +68,61 @@ func (s *lineScanner) reset(b []byte) {
 }
 
 // scan fills r with the next record of the line and reports whether there
-// was one.
+// was one. It does as little as it can: most records are dropped after a
+// look at the first bytes of their message, so the envelope is read and
+// the message end trimmed only for those that are kept (finish). The next
+// record's envelope is read at once when there is one, since it ends this
+// record's message.
 func (s *lineScanner) scan(r *rawRecord) bool {
 	if !s.hasNext {
 		return false
 	}
 	*r = s.next
 	s.hasNext = findRecord(s.b, r.msgStart, r.msgStart, &s.next)
-	end, cut := len(s.b), false
+	end := len(s.b)
 	if s.hasNext {
-		end, cut = max(s.next.start, r.msgStart), true
+		s.envelope(&s.next)
+		end, r.cut = max(s.next.start, r.msgStart), true
 	}
-	lo, hi := trimMessage(s.b, r.msgStart, end, cut)
-	r.msg = s.b[lo:hi]
-	r.key = s.b[r.start:hi]
+	lo := r.msgStart
+	for lo < end && (s.b[lo] == ' ' || s.b[lo] == '\t') {
+		lo++
+	}
+	r.msg = s.b[lo:end]
 	return true
 }
 
-// trimMessage returns the bounds of the message in b[lo:hi] without what
-// surrounds it: blanks, a carriage return and anything after it (progress
-// bars redraw with CR), and when another record follows on the same line,
-// the separator a collector put between them (" | " in CloudWatch exports).
-func trimMessage(b []byte, lo, hi int, cut bool) (int, int) {
-	if i := bytes.IndexByte(b[lo:hi], '\r'); i >= 0 {
-		hi = lo + i
-	}
-	for lo < hi && (b[lo] == ' ' || b[lo] == '\t') {
-		lo++
-	}
-	hi = lo + len(trimRightBlank(b[lo:hi]))
-	if cut {
-		for hi > lo && b[hi-1] == '|' {
-			hi = lo + len(trimRightBlank(b[lo:hi-1]))
+// envelope reads the record's envelope if that has not been done.
+func (s *lineScanner) envelope(r *rawRecord) {
+	if !r.parsed {
+		r.parsed = true
+		if r.level != levelVersion {
+			parseEnvelope(s.b, r.marker, r.level == levelWarn, r)
 		}
 	}
-	return lo, hi
+}
+
+// finish reads the envelope and trims what follows the message: a
+// carriage return and anything after it (progress bars redraw with CR),
+// trailing blanks, and when another record follows on the same line, the
+// separator a collector put between them (" | " in CloudWatch exports).
+// It may be called twice.
+func (s *lineScanner) finish(r *rawRecord) {
+	s.envelope(r)
+	m := r.msg
+	if i := bytes.IndexByte(m, '\r'); i >= 0 {
+		m = m[:i]
+	}
+	m = trimRightBlank(m)
+	if r.cut {
+		for len(m) > 0 && m[len(m)-1] == '|' {
+			m = trimRightBlank(m[:len(m)-1])
+		}
+	}
+	r.msg = m
+	// m is a subslice of s.b: its end, as an index into s.b, is where the
+	// record's key ends.
+	r.key = s.b[r.start : cap(s.b)-cap(m)+len(m)]
 }
 
 func trimRightBlank(m []byte) []byte {
@@ -129,20 +150,16 @@ func findRecord(b []byte, pos, skipVersionAt int, r *rawRecord) bool {
 		rest := b[pos:]
 		switch {
 		case hasWord(rest, markInfo):
-			*r = rawRecord{level: levelInfo}
-			r.msgStart = min(pos+len(markInfo)+1, len(b))
-			parseEnvelope(b, i, false, r)
+			*r = rawRecord{level: levelInfo, marker: i, start: i, msgStart: min(pos+len(markInfo)+1, len(b))}
 			return true
 		case hasWord(rest, markWarn):
-			*r = rawRecord{level: levelWarn}
-			r.msgStart = min(pos+len(markWarn)+1, len(b))
-			parseEnvelope(b, i, true, r)
+			*r = rawRecord{level: levelWarn, marker: i, start: i, msgStart: min(pos+len(markWarn)+1, len(b))}
 			return true
 		case bytes.HasPrefix(rest, markVersion):
 			if i == skipVersionAt {
 				continue
 			}
-			*r = rawRecord{level: levelVersion, start: i, msgStart: i}
+			*r = rawRecord{level: levelVersion, marker: i, start: i, msgStart: i, parsed: true}
 			return true
 		}
 	}
@@ -196,9 +213,7 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 	if j == closeBr-1 {
 		return
 	}
-	dev, _ := atoi(b[j+1 : closeBr])
 	if j >= 0 && b[j] == '-' {
-		dev = -dev
 		j--
 	}
 	if j < 0 || b[j] != '[' {
@@ -217,41 +232,36 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 	if k == tidEnd-1 || k < 0 || b[k] != ':' {
 		return
 	}
-	tid, _ := atoi(b[k+1 : tidEnd])
 	pidEnd := k
 	k--
 	for k >= 0 && isDigit(b[k]) {
 		k--
 	}
-	if k == pidEnd-1 || k < 0 || b[k] != ':' {
+	if k == pidEnd-1 || k < 0 || b[k] != ':' || pidEnd-k > 19 {
 		return
 	}
-	pid, _ := atoi(b[k+1 : pidEnd])
 	hostEnd := k
 	h := hostEnd
-	for h > 0 && hostEnd-h < maxHostLen && !isHostStop(b[h-1]) {
+	for h > 0 && hostEnd-h < maxHostLen && !hostStop[b[h-1]] {
 		h--
 	}
 	h = cleanHostStart(b, h, hostEnd)
 	r.start = h
 	r.prefixed = true
 	r.host = b[h:hostEnd]
-	r.pid = pid
-	r.tid = tid
-	r.dev = dev
+	r.pid = b[hostEnd+1 : pidEnd]
 	r.prefix = b[h : closeBr+1]
 }
 
-// isHostStop reports the bytes that end a backwards scan over a host name.
+// hostStop marks the bytes that end a backwards scan over a host name.
 // ':' matters most: it separates the host from launcher tags glued to it
 // ("[1,0]<stdout>:host", "[rank3]:host").
-func isHostStop(c byte) bool {
-	switch c {
-	case ' ', '\t', ':', '|', '\r', '\n', 0, ']', ')', '"', '\'':
-		return true
+var hostStop = func() (t [256]bool) {
+	for _, c := range []byte(" \t:|\r\n\x00])\"'") {
+		t[c] = true
 	}
-	return false
-}
+	return t
+}()
 
 // cleanHostStart skips what sticks to the front of a host name without a
 // separator: markdown emphasis, and the tail of an ISO-8601 timestamp that

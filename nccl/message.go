@@ -7,24 +7,24 @@ type Kind uint8
 
 // Record kinds. Everything gpuprobe does not interpret is KindOther.
 const (
-	KindOther       Kind = iota
-	KindVersion          // NCCL version 2.x.y+cudaA.B
-	KindNetDevices       // NET/IB : Using [0]mlx5_0:1/IB …; NET/Socket : Using [0]eth0:…; NET/IB: [0] mlx5_1:1/IB
-	KindNoDevice         // NET/IB : No device found.
-	KindNetSelected      // Using network IB; Using internal Network IB
-	KindNetPlugin        // NET/Plugin: Loaded net plugin …; P2P plugin IBext; Plugin Path : …
-	KindNetMention       // other lines that show a network module at work (NET/OFI …, NIC distance, sideband)
-	KindEnv              // NCCL_IB_DISABLE set by environment to 1.
-	KindGDR              // GPU Direct RDMA Enabled|Disabled for …
-	KindConnection       // Channel 00/0 : 0[0] -> 1[1] via P2P/IPC
-	KindComm             // comm 0x… rank 0 nranks 16 … - Init COMPLETE
-	KindBootstrap        // Bootstrap : Using eth0:10.0.0.1<0>
-	KindChannels         // 16 coll channels, 16 collnet channels, 16 nvls channels, …
-	KindRingsConnected   // Connected all rings[, use ring PXN 0 GDR 1]
-	KindIBVerbsMissing   // Failed to open libibverbs.so[.1] (INFO form)
-	KindDMABuf           // DMA-BUF is available on GPU device 2
-	KindTrace            // proxy.cc:878 -> 6 [Progress Thread]
-	KindWarn             // any NCCL WARN record
+	KindOther          Kind = iota
+	KindVersion             // NCCL version 2.x.y+cudaA.B
+	KindNetDevices          // NET/IB : Using [0]mlx5_0:1/IB …; NET/Socket : Using [0]eth0:…; NET/IB: [0] mlx5_1:1/IB
+	KindNoDevice            // NET/IB : No device found.
+	KindNetSelected         // Using network IB; Using internal Network IB
+	KindNetPlugin           // NET/Plugin: Loaded net plugin …; P2P plugin IBext; Plugin Path : …
+	KindNetMention          // other lines that show a network module at work (NET/OFI …, NIC distance, sideband)
+	KindEnv                 // NCCL_IB_DISABLE set by environment to 1.
+	KindGDR                 // GPU Direct RDMA Enabled|Disabled for …
+	KindConnection          // Channel 00/0 : 0[0] -> 1[1] via P2P/IPC
+	KindComm                // comm 0x… rank 0 nranks 16 … - Init COMPLETE
+	KindBootstrap           // Bootstrap : Using eth0:10.0.0.1<0>
+	KindChannels            // 16 coll channels, 16 collnet channels, 16 nvls channels, …
+	KindRingsConnected      // Connected all rings[, use ring PXN 0 GDR 1]
+	KindIBVerbsMissing      // Failed to open libibverbs.so[.1] (INFO form)
+	KindDMABuf              // DMA-BUF is available on GPU device 2
+	KindTrace               // proxy.cc:878 -> 6 [Progress Thread]
+	KindWarn                // any NCCL WARN record
 	numKinds
 )
 
@@ -56,7 +56,6 @@ type event struct {
 	trace   traceInfo
 	collnet int64 // KindChannels
 	nvls    int64
-	ringGDR int64 // KindRingsConnected: the "GDR x" flag, -1 when absent
 }
 
 type traceInfo struct {
@@ -79,7 +78,6 @@ var (
 	msgNICDistance = []byte(" NIC distance")
 	msgIBPorts     = []byte("IB Ports")
 	msgConnected   = []byte("Connected all rings")
-	msgRingGDR     = []byte(" GDR ")
 	msgIBVerbs     = []byte("Failed to open libibverbs")
 	msgDMABuf      = []byte("DMA-BUF is available")
 	msgCollChans   = []byte(" coll channels")
@@ -103,13 +101,9 @@ func classify(m []byte, ev *event) Kind {
 				ev.kind = KindConnection
 			}
 		case bytes.HasPrefix(m, msgConnected):
+			// "…, use ring PXN 0 GDR 1" appears on single-node runs too: it
+			// is not evidence of inter-node GDR, so only the kind is kept.
 			ev.kind = KindRingsConnected
-			ev.ringGDR = -1
-			if i := bytes.Index(m, msgRingGDR); i >= 0 {
-				if v, n := leadingInt(m[i+len(msgRingGDR):]); n > 0 {
-					ev.ringGDR = v
-				}
-			}
 		case bytes.HasPrefix(m, msgCUDADev):
 			// 2.4: "CUDA Dev 0[0], Socket NIC distance :  PHB" names the selected
 			// module; 2.3: "CUDA Dev 2, IB Ports : …".
@@ -136,9 +130,9 @@ func classify(m []byte, ev *event) Kind {
 	case 'U':
 		switch {
 		case bytes.HasPrefix(m, msgUsingNet):
-			ev.net, ev.kind = m[len(msgUsingNet):], KindNetSelected
+			ev.net, ev.kind = netName(m[len(msgUsingNet):]), KindNetSelected
 		case bytes.HasPrefix(m, msgUsingIntNet):
-			ev.net, ev.kind = m[len(msgUsingIntNet):], KindNetSelected
+			ev.net, ev.kind = netName(m[len(msgUsingIntNet):]), KindNetSelected
 		}
 	case 'B':
 		if bytes.HasPrefix(m, msgBootstrap) {
@@ -177,7 +171,8 @@ func classify(m []byte, ev *event) Kind {
 			ev.kind = KindChannels
 		}
 	}
-	if ev.kind == KindOther && parseTrace(m, &ev.trace) {
+	// Return-code traces start with a source path, and NCCL's are lower case.
+	if ev.kind == KindOther && m[0] >= 'a' && m[0] <= 'z' && parseTrace(m, &ev.trace) {
 		ev.kind = KindTrace
 	}
 	return ev.kind
@@ -240,6 +235,16 @@ func classifyNET(m []byte, ev *event) {
 	}
 }
 
+// netName cuts a network name out of the rest of a message: names may
+// contain a space ("AWS Libfabric") but not the noise pastes append.
+func netName(b []byte) []byte {
+	b = cutTransportNoise(b)
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return b
+}
+
 // parseChannels reads "16 coll channels, 16 collnet channels, 16 nvls
 // channels, …" for the CollNet and NVLS counts.
 func parseChannels(m []byte, ev *event) {
@@ -261,12 +266,13 @@ func parseChannels(m []byte, ev *event) {
 // parseTrace reads NCCL's return-code trace "file:line -> rc", which marks
 // an error path even though it is printed at INFO level.
 func parseTrace(m []byte, t *traceInfo) bool {
-	k := 0
-	for k < len(m) && k < 128 && isFileByte(m[k]) {
+	k, dot := 0, false
+	for k < len(m) && k < 128 && fileByte[m[k]] {
+		dot = dot || m[k] == '.'
 		k++
 	}
-	if k == 0 || k >= len(m) || m[k] != ':' {
-		return false
+	if !dot || k >= len(m) || m[k] != ':' {
+		return false // source files have an extension: "proxy.cc:878"
 	}
 	_, n := leadingInt(m[k+1:])
 	if n == 0 {
@@ -290,6 +296,9 @@ func parseTrace(m []byte, t *traceInfo) bool {
 	return true
 }
 
-func isFileByte(c byte) bool {
-	return isWordByte(c) || c == '.' || c == '/' || c == '-' || c == '+'
-}
+var fileByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = isWordByte(byte(c)) || c == '.' || c == '/' || c == '-' || c == '+'
+	}
+	return t
+}()

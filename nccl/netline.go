@@ -9,12 +9,12 @@ import "bytes"
 type netClass uint8
 
 const (
-	netUnknown netClass = iota
-	netIB               // NCCL's IB verbs module and the HPC-X/SHARP plugin (IBext, IBext_v8, …); IB and RoCE
-	netSocket           // NCCL's own TCP module
-	netOFI              // aws-ofi-nccl (EFA and other libfabric providers)
-	netFastSocket       // Google's FastSocket plugin: TCP, but not NCCL's Socket module
-	netOther            // a plugin gpuprobe does not classify
+	netUnknown    netClass = iota
+	netIB                  // NCCL's IB verbs module and the HPC-X/SHARP plugin (IBext, IBext_v8, …); IB and RoCE
+	netSocket              // NCCL's own TCP module
+	netOFI                 // aws-ofi-nccl (EFA and other libfabric providers)
+	netFastSocket          // Google's FastSocket plugin: TCP, but not NCCL's Socket module
+	netOther               // a plugin gpuprobe does not classify
 	numNetClasses
 )
 
@@ -135,7 +135,6 @@ func afterNetName(m []byte) []byte {
 type devList struct {
 	n        int  // devices (top-level "[i]" entries)
 	loopback bool // every interface is a loopback one (lo, 127.x, ::1)
-	roce     bool // at least one RoCE port
 }
 
 func parseDevList(b []byte) devList {
@@ -145,7 +144,6 @@ func parseDevList(b []byte) devList {
 	} else if i := bytes.Index(b, []byte(" ; OOB")); i >= 0 {
 		b = b[:i]
 	}
-	d.roce = bytes.Contains(b, []byte("/RoCE"))
 	allLo, any := true, false
 	depth := 0
 	for i := 0; i < len(b); i++ {

@@ -4,9 +4,9 @@ package nccl
 // a log of any size, or a hostile one, cannot make these structures grow
 // past the caps below (see docs/nccl.md, "Limits").
 const (
-	maxProcesses      = 1 << 15 // host:pid pairs tracked individually
-	maxThreads        = 1 << 16 // envelope cache entries; cleared, not grown, past this
-	maxCommInstances  = 1 << 16 // (process, communicator) pairs
+	maxProcesses      = 1 << 14 // host:pid pairs tracked individually
+	maxThreads        = 1 << 15 // envelope cache entries; cleared, not grown, past this
+	maxCommInstances  = 1 << 14 // (process, communicator) pairs
 	maxCommsPerProc   = 256
 	maxPeersPerRank   = 64
 	maxTrPerRank      = 8
@@ -59,11 +59,13 @@ type process struct {
 	gdrOn    bool
 	gdrOff   uint64 // HCA indexes (< 64) with a "Disabled" decision
 	gdrOffN  int
-	loIf     bool // an interface list that is all loopback
-	nonLoIf  bool // an interface list with a real interface
+	gdrWhy   []string // reasons NCCL gave for GDR being off, once each
+	loIf     bool     // an interface list that is all loopback
+	nonLoIf  bool     // an interface list with a real interface
 	versions []string
 	env      map[string]string
 	comms    map[uint64]*commInst
+	commList []*commInst // comms in order of appearance, for stable reports
 	byRank   map[int64]*commInst
 	orphan   map[int64]*rankStats // connections seen before (or without) a communicator line
 }
@@ -75,22 +77,21 @@ type thread struct {
 }
 
 type commInst struct {
-	proc       *process
-	ptr        uint64
-	commID     uint64
-	hasID      bool
-	rank       int64
-	nranks     int64
-	nnodes     int64
-	localRanks int64
-	cudaDev    int64
-	nvmlDev    int64
-	busID      string
-	api        string
-	started    bool
-	completed  bool
-	first      loc
-	stats      rankStats
+	proc      *process
+	ptr       uint64
+	commID    uint64
+	hasID     bool
+	rank      int64
+	nranks    int64
+	nnodes    int64
+	cudaDev   int64
+	nvmlDev   int64
+	busID     string
+	api       string
+	started   bool
+	completed bool
+	first     loc
+	stats     rankStats
 }
 
 type trCount struct {
@@ -99,9 +100,10 @@ type trCount struct {
 }
 
 type peerLink struct {
-	peer int32
-	tr   uint16
-	n    uint32
+	peer     int32
+	tr       uint16
+	n        uint32
+	channels uint64 // bit c: channel c (< 64) used this link
 }
 
 // rankStats is what one rank's connection lines said.
@@ -137,14 +139,19 @@ func (s *rankStats) add(peer int64, id uint16, c *connInfo) {
 	if peer < 0 || peer > 1<<31-1 {
 		return
 	}
+	var ch uint64
+	if c.channel >= 0 && c.channel < 64 {
+		ch = 1 << uint(c.channel)
+	}
 	for i := range s.peers {
 		if s.peers[i].peer == int32(peer) && s.peers[i].tr == id {
 			s.peers[i].n++
+			s.peers[i].channels |= ch
 			return
 		}
 	}
 	if len(s.peers) < maxPeersPerRank {
-		s.peers = append(s.peers, peerLink{peer: int32(peer), tr: id, n: 1})
+		s.peers = append(s.peers, peerLink{peer: int32(peer), tr: id, n: 1, channels: ch})
 	}
 }
 
@@ -212,11 +219,9 @@ func (b bitset) covers(n int64) bool {
 // netConnStats counts NET connection lines over the whole log, by module
 // class and GDR.
 type netConnStats struct {
-	n      [numNetClasses][2]int64
-	first  [numNetClasses][2]evidence
-	names  map[string]int64 // NET module names as printed ("IB", "IBext_v8", "AWS Libfabric")
-	proxy  int64
-	gdrPCI int64
+	n     [numNetClasses][2]int64
+	first [numNetClasses][2]evidence
+	names map[string]int64 // NET module names as printed ("IB", "IBext_v8", "AWS Libfabric")
 }
 
 func (s *netConnStats) total() (n int64) {

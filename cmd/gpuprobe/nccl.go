@@ -61,8 +61,16 @@ func registerNCCL(c *cli) {
 	failOnVerdict := run.Flag("fail-on-verdict", "Exit 1 when the verdict shows a problem and the command itself succeeded.").Bool()
 	run.Action(func(*kingpin.ParseContext) error {
 		code, v, err := nccl.RunCommand(context.Background(), nccl.RunOptions{Args: *args, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
-		if err != nil && v == nil {
-			return c.usageError("nccl run: %v", err)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "%s: nccl run: %v\n", programName, err)
+			if v == nil {
+				// The command could not be started: exit as a shell would (127 not found, 126 not executable).
+				c.exit = code
+				if c.exit == 0 {
+					c.exit = exitUsage
+				}
+				return nil
+			}
 		}
 		fmt.Fprintln(c.stderr, "--- gpuprobe nccl verdict ---")
 		v.WriteText(c.stderr)

@@ -77,3 +77,10 @@ func TestCheckNCCLLog(t *testing.T) {
 		t.Errorf("without --nccl-log: exit %d %+v", code, d.Checks)
 	}
 }
+
+func TestNCCLRunMissingCommand(t *testing.T) {
+	code, _, errs := runCLI(t, "nccl", "run", "--", "/nonexistent/trainer")
+	if code != 127 || !strings.Contains(errs, "nccl run") {
+		t.Errorf("exit %d, want 127 like a shell: %s", code, errs)
+	}
+}

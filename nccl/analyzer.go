@@ -1,0 +1,392 @@
+package nccl
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+)
+
+// DefaultMaxLineBytes caps what the analyzer reads of one physical line.
+// The rest of a longer line is skipped and counted in Stats.TruncatedLines.
+const DefaultMaxLineBytes = 64 << 10
+
+// Analyzer reads NCCL_DEBUG=INFO output line by line and keeps what the
+// verdict needs. Its memory is bounded whatever the input (see the caps in
+// state.go). It is safe for concurrent use: the streams of one child
+// process can feed it from separate goroutines.
+type Analyzer struct {
+	mu      sync.Mutex
+	maxLine int
+
+	sources []string
+	lines   []int64 // per source: physical lines read
+	cur     loc
+
+	lp *lineParser // for lines fed one at a time
+	lb batch
+	ev event
+
+	seen     dedupe
+	threads  map[string]*thread
+	procs    map[string]*process
+	order    []*process // processes in order of appearance
+	pseudo   *process   // records without an envelope
+	overflow *process   // where processes past maxProcesses go
+	comms    int        // commInst count
+	trIDs    map[string]uint16
+	trNames  []trName
+	scratch  []byte
+
+	ranks     bitset // ranks seen in connection and communicator lines
+	maxRank   int64
+	nranks    map[int64]int // distinct nranks values announced
+	nnodes    int64
+	conns     netConnStats
+	intra     [trCollNet + 1]int64 // connection lines by class (P2P, SHM, …)
+	collnet   bool
+	nvls      bool
+	versions  []string
+	envGlobal map[string]map[string]bool
+	find      findings
+	stats     Stats
+
+	heads    []pendingHead
+	dangling *pendingHead
+}
+
+type trName struct {
+	name  string
+	class trClass
+}
+
+// pendingHead is a record whose message went missing: a torn write left
+// only its envelope, or a folded paste broke the line after "via". The
+// next suitable line completes it.
+type pendingHead struct {
+	rec rawRecord // slices point into buf
+	buf []byte
+	at  loc
+}
+
+// Stats describes what the analyzer read.
+type Stats struct {
+	Inputs          []string `json:"inputs"`
+	Bytes           int64    `json:"bytes"`
+	Lines           int64    `json:"lines"`
+	Records         int64    `json:"records"`
+	Duplicates      int64    `json:"duplicates_dropped"`
+	TruncatedLines  int64    `json:"truncated_lines"`
+	ForeignLines    int64    `json:"foreign_lines"`
+	Processes       int      `json:"processes"`
+	Threads         int      `json:"threads"`
+	Untracked       int64    `json:"untracked_records,omitempty"` // records past a memory cap
+	FindingsDropped int64    `json:"findings_dropped,omitempty"`
+}
+
+// NewAnalyzer returns an empty analyzer.
+func NewAnalyzer() *Analyzer {
+	seen := newDedupe()
+	return &Analyzer{
+		maxLine:   DefaultMaxLineBytes,
+		lp:        newLineParser(DefaultMaxLineBytes),
+		seen:      seen,
+		threads:   make(map[string]*thread),
+		procs:     make(map[string]*process),
+		trIDs:     make(map[string]uint16),
+		nranks:    make(map[int64]int),
+		envGlobal: make(map[string]map[string]bool),
+		maxRank:   -1,
+		nnodes:    -1,
+		conns:     netConnStats{names: make(map[string]int64)},
+	}
+}
+
+// source registers an input name and returns its index.
+func (a *Analyzer) source(name string) int32 {
+	a.sources = append(a.sources, name)
+	a.lines = append(a.lines, 0)
+	a.stats.Inputs = append(a.stats.Inputs, name)
+	return int32(len(a.sources) - 1)
+}
+
+// Feed analyses one physical line (a trailing newline is allowed). Lines
+// fed this way are numbered in the order they arrive.
+func (a *Analyzer) Feed(line []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.sources) == 0 {
+		a.source("-")
+	}
+	a.stats.Bytes += int64(len(line))
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	a.lb.reset()
+	a.lp.out = &a.lb
+	a.lb.lines = 1
+	a.lp.line(line, 1)
+	a.merge(0, &a.lb)
+}
+
+// merge folds what a parser made of consecutive lines of source src into
+// the state, in order. The caller holds a.mu.
+func (a *Analyzer) merge(src int32, b *batch) {
+	base := a.lines[src]
+	for i := range b.items {
+		it := &b.items[i]
+		a.cur = loc{src: src, line: base + it.line}
+		if d := a.dangling; d != nil && !a.next(d.at, it.kind) {
+			a.flushDangling()
+		}
+		switch it.kind {
+		case itRecord:
+			a.record(&it.rec)
+		case itTorn:
+			a.pushHead(&it.rec)
+		case itDangling:
+			a.dangling = a.own(&it.rec)
+		case itFragment:
+			if a.dangling != nil {
+				a.completeDangling(it.text)
+			}
+		case itPlain:
+			a.plainLine(it.text)
+		}
+	}
+	a.lines[src] += b.lines
+	a.stats.Lines += b.lines
+	a.stats.Records += b.records
+	a.stats.TruncatedLines += b.truncated
+	a.stats.ForeignLines += b.foreign
+}
+
+// next reports whether an item of kind k at a.cur may still complete a
+// connection line broken at "at": only the start of the very next line of
+// the same input can.
+func (a *Analyzer) next(at loc, k itemKind) bool {
+	return a.cur.src == at.src && a.cur.line == at.line+1 && (k == itFragment || k == itPlain)
+}
+
+// plainLine handles a line without NCCL records: the rest of a torn or
+// folded record, or a foreign line worth noting.
+func (a *Analyzer) plainLine(b []byte) {
+	if a.dangling != nil && a.completeDangling(b) {
+		return
+	}
+	if len(a.heads) > 0 && a.completeHead(b) {
+		return
+	}
+	a.foreign(b)
+}
+
+// own copies a record out of the line buffer so that it can wait for the
+// line that completes it: the buffer is reused once the batch is merged,
+// so every slice of the record must point into the copy.
+func (a *Analyzer) own(r *rawRecord) *pendingHead {
+	buf := append([]byte(nil), r.key...)
+	sub := func(s []byte) []byte {
+		off := cap(r.key) - cap(s)
+		if len(s) == 0 || off < 0 || off+len(s) > len(buf) {
+			return nil
+		}
+		return buf[off : off+len(s)]
+	}
+	p := &pendingHead{buf: buf, at: a.cur, rec: *r}
+	p.rec.host, p.rec.pid, p.rec.prefix, p.rec.tag, p.rec.msg, p.rec.key = sub(r.host), sub(r.pid), sub(r.prefix), sub(r.tag), sub(r.msg), buf
+	return p
+}
+
+// pushHead remembers a record torn off after its envelope. Its message is
+// the next line that has no envelope (the orphan tail of the torn write).
+func (a *Analyzer) pushHead(r *rawRecord) {
+	if len(a.heads) == 8 {
+		a.heads = a.heads[1:]
+	}
+	a.heads = append(a.heads, *a.own(r))
+}
+
+func (a *Analyzer) completeHead(b []byte) bool {
+	// Heads wait at most 16 lines, and only for lines of their own input.
+	live := a.heads[:0]
+	for _, h := range a.heads {
+		if h.at.src != a.cur.src || a.cur.line-h.at.line <= 16 {
+			live = append(live, h)
+		}
+	}
+	a.heads = live
+	i := 0
+	for i < len(a.heads) && a.heads[i].at.src != a.cur.src {
+		i++
+	}
+	if i == len(a.heads) {
+		return false
+	}
+	m := bytes.TrimSpace(b)
+	if len(m) == 0 || classify(m, &a.ev) == KindOther {
+		return false
+	}
+	h := a.heads[i]
+	a.heads = append(a.heads[:i], a.heads[i+1:]...)
+	r := h.joined(m)
+	a.record(&r)
+	return true
+}
+
+// joined is the waiting record with tail appended to its message.
+func (h *pendingHead) joined(tail []byte) rawRecord {
+	key := append(append(append([]byte(nil), h.rec.key...), ' '), tail...)
+	r := h.rec
+	r.msg = bytes.TrimLeft(key[len(key)-len(h.rec.msg)-1-len(tail):], " ")
+	r.key = key
+	return r
+}
+
+// completeDangling joins a connection line broken after "via" with the
+// start of the next line, if that start is a transport.
+func (a *Analyzer) completeDangling(frag []byte) bool {
+	d := a.dangling
+	f := bytes.TrimSpace(frag)
+	if a.cur.src != d.at.src || a.cur.line != d.at.line+1 || !looksLikeTransport(f) {
+		a.flushDangling()
+		return false
+	}
+	a.dangling = nil
+	r := d.joined(f)
+	a.record(&r)
+	return true
+}
+
+// flushDangling records a broken connection line as it is: it still names
+// its ranks.
+func (a *Analyzer) flushDangling() {
+	d := a.dangling
+	a.dangling = nil
+	at := a.cur
+	a.cur = d.at
+	a.record(&d.rec)
+	a.cur = at
+}
+
+// record analyses one complete record.
+func (a *Analyzer) record(r *rawRecord) {
+	kind := KindWarn
+	if r.level != levelWarn {
+		kind = classify(r.msg, &a.ev)
+	}
+	th := a.thread(r)
+	if kind == KindOther {
+		return
+	}
+	// Identical connection lines for two communicators of one thread are
+	// not duplicates: salt their key with the thread's communicator.
+	var salt uint64
+	if kind == KindConnection && th != nil && th.comm != nil {
+		salt = th.comm.ptr
+	}
+	if a.seen.dup(r.key, salt) {
+		a.stats.Duplicates++
+		return
+	}
+	if th != nil {
+		a.apply(kind, r, th, th.proc)
+	} else {
+		a.apply(kind, r, nil, a.pseudoProc())
+	}
+}
+
+// thread returns the cache entry for the record's envelope, creating the
+// process on first sight. Records without an envelope have none.
+func (a *Analyzer) thread(r *rawRecord) *thread {
+	if !r.prefixed {
+		return nil
+	}
+	if th := a.threads[string(r.prefix)]; th != nil {
+		return th
+	}
+	if len(a.threads) >= maxThreads {
+		// A cache, not the truth: forgetting threads only loses which
+		// communicator a thread announced last.
+		clear(a.threads)
+	}
+	th := &thread{proc: a.process(r)}
+	a.threads[string(r.prefix)] = th
+	a.stats.Threads++
+	return th
+}
+
+func (a *Analyzer) process(r *rawRecord) *process {
+	// host:pid is the prefix up to the second ':' from the end.
+	k := len(r.host) + 1
+	for k < len(r.prefix) && r.prefix[k] != ':' {
+		k++
+	}
+	key := r.prefix[:k]
+	if p := a.procs[string(key)]; p != nil {
+		return p
+	}
+	if len(a.procs) >= maxProcesses {
+		if a.overflow == nil {
+			a.overflow = &process{host: "(more processes)", pid: -1, pseudo: true, first: a.cur}
+			a.order = append(a.order, a.overflow)
+		}
+		a.stats.Untracked++
+		return a.overflow
+	}
+	pid, _ := atoi(r.pid)
+	p := &process{host: string(r.host), pid: pid, first: a.cur}
+	a.procs[string(key)] = p
+	a.order = append(a.order, p)
+	return p
+}
+
+func (a *Analyzer) pseudoProc() *process {
+	if a.pseudo == nil {
+		a.pseudo = &process{host: "", pid: -1, pseudo: true, first: a.cur}
+		a.order = append(a.order, a.pseudo)
+	}
+	return a.pseudo
+}
+
+// transportID interns a transport name for per-rank counting.
+func (a *Analyzer) transportID(tr *transport) uint16 {
+	s := a.scratch[:0]
+	if tr.class == trNET || tr.class == trCollNet {
+		if tr.class == trNET {
+			s = append(s, "NET/"...)
+		} else {
+			s = append(s, "COLLNET/"...)
+		}
+		s = append(s, tr.net...)
+		if tr.gdr {
+			s = append(s, "/GDRDMA"...)
+		}
+	} else if len(tr.name) > 0 {
+		s = append(s, tr.name...)
+	} else {
+		s = append(s, "(unknown)"...)
+	}
+	a.scratch = s
+	if id, ok := a.trIDs[string(s)]; ok {
+		return id
+	}
+	if len(a.trNames) >= maxTransportNames {
+		return maxTransportNames // "other"
+	}
+	id := uint16(len(a.trNames))
+	a.trNames = append(a.trNames, trName{name: string(s), class: tr.class})
+	a.trIDs[string(s)] = id
+	return id
+}
+
+func (a *Analyzer) trNameOf(id uint16) trName {
+	if int(id) < len(a.trNames) {
+		return a.trNames[id]
+	}
+	return trName{name: "other"}
+}
+
+// where names the process of a record for findings.
+func where(p *process) string {
+	if p == nil || p.pseudo {
+		return ""
+	}
+	return p.host + ":" + strconv.FormatInt(p.pid, 10)
+}

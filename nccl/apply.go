@@ -1,0 +1,391 @@
+package nccl
+
+import (
+	"bytes"
+	"slices"
+)
+
+// apply folds one classified, de-duplicated record into the state.
+func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
+	ev := &a.ev
+	at := a.cur
+	switch kind {
+	case KindVersion:
+		a.addVersion(p, ev.version, at)
+	case KindNetDevices:
+		c := classifyNet(ev.net)
+		if c == netSocket {
+			// NCCL 2.4 prints "NET/Socket : Using …" on IB runs too: the list
+			// says which interfaces exist, not which module was chosen.
+			a.noteIfs(p, ev.dev)
+			return
+		}
+		p.see(c, strengthInit, at, r.msg)
+		p.hcas = max(p.hcas, ev.dev.n)
+	case KindNoDevice:
+		if classifyNet(ev.net) == netIB && !p.noIB.at.valid() {
+			p.noIB = evidence{at: at, text: string(r.msg)}
+		}
+	case KindNetSelected:
+		c := classifyNet(ev.net)
+		p.see(c, strengthDecided, at, r.msg)
+		if c == netOther || c == netFastSocket {
+			p.netName = string(ev.net)
+		}
+	case KindNetPlugin:
+		c := classifyPlugin(ev.net)
+		if c != netUnknown {
+			p.see(c, strengthPlugin, at, r.msg)
+			if c == netOther || c == netFastSocket {
+				p.netName = string(ev.net)
+			}
+		}
+	case KindNetMention:
+		if c := classifyNet(ev.net); c != netUnknown {
+			p.see(c, strengthInit, at, r.msg)
+			if c == netOther || c == netFastSocket {
+				p.netName = string(ev.net)
+			}
+		}
+	case KindEnv:
+		a.applyEnv(p, ev, at, r.msg)
+	case KindGDR:
+		a.applyGDR(p, &ev.gdr, at, r.msg)
+	case KindConnection:
+		a.applyConn(p, th, &ev.conn, at, r.msg)
+	case KindComm:
+		a.applyComm(p, th, &ev.comm, at)
+	case KindBootstrap:
+		a.noteIfs(p, ev.dev)
+	case KindChannels:
+		a.collnet = a.collnet || ev.collnet > 0
+		a.nvls = a.nvls || ev.nvls > 0
+	case KindIBVerbsMissing:
+		if !p.noIB.at.valid() {
+			p.noIB = evidence{at: at, text: string(r.msg)}
+		}
+		a.find.add(SevWarning, "no_ibverbs", "", string(r.msg),
+			"libibverbs could not be loaded, so NCCL cannot use InfiniBand/RoCE: install rdma-core (libibverbs) in the image or fix LD_LIBRARY_PATH",
+			where(p), at)
+	case KindDMABuf:
+		a.find.add(SevNote, "dmabuf", "", string(r.msg), "", where(p), at)
+	case KindTrace:
+		a.applyTrace(p, &ev.trace, at, r.msg)
+	case KindWarn:
+		a.applyWarn(p, r, at)
+	}
+}
+
+// see records evidence that process p uses network class c.
+func (p *process) see(c netClass, s uint8, at loc, msg []byte) {
+	if c == netUnknown {
+		return
+	}
+	e := &p.net[c]
+	if s > e.strength {
+		*e = netEvidence{strength: s, at: at, text: clip(string(msg), 200)}
+	}
+}
+
+// classifyPlugin classifies what "NET/Plugin: Loaded net plugin X",
+// "P2P plugin X" and "Plugin Path : X" name.
+func classifyPlugin(name []byte) netClass {
+	switch {
+	case bytes.Contains(name, []byte("rdma_sharp")), bytes.Contains(name, []byte("hpcx")):
+		return netIB
+	case bytes.Contains(name, []byte("ofi")):
+		return netOFI
+	case bytes.HasSuffix(name, []byte(".so")):
+		return netUnknown // a path that says nothing about the module
+	}
+	return classifyNet(name)
+}
+
+func (a *Analyzer) noteIfs(p *process, d devList) {
+	if d.n == 0 {
+		return
+	}
+	if d.loopback {
+		p.loIf = true
+	} else {
+		p.nonLoIf = true
+	}
+}
+
+func (a *Analyzer) addVersion(p *process, v []byte, at loc) {
+	if !containsBytes(p.versions, v) && len(p.versions) < maxVersions {
+		p.versions = append(p.versions, string(v))
+	}
+	if !containsBytes(a.versions, v) && len(a.versions) < maxVersions {
+		a.versions = append(a.versions, string(v))
+	}
+}
+
+func containsBytes(list []string, b []byte) bool {
+	for _, s := range list {
+		if s == string(b) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Analyzer) applyEnv(p *process, ev *event, at loc, msg []byte) {
+	name, val := ev.env.name, ev.env.value
+	if p.env == nil {
+		p.env = make(map[string]string)
+	}
+	if len(p.env) < maxEnvPerProc {
+		p.env[string(name)] = string(val)
+	}
+	g := a.envGlobal[string(name)]
+	if g == nil && len(a.envGlobal) < 4*maxEnvPerProc {
+		g = make(map[string]bool)
+		a.envGlobal[string(name)] = g
+	}
+	if g != nil && len(g) < 8 {
+		g[string(val)] = true
+	}
+	switch string(name) {
+	case "NCCL_IB_DISABLE":
+		if string(val) == "1" && !p.ibOff.at.valid() {
+			p.ibOff = evidence{at: at, text: string(msg)}
+		}
+	case "NCCL_NET":
+		p.see(classifyNet(val), strengthInit, at, msg)
+	}
+}
+
+func (a *Analyzer) applyGDR(p *process, g *gdrLine, at loc, msg []byte) {
+	c := classifyNet(g.net)
+	if c == netSocket || c == netIB {
+		// NCCL prints the decision for the module it selected.
+		p.see(c, strengthInit, at, msg)
+	}
+	if g.enabled {
+		p.gdrOn = true
+		return
+	}
+	if c == netSocket {
+		return // TCP never does GDR; the line only names the module
+	}
+	p.gdrOffN++
+	if g.hca >= 0 && g.hca < 64 {
+		p.gdrOff |= 1 << uint(g.hca)
+	}
+	code := "gdr_disabled"
+	switch {
+	case g.noModule:
+		code = "gdr_no_module"
+	case g.distance:
+		code = "gdr_distance"
+	}
+	r := gdrReasons[code]
+	if !slices.Contains(p.gdrWhy, r.why) {
+		p.gdrWhy = append(p.gdrWhy, r.why)
+	}
+	a.find.add(SevWarning, code, "", string(msg), r.hint, where(p), at)
+}
+
+// gdrReasons explains each way NCCL reports GPUDirect RDMA off.
+var gdrReasons = map[string]struct{ why, hint string }{
+	"gdr_disabled": {"the NIC cannot access GPU memory (no nvidia-peermem, no DMA-BUF)",
+		"load nvidia-peermem, or use DMA-BUF (NCCL_DMABUF_ENABLE=1, driver >= 515, kernel >= 5.12, NCCL >= 2.13), then rerun"},
+	"gdr_no_module": {"no peer-memory module (nvidia-peermem) is loaded",
+		"modprobe nvidia-peermem (nv_peer_mem on old MLNX_OFED), or use DMA-BUF (NCCL_DMABUF_ENABLE=1, driver >= 515, kernel >= 5.12)"},
+	"gdr_distance": {"the GPU is too far from the NIC for NCCL_NET_GDR_LEVEL",
+		"use the NIC on the GPU's PCIe switch (NCCL_IB_HCA), or raise NCCL_NET_GDR_LEVEL (e.g. PHB, SYS) if the platform supports it"},
+}
+
+// applyConn counts a connection line for its rank and for the log.
+func (a *Analyzer) applyConn(p *process, th *thread, c *connInfo, at loc, msg []byte) {
+	// The printing rank owns the line: the sender, except for NET [receive].
+	me, peer := c.from, c.to
+	if c.dir == dirRecv {
+		me, peer = c.to, c.from
+	}
+	a.ranks.set(me)
+	a.maxRank = max(a.maxRank, c.from, c.to)
+	if int(c.tr.class) < len(a.intra) {
+		a.intra[c.tr.class]++
+	}
+	if c.tr.class == trNET {
+		cl := classifyNet(c.tr.net)
+		if cl == netUnknown {
+			cl = netOther
+		}
+		g := 0
+		if c.tr.gdr {
+			g = 1
+		}
+		a.conns.n[cl][g]++
+		if !a.conns.first[cl][g].at.valid() {
+			a.conns.first[cl][g] = evidence{at: at, text: clip(string(msg), 200)}
+		}
+		if len(a.conns.names) < maxNetNames || a.conns.names[string(c.tr.net)] > 0 {
+			a.conns.names[string(c.tr.net)]++
+		}
+		p.see(cl, strengthDecided, at, msg)
+		if cl == netOther || cl == netFastSocket {
+			p.netName = string(c.tr.net)
+		}
+	} else if c.tr.class == trP2P || c.tr.class == trSHM {
+		a.ranks.set(peer) // P2P and SHM peers share the node
+	}
+	id := a.transportID(&c.tr)
+	if st := a.statsFor(p, th, me); st != nil {
+		st.add(peer, id, c)
+	}
+}
+
+// statsFor finds the communicator rank a connection line belongs to:
+// the communicator the printing thread announced, else the process's
+// communicator with that rank, else a per-process holding place that a
+// later communicator line (2.4 prints "Init COMPLETE" last) claims.
+func (a *Analyzer) statsFor(p *process, th *thread, rank int64) *rankStats {
+	if th != nil && th.comm != nil && th.comm.rank == rank {
+		return &th.comm.stats
+	}
+	if ci := p.byRank[rank]; ci != nil {
+		return &ci.stats
+	}
+	if p.orphan == nil {
+		p.orphan = make(map[int64]*rankStats)
+	}
+	st := p.orphan[rank]
+	if st == nil {
+		if len(p.orphan) >= maxCommsPerProc {
+			a.stats.Untracked++
+			return nil
+		}
+		st = &rankStats{}
+		p.orphan[rank] = st
+	}
+	return st
+}
+
+func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc) {
+	if c.nranks > 0 {
+		if len(a.nranks) < 64 {
+			a.nranks[c.nranks]++
+		}
+	}
+	if c.nnodes > 0 {
+		a.nnodes = max(a.nnodes, c.nnodes)
+	}
+	if c.rank >= 0 {
+		a.ranks.set(c.rank)
+	}
+	if c.timings || !c.hasPtr && c.rank < 0 {
+		return // "Init timings: rank N nranks M" belongs to a communicator announced elsewhere
+	}
+	key := c.ptr
+	if !c.hasPtr {
+		key = 1<<63 | uint64(c.rank)
+	}
+	ci := p.comms[key]
+	if ci == nil {
+		if len(p.comms) >= maxCommsPerProc || a.comms >= maxCommInstances {
+			a.stats.Untracked++
+			return
+		}
+		if p.comms == nil {
+			p.comms = make(map[uint64]*commInst)
+			p.byRank = make(map[int64]*commInst)
+		}
+		ci = &commInst{proc: p, ptr: c.ptr, rank: -1, nranks: -1, nnodes: -1, cudaDev: -1, nvmlDev: -1, first: at}
+		p.comms[key] = ci
+		p.commList = append(p.commList, ci)
+		a.comms++
+	}
+	if c.rank >= 0 {
+		ci.rank = c.rank
+	}
+	if c.nranks >= 0 {
+		ci.nranks = c.nranks
+	}
+	if c.nnodes >= 0 {
+		ci.nnodes = c.nnodes
+	}
+	if c.cudaDev >= 0 {
+		ci.cudaDev = c.cudaDev
+	}
+	if c.nvmlDev >= 0 {
+		ci.nvmlDev = c.nvmlDev
+	}
+	if c.hasCommID {
+		ci.commID, ci.hasID = c.commID, true
+	}
+	if len(c.busID) > 0 && ci.busID == "" {
+		ci.busID = string(c.busID)
+	}
+	if len(c.api) > 0 && ci.api == "" && !bytes.HasPrefix(c.api, []byte("bootstrap")) {
+		ci.api = string(c.api)
+	}
+	switch c.state {
+	case commStart:
+		ci.started = true
+	case commComplete:
+		ci.completed = true
+	}
+	if th != nil && !bytes.HasPrefix(c.api, []byte("bootstrap")) {
+		th.comm = ci
+	}
+	if ci.rank >= 0 {
+		p.byRank[ci.rank] = ci
+		if st := p.orphan[ci.rank]; st != nil {
+			ci.stats.merge(st)
+			delete(p.orphan, ci.rank)
+		}
+	}
+}
+
+// rcNames are NCCL's ncclResult_t values.
+var rcNames = []string{
+	"ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
+	"ncclInvalidArgument", "ncclInvalidUsage", "ncclRemoteError", "ncclInProgress",
+}
+
+func rcName(rc int64) string {
+	if rc >= 0 && int(rc) < len(rcNames) {
+		return rcNames[rc]
+	}
+	return "ncclResult " + itoa(rc)
+}
+
+func (a *Analyzer) applyTrace(p *process, t *traceInfo, at loc, msg []byte) {
+	if len(t.thread) > 0 {
+		// The trace reached the top of an NCCL thread or of the API call's
+		// async job: the operation failed.
+		a.find.add(SevError, "nccl_call_failed", rcName(t.rc),
+			"NCCL operation failed with "+rcName(t.rc)+" ("+string(t.thread)+", "+string(t.loc)+")",
+			"read the NCCL WARN lines just before it for the cause", where(p), at)
+		return
+	}
+	// Each failing call prints one line per frame; one finding per result
+	// code is enough, and 052 shows such chains can be harmless.
+	a.find.add(SevWarning, "nccl_error_path", rcName(t.rc),
+		"NCCL error path returned "+rcName(t.rc)+" (first frame "+string(t.loc)+")", "", where(p), at)
+}
+
+func itoa(v int64) string {
+	var b [20]byte
+	i := len(b)
+	neg := v < 0
+	if neg {
+		v = -v
+	}
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	if neg {
+		i--
+		b[i] = '-'
+	}
+	return string(b[i:])
+}

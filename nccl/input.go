@@ -1,0 +1,365 @@
+package nccl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+)
+
+// Input is a named stream of log text.
+type Input struct {
+	Name   string // shown in line references; "-" for stdin
+	Reader io.Reader
+}
+
+// Analyze reads every input to its end, in order, and returns the verdict.
+// An error means an input could not be read (the CLI's exit code 2); the
+// verdict then covers what was read before it.
+func Analyze(ctx context.Context, inputs ...Input) (*Verdict, error) {
+	a := NewAnalyzer()
+	for _, in := range inputs {
+		if err := a.ReadFrom(ctx, in.Name, in.Reader); err != nil {
+			return a.Verdict(), err
+		}
+	}
+	return a.Verdict(), nil
+}
+
+// AnalyzeFiles analyses the named files; "-" (or no names at all) is
+// standard input.
+func AnalyzeFiles(ctx context.Context, paths ...string) (*Verdict, error) {
+	if len(paths) == 0 {
+		paths = []string{"-"}
+	}
+	a := NewAnalyzer()
+	for _, path := range paths {
+		if err := a.readPath(ctx, path); err != nil {
+			return a.Verdict(), err
+		}
+	}
+	return a.Verdict(), nil
+}
+
+func (a *Analyzer) readPath(ctx context.Context, path string) error {
+	if path == "-" {
+		return a.ReadFrom(ctx, "-", os.Stdin)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("nccl: open log: %w", err)
+	}
+	defer f.Close()
+	return a.ReadFrom(ctx, path, f)
+}
+
+const (
+	blockSize  = 512 << 10 // bytes a parser gets at once
+	maxWorkers = 4
+)
+
+// job is one block of whole lines on its way through the parsers.
+type job struct {
+	buf  []byte
+	data []byte
+	b    batch
+	done chan struct{}
+}
+
+// ReadFrom analyses r to its end as the input called name. Regular files
+// are read by the parsers themselves (readAtFile); other readers go
+// through readStream. Memory stays bounded: a few blocks are in flight at
+// any time, and lines longer than DefaultMaxLineBytes are cut there (the
+// rest of such a line is skipped and counted in Stats.TruncatedLines).
+func (a *Analyzer) ReadFrom(ctx context.Context, name string, r io.Reader) error {
+	a.mu.Lock()
+	src := a.source(name)
+	a.mu.Unlock()
+	var err error
+	if f, size, ok := regularFile(r); ok {
+		err = a.readAtFile(ctx, src, f, size, blockSize)
+	} else {
+		err = a.readStream(ctx, src, r)
+	}
+	if err != nil {
+		return fmt.Errorf("nccl: reading %s: %w", name, err)
+	}
+	return nil
+}
+
+// regularFile returns the rest of r as a ReaderAt when r is a regular
+// file big enough to be worth reading in parallel, from its current
+// offset as a reader would.
+func regularFile(r io.Reader) (io.ReaderAt, int64, bool) {
+	f, ok := r.(*os.File)
+	if !ok {
+		return nil, 0, false
+	}
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() < blockSize {
+		return nil, 0, false
+	}
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || off >= st.Size() {
+		return nil, 0, false
+	}
+	return io.NewSectionReader(f, off, st.Size()-off), st.Size() - off, true
+}
+
+// readStream analyses a reader that can only be read in order: a reader
+// goroutine cuts it into blocks of whole lines, parsers work on blocks in
+// parallel, and this goroutine merges their results in order.
+func (a *Analyzer) readStream(ctx context.Context, src int32, r io.Reader) error {
+	// Small inputs get small buffers and one parser: a run's short log or a
+	// test case should not pay for a gigabyte's pipeline.
+	bufSize, workers := blockSize, max(1, min(runtime.GOMAXPROCS(0), maxWorkers))
+	if n, ok := sizeHint(r); ok && n < blockSize {
+		bufSize, workers = max(int(n)+1, 2*a.maxLine+2), 1
+	}
+	jobs := make(chan *job, workers)
+	order := make(chan *job, 2*workers)
+	free := make(chan *job, 4*workers)
+	var wg sync.WaitGroup
+	for range workers {
+		lp := newLineParser(a.maxLine)
+		wg.Go(func() {
+			for j := range jobs {
+				j.b.reset()
+				lp.block(j.data, &j.b)
+				close(j.done)
+			}
+		})
+	}
+	var readErr error
+	go func() {
+		defer close(order)
+		defer close(jobs)
+		br := blockReader{r: r, maxLine: a.maxLine, carry: make([]byte, 0, a.maxLine+1)}
+		for {
+			if err := ctx.Err(); err != nil {
+				readErr = err
+				return
+			}
+			var j *job
+			select {
+			case j = <-free:
+			default:
+				j = &job{buf: make([]byte, bufSize), b: batch{items: make([]item, 0, 256)}}
+			}
+			data, err := br.fill(j.buf)
+			a.mu.Lock()
+			a.stats.Bytes += br.take()
+			a.mu.Unlock()
+			if len(data) > 0 {
+				j.data, j.done = data, make(chan struct{})
+				order <- j
+				jobs <- j
+			}
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					readErr = err
+				}
+				return
+			}
+		}
+	}()
+	for j := range order {
+		<-j.done
+		a.mu.Lock()
+		a.merge(src, &j.b)
+		a.mu.Unlock()
+		j.b.reset()
+		select {
+		case free <- j:
+		default:
+		}
+	}
+	wg.Wait()
+	a.mu.Lock()
+	a.flush()
+	a.mu.Unlock()
+	return readErr
+}
+
+// sizeHint returns how many bytes r holds, when it can tell.
+func sizeHint(r io.Reader) (int64, bool) {
+	switch x := r.(type) {
+	case interface{ Len() int }:
+		return int64(x.Len()), true
+	case *os.File:
+		if st, err := x.Stat(); err == nil && st.Mode().IsRegular() {
+			return st.Size(), true
+		}
+	}
+	return 0, false
+}
+
+// blockReader fills buffers with whole lines. A line that does not fit in
+// the buffer, or that is carried over longer than maxLine, is cut and the
+// rest of it up to its newline is dropped: the parser then sees a line
+// longer than maxLine and counts it as truncated.
+type blockReader struct {
+	r        io.Reader
+	maxLine  int
+	carry    []byte // start of a line that continues in the next block
+	skipping bool   // dropping the rest of an over-long line
+	eof      bool
+	read     int64 // bytes read since the last take
+}
+
+func (br *blockReader) take() int64 {
+	n := br.read
+	br.read = 0
+	return n
+}
+
+// fill returns the next lines in buf. At the end it returns io.EOF, with
+// the last line (which may lack its newline) if there is one.
+func (br *blockReader) fill(buf []byte) ([]byte, error) {
+	n := copy(buf, br.carry)
+	br.carry = br.carry[:0]
+	for !br.eof && n < len(buf) {
+		m, err := br.r.Read(buf[n:min(n+readChunk, len(buf))])
+		br.read += int64(m)
+		if br.skipping && m > 0 {
+			if i := bytes.IndexByte(buf[n:n+m], '\n'); i < 0 {
+				m = 0
+			} else {
+				copy(buf[n:], buf[n+i:n+m])
+				m -= i
+				br.skipping = false
+			}
+		}
+		n += m
+		if errors.Is(err, io.EOF) {
+			br.eof = true
+		} else if err != nil {
+			return buf[:n], err
+		}
+	}
+	if br.eof {
+		return buf[:n], io.EOF
+	}
+	k := bytes.LastIndexByte(buf[:n], '\n')
+	if k < 0 {
+		br.skipping = true // one line fills the buffer: the parser cuts it
+		return buf[:n], nil
+	}
+	rest := buf[k+1 : n]
+	if len(rest) > br.maxLine {
+		rest = rest[:br.maxLine+1]
+		br.skipping = true
+	}
+	br.carry = append(br.carry, rest...)
+	return buf[:k+1], nil
+}
+
+// flush completes what waits for a next line that will not come.
+func (a *Analyzer) flush() {
+	if a.dangling != nil {
+		a.flushDangling()
+	}
+	a.heads = a.heads[:0]
+}
+
+// Stream returns a writer that analyses what is written to it as the
+// input called name: the stdout or stderr of a child. Writes may split
+// lines anywhere; Close analyses a last line without a newline. Several
+// streams may be written concurrently.
+func (a *Analyzer) Stream(name string) io.WriteCloser {
+	a.mu.Lock()
+	src := a.source(name)
+	a.mu.Unlock()
+	return &stream{a: a, src: src}
+}
+
+type stream struct {
+	mu       sync.Mutex
+	a        *Analyzer
+	src      int32
+	carry    []byte
+	skipping bool
+	closed   bool
+}
+
+func (s *stream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, errors.New("nccl: write to closed stream")
+	}
+	a := s.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stats.Bytes += int64(len(p))
+	written := len(p)
+	a.lb.reset()
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.hold(p)
+			break
+		}
+		line := p[:i]
+		p = p[i+1:]
+		switch {
+		case s.skipping:
+			s.skipping = false
+		case len(s.carry) > 0:
+			s.carry = append(s.carry, line...)
+			s.parse(s.carry)
+			s.carry = nil // the batch still points into it
+		default:
+			s.parse(line)
+		}
+	}
+	a.merge(s.src, &a.lb)
+	a.lb.reset()
+	return written, nil
+}
+
+// hold keeps the start of a line until its newline arrives, but never
+// more than one capped line.
+func (s *stream) hold(p []byte) {
+	if s.skipping {
+		return
+	}
+	s.carry = append(s.carry, p...)
+	if len(s.carry) > s.a.maxLine {
+		s.parse(s.carry)
+		s.carry = nil
+		s.skipping = true
+	}
+}
+
+func (s *stream) parse(line []byte) {
+	b := &s.a.lb
+	s.a.lp.out = b
+	b.lines++
+	s.a.lp.line(line, b.lines)
+}
+
+func (s *stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	a := s.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.lb.reset()
+	if len(s.carry) > 0 {
+		s.parse(s.carry)
+		s.carry = nil
+	}
+	a.merge(s.src, &a.lb)
+	a.lb.reset()
+	a.flush()
+	return nil
+}

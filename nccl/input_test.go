@@ -1,0 +1,127 @@
+package nccl
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/nccl/gen"
+)
+
+// streamVerdict analyses text through the live path, one line at a time
+// in effect: the reference the block readers must match.
+func streamVerdict(t *testing.T, text []byte) *Verdict {
+	t.Helper()
+	a := NewAnalyzer()
+	s := a.Stream("x")
+	for _, c := range chunks(string(text), 1<<15) {
+		s.Write([]byte(c))
+	}
+	s.Close()
+	return a.Verdict()
+}
+
+func writeTemp(t *testing.T, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "nccl.log")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestFileBlocksMatchStream: a regular file is read in blocks by several
+// parsers at once (readAtFile); every line must still be read exactly once
+// and merged in order.
+func TestFileBlocksMatchStream(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := gen.Write(&buf, gen.Options{Size: 5 << 20, Seed: 11, Ranks: 32, Hosts: 4}); err != nil {
+		t.Fatal(err)
+	}
+	prev := runtime.GOMAXPROCS(4)
+	defer runtime.GOMAXPROCS(prev)
+	path := writeTemp(t, buf.Bytes())
+	got := analyzeFile(t, path)
+	if got.InterNode != InterGDRDMA || got.Stats.Bytes != int64(buf.Len()) {
+		t.Fatalf("%s, %d bytes of %d", got.InterNode, got.Stats.Bytes, buf.Len())
+	}
+	if g, w := comparable(t, got), comparable(t, streamVerdict(t, buf.Bytes())); g != w {
+		t.Errorf("file blocks and stream disagree (%d vs %d bytes of JSON)", len(g), len(w))
+	}
+}
+
+// TestFileBlockEdges puts line ends, over-long lines and records right at
+// the block boundaries.
+func TestFileBlockEdges(t *testing.T) {
+	channel := 0
+	record := func() string { // distinct records, so that none is a duplicate
+		channel++
+		return "nodea:1:2 [0] NCCL INFO Channel " + itoa(int64(channel)) + "/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA"
+	}
+	var b bytes.Buffer
+	pad := func(to int) { // foreign lines, so that the next line starts at `to`
+		for to-b.Len() > 200 {
+			b.WriteString(strings.Repeat("y", 99) + "\n")
+		}
+		b.WriteString(strings.Repeat("y", to-b.Len()-1) + "\n")
+	}
+	b.WriteString(record() + "\n")
+	pad(blockSize) // a line starts exactly at the block boundary
+	b.WriteString(record() + "\n")
+	pad(2*blockSize - 10) // a record that crosses the boundary
+	b.WriteString(record() + "\n")
+	pad(3*blockSize - 100) // an over-long line that crosses the boundary, then a record
+	b.WriteString("nodeb:3:4 [0] NCCL INFO Using network IB " + strings.Repeat("z", 3*DefaultMaxLineBytes) + "\n")
+	b.WriteString(record() + "\n")
+	pad(5*blockSize - 1) // a newline as the last byte of a block
+	b.WriteString("\n" + record())
+	data := b.Bytes()
+	path := writeTemp(t, data)
+	want := streamVerdict(t, data)
+	for _, procs := range []int{1, 3} {
+		prev := runtime.GOMAXPROCS(procs)
+		got := analyzeFile(t, path)
+		// A reader that is not a file, and does not tell its size, takes
+		// the reader goroutine's path with full-size buffers.
+		piped, err := Analyze(context.Background(), Input{Name: "pipe", Reader: struct{ io.Reader }{bytes.NewReader(data)}})
+		runtime.GOMAXPROCS(prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, v := range map[string]*Verdict{"file": got, "pipe": piped} {
+			if g, w := comparable(t, v), comparable(t, want); g != w {
+				t.Errorf("GOMAXPROCS %d: %s blocks and stream disagree:\n got %s\nwant %s", procs, name, g, w)
+			}
+		}
+		if got.Stats.Lines != int64(bytes.Count(data, []byte("\n"))+1) || got.Stats.TruncatedLines != 1 || got.NetConnections != 5 {
+			t.Errorf("GOMAXPROCS %d: %d lines, %d truncated, %d NET connections", procs, got.Stats.Lines, got.Stats.TruncatedLines, got.NetConnections)
+		}
+	}
+}
+
+// TestFileFromOffset: a file handed over part-read is read from where it
+// stands, like any reader.
+func TestFileFromOffset(t *testing.T) {
+	head := strings.Repeat("x\n", blockSize)
+	body := "h:1:2 [0] NCCL INFO Using network Socket\n" + strings.Repeat("y\n", blockSize)
+	f, err := os.Open(writeTemp(t, []byte(head+body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(int64(len(head)), io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	v, err := Analyze(context.Background(), Input{Name: "part", Reader: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.NetSelected != "Socket" || v.Stats.Lines != int64(strings.Count(body, "\n")) || v.Processes[0].FirstLine.Line != 1 {
+		t.Errorf("net %q, %d lines, first line %+v", v.NetSelected, v.Stats.Lines, v.Processes[0].FirstLine)
+	}
+}

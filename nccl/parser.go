@@ -1,0 +1,194 @@
+package nccl
+
+import (
+	"bytes"
+	"hash/maphash"
+)
+
+// The analyzer works in two stages so that reading can use more than one
+// core. A lineParser turns lines into items: it finds the records, keeps
+// those the verdict uses and drops the rest (most records of a large log
+// are collective traces or tuning tables). It holds no state that depends
+// on other lines, so several parsers can work on consecutive blocks of a
+// file at once. The analyzer then merges the items in input order; all
+// state that spans lines (communicators, de-duplication, torn records)
+// lives there.
+
+type itemKind uint8
+
+const (
+	itRecord   itemKind = iota // a record the verdict uses, or the first from its envelope
+	itTorn                     // a record whose message another record cut off
+	itDangling                 // a connection line that ends after "via"
+	itFragment                 // text before a line's first record that reads like a transport
+	itPlain                    // a line without records that may matter (a torn record's tail, a foreign error)
+)
+
+type item struct {
+	kind itemKind
+	line int64 // line number, relative to the batch for parallel parsing
+	rec  rawRecord
+	text []byte
+}
+
+// batch is what a parser made of some lines.
+type batch struct {
+	items     []item
+	lines     int64
+	records   int64
+	truncated int64
+	foreign   int64
+}
+
+func (b *batch) reset() {
+	clear(b.items) // drop references into the old block
+	*b = batch{items: b.items[:0]}
+}
+
+// A parser remembers seenBuckets*seenWays envelopes it has passed on, as
+// 32-bit fingerprints so that the table stays in the CPU's nearest cache
+// while blocks of text stream past it. The cache is lossy: an evicted
+// envelope is passed on again, which costs the merger one map lookup and
+// changes nothing; a fingerprint collision could hide an envelope only
+// until one of the two is evicted.
+const (
+	seenWays    = 4
+	seenBuckets = 1 << 11
+)
+
+type lineParser struct {
+	maxLine int
+	sc      lineScanner
+	ev      event
+	seed    maphash.Seed
+	seen    []uint32
+	out     *batch
+}
+
+func newLineParser(maxLine int) *lineParser {
+	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets)}
+}
+
+// block parses every line of buf into out. buf holds whole lines; the last
+// one may lack its newline.
+func (p *lineParser) block(buf []byte, out *batch) {
+	p.out = out
+	for len(buf) > 0 {
+		i := bytes.IndexByte(buf, '\n')
+		var line []byte
+		if i < 0 {
+			line, buf = buf, nil
+		} else {
+			line, buf = buf[:i], buf[i+1:]
+		}
+		out.lines++
+		p.line(line, out.lines)
+	}
+}
+
+// line parses one line; n is its number within the batch.
+func (p *lineParser) line(b []byte, n int64) {
+	if len(b) > p.maxLine {
+		b = b[:p.maxLine]
+		p.out.truncated++
+	}
+	sc := &p.sc
+	sc.reset(b)
+	if !sc.hasNext {
+		p.plain(b, n)
+		return
+	}
+	if start := sc.next.start; start > 0 {
+		if f := bytes.TrimSpace(b[:start]); looksLikeTransport(f) {
+			p.emit(item{kind: itFragment, line: n, text: f})
+		}
+	}
+	var r rawRecord
+	for sc.scan(&r) {
+		p.out.records++
+		if r.cut {
+			sc.finish(&r)
+			if len(r.msg) == 0 && r.level != levelVersion && r.prefixed {
+				p.emit(item{kind: itTorn, line: n, rec: r})
+				continue
+			}
+		} else if r.level == levelInfo && len(r.msg) > 0 && (r.msg[0] == 'C' || r.msg[0] == 'R') {
+			sc.finish(&r)
+			if endsWithVia(r.msg) {
+				p.emit(item{kind: itDangling, line: n, rec: r})
+				continue
+			}
+		}
+		if r.level == levelWarn || classify(r.msg, &p.ev) != KindOther {
+			sc.finish(&r)
+			p.emit(item{kind: itRecord, line: n, rec: r})
+			continue
+		}
+		// A record the verdict does not use matters only for its envelope,
+		// which the merger needs once to count the process and host.
+		if p.firstSight(b, &r) {
+			sc.finish(&r)
+			if r.prefixed {
+				p.emit(item{kind: itRecord, line: n, rec: r})
+			}
+		}
+	}
+}
+
+func (p *lineParser) emit(it item) { p.out.items = append(p.out.items, it) }
+
+// plain passes on a line without records if it could complete a torn
+// record or is a foreign line worth reporting.
+func (p *lineParser) plain(b []byte, n int64) {
+	t := bytes.TrimSpace(b)
+	if len(t) == 0 {
+		return
+	}
+	p.out.foreign++
+	if classify(t, &p.ev) != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0 {
+		p.emit(item{kind: itPlain, line: n, text: t})
+	}
+}
+
+// firstSight reports whether the parser has not passed on a record with
+// this envelope recently. The merger needs one record per envelope to
+// count hosts and processes, not all of them. To avoid reading the
+// envelope of every record, the key is the whole text before the marker
+// when the envelope has not been read: launcher prefixes that change on
+// every line (timestamps) then only cost extra records for the merger.
+func (p *lineParser) firstSight(line []byte, r *rawRecord) bool {
+	key := line[:r.marker]
+	if r.parsed {
+		key = r.prefix
+	}
+	h64 := maphash.Bytes(p.seed, key) // a cache: no need for hash64's determinism
+	h := uint32(h64) | 1              // 0 marks an empty slot
+	b := p.seen[(h64>>32)%seenBuckets*seenWays:][:seenWays]
+	for _, x := range b {
+		if x == h {
+			return false
+		}
+	}
+	copy(b[1:], b[:seenWays-1])
+	b[0] = h
+	return true
+}
+
+func looksLikeTransport(f []byte) bool {
+	if len(f) < 4 {
+		return false
+	}
+	switch f[0] { // NET/, P2P/, SHM/, COLLNET/, direct shared memory
+	case 'N', 'P', 'S', 'C', 'd', '*', '`':
+	default:
+		return false
+	}
+	var t transport
+	parseTransport(f, &t)
+	return t.class != trOther
+}
+
+func endsWithVia(m []byte) bool {
+	return bytes.HasSuffix(m, []byte(" via")) &&
+		(bytes.HasPrefix(m, wordChannel) || bytes.HasPrefix(m, wordRing) || bytes.HasPrefix(m, wordCollNet))
+}

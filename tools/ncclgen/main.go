@@ -1,0 +1,70 @@
+// Command ncclgen writes a synthetic NCCL_DEBUG=INFO log of a multi-node
+// job, for benchmarking `gpuprobe nccl analyze`:
+//
+//	go run ./tools/ncclgen -size 1GB -o /tmp/nccl-1g.log
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/nccl/gen"
+)
+
+func main() {
+	var o gen.Options
+	size := flag.String("size", "100MB", "approximate size of the log (B, KB, MB, GB; powers of 1024)")
+	out := flag.String("o", "-", "output file, - for stdout")
+	flag.IntVar(&o.Ranks, "ranks", 512, "ranks in the job")
+	flag.IntVar(&o.Hosts, "hosts", 64, "nodes in the job")
+	flag.Uint64Var(&o.Seed, "seed", 1, "random seed: the same seed writes the same log")
+	flag.StringVar(&o.Prefix, "prefix", "srun", "launcher prefix on every line: srun, mpi or none")
+	flag.StringVar(&o.Transport, "transport", "gdrdma", "inter-node transport the log shows: gdrdma, ib, socket or ofi")
+	flag.Parse()
+	n, err := parseSize(*size)
+	if err != nil {
+		fail(err)
+	}
+	o.Size = n
+	var w io.Writer = os.Stdout
+	if *out != "-" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fail(err)
+		}
+		defer f.Close()
+		w = f
+	}
+	if _, err := gen.Write(w, o); err != nil {
+		fail(err)
+	}
+}
+
+// parseSize reads "1GB", "512MB", "64k", "1000".
+func parseSize(s string) (int64, error) {
+	u := strings.ToUpper(strings.TrimSpace(s))
+	mult := int64(1)
+	for _, suf := range []struct {
+		s string
+		m int64
+	}{{"GB", 1 << 30}, {"G", 1 << 30}, {"MB", 1 << 20}, {"M", 1 << 20}, {"KB", 1 << 10}, {"K", 1 << 10}, {"B", 1}} {
+		if strings.HasSuffix(u, suf.s) {
+			u, mult = strings.TrimSuffix(u, suf.s), suf.m
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("ncclgen: bad size %q", s)
+	}
+	return int64(v * float64(mult)), nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(2)
+}
