@@ -17,4 +17,4 @@ if ((${#need[@]})); then
   . "$(dirname "$0")/apt.sh"
   apt_install "${need[@]}"
 fi
-command -v go >/dev/null 2>&1 || { echo "deps: Go is not installed (https://go.dev/dl/, 1.24 or later)" >&2; exit 1; }
+command -v go >/dev/null 2>&1 || { echo "deps: Go is not installed (https://go.dev/dl/, 1.26 or later)" >&2; exit 1; }
