@@ -88,3 +88,15 @@ func TestSimulatedXID(t *testing.T) {
 		t.Error("bad xid fault accepted")
 	}
 }
+
+func FuzzParseModuleVersion(f *testing.F) {
+	f.Add("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n")
+	f.Add("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build")
+	f.Add("NVRM version:")
+	f.Fuzz(func(t *testing.T, text string) {
+		v := ParseModuleVersion(text)
+		if v != "" && (v[0] < '0' || v[0] > '9') {
+			t.Fatalf("version %q does not start with a digit", v)
+		}
+	})
+}

@@ -50,3 +50,21 @@ func TestFaultGPU(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"dgx-h100", "dgx-h100:test-fault=3", "dgx-a100:test-fault,test-fault=79@2", ":", "dgx-h100:", "dgx-h100:=,="} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		s, err := Parse(raw)
+		if err != nil {
+			return
+		}
+		for _, fl := range s.Faults {
+			if _, ok := known[fl.Name]; !ok {
+				t.Fatalf("Parse(%q) accepted unknown fault %q", raw, fl.Name)
+			}
+			fl.GPU(8) // must not panic
+		}
+	})
+}
