@@ -17,7 +17,7 @@ type Exporter struct {
 	failures    atomic.Uint64
 	perLink     bool
 	XIDs        *XIDCounter
-	lastGood    sync.Mutex // serialises Update's read-modify-write of latest
+	updateMu    sync.Mutex // serialises Update's read-modify-write of latest
 }
 
 // New returns an exporter; perLink adds the per-NVLink series.
@@ -36,8 +36,8 @@ type published struct {
 // Update publishes a cycle's outcome. A failed cycle keeps the previous
 // node data but marks it stale, so dashboards never mistake old data for new.
 func (e *Exporter) Update(s *Snapshot) {
-	e.lastGood.Lock()
-	defer e.lastGood.Unlock()
+	e.updateMu.Lock()
+	defer e.updateMu.Unlock()
 	e.collections.Add(1)
 	if !s.Success {
 		e.failures.Add(1)
@@ -48,10 +48,11 @@ func (e *Exporter) Update(s *Snapshot) {
 			s = &stale
 		}
 	}
-	e.latest.Store(&published{snap: s, metrics: e.render(s)})
+	e.latest.Store(&published{snap: s, metrics: render(s, e.perLink)})
 }
 
-func (e *Exporter) render(s *Snapshot) []prometheus.Metric {
+// render turns a snapshot into its series, for scrapes and the textfile alike.
+func render(s *Snapshot, perLink bool) []prometheus.Metric {
 	ch := make(chan prometheus.Metric, 256)
 	var out []prometheus.Metric
 	done := make(chan struct{})
@@ -68,7 +69,7 @@ func (e *Exporter) render(s *Snapshot) []prometheus.Metric {
 	if !s.At.IsZero() {
 		em.gauge(dCollectTime, float64(s.At.UnixNano())/1e9)
 	}
-	renderState(em, s, e.perLink)
+	renderState(em, s, perLink)
 	close(ch)
 	<-done
 	return out

@@ -17,7 +17,7 @@ type snapshotCollector struct {
 
 func (c snapshotCollector) Describe(chan<- *prometheus.Desc) {}
 func (c snapshotCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, m := range (&Exporter{perLink: c.perLink}).render(c.s) {
+	for _, m := range render(c.s, c.perLink) {
 		ch <- m
 	}
 }

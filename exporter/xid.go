@@ -3,6 +3,7 @@ package exporter
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/xid"
@@ -16,9 +17,12 @@ type XIDCounter struct {
 	// Critical is the configured critical set (nil: the default), so the
 	// severity label agrees with the gpu.xid verdict.
 	Critical []int
-	mu       sync.Mutex
-	counts   map[xidKey]*xidCount
-	seen     map[uint64]struct{}
+	// NVMLEvents is set while NVML's event watcher feeds the counter; kernel
+	// log events are then ignored, or every XID would count twice.
+	NVMLEvents atomic.Bool
+	mu         sync.Mutex
+	counts     map[xidKey]*xidCount
+	seen       map[uint64]struct{}
 }
 
 type xidKey struct {

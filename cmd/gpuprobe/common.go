@@ -10,6 +10,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
+	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuprobe/gpuprobe/collect"
@@ -86,7 +87,7 @@ func (c *cli) collectNode(parent context.Context, f *collectFlags, o collect.Opt
 	n := collect.Node(ctx, o)
 	for _, s := range n.Sources {
 		if !s.OK {
-			c.log.Info("collector reported a problem", zapString("source", s.Name), zapString("error", s.Error))
+			c.log.Info("collector reported a problem", zap.String("source", s.Name), zap.String("error", s.Error))
 		}
 	}
 	return n

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -111,10 +110,6 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 	return d, cfg, nil
 }
 
-// nvmlEvents is set while the NVML event watcher runs; the kernel log is
-// then not counted too, or every XID would count twice.
-var nvmlEvents atomic.Bool
-
 // watchXIDEvents counts XIDs from NVML's event set for the daemon's life.
 // Where events are unsupported the daemon falls back to the kernel log,
 // which every cycle re-reads and the counter de-duplicates by record number.
@@ -124,8 +119,8 @@ func (c *cli) watchXIDEvents(ctx context.Context, e *exporter.Exporter) {
 		c.log.Info("no NVML event watcher; counting XIDs from the kernel log", zap.Error(err))
 		return
 	}
-	nvmlEvents.Store(true)
-	defer nvmlEvents.Store(false)
+	e.XIDs.NVMLEvents.Store(true)
+	defer e.XIDs.NVMLEvents.Store(false)
 	err = nvml.WatchXIDs(ctx, lib, func(ev nvml.XIDEvent) {
 		e.XIDs.Add(exporter.GPU{Index: fmt.Sprint(ev.Index), UUID: ev.UUID, PCIBusID: ev.PCIBusID}, ev.Code, ev.At, 0)
 	})
@@ -137,7 +132,7 @@ func (c *cli) watchXIDEvents(ctx context.Context, e *exporter.Exporter) {
 // feedXIDs counts the kernel-log XIDs of a cycle; the counter drops records
 // it has already seen, so re-reading the ring buffer never double-counts.
 func feedXIDs(x *exporter.XIDCounter, n *state.Node) {
-	if n == nil || n.Kernel == nil || nvmlEvents.Load() {
+	if n == nil || n.Kernel == nil || x.NVMLEvents.Load() {
 		return
 	}
 	for _, ev := range n.Kernel.XIDs {

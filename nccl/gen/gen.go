@@ -278,6 +278,23 @@ func (g *writer) initWorld() {
 	})
 }
 
+// channel starts the connection line "Channel CC/0 : from[dev] -> to[dev]"
+// as logged by owner.
+func (g *writer) channel(owner *rank, c int, from, to *rank) {
+	g.begin(owner, owner.initTid)
+	g.s("Channel ")
+	g.pad2(c)
+	g.s("/0 : ")
+	g.d(from.id)
+	g.s("[")
+	g.d(from.local)
+	g.s("] -> ")
+	g.d(to.id)
+	g.s("[")
+	g.d(to.local)
+	g.s("]")
+}
+
 // initLine writes ncclCommInitRank's "Init START"/"Init COMPLETE" line.
 func (g *writer) initLine(r *rank, nranks int, phase string) {
 	g.begin(r, r.initTid)
@@ -315,18 +332,7 @@ func (g *writer) connections(n int, at func(i int) *rank) {
 	for c := 0; c < 16; c++ {
 		for _, i := range g.rnd.Perm(n) {
 			r, next := at(i), at((i+1)%n)
-			g.begin(r, r.initTid)
-			g.s("Channel ")
-			g.pad2(c)
-			g.s("/0 : ")
-			g.d(r.id)
-			g.s("[")
-			g.d(r.local)
-			g.s("] -> ")
-			g.d(next.id)
-			g.s("[")
-			g.d(next.local)
-			g.s("]")
+			g.channel(r, c, r, next)
 			if next.hostIdx == r.hostIdx {
 				g.s(" via P2P/CUMEM/read")
 				g.end()
@@ -336,18 +342,8 @@ func (g *writer) connections(n int, at func(i int) *rank) {
 			g.d(r.local)
 			g.s(suffix)
 			g.end()
-			g.begin(next, next.initTid)
-			g.s("Channel ")
-			g.pad2(c)
-			g.s("/0 : ")
-			g.d(r.id)
-			g.s("[")
-			g.d(r.local)
-			g.s("] -> ")
-			g.d(next.id)
-			g.s("[")
-			g.d(next.local)
-			g.s("] [receive] via NET/" + g.netName() + "/")
+			g.channel(next, c, r, next)
+			g.s(" [receive] via NET/" + g.netName() + "/")
 			g.d(next.local)
 			g.s(suffix)
 			g.end()

@@ -1,5 +1,0 @@
-package main
-
-import "go.uber.org/zap"
-
-func zapString(k, v string) zap.Field { return zap.String(k, v) }
