@@ -16,41 +16,13 @@ import (
 	"github.com/gpuprobe/gpuprobe/simulate"
 )
 
-// model holds what the go-nvml mocks leave at zero.
-type model struct {
-	new          func() *server.Server
-	busIDs       [8]string
-	nvlinks      int
-	nvlinkVer    uint32
-	fabric       bool // NVSwitch fabric registration via NVML (Hopper and later)
-	powerLimitMW uint32
-	idleMW       uint32
-	reservedMiB  uint64
-	slowdownC    uint32
-	shutdownC    uint32
-	pcieGen      int
-	cpus         [2][2][2]int // per socket: two [first,last] ranges (cores, hyperthreads)
+// mocks are go-nvml's own mock servers, one per model of simulate's table.
+var mocks = map[string]func() *server.Server{
+	"dgx-h100": dgxh100.New, "dgx-h200": dgxh200.New, "dgx-b200": dgxb200.New, "dgx-a100": dgxa100.New,
 }
 
-// Bus IDs: HGX H100 from a real nvidia-smi -q (realdata/nvsmi/gpud_h100x8_535.161.08);
-// DGX A100 from NVIDIA's DGX A100 user guide; H200/B200 reuse the HGX layout.
-var models = map[string]model{
-	"dgx-h100": {new: dgxh100.New, busIDs: hgxBusIDs, nvlinks: 18, nvlinkVer: 4, fabric: true,
-		powerLimitMW: 700000, idleMW: 67740, reservedMiB: 551, slowdownC: 90, shutdownC: 92, pcieGen: 5,
-		cpus: [2][2][2]int{{{0, 55}, {112, 167}}, {{56, 111}, {168, 223}}}},
-	"dgx-h200": {new: dgxh200.New, busIDs: hgxBusIDs, nvlinks: 18, nvlinkVer: 4, fabric: true,
-		powerLimitMW: 700000, idleMW: 74000, reservedMiB: 595, slowdownC: 90, shutdownC: 92, pcieGen: 5,
-		cpus: [2][2][2]int{{{0, 55}, {112, 167}}, {{56, 111}, {168, 223}}}},
-	"dgx-b200": {new: dgxb200.New, busIDs: hgxBusIDs, nvlinks: 18, nvlinkVer: 5, fabric: true,
-		powerLimitMW: 1000000, idleMW: 140000, reservedMiB: 1200, slowdownC: 90, shutdownC: 95, pcieGen: 5,
-		cpus: [2][2][2]int{{{0, 55}, {112, 167}}, {{56, 111}, {168, 223}}}},
-	"dgx-a100": {new: dgxa100.New, busIDs: [8]string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0", "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"},
-		nvlinks: 12, nvlinkVer: 3, fabric: false,
-		powerLimitMW: 400000, idleMW: 52000, reservedMiB: 0, slowdownC: 89, shutdownC: 92, pcieGen: 4,
-		cpus: [2][2][2]int{{{0, 63}, {128, 191}}, {{64, 127}, {192, 255}}}},
-}
-
-var hgxBusIDs = [8]string{"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0", "0000:5d:00.0", "0000:9b:00.0", "0000:bb:00.0", "0000:cb:00.0", "0000:db:00.0"}
+// model is simulate's table entry: what the mocks leave at zero.
+type model struct{ simulate.Model }
 
 // System is a simulated node's NVML: the interface the collector reads and
 // the devices behind it, for tests that want to change them further.
@@ -69,11 +41,13 @@ type Owner struct{ User, Command string }
 // New builds a fresh simulated NVML for spec. Each call starts from a clean
 // mock: go-nvml's mocks record every call, so a long-lived one grows.
 func New(spec *simulate.Spec) (*System, error) {
-	m, ok := models[spec.Model]
-	if !ok {
+	tm, ok := simulate.Lookup(spec.Model)
+	newMock, ok2 := mocks[spec.Model]
+	if !ok || !ok2 {
 		return nil, fmt.Errorf("simulate: no NVML model for %q", spec.Model)
 	}
-	srv := m.new()
+	m := model{tm}
+	srv := newMock()
 	sys := &System{Spec: spec, Lib: srv, Server: srv, Owners: map[uint32]Owner{}}
 	for i, d := range srv.Devices {
 		dev := d.(*server.Device)
@@ -99,12 +73,12 @@ func New(spec *simulate.Spec) (*System, error) {
 // dress fills in what a real GPU of this model reports.
 func (m model) dress(d *server.Device, i int) {
 	d.UUID = fmt.Sprintf("GPU-%08x-%04x-4%03x-8%03x-%012x", 0x5e1a0000+i, 0x1000+i*0x11, i, i, 0x00005e1a0000+i)
-	d.PciBusID = m.busIDs[i]
+	d.PciBusID = m.BusIDs[i]
 	total := d.MemoryInfo.Total
-	reserved := m.reservedMiB << 20
+	reserved := m.ReservedMiB << 20
 	d.MemoryInfo = gonvml.Memory{Total: total, Used: reserved, Free: total - reserved}
 	serial := fmt.Sprintf("16523230%05d", 1000+i)
-	bus := m.busIDs[i]
+	bus := m.BusIDs[i]
 	pciDev := d.Config.PciDeviceId
 	d.GetSerialFunc = func() (string, gonvml.Return) { return serial, gonvml.SUCCESS }
 	d.GetPciInfoFunc = func() (gonvml.PciInfo, gonvml.Return) {
@@ -125,7 +99,7 @@ func (m model) dress(d *server.Device, i int) {
 	}
 	d.GetRemappedRowsFunc = func() (int, int, bool, bool, gonvml.Return) { return 0, 0, false, false, gonvml.SUCCESS }
 	d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) { return gonvml.ClocksEventReasonGpuIdle, gonvml.SUCCESS }
-	gen := m.pcieGen
+	gen := m.PCIeGen
 	d.GetCurrPcieLinkGenerationFunc = func() (int, gonvml.Return) { return gen, gonvml.SUCCESS }
 	d.GetMaxPcieLinkGenerationFunc = func() (int, gonvml.Return) { return gen, gonvml.SUCCESS }
 	d.GetCurrPcieLinkWidthFunc = func() (int, gonvml.Return) { return 16, gonvml.SUCCESS }
@@ -133,7 +107,7 @@ func (m model) dress(d *server.Device, i int) {
 	d.GetPcieReplayCounterFunc = func() (int, gonvml.Return) { return 0, gonvml.SUCCESS }
 	temp := uint32(29 + i%4)
 	d.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { return temp, gonvml.SUCCESS }
-	slow, shut := m.slowdownC, m.shutdownC
+	slow, shut := m.SlowdownC, m.ShutdownC
 	d.GetTemperatureThresholdFunc = func(k gonvml.TemperatureThresholds) (uint32, gonvml.Return) {
 		switch k {
 		case gonvml.TEMPERATURE_THRESHOLD_SLOWDOWN:
@@ -143,7 +117,7 @@ func (m model) dress(d *server.Device, i int) {
 		}
 		return 0, gonvml.ERROR_NOT_SUPPORTED
 	}
-	idle, limit := m.idleMW+uint32(i)*310, m.powerLimitMW
+	idle, limit := m.IdleMW+uint32(i)*310, m.PowerLimitMW
 	d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return idle, gonvml.SUCCESS }
 	d.GetEnforcedPowerLimitFunc = func() (uint32, gonvml.Return) { return limit, gonvml.SUCCESS }
 	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) { return nil, gonvml.SUCCESS }
@@ -152,13 +126,13 @@ func (m model) dress(d *server.Device, i int) {
 		socket = 1
 	}
 	d.GetNumaNodeIdFunc = func() (int, gonvml.Return) { return socket, gonvml.SUCCESS }
-	mask := cpuMask(m.cpus[socket])
+	mask := cpuMask(m.CPUs[socket])
 	d.GetCpuAffinityFunc = func(n int) ([]uint, gonvml.Return) {
 		out := make([]uint, n)
 		copy(out, mask)
 		return out, gonvml.SUCCESS
 	}
-	links, ver := m.nvlinks, m.nvlinkVer
+	links, ver := m.NVLinks, m.NVLinkVersion
 	d.GetNvLinkStateFunc = func(l int) (gonvml.EnableState, gonvml.Return) {
 		if l >= links {
 			return 0, gonvml.ERROR_INVALID_ARGUMENT
@@ -176,7 +150,7 @@ func (m model) dress(d *server.Device, i int) {
 		return p, gonvml.SUCCESS
 	}
 	d.GetNvLinkErrorCounterFunc = func(int, gonvml.NvLinkErrorCounter) (uint64, gonvml.Return) { return 0, gonvml.SUCCESS }
-	if m.fabric {
+	if m.Fabric {
 		d.GetGpuFabricInfo_v4Func = func() (gonvml.GpuFabricInfo_v4, gonvml.Return) {
 			f := gonvml.GpuFabricInfo_v4{State: gonvml.GPU_FABRIC_STATE_COMPLETED, Status: uint32(gonvml.SUCCESS), NumCliques: 1}
 			f.Cliques[0].Id = 32766

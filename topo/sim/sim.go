@@ -17,39 +17,34 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuprobe/gpuprobe/cpulist"
 	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/topo/fstree"
 	"github.com/gpuprobe/gpuprobe/topo/sysfake"
 )
 
+// model is simulate's table entry, with the CPU lists in sysfs's spelling.
 type model struct {
-	product   string
-	gpuDevice uint16
-	busIDs    [8]string
-	cpus      [2]string
-	driver    string
-	kernel    string
-	nicDevice uint16
-	hcaType   string
-	fw        string
-	rate      string
+	simulate.Model
+	cpus [2]string
 }
 
-var hgxBus = [8]string{"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0", "0000:5d:00.0", "0000:9b:00.0", "0000:bb:00.0", "0000:cb:00.0", "0000:db:00.0"}
-
-// models mirror nvml/sim: bus IDs and CPU ranges must match it (a test in
-// collect checks that they do).
-var models = map[string]model{
-	"dgx-h100": {product: "DGX H100", gpuDevice: 0x2330, busIDs: hgxBus, cpus: [2]string{"0-55,112-167", "56-111,168-223"},
-		driver: "550.54.15", kernel: "5.15.0-1042-nvidia", nicDevice: 0x1021, hcaType: "MT4129", fw: "28.39.1002", rate: "400 Gb/sec (4X NDR)"},
-	"dgx-h200": {product: "DGX H200", gpuDevice: 0x2335, busIDs: hgxBus, cpus: [2]string{"0-55,112-167", "56-111,168-223"},
-		driver: "550.54.15", kernel: "5.15.0-1042-nvidia", nicDevice: 0x1021, hcaType: "MT4129", fw: "28.39.1002", rate: "400 Gb/sec (4X NDR)"},
-	"dgx-b200": {product: "DGX B200", gpuDevice: 0x2901, busIDs: hgxBus, cpus: [2]string{"0-55,112-167", "56-111,168-223"},
-		driver: "560.28.03", kernel: "6.8.0-1015-nvidia", nicDevice: 0x1021, hcaType: "MT4129", fw: "28.41.1000", rate: "400 Gb/sec (4X NDR)"},
-	"dgx-a100": {product: "DGX A100", gpuDevice: 0x20b0,
-		busIDs: [8]string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0", "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"},
-		cpus:   [2]string{"0-63,128-191", "64-127,192-255"},
-		driver: "550.54.15", kernel: "5.15.0-1042-nvidia", nicDevice: 0x101b, hcaType: "MT4123", fw: "20.39.1002", rate: "200 Gb/sec (4X HDR)"},
+func lookup(name string) (model, bool) {
+	m, ok := simulate.Lookup(name)
+	if !ok {
+		return model{}, false
+	}
+	out := model{Model: m}
+	for s := range 2 {
+		var cpus []int
+		for _, r := range m.CPUs[s] {
+			for c := r[0]; c <= r[1]; c++ {
+				cpus = append(cpus, c)
+			}
+		}
+		out.cpus[s] = cpulist.Format(cpus)
+	}
+	return out, true
 }
 
 func init() {
@@ -77,13 +72,13 @@ type layout struct {
 func (m model) switches() [4]layout {
 	var out [4]layout
 	for k := 0; k < 4; k++ {
-		g0, _ := busOf(m.busIDs[2*k])
-		g1, _ := busOf(m.busIDs[2*k+1])
+		g0, _ := busOf(m.BusIDs[2*k])
+		g1, _ := busOf(m.BusIDs[2*k+1])
 		l := layout{
 			host:     fmt.Sprintf("pci0000:%02x", g0-4),
 			rootPort: fmt.Sprintf("0000:%02x:01.0", g0-4),
 			upstream: fmt.Sprintf("0000:%02x:00.0", g0-3),
-			gpus:     [2]string{m.busIDs[2*k], m.busIDs[2*k+1]},
+			gpus:     [2]string{m.BusIDs[2*k], m.BusIDs[2*k+1]},
 			nics:     [2]string{fmt.Sprintf("0000:%02x:00.0", g0+1), fmt.Sprintf("0000:%02x:00.0", g1+1)},
 			numa:     k / 2,
 		}
@@ -119,7 +114,7 @@ const (
 
 // Build returns the tree of a simulated node with spec's faults applied.
 func Build(spec *simulate.Spec) (*fstree.Tree, error) {
-	m, ok := models[spec.Model]
+	m, ok := lookup(spec.Model)
 	if !ok {
 		return nil, fmt.Errorf("simulate: no sysfs model for %q", spec.Model)
 	}
@@ -167,23 +162,23 @@ func Build(spec *simulate.Spec) (*fstree.Tree, error) {
 				return nil, err
 			}
 			if i%2 == 0 {
-				if err := add(sysfake.PCI{BusID: l.gpus[i/2], Parent: dn, Vendor: 0x10de, Device: m.gpuDevice, Class: 0x030200, Driver: "nvidia"}); err != nil {
+				if err := add(sysfake.PCI{BusID: l.gpus[i/2], Parent: dn, Vendor: 0x10de, Device: m.GPUDevice, Class: 0x030200, Driver: "nvidia"}); err != nil {
 					return nil, err
 				}
 				continue
 			}
 			nic := l.nics[i/2]
-			if err := add(sysfake.PCI{BusID: nic, Parent: dn, Vendor: 0x15b3, Device: m.nicDevice, Class: 0x020700, Driver: "mlx5_core"}); err != nil {
+			if err := add(sysfake.PCI{BusID: nic, Parent: dn, Vendor: 0x15b3, Device: m.NICDevice, Class: 0x020700, Driver: "mlx5_core"}); err != nil {
 				return nil, err
 			}
 			name := "mlx5_" + strconv.Itoa(nicIndex)
 			nicIndex++
-			port := sysfake.IBPort{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: m.rate, LinkLayer: "InfiniBand"}
+			port := sysfake.IBPort{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: m.Rate, LinkLayer: "InfiniBand"}
 			if f.ibDown == name {
 				port = sysfake.IBPort{State: "1: DOWN", PhysState: "2: Polling", Rate: "10 Gb/sec (4X SDR)", LinkLayer: "InfiniBand"}
 			}
 			bus, _ := busOf(nic)
-			if err := mc.AddIB(sysfake.IB{Name: name, BusID: nic, HCAType: m.hcaType, FWVer: m.fw, BoardID: "MT_0000000838",
+			if err := mc.AddIB(sysfake.IB{Name: name, BusID: nic, HCAType: m.HCAType, FWVer: m.FW, BoardID: "MT_0000000838",
 				Ports: []sysfake.IBPort{port}, NetDevs: []string{fmt.Sprintf("ibp%ds0", bus)}}); err != nil {
 				return nil, err
 			}
@@ -203,7 +198,7 @@ func Build(spec *simulate.Spec) (*fstree.Tree, error) {
 // and peer memory, as on a DGX running DGX OS.
 func host(mc *sysfake.Machine, m model, f faults, groups int) {
 	mc.File("sys/class/dmi/id/sys_vendor", "NVIDIA")
-	mc.File("sys/class/dmi/id/product_name", m.product)
+	mc.File("sys/class/dmi/id/product_name", m.Product)
 	mc.File("sys/class/dmi/id/bios_vendor", "American Megatrends International, LLC.")
 	var cpuinfo strings.Builder
 	for i := 0; i < 2; i++ {
@@ -211,8 +206,8 @@ func host(mc *sysfake.Machine, m model, f faults, groups int) {
 			"flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush dts acpi mmx fxsr sse sse2 ss ht tm pbe syscall nx pdpe1gb rdtscp lm constant_tsc vmx smx est avx2 avx512f\n\n", i, i)
 	}
 	mc.File("proc/cpuinfo", strings.TrimRight(cpuinfo.String(), "\n"))
-	mc.File("proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-"+m.kernel+" root=/dev/mapper/vg-root ro intel_iommu=on iommu=pt")
-	mc.File("proc/sys/kernel/osrelease", m.kernel)
+	mc.File("proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-"+m.Kernel+" root=/dev/mapper/vg-root ro intel_iommu=on iommu=pt")
+	mc.File("proc/sys/kernel/osrelease", m.Kernel)
 	for g := 1; g <= groups; g++ {
 		mc.File(fmt.Sprintf("sys/kernel/iommu_groups/%d/type", g), "identity")
 	}
@@ -220,9 +215,9 @@ func host(mc *sysfake.Machine, m model, f faults, groups int) {
 	if f.noPeermem {
 		module = "NVIDIA UNIX x86_64 Kernel Module"
 	} else {
-		mc.File("sys/module/nvidia_peermem/version", m.driver)
+		mc.File("sys/module/nvidia_peermem/version", m.Driver)
 	}
-	mc.File("proc/driver/nvidia/version", fmt.Sprintf("NVRM version: %s  %s  Release Build  (dvs-builder@U16-I3-C02-3)  Thu Feb  1 00:00:00 UTC 2024\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)", module, m.driver))
+	mc.File("proc/driver/nvidia/version", fmt.Sprintf("NVRM version: %s  %s  Release Build  (dvs-builder@U16-I3-C02-3)  Thu Feb  1 00:00:00 UTC 2024\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)", module, m.Driver))
 }
 
 // ports lists a model's switch ports, for error messages.
