@@ -25,7 +25,7 @@ VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
              -X $(VPKG).BuildUser=$(BUILDUSER) -X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean version package test-package
+.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean version package test-package test-landing
 
 all: build
 
@@ -53,7 +53,7 @@ fuzz:
 	@FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 # End-to-end against real parts: Prometheus + promtool, systemd-analyze, a real Slurm.
-e2e: test-prometheus test-systemd test-slurm
+e2e: test-prometheus test-systemd test-slurm test-landing test-package
 
 test-slurm:
 	bash scripts/slurm-e2e.sh
@@ -63,6 +63,10 @@ test-prometheus:
 
 test-systemd:
 	bash scripts/systemd-check.sh
+
+# The landing page in Debian's headless Chromium.
+test-landing:
+	bash scripts/landing-e2e.sh
 
 # The whole suite: what CI runs.
 test: deps vet race fuzz e2e

@@ -13,13 +13,14 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // document judges a simulated node with the time and duration pinned, so the
 // rendering is all that varies.
-func document(t *testing.T, spec string, patterns ...string) *Document {
+func document(t *testing.T, spec string, patterns ...string) docWithNode {
 	t.Helper()
 	s, err := simulate.Parse(spec)
 	if err != nil {
@@ -36,7 +37,14 @@ func document(t *testing.T, spec string, patterns ...string) *Document {
 	}
 	checks, _ := check.Select(patterns, nil)
 	rs := check.Run(context.Background(), n, check.DefaultConfig(), checks)
-	return New(n, rs, false, 12300*time.Microsecond)
+	return docWithNode{New(n, rs, false, 12300*time.Microsecond), n}
+}
+
+// docWithNode keeps the state a document was judged from (the landing page
+// shows both).
+type docWithNode struct {
+	*Document
+	node *state.Node
 }
 
 func golden(t *testing.T, name string, got []byte) {

@@ -193,20 +193,7 @@ func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error
 	mux.Handle(f.metricsPath, metrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter) })
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "gpuprobe",
-		Description: "GPU, NVLink and GPUDirect health of this node",
-		Version:     version.Info(),
-		Links: []web.LandingLinks{
-			{Address: f.metricsPath, Text: "Metrics"},
-			{Address: "/report", Text: "Latest check report (JSON)"},
-			{Address: "/healthz", Text: "Health"},
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	mux.Handle("/", landing)
+	mux.Handle("/", landingPage(d.Exporter, f.metricsPath))
 	return mux, nil
 }
 

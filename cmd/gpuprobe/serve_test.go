@@ -345,3 +345,31 @@ func BenchmarkScrapeStorm(b *testing.B) {
 		}
 	}
 }
+
+// The landing page is the latest report as HTML; other paths are not it.
+func TestLandingPage(t *testing.T) {
+	d, srv := testServe(t, "dgx-h100:row-remap-pending=3", time.Hour)
+	defer srv.Close()
+	if code, body := get(t, srv.URL+"/"); code != 200 || !strings.Contains(body, "no collection has finished yet") {
+		t.Errorf("before the first cycle: %d\n%.300s", code, body)
+	}
+	d.Cycle(context.Background())
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Errorf("landing page %d %v", resp.StatusCode, resp.Header)
+	}
+	for _, want := range []string{`class="status fail">FAIL<`, "gpu.row_remap", "row remap pending", "<h2>GPUs</h2>", "<h2>Topology</h2>", `href="/metrics"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("landing page lacks %q", want)
+		}
+	}
+	if code, _ := get(t, srv.URL+"/no-such-page"); code != http.StatusNotFound {
+		t.Errorf("/no-such-page: %d, want 404", code)
+	}
+}
