@@ -52,7 +52,7 @@ type pageView struct {
 }
 
 type gpuRow struct {
-	Index, Name, BusID, State, StateClass string
+	Index, Name, BusID, State, StateClass  string
 	Temp, Power, Memory, ECC, Remap, Links string
 	Checks                                 string
 }
