@@ -9,7 +9,23 @@ FUZZTIME  ?= 10s
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean
+# Version stamping: prometheus/common/version is what --version,
+# gpuprobe_build_info, the JSON report and snapshots read. A tag vX.Y.Z gives
+# X.Y.Z (X.Y.Z-N-gHASH past it, -dirty with local changes); a clone with no
+# tags gives the pseudo-version 0.0.0-dev+gHASH. SOURCE_DATE_EPOCH pins the
+# build date for reproducible packages.
+GIT_HASH  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+VERSION   ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && echo "$${v\#v}" || \
+               { d=$$(git diff --quiet HEAD 2>/dev/null || echo .dirty); echo "0.0.0-dev+g$(if $(GIT_HASH),$(GIT_HASH),unknown)$$d"; })
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+BUILDUSER ?= $(shell id -un 2>/dev/null)@$(shell hostname 2>/dev/null)
+BUILDDATE ?= $(shell date -u $(if $(SOURCE_DATE_EPOCH),-d @$(SOURCE_DATE_EPOCH)) +%Y%m%d-%H:%M:%S)
+VPKG      := github.com/prometheus/common/version
+LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
+             -X $(VPKG).BuildUser=$(BUILDUSER) -X $(VPKG).BuildDate=$(BUILDDATE)
+
+.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean version package test-package test-landing
 
 all: build
 
@@ -17,7 +33,7 @@ deps:
 	@bash scripts/deps.sh
 
 build: deps
-	$(GO) build -o $(BIN) ./cmd/gpuprobe
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpuprobe
 
 demo: build
 	./$(BIN) check --simulate dgx-h100
@@ -37,7 +53,7 @@ fuzz:
 	@FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 # End-to-end against real parts: Prometheus + promtool, systemd-analyze, a real Slurm.
-e2e: test-prometheus test-systemd test-slurm
+e2e: test-prometheus test-systemd test-slurm test-landing test-package
 
 test-slurm:
 	bash scripts/slurm-e2e.sh
@@ -47,6 +63,10 @@ test-prometheus:
 
 test-systemd:
 	bash scripts/systemd-check.sh
+
+# The landing page in Debian's headless Chromium.
+test-landing:
+	bash scripts/landing-e2e.sh
 
 # The whole suite: what CI runs.
 test: deps vet race fuzz e2e
@@ -63,5 +83,8 @@ bench-serve:
 bench-nccl:
 	bash scripts/bench-nccl.sh
 
+version:
+	@echo $(VERSION)
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -12,10 +12,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
@@ -192,27 +188,12 @@ func (c *cli) runServe(f *serveFlags) error {
 // serveMux is the daemon's HTTP surface: metrics from memory, the latest
 // report, liveness, and a landing page.
 func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(d.Exporter, versioncollector.NewCollector("gpuprobe"),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, _ := c.metricsHandler(d)
 	mux := http.NewServeMux()
-	mux.Handle(f.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(c.log)}))
+	mux.Handle(f.metricsPath, metrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter) })
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "gpuprobe",
-		Description: "GPU, NVLink and GPUDirect health of this node",
-		Version:     version.Info(),
-		Links: []web.LandingLinks{
-			{Address: f.metricsPath, Text: "Metrics"},
-			{Address: "/report", Text: "Latest check report (JSON)"},
-			{Address: "/healthz", Text: "Health"},
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	mux.Handle("/", landing)
+	mux.Handle("/", landingPage(d.Exporter, f.metricsPath))
 	return mux, nil
 }
 
