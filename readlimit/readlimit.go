@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/gpuprobe/gpuprobe/deadline"
 )
@@ -83,6 +82,18 @@ func File(ctx context.Context, name, path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
+// explain drops deadline's own "file:PATH:" label (the caller names the
+// input) and says what usually hangs a read.
+func explain(err error) error {
+	switch {
+	case errors.Is(err, deadline.ErrBusy):
+		return fmt.Errorf("%w (it hung before)", deadline.ErrBusy)
+	case errors.Is(err, deadline.ErrTimeout) && !strings.Contains(err.Error(), "no end of file"):
+		return fmt.Errorf("%w: a FIFO with no writer, or a hung file system?", deadline.ErrTimeout)
+	}
+	return err
+}
+
 // Reader reads r (stdin, an HTTP body) within ctx's deadline and limit bytes.
 func Reader(ctx context.Context, name string, r io.Reader, limit int64) ([]byte, error) {
 	data, err := deadline.Run(ctx, 0, func() ([]byte, error) { return readAll(r, limit) })
@@ -110,13 +121,6 @@ func tooLarge(limit, size int64) error {
 	return fmt.Errorf("%w: more than %s", ErrTooLarge, Human(limit))
 }
 
-func explain(err error) error {
-	if errors.Is(err, deadline.ErrTimeout) && !strings.Contains(err.Error(), "no end of file") {
-		return fmt.Errorf("%w; a FIFO with no writer or a hung file system?", err)
-	}
-	return err
-}
-
 // Human writes a byte count as "16 MiB".
 func Human(n int64) string {
 	switch {
@@ -128,13 +132,4 @@ func Human(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// Remaining is how long ctx has left (d if ctx has no deadline), for callers
-// that hand a duration on.
-func Remaining(ctx context.Context, d time.Duration) time.Duration {
-	if dl, ok := ctx.Deadline(); ok {
-		return time.Until(dl)
-	}
-	return d
 }
