@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // DefaultMaxLineBytes caps what the analyzer reads of one physical line.
@@ -44,11 +46,13 @@ type Analyzer struct {
 	conns     netConnStats
 	intra     [trCollNet + 1]int64 // connection lines by class (P2P, SHM, …)
 	collnet   bool
+	format    string   // "2.2": records without the word NCCL
+	multiNode evidence // a line that shows more than one node
 	nvls      bool
 	versions  []string
 	envGlobal map[string]map[string]bool
 	find      findings
-	stats     Stats
+	stats     state.NCCLStats
 
 	heads    []pendingHead
 	dangling *pendingHead
@@ -66,21 +70,6 @@ type pendingHead struct {
 	rec rawRecord // slices point into buf
 	buf []byte
 	at  loc
-}
-
-// Stats describes what the analyzer read.
-type Stats struct {
-	Inputs          []string `json:"inputs"`
-	Bytes           int64    `json:"bytes"`
-	Lines           int64    `json:"lines"`
-	Records         int64    `json:"records"`
-	Duplicates      int64    `json:"duplicates_dropped"`
-	TruncatedLines  int64    `json:"truncated_lines"`
-	ForeignLines    int64    `json:"foreign_lines"`
-	Processes       int      `json:"processes"`
-	Threads         int      `json:"threads"`
-	Untracked       int64    `json:"untracked_records,omitempty"` // records past a memory cap
-	FindingsDropped int64    `json:"findings_dropped,omitempty"`
 }
 
 // NewAnalyzer returns an empty analyzer.

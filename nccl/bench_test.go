@@ -53,7 +53,7 @@ func BenchmarkAnalyze(b *testing.B) {
 		b.SetBytes(int64(len(log)))
 		b.ReportAllocs()
 		for b.Loop() {
-			check(AnalyzeFiles(context.Background(), path))
+			check(judgeFiles(context.Background(), path))
 		}
 	})
 	b.Run("reader", func(b *testing.B) {
@@ -61,7 +61,7 @@ func BenchmarkAnalyze(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			// Hide the reader's size so that it is read as a stream.
-			check(Analyze(context.Background(), Input{Name: "bench", Reader: struct{ io.Reader }{bytes.NewReader(log)}}))
+			check(judge(context.Background(), Input{Name: "bench", Reader: struct{ io.Reader }{bytes.NewReader(log)}}))
 		}
 	})
 }

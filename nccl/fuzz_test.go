@@ -86,7 +86,7 @@ func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte(strings.Join(fuzzSeeds, "\n")))
 	f.Add([]byte(gdrLog))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := Analyze(context.Background(), Input{Name: "fuzz", Reader: bytes.NewReader(data)})
+		v, err := judge(context.Background(), Input{Name: "fuzz", Reader: bytes.NewReader(data)})
 		if err != nil {
 			t.Fatal(err)
 		}

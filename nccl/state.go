@@ -1,5 +1,7 @@
 package nccl
 
+import "github.com/gpuprobe/gpuprobe/state"
+
 // What the analyzer remembers while it reads. Everything here is bounded:
 // a log of any size, or a hostile one, cannot make these structures grow
 // past the caps below (see docs/nccl.md, "Limits").
@@ -25,6 +27,8 @@ type loc struct {
 
 func (l loc) valid() bool { return l.line > 0 }
 
+func (l loc) state() state.NCCLLoc { return state.NCCLLoc{Input: l.src, Line: l.line} }
+
 // evidence is the first line that showed something, kept as text for the
 // report.
 type evidence struct {
@@ -47,27 +51,31 @@ type netEvidence struct {
 }
 
 type process struct {
-	host     string
-	pid      int64
-	pseudo   bool // records without an envelope
-	first    loc
-	net      [numNetClasses]netEvidence
-	netName  string // the "Using network"/plugin name behind netOther
-	noIB     evidence
-	ibOff    evidence // NCCL_IB_DISABLE=1
-	hcas     int      // HCAs NCCL listed for the IB module
-	gdrOn    bool
-	gdrOff   uint64 // HCA indexes (< 64) with a "Disabled" decision
-	gdrOffN  int
-	gdrWhy   []string // reasons NCCL gave for GDR being off, once each
-	loIf     bool     // an interface list that is all loopback
-	nonLoIf  bool     // an interface list with a real interface
-	versions []string
-	env      map[string]string
-	comms    map[uint64]*commInst
-	commList []*commInst // comms in order of appearance, for stable reports
-	byRank   map[int64]*commInst
-	orphan   map[int64]*rankStats // connections seen before (or without) a communicator line
+	host   string
+	pid    int64
+	pseudo bool // records without an envelope
+	// gluedOnly: every record so far had its host glued to a torn
+	// record's text, so the host name may carry that text.
+	gluedOnly  bool
+	socketDevs evidence // "NET/Socket : Using [0]…"
+	first      loc
+	net        [numNetClasses]netEvidence
+	netName    string // the "Using network"/plugin name behind netOther
+	noIB       evidence
+	ibOff      evidence // NCCL_IB_DISABLE=1
+	hcas       int      // HCAs NCCL listed for the IB module
+	gdrOn      bool
+	gdrOff     uint64 // HCA indexes (< 64) with a "Disabled" decision
+	gdrOffN    int
+	gdrWhy     []string // finding codes of the reasons NCCL gave for GDR being off, once each
+	loIf       bool     // an interface list that is all loopback
+	nonLoIf    bool     // an interface list with a real interface
+	versions   []string
+	env        map[string]string
+	comms      map[uint64]*commInst
+	commList   []*commInst // comms in order of appearance, for stable reports
+	byRank     map[int64]*commInst
+	orphan     map[int64]*rankStats // connections seen before (or without) a communicator line
 }
 
 // thread is the envelope cache entry for one "host:pid:tid [dev]".
@@ -77,21 +85,22 @@ type thread struct {
 }
 
 type commInst struct {
-	proc      *process
-	ptr       uint64
-	commID    uint64
-	hasID     bool
-	rank      int64
-	nranks    int64
-	nnodes    int64
-	cudaDev   int64
-	nvmlDev   int64
-	busID     string
-	api       string
-	started   bool
-	completed bool
-	first     loc
-	stats     rankStats
+	proc       *process
+	ptr        uint64
+	commID     uint64
+	hasID      bool
+	rank       int64
+	nranks     int64
+	nnodes     int64
+	localRanks int64
+	cudaDev    int64
+	nvmlDev    int64
+	busID      string
+	api        string
+	started    bool
+	completed  bool
+	first      loc
+	stats      rankStats
 }
 
 type trCount struct {

@@ -1,4 +1,4 @@
-package nccl
+package ncclverdict
 
 import (
 	"bufio"
@@ -68,7 +68,7 @@ func (v *Verdict) WriteText(w io.Writer) error {
 	s := v.Stats
 	fmt.Fprintf(bw, "\nRead %d lines (%d NCCL records, %d duplicates dropped", s.Lines, s.Records, s.Duplicates)
 	if s.TruncatedLines > 0 {
-		fmt.Fprintf(bw, ", %d over-long lines cut at %d bytes", s.TruncatedLines, DefaultMaxLineBytes)
+		fmt.Fprintf(bw, ", %d over-long lines cut at %d bytes", s.TruncatedLines, s.MaxLineBytes)
 	}
 	fmt.Fprintf(bw, ") from %d processes.\n", s.Processes)
 	return bw.Flush()
