@@ -28,8 +28,12 @@ type Analyzer struct {
 	lb batch
 	ev event
 
-	seen     dedupe
-	threads  map[string]*thread
+	seen    dedupe
+	threads map[string]*thread
+	tcache  [1 << 12]struct {
+		h  uint64
+		th *thread
+	}
 	procs    map[string]*process
 	order    []*process // processes in order of appearance
 	pseudo   *process   // records without an envelope
@@ -38,6 +42,7 @@ type Analyzer struct {
 	trIDs    map[string]uint16
 	trNames  []trName
 	scratch  []byte
+	sink     uint64 // keeps dedupe.touch's loads
 
 	ranks     bitset // ranks seen in connection and communicator lines
 	maxRank   int64
@@ -86,7 +91,6 @@ func NewAnalyzer() *Analyzer {
 		envGlobal: make(map[string]map[string]bool),
 		maxRank:   -1,
 		nnodes:    -1,
-		conns:     netConnStats{names: make(map[string]int64)},
 	}
 }
 
@@ -119,6 +123,13 @@ func (a *Analyzer) Feed(line []byte) {
 // the state, in order. The caller holds a.mu.
 func (a *Analyzer) merge(src int32, b *batch) {
 	base := a.lines[src]
+	var sink uint64
+	for i := range b.items {
+		if it := &b.items[i]; it.known && it.cls != KindOther {
+			sink += a.seen.touch(it.hash)
+		}
+	}
+	a.sink = sink
 	for i := range b.items {
 		it := &b.items[i]
 		a.cur = loc{src: src, line: base + it.line}
@@ -127,7 +138,11 @@ func (a *Analyzer) merge(src int32, b *batch) {
 		}
 		switch it.kind {
 		case itRecord:
-			a.record(&it.rec)
+			if it.known {
+				a.recordItem(it)
+			} else {
+				a.record(&it.rec)
+			}
 		case itTorn:
 			a.pushHead(&it.rec)
 		case itDangling:
@@ -281,6 +296,51 @@ func (a *Analyzer) record(r *rawRecord) {
 	}
 }
 
+// recordItem is record for a record the parser has classified and hashed.
+func (a *Analyzer) recordItem(it *item) {
+	r := &it.rec
+	var th *thread
+	if r.prefixed {
+		th = a.threadHashed(r, it.phash)
+	}
+	kind := it.cls
+	if kind == KindOther {
+		return
+	}
+	var salt uint64
+	if kind == KindConnection {
+		if th != nil && th.comm != nil {
+			salt = th.comm.ptr
+		}
+		a.ev.conn = it.conn
+	} else if kind != KindWarn {
+		classify(r.msg, &a.ev) // the rare kinds: fill a.ev here
+	}
+	if a.seen.dupHash(it.hash, salt) {
+		a.stats.Duplicates++
+		return
+	}
+	if th != nil {
+		a.apply(kind, r, th, th.proc)
+	} else {
+		a.apply(kind, r, nil, a.pseudoProc())
+	}
+}
+
+// threadHashed is thread with the envelope's hash at hand: a small
+// direct-mapped cache in front of the map, since a log's records come
+// from a few thousand envelopes at most and the map costs a hash of the
+// envelope per record.
+func (a *Analyzer) threadHashed(r *rawRecord, h uint64) *thread {
+	slot := &a.tcache[h&uint64(len(a.tcache)-1)]
+	if slot.h == h && slot.th != nil && slot.th.key == string(r.prefix) {
+		return slot.th
+	}
+	th := a.thread(r)
+	slot.h, slot.th = h, th
+	return th
+}
+
 // thread returns the cache entry for the record's envelope, creating the
 // process on first sight. Records without an envelope have none.
 func (a *Analyzer) thread(r *rawRecord) *thread {
@@ -294,9 +354,10 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 		// A cache, not the truth: forgetting threads only loses which
 		// communicator a thread announced last.
 		clear(a.threads)
+		clear(a.tcache[:])
 	}
-	th := &thread{proc: a.process(r)}
-	a.threads[string(r.prefix)] = th
+	th := &thread{proc: a.process(r), key: string(r.prefix)}
+	a.threads[th.key] = th
 	a.stats.Threads++
 	return th
 }

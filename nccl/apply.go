@@ -212,9 +212,7 @@ func (a *Analyzer) applyConn(p *process, th *thread, c *connInfo, at loc, msg []
 		if !a.conns.first[cl][g].at.valid() {
 			a.conns.first[cl][g] = evidence{at: at, text: clip(string(msg), 200)}
 		}
-		if len(a.conns.names) < maxNetNames || a.conns.names[string(c.tr.net)] > 0 {
-			a.conns.names[string(c.tr.net)]++
-		}
+		a.conns.countName(c.tr.net)
 		p.see(cl, strengthDecided, at, msg)
 		if cl == netOther || cl == netFastSocket {
 			p.netName = string(c.tr.net)

@@ -59,8 +59,8 @@ func (a *Analyzer) Facts() *state.NCCLFacts {
 			}
 		}
 	}
-	for k, v := range a.conns.names {
-		f.NetNames[k] = v
+	for _, nc := range a.conns.nameList {
+		f.NetNames[nc.name] = nc.n
 	}
 	for _, p := range a.order {
 		f.Processes = append(f.Processes, a.processFacts(p))

@@ -80,6 +80,7 @@ type process struct {
 
 // thread is the envelope cache entry for one "host:pid:tid [dev]".
 type thread struct {
+	key  string // the envelope
 	proc *process
 	comm *commInst // the communicator this thread last announced
 }
@@ -228,9 +229,29 @@ func (b bitset) covers(n int64) bool {
 // netConnStats counts NET connection lines over the whole log, by module
 // class and GDR.
 type netConnStats struct {
-	n     [numNetClasses][2]int64
-	first [numNetClasses][2]evidence
-	names map[string]int64 // NET module names as printed ("IB", "IBext_v8", "AWS Libfabric")
+	n        [numNetClasses][2]int64
+	first    [numNetClasses][2]evidence
+	nameList []nameCount // NET module names as printed ("IB", "IBext_v8", "AWS Libfabric")
+}
+
+// countName counts a NET connection line for its module name. The names
+// are few (maxNetNames): a slice beats a map, and a map[string(b)]++ would
+// allocate for every line.
+func (s *netConnStats) countName(b []byte) {
+	for i := range s.nameList {
+		if string(b) == s.nameList[i].name {
+			s.nameList[i].n++
+			return
+		}
+	}
+	if len(s.nameList) < maxNetNames {
+		s.nameList = append(s.nameList, nameCount{name: string(b), n: 1})
+	}
+}
+
+type nameCount struct {
+	name string
+	n    int64
 }
 
 func (s *netConnStats) total() (n int64) {
