@@ -276,6 +276,7 @@ func (a *Analyzer) record(r *rawRecord) {
 		kind = classify(r.msg, &a.ev)
 	}
 	th := a.thread(r)
+	a.noteEnvelope(r, th)
 	if kind == KindOther {
 		return
 	}
@@ -303,6 +304,7 @@ func (a *Analyzer) recordItem(it *item) {
 	if r.prefixed {
 		th = a.threadHashed(r, it.phash)
 	}
+	a.noteEnvelope(r, th)
 	kind := it.cls
 	if kind == KindOther {
 		return
@@ -324,6 +326,17 @@ func (a *Analyzer) recordItem(it *item) {
 		a.apply(kind, r, th, th.proc)
 	} else {
 		a.apply(kind, r, nil, a.pseudoProc())
+	}
+}
+
+// noteEnvelope records what a record's envelope says beyond its thread: a
+// host seen on its own (not glued to torn text), NCCL 2.2's format.
+func (a *Analyzer) noteEnvelope(r *rawRecord, th *thread) {
+	if th != nil && th.proc.gluedOnly && !r.glued {
+		th.proc.gluedOnly = false
+	}
+	if r.legacy && a.format == "" {
+		a.format = "2.2"
 	}
 }
 
@@ -363,13 +376,9 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 }
 
 func (a *Analyzer) process(r *rawRecord) *process {
-	// host:pid is the prefix up to the second ':' from the end.
-	k := len(r.host) + 1
-	for k < len(r.prefix) && r.prefix[k] != ':' {
-		k++
-	}
-	key := r.prefix[:k]
-	if p := a.procs[string(key)]; p != nil {
+	// Called once per new envelope: the key may cost an allocation.
+	key := string(r.host) + ":" + string(r.pid)
+	if p := a.procs[key]; p != nil {
 		return p
 	}
 	if len(a.procs) >= maxProcesses {
@@ -381,8 +390,8 @@ func (a *Analyzer) process(r *rawRecord) *process {
 		return a.overflow
 	}
 	pid, _ := atoi(r.pid)
-	p := &process{host: string(r.host), pid: pid, first: a.cur}
-	a.procs[string(key)] = p
+	p := &process{host: string(r.host), pid: pid, first: a.cur, gluedOnly: r.glued}
+	a.procs[key] = p
 	a.order = append(a.order, p)
 	return p
 }

@@ -36,6 +36,7 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 			p.netName = string(ev.net)
 		}
 	case KindNetPlugin:
+		ev.net = trimANSI(ev.net)
 		c := classifyPlugin(ev.net)
 		if c != netUnknown {
 			p.see(c, strengthPlugin, at, r.msg)
@@ -74,6 +75,10 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 		a.applyTrace(p, &ev.trace, at, r.msg)
 	case KindWarn:
 		a.applyWarn(p, r, at)
+	case KindTrees:
+		if !a.multiNode.at.valid() && treeBranches(r.msg) {
+			a.multiNode = evidence{at: at, text: clip(string(r.msg), 200)}
+		}
 	}
 }
 

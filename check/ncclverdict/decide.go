@@ -41,6 +41,7 @@ type decider struct {
 	maxNR    int64
 	socketBy int // index of a process that selected Socket; -1 none
 	ranks    []state.NCCLRange
+	byPID    map[int64][]int // process indexes by pid, for alias
 
 	extraWarnings []Finding
 }
@@ -218,17 +219,23 @@ func (s selection) display() string {
 	return s.class
 }
 
-// countHosts lists the host names records came from. A host seen only
-// glued to a torn record's text is not counted when a process with the
-// same pid prints from a host name it ends with (the torn text is then
-// the extra prefix); on its own it is counted, but the verdict does not
-// rest on it (see decideInterNode).
+// countHosts lists the host names records came from. Two host strings
+// with the same pid, one ending the other, are one process whose name a
+// torn write damaged: a torn record's tail glued in front of it
+// ("->3837134f4773" for "3837134f4773"), or its first letters cut off
+// ("eepseek-v2-5-0" for "deepseek-v2-5-0"); it is counted once.
 func (d *decider) countHosts() {
 	seen := map[string]bool{}
 	ps := d.f.Processes
+	d.byPID = make(map[int64][]int, len(ps))
+	for i := range ps {
+		if ps[i].Kind == "" {
+			d.byPID[ps[i].PID] = append(d.byPID[ps[i].PID], i)
+		}
+	}
 	for i := range ps {
 		p := &ps[i]
-		if p.Kind != "" || seen[p.Host] || d.gluedAlias(p) {
+		if p.Kind != "" || seen[p.Host] || d.alias(i) {
 			continue
 		}
 		seen[p.Host] = true
@@ -237,27 +244,40 @@ func (d *decider) countHosts() {
 	d.v.Hosts = len(d.hosts)
 }
 
-// gluedAlias reports whether p, seen only glued to torn text, is another
-// process of the log under a host name with extra text in front.
-func (d *decider) gluedAlias(p *state.NCCLProcess) bool {
-	if !p.GluedOnly {
+// alias reports whether process i is another process of the log under a
+// damaged host name (see countHosts). Of the two, the one not seen only
+// glued to torn text wins, else the first.
+func (d *decider) alias(i int) bool {
+	ps := d.f.Processes
+	p := &ps[i]
+	group := d.byPID[p.PID]
+	if len(group) > 64 {
+		// Containers give every pod the same small pids: many processes
+		// sharing a pid are different nodes, not one damaged name.
 		return false
 	}
-	for i := range d.f.Processes {
-		q := &d.f.Processes[i]
-		if q != p && !q.GluedOnly && q.Kind == "" && q.PID == p.PID && q.Host != "" && strings.HasSuffix(p.Host, q.Host) {
+	for _, j := range group {
+		q := &ps[j]
+		if j == i || q.Kind != "" || q.PID != p.PID || q.Host == p.Host || q.Host == "" || p.Host == "" {
+			continue
+		}
+		if !strings.HasSuffix(p.Host, q.Host) && !strings.HasSuffix(q.Host, p.Host) {
+			continue
+		}
+		if p.GluedOnly && !q.GluedOnly || p.GluedOnly == q.GluedOnly && j < i {
 			return true
 		}
 	}
 	return false
 }
 
-// gluedHosts counts hosts that were only ever seen glued to torn text.
+// gluedHosts counts the hosts seen only glued to torn text: names that
+// may carry a torn record's tail, so they do not prove another node.
 func (d *decider) gluedHosts() int {
 	n := 0
 	for i := range d.f.Processes {
 		p := &d.f.Processes[i]
-		if p.GluedOnly && p.Kind == "" && !d.gluedAlias(p) {
+		if p.GluedOnly && p.Kind == "" && !d.alias(i) {
 			n++
 		}
 	}
@@ -329,7 +349,9 @@ func (d *decider) oneProcess() (*state.NCCLProcess, int64) {
 	}
 	for i := range d.f.Processes {
 		p := &d.f.Processes[i]
-		if p.Kind != "" {
+		if p.Kind != "" || p.Host == "" {
+			// An empty host name is the same on every node, so "host:pid"
+			// may be processes of several nodes with the same pid.
 			continue
 		}
 		have := make([]bool, n)
@@ -372,7 +394,7 @@ func (d *decider) decideInterNode() {
 	if d.singleHost() {
 		return
 	}
-	if d.socketBy >= 0 && len(d.hosts)-d.gluedHosts() > 1 {
+	if d.socketBy >= 0 && (len(d.hosts)-d.gluedHosts() > 1 || f.MultiNode != nil) {
 		v.InterNode = InterSocket
 		v.GDR = ptr(false)
 		v.Evidence = v.TCPFallbackReason
@@ -469,7 +491,9 @@ func (d *decider) covers(n int64) bool {
 // one host's lines of a multi-node job.
 func (d *decider) singleHost() bool {
 	f, v := d.f, d.v
-	if len(d.hosts) != 1 || f.MultiNode != nil {
+	if len(d.hosts) != 1 || d.hosts[0] == "" || f.MultiNode != nil {
+		// An empty host name (gethostname failed) is the same on every
+		// node: records under it may come from several.
 		return false
 	}
 	intra := f.Connections["P2P"] + f.Connections["SHM"]
