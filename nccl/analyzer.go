@@ -386,7 +386,7 @@ func (a *Analyzer) process(r *rawRecord) *process {
 			a.overflow = &process{host: "(more processes)", pid: -1, pseudo: true, first: a.cur}
 			a.order = append(a.order, a.overflow)
 		}
-		a.stats.Untracked++
+		// Stats.ProcessCap tells the verdict; the records still count.
 		return a.overflow
 	}
 	pid, _ := atoi(r.pid)

@@ -321,8 +321,8 @@ func TestBoundedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := a.Verdict()
-	if len(a.procs) > maxProcesses || a.comms > maxCommInstances || v.Stats.Untracked == 0 {
-		t.Errorf("procs %d comms %d untracked %d", len(a.procs), a.comms, v.Stats.Untracked)
+	if len(a.procs) > maxProcesses || a.comms > maxCommInstances || v.Stats.ProcessCap != maxProcesses || !strings.Contains(v.Limits, "more than 4096 processes") {
+		t.Errorf("procs %d comms %d process cap %d, limits %q", len(a.procs), a.comms, v.Stats.ProcessCap, v.Limits)
 	}
 	if len(v.Processes) > 1024 || v.ProcessesOmitted == 0 {
 		t.Errorf("report lists %d processes, omits %d", len(v.Processes), v.ProcessesOmitted)

@@ -6,8 +6,8 @@ import "github.com/gpuprobe/gpuprobe/state"
 // a log of any size, or a hostile one, cannot make these structures grow
 // past the caps below (see docs/nccl.md, "Limits").
 const (
-	maxProcesses      = 1 << 14 // host:pid pairs tracked individually
-	maxThreads        = 1 << 15 // envelope cache entries; cleared, not grown, past this
+	maxProcesses      = 1 << 12 // host:pid pairs tracked individually; the rest share one entry (64 MB RSS bound)
+	maxThreads        = 1 << 13 // envelope cache entries; cleared, not grown, past this
 	maxCommInstances  = 1 << 14 // (process, communicator) pairs
 	maxCommsPerProc   = 256
 	maxPeersPerRank   = 64

@@ -61,6 +61,9 @@ func (v *Verdict) WriteText(w io.Writer) error {
 	if v.Missing != "" && v.InterNode != InterUnknown {
 		fact("note", v.Missing)
 	}
+	if v.Limits != "" {
+		fact("limits", v.Limits)
+	}
 	tw.Flush()
 	writeFindings(bw, "Errors", v.Errors)
 	writeFindings(bw, "Warnings", v.Warnings)
