@@ -82,9 +82,12 @@ bench: bench-check bench-serve
 bench-check:
 	$(GO) test -run '^$$' -bench BenchmarkCheckSimulatedDGXH100 -benchmem ./cmd/gpuprobe
 
-# 1,000 collection cycles and 100,000 scrapes in one process: heap growth, RSS, CPU per cycle.
+# 1,000 collection cycles and 100,000 scrapes: heap growth and CPU per cycle
+# in one process (BenchmarkDaemonSteadiness), the real daemon's resident set
+# (BenchmarkDaemonProcessRSS), and a scrape storm of 100 clients x 500
+# scrapes with its p99 (BenchmarkScrapeStorm).
 bench-serve:
-	$(GO) test -run '^$$' -bench BenchmarkDaemonSteadiness -benchtime 1x -timeout 30m ./cmd/gpuprobe
+	$(GO) test -run '^$$' -bench 'BenchmarkDaemonSteadiness|BenchmarkDaemonProcessRSS|BenchmarkScrapeStorm' -benchtime 1x -timeout 40m ./cmd/gpuprobe
 
 bench-nccl:
 	bash scripts/bench-nccl.sh
