@@ -57,7 +57,7 @@ func registerServe(c *cli) {
 
 // newDaemon wires collection, judging and the exporter; tests use it without HTTP.
 func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) {
-	cfg, err := check.LoadConfig(f.configFile)
+	cfg, err := c.loadConfig(context.Background(), f.configFile, false)
 	if err != nil {
 		return nil, nil, err
 	}
