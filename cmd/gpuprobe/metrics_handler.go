@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,4 +27,13 @@ func (c *cli) metricsHandler(d *exporter.Daemon) (http.Handler, *exporter.Scrape
 	rt.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cache := exporter.NewScrapeCache(node, rt, d.Exporter.Generation, runtimeEvery, zap.NewStdLog(c.log))
 	return cache, cache
+}
+
+// tuneRuntime sets the daemon's GC target unless the admin set GOGC: the
+// live heap is a few MiB, so collecting at 50% growth instead of 100% costs
+// little CPU and keeps about a MiB of garbage out of the resident set.
+func tuneRuntime(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 }

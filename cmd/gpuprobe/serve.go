@@ -83,9 +83,10 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 	exp := exporter.New(f.perLink)
 	exp.XIDs.Critical = cfg.XID.Critical
 	d := &exporter.Daemon{
-		Exporter: exp,
-		Interval: f.interval,
-		Timeout:  min(f.collect.timeout, f.interval),
+		Exporter:      exp,
+		ReleaseMemory: true,
+		Interval:      f.interval,
+		Timeout:       min(f.collect.timeout, f.interval),
 		Collect: func(ctx context.Context) *state.Node {
 			// Re-read every cycle: --simulate-file may have changed.
 			o, err := f.collect.options()
@@ -158,6 +159,7 @@ func feedXIDs(x *exporter.XIDCounter, n *state.Node) {
 }
 
 func (c *cli) runServe(f *serveFlags) error {
+	tuneRuntime(c.getenv)
 	d, _, err := c.newDaemon(f)
 	if err != nil {
 		return c.usageError("%v", err)

@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -371,5 +374,111 @@ func TestLandingPage(t *testing.T) {
 	}
 	if code, _ := get(t, srv.URL+"/no-such-page"); code != http.StatusNotFound {
 		t.Errorf("/no-such-page: %d, want 404", code)
+	}
+}
+
+// BenchmarkDaemonProcessRSS runs the real binary as the unit does
+// ('gpuprobe serve', simulated 8×H100, cycles back to back) through 1,000
+// collection cycles while 100,000 scrapes (gzip, 8 at a time) hit /metrics,
+// then reads the process's resident set from /proc: VmRSS, and its split
+// into anonymous memory (heap, stacks) and file pages (the mapped binary,
+// shared and clean). The guard is today's level plus a margin, so a leak or
+// a bloat fails it; the figures go in the README.
+func BenchmarkDaemonProcessRSS(b *testing.B) {
+	const cycles, scrapes, clients = 1000, 100000, 8
+	bin := filepath.Join(b.TempDir(), "gpuprobe")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(bin, "serve", "--simulate", "dgx-h100", "--collect.interval", "1ms", "--web.listen-address", addr, "--log.level", "error")
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		collections := func() float64 {
+			_, body := get(b, "http://"+addr+"/metrics?name[]=gpuprobe_collections_total")
+			for _, l := range strings.Split(body, "\n") {
+				if v, ok := strings.CutPrefix(l, "gpuprobe_collections_total "); ok {
+					f, _ := strconv.ParseFloat(v, 64)
+					return f
+				}
+			}
+			return 0
+		}
+		for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+			if c, err := http.Get("http://" + addr + "/healthz"); err == nil {
+				c.Body.Close()
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				b.Fatal("daemon did not start")
+			}
+		}
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+		t0 := time.Now()
+		for k := 0; k < clients; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for s := 0; s < scrapes/clients; s++ {
+					resp, err := client.Get("http://" + addr + "/metrics")
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for collections() < cycles {
+			if time.Since(t0) > 20*time.Minute {
+				b.Fatalf("only %.0f cycles in 20 minutes", collections())
+			}
+			time.Sleep(time.Second)
+		}
+		n := collections()
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		kb := func(key string) float64 {
+			for _, l := range strings.Split(string(status), "\n") {
+				if v, ok := strings.CutPrefix(l, key+":"); ok {
+					f, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+					return f / 1024
+				}
+			}
+			return -1
+		}
+		rss, anon, file := kb("VmRSS"), kb("RssAnon"), kb("RssFile")
+		b.ReportMetric(rss, "rss-MiB")
+		b.ReportMetric(anon, "rss-anon-MiB")
+		b.ReportMetric(file, "rss-file-MiB")
+		b.ReportMetric(kb("VmHWM"), "rss-peak-MiB")
+		b.ReportMetric(n, "cycles")
+		b.ReportMetric(float64(scrapes), "scrapes")
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if f := failed.Load(); f > 0 {
+			b.Errorf("%d of %d scrapes failed", f, scrapes)
+		}
+		if rss > 32 {
+			b.Errorf("daemon RSS %.1f MiB (anon %.1f, file %.1f) after %.0f cycles and %d scrapes: over the 32 MiB guard", rss, anon, file, n, scrapes)
+		}
 	}
 }
