@@ -124,11 +124,23 @@ func checkFabric(n *state.Node, cfg *Config) Result {
 			v.add(Fail, g, fix, "fabric registration "+strings.ReplaceAll(f.State, "_", " "))
 		case f.Status != "success":
 			v.add(Fail, g, fix, "fabric registration completed with status "+f.Status)
-		case f.Degraded:
-			v.add(Fail, g, "check the NVSwitch trays and fabric manager log; the fabric reports degraded bandwidth or an unhealthy route",
-				fmt.Sprintf("fabric health degraded (health mask 0x%x)", f.HealthMask))
 		default:
-			v.add(Pass, g, "", "")
+			worst, what := Pass, ""
+			for _, fd := range fabricHealth(f.HealthMask, f.HealthSummary) {
+				if fd.status.Worse(worst) {
+					worst = fd.status
+				}
+				if what != "" {
+					what += ", "
+				}
+				what += fd.what
+			}
+			if worst == Pass {
+				v.add(Pass, g, "", "")
+				break
+			}
+			v.add(worst, g, "check the NVSwitch trays and the fabric manager log (nvidia-fabricmanager); reset the GPU if it persists",
+				fmt.Sprintf("fabric health: %s (health mask 0x%x)", what, f.HealthMask))
 		}
 	}
 	if judged == 0 {

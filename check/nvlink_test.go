@@ -4,13 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/kernel"
 	"github.com/gpuprobe/gpuprobe/state"
-	"github.com/gpuprobe/gpuprobe/xid"
 )
 
-func kernelState(uptime float64, evs []xid.Event) *kernel.State {
-	return &kernel.State{UptimeSeconds: uptime, XIDs: evs, XIDSource: "test"}
+func kernelState(uptime float64, evs []state.XIDEvent) *state.Kernel {
+	return &state.Kernel{UptimeSeconds: uptime, XIDs: evs, XIDSource: "test"}
 }
 
 func TestNVLinkState(t *testing.T) {
@@ -48,8 +46,24 @@ func TestFabric(t *testing.T) {
 			status: Fail, summary: "fabric registration in progress", devices: []int{1}},
 		{name: "bad status", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].Fabric.Status = "unknown NVML error" }),
 			status: Fail, summary: "completed with status unknown NVML error", devices: []int{0}},
-		{name: "degraded", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].Fabric.Degraded = true; n.NVML.GPUs[0].Fabric.HealthMask = 1 }),
-			status: Fail, summary: "fabric health degraded", devices: []int{0}},
+		// 0x1aa: every flag FALSE (2) and configuration NONE (1), what a
+		// healthy driver that fills every field reports; read as "two
+		// bits, 1 = bad" it failed every GPU.
+		{name: "healthy v4 mask", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].Fabric.HealthMask, n.NVML.GPUs[i].Fabric.HealthSummary = 0x1aa, 1
+			}
+		}), status: Pass},
+		{name: "degraded bandwidth", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].Fabric.HealthMask = 0x1a9 }),
+			status: Fail, summary: "bandwidth degraded", devices: []int{0}},
+		{name: "insufficient NVLinks", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].Fabric.HealthMask = 0x5aa }),
+			status: Fail, summary: "incorrect configuration: insufficient NVLinks", devices: []int{1}},
+		{name: "route recovery is transient", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].Fabric.HealthMask = 0x1a6 }),
+			status: Warn, summary: "route recovery in progress", devices: []int{0}},
+		{name: "summary unhealthy", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].Fabric.HealthSummary = 2 }),
+			status: Fail, summary: "health summary: unhealthy", devices: []int{0}},
+		{name: "summary limited capacity", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].Fabric.HealthSummary = 3 }),
+			status: Warn, summary: "limited capacity", devices: []int{0}},
 		{name: "PCIe GPUs", node: healthy(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].Fabric = &state.Fabric{State: "not_supported"}
@@ -60,14 +74,14 @@ func TestFabric(t *testing.T) {
 
 func TestXID(t *testing.T) {
 	at := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
-	withXIDs := func(evs ...xid.Event) *state.Node {
+	withXIDs := func(evs ...state.XIDEvent) *state.Node {
 		return healthy(func(n *state.Node) {
 			n.CollectedAt = at
 			n.Kernel = kernelState(86400, evs)
 		})
 	}
-	ev := func(code int, bus string, ago time.Duration) xid.Event {
-		return xid.Event{Code: code, BusID: bus, Time: at.Add(-ago), FellOffBus: code == 79}
+	ev := func(code int, bus string, ago time.Duration) state.XIDEvent {
+		return state.XIDEvent{Code: code, BusID: bus, Time: at.Add(-ago), FellOffBus: code == 79}
 	}
 	runCases(t, checkXID, []checkCase{
 		{name: "none", node: withXIDs(), status: Pass, summary: "no XID events since boot"},
@@ -77,10 +91,10 @@ func TestXID(t *testing.T) {
 		{name: "outside the window", node: withXIDs(ev(79, "0000:11:00", 48*time.Hour)), cfg: func(c *Config) { c.XID.Window = 24 * time.Hour }, status: Pass, summary: "in the last 24h0m0s"},
 		{name: "ignored", node: withXIDs(ev(13, "0000:10:00", time.Hour)), cfg: func(c *Config) { c.XID.Ignore = []int{13} }, status: Pass},
 		{name: "critical set replaced", node: withXIDs(ev(13, "0000:10:00", time.Hour)), cfg: func(c *Config) { c.XID.Critical = []int{13} }, status: Fail, devices: []int{0}},
-		{name: "fell off without an XID number", node: withXIDs(xid.Event{BusID: "0000:11:00", FellOffBus: true, Message: "GPU has fallen off the bus."}),
+		{name: "fell off without an XID number", node: withXIDs(state.XIDEvent{BusID: "0000:11:00", FellOffBus: true, Message: "GPU has fallen off the bus."}),
 			status: Fail, summary: "GPU has fallen off the bus", devices: []int{1}},
 		{name: "unknown bus still reported", node: withXIDs(ev(79, "0000:99:00", time.Hour)), status: Fail, summary: "PCI 0000:99:00: Xid 79"},
-		{name: "unreadable log is an error", node: healthy(func(n *state.Node) { n.Kernel = &kernel.State{XIDError: "cannot read /dev/kmsg: permission denied"} }),
+		{name: "unreadable log is an error", node: healthy(func(n *state.Node) { n.Kernel = &state.Kernel{XIDError: "cannot read /dev/kmsg: permission denied"} }),
 			status: Error, summary: "permission denied"},
 		{name: "no driver, nothing logged", node: healthy(func(n *state.Node) {
 			n.NVML = &state.NVML{}
@@ -88,15 +102,15 @@ func TestXID(t *testing.T) {
 		}), status: Skip},
 		{name: "no driver but the log shows a lost GPU", node: healthy(func(n *state.Node) {
 			n.NVML = &state.NVML{}
-			n.Kernel = kernelState(1, []xid.Event{{Code: 79, BusID: "0000:3b:00", FellOffBus: true}})
+			n.Kernel = kernelState(1, []state.XIDEvent{{Code: 79, BusID: "0000:3b:00", FellOffBus: true}})
 		}), status: Fail, summary: "PCI 0000:3b:00: Xid 79"},
 	})
 }
 
 func TestDriverModuleMismatch(t *testing.T) {
 	runCases(t, checkDriver, []checkCase{
-		{name: "match", node: healthy(func(n *state.Node) { n.Kernel = &kernel.State{ModuleVersion: "550.54.15"} }), status: Pass},
-		{name: "mismatch", node: healthy(func(n *state.Node) { n.Kernel = &kernel.State{ModuleVersion: "535.161.08"} }),
+		{name: "match", node: healthy(func(n *state.Node) { n.Kernel = &state.Kernel{ModuleVersion: "550.54.15"} }), status: Pass},
+		{name: "mismatch", node: healthy(func(n *state.Node) { n.Kernel = &state.Kernel{ModuleVersion: "535.161.08"} }),
 			status: Fail, summary: "kernel module 535.161.08 but NVML library 550.54.15"},
 	})
 }

@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	"github.com/gpuprobe/gpuprobe/state"
-	"github.com/gpuprobe/gpuprobe/xid"
 )
 
 func init() {
@@ -32,7 +31,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		lost bool
 	}
 	counts := map[key]int{}
-	last := map[key]xid.Event{}
+	last := map[key]state.XIDEvent{}
 	var keys []key
 	for _, ev := range k.XIDs {
 		if ignored(ev.Code, cfg.XID.Ignore) {
@@ -86,9 +85,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 				where+"GPU has fallen off the bus"+times)
 			continue
 		}
-		info := xid.Lookup(kk.code, cfg.XID.Critical)
+		info := XIDLookup(kk.code, cfg.XID.Critical)
 		sev := Warn
-		if info.Severity == xid.Critical || last[kk].FellOffBus {
+		if info.Severity == XIDCritical || last[kk].FellOffBus {
 			sev = Fail
 		}
 		msg := fmt.Sprintf("%sXid %d: %s%s", where, kk.code, info.Meaning, times)
@@ -109,7 +108,7 @@ func ignored(code int, list []int) bool {
 	return false
 }
 
-func gpuByBus(n *state.Node, ev xid.Event) *state.GPU {
+func gpuByBus(n *state.Node, ev state.XIDEvent) *state.GPU {
 	if n.NVML == nil {
 		return nil
 	}

@@ -21,7 +21,7 @@ func collectKernel(ctx context.Context, n *state.Node, o Options) state.Source {
 		}
 		st, err := kernel.Simulated(o.Simulate, bus, driver)
 		if err != nil {
-			n.Kernel = &kernel.State{XIDError: err.Error()}
+			n.Kernel = &state.Kernel{XIDError: err.Error()}
 			return state.Source{Error: err.Error()}
 		}
 		n.Kernel = st

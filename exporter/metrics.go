@@ -65,7 +65,7 @@ var (
 	dLinkUp         = desc("nvlink_link_up", "1 when the link is up (--collector.nvlink.per-link).", withGPU("link")...)
 	dLinkErr        = desc("nvlink_link_errors_total", "NVLink errors per link and type (--collector.nvlink.per-link).", withGPU("link", "type")...)
 	dFabric         = desc("gpu_fabric_registered", "1 when NVSwitch fabric registration completed with success.", gpuLabels...)
-	dFabricDegraded = desc("gpu_fabric_degraded", "1 when the fabric health mask reports degradation.", gpuLabels...)
+	dFabricDegraded = desc("gpu_fabric_degraded", "1 when the fabric health mask or summary reports a failure (decoded as nvml.h defines it).", gpuLabels...)
 	dXIDs           = desc("gpu_xid_errors_total", "XID events seen since the daemon started, by XID code.", withGPU("xid", "severity")...)
 	dXIDLast        = desc("gpu_xid_last_seen_timestamp_seconds", "Unix time of the last event of this XID.", withGPU("xid", "severity")...)
 )
@@ -192,7 +192,7 @@ func emitGPUs(e emitter, n *state.Node, perLink bool) {
 		emitNVLinks(e, g, l, perLink)
 		if f := g.Fabric; f != nil && f.State != "not_supported" {
 			e.gauge(dFabric, b2f(f.State == "completed" && f.Status == "success"), l...)
-			e.gauge(dFabricDegraded, b2f(f.Degraded), l...)
+			e.gauge(dFabricDegraded, b2f(check.FabricUnhealthy(f)), l...)
 		}
 	}
 }

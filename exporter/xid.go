@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/xid"
+	"github.com/gpuprobe/gpuprobe/check"
 )
 
 // XIDCounter counts XID events for the life of the daemon, so an XID between
@@ -81,7 +81,7 @@ func (c *XIDCounter) collect(em emitter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, x := range c.counts {
-		sev := string(xid.Lookup(k.code, c.Critical).Severity)
+		sev := string(check.XIDLookup(k.code, c.Critical).Severity)
 		labels := []string{k.gpu, k.uuid, k.bus, strconv.Itoa(k.code), sev}
 		em.counter(dXIDs, x.n, labels...)
 		if !x.last.IsZero() {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,20 +21,6 @@ import (
 	"github.com/gpuprobe/gpuprobe/xid"
 )
 
-// State is the kernel's part of the node state.
-type State struct {
-	// XIDSource says where XIDs were read from ("/dev/kmsg", "simulated").
-	XIDSource string      `json:"xid_source,omitempty"`
-	XIDs      []xid.Event `json:"xids"`
-	// XIDError is why the log could not be read (no permission, ...). A
-	// check must report it, never treat an unreadable log as a clean one.
-	XIDError string `json:"xid_error,omitempty"`
-	// ModuleVersion is the nvidia.ko version from /proc/driver/nvidia/version.
-	ModuleVersion string  `json:"module_version,omitempty"`
-	ModuleError   string  `json:"module_error,omitempty"`
-	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
-}
-
 // Options locate the sources, so tests and captured trees can be read.
 type Options struct {
 	Kmsg   string // default /dev/kmsg
@@ -41,20 +28,20 @@ type Options struct {
 }
 
 // Collect reads everything, each read bounded by ctx.
-func Collect(ctx context.Context, o Options) *State {
+func Collect(ctx context.Context, o Options) *state.Kernel {
 	if o.Kmsg == "" {
 		o.Kmsg = "/dev/kmsg"
 	}
 	if o.Procfs == "" {
 		o.Procfs = "/proc"
 	}
-	st := &State{XIDSource: o.Kmsg, XIDs: []xid.Event{}}
+	st := &state.Kernel{XIDSource: o.Kmsg, XIDs: []state.XIDEvent{}}
 	up, err := withDeadline(ctx, filepath.Join(o.Procfs, "uptime"), func() (float64, error) { return Uptime(o.Procfs) })
 	if err == nil {
 		st.UptimeSeconds = up
 	}
 	boot := time.Now().Add(-time.Duration(up * float64(time.Second)))
-	evs, err := withDeadline(ctx, o.Kmsg, func() ([]xid.Event, error) { return ReadKmsg(o.Kmsg, boot) })
+	evs, err := withDeadline(ctx, o.Kmsg, func() ([]state.XIDEvent, error) { return ReadKmsg(o.Kmsg, boot) })
 	if err != nil {
 		st.XIDError = err.Error()
 	} else {
@@ -84,7 +71,7 @@ const maxRecords = 1 << 16
 // without blocking, and returns the XID reports in it. It uses raw syscalls:
 // an *os.File would hand the non-blocking fd to Go's poller, which waits on
 // EAGAIN instead of returning it.
-func ReadKmsg(path string, boot time.Time) ([]xid.Event, error) {
+func ReadKmsg(path string, boot time.Time) ([]state.XIDEvent, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
@@ -93,7 +80,7 @@ func ReadKmsg(path string, boot time.Time) ([]xid.Event, error) {
 		return nil, fmt.Errorf("cannot read %s: %w", path, err)
 	}
 	defer syscall.Close(fd)
-	evs := []xid.Event{}
+	evs := []state.XIDEvent{}
 	buf := make([]byte, 8192) // kmsg hands out one record per read, at most ~1 KiB of text
 	for n := 0; n < maxRecords; n++ {
 		k, err := syscall.Read(fd, buf)
@@ -127,7 +114,7 @@ func isKmsgRecord(b []byte) bool {
 }
 
 // readLines reads a file of kmsg records or dmesg lines, one per line.
-func readLines(path string, boot time.Time) ([]xid.Event, error) {
+func readLines(path string, boot time.Time) ([]state.XIDEvent, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -137,7 +124,7 @@ func readLines(path string, boot time.Time) ([]xid.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	evs := []xid.Event{}
+	evs := []state.XIDEvent{}
 	for _, l := range bytes.Split(data, []byte("\n")) {
 		if ev, ok := xid.ParseKmsg(l, boot); ok {
 			evs = append(evs, ev)

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state"
 	"strconv"
 	"strings"
 	"time"
@@ -17,8 +18,8 @@ func init() {
 
 // Simulated builds the kernel state of a simulated node: its XID lines are
 // written in the driver's own format and go through the real parser.
-func Simulated(spec *simulate.Spec, busIDs []string, driver string) (*State, error) {
-	st := &State{XIDSource: "simulated", XIDs: []xid.Event{}, ModuleVersion: driver, UptimeSeconds: 86400}
+func Simulated(spec *simulate.Spec, busIDs []string, driver string) (*state.Kernel, error) {
+	st := &state.Kernel{XIDSource: "simulated", XIDs: []state.XIDEvent{}, ModuleVersion: driver, UptimeSeconds: 86400}
 	boot := time.Now().Add(-24 * time.Hour)
 	for i, f := range spec.Has("xid") {
 		code, _, _ := strings.Cut(f.Value, "@")
@@ -30,7 +31,7 @@ func Simulated(spec *simulate.Spec, busIDs []string, driver string) (*State, err
 		if err != nil {
 			return nil, err
 		}
-		msg := xid.Lookup(c, nil).Meaning
+		msg := "simulated by gpuprobe --simulate"
 		bus := strings.TrimSuffix(busIDs[gpu], ".0")
 		rec := fmt.Sprintf("3,%d,%d,-;NVRM: Xid (PCI:%s): %d, pid=%d, name=python, %s", 5000+i, int64(23*time.Hour/time.Microsecond)+int64(i), bus, c, 31337+i, msg)
 		if ev, ok := xid.ParseKmsg([]byte(rec), boot); ok {

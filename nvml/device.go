@@ -350,6 +350,7 @@ func (d *device) fabric() {
 		clique        uint32
 		cluster       [16]uint8
 		api           string
+		summary       uint8
 	}
 	var got fi
 	var o outcome = unsupported
@@ -361,29 +362,29 @@ func (d *device) fabric() {
 			if v.NumCliques > 0 {
 				c = v.Cliques[0].Id
 			}
-			return fi{uint32(v.State), v.Status, v.HealthMask, c, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfo_v4"}, r
+			return fi{uint32(v.State), v.Status, v.HealthMask, c, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfo_v4", v.HealthSummary}, r
 		})
 	case d.real && d.sym["nvmlDeviceGetGpuFabricInfoV"]:
 		got, o = call(d.g, "nvmlDeviceGetGpuFabricInfoV", func() (fi, gonvml.Return) {
 			v, r := d.dev.GetGpuFabricInfoV().V3()
-			return fi{uint32(v.State), v.Status, v.HealthMask, v.CliqueId, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfoV"}, r
+			return fi{uint32(v.State), v.Status, v.HealthMask, v.CliqueId, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfoV", v.HealthSummary}, r
 		})
 	case d.sym["nvmlDeviceGetGpuFabricInfo"]:
 		got, o = call(d.g, "nvmlDeviceGetGpuFabricInfo", func() (fi, gonvml.Return) {
 			v, r := d.dev.GetGpuFabricInfo()
-			return fi{uint32(v.State), v.Status, 0, v.CliqueId, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfo"}, r
+			return fi{uint32(v.State), v.Status, 0, v.CliqueId, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfo", 0}, r
 		})
 	}
 	if o != ok {
 		return
 	}
 	f := &state.Fabric{
-		API:        got.api,
-		State:      FabricStateName(got.state),
-		Status:     fabricStatus(got.status),
-		HealthMask: got.mask,
-		Degraded:   FabricDegraded(got.mask),
-		CliqueID:   got.clique,
+		API:           got.api,
+		State:         FabricStateName(got.state),
+		Status:        fabricStatus(got.status),
+		HealthMask:    got.mask,
+		HealthSummary: got.summary,
+		CliqueID:      got.clique,
 	}
 	if got.cluster != [16]uint8{} {
 		f.ClusterUUID = fmt.Sprintf("%x-%x-%x-%x-%x", got.cluster[0:4], got.cluster[4:6], got.cluster[6:8], got.cluster[8:10], got.cluster[10:16])

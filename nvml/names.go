@@ -109,21 +109,3 @@ func fabricStatus(s uint32) string {
 	// so asking NVML for the message is safe.
 	return gonvml.Return(s).Error()
 }
-
-// FabricDegraded reports whether any health field of the mask says TRUE:
-// degraded bandwidth, route recovery in progress, unhealthy route, or
-// access-timeout recovery, or incorrect configuration. Each field is two bits wide.
-func FabricDegraded(mask uint32) bool {
-	for _, shift := range []uint32{
-		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_DEGRADED_BW,
-		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_RECOVERY,
-		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ROUTE_UNHEALTHY,
-		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_ACCESS_TIMEOUT_RECOVERY,
-		gonvml.GPU_FABRIC_HEALTH_MASK_SHIFT_INCORRECT_CONFIGURATION,
-	} {
-		if (mask>>shift)&0x3 == 1 { // the *_TRUE value of every field
-			return true
-		}
-	}
-	return false
-}

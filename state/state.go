@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/kernel"
 	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/topo"
 )
@@ -29,7 +28,7 @@ type Node struct {
 	// NCCL is what the NCCL logs given with --nccl-log show (state/nccl.go).
 	NCCL *NCCLLog `json:"nccl,omitempty"`
 	// Kernel is the kernel's view of the driver: XIDs, module version, uptime.
-	Kernel *kernel.State `json:"kernel,omitempty"`
+	Kernel *Kernel `json:"kernel,omitempty"`
 	// Slurm is the job step's launch environment and the node's Slurm configuration.
 	Slurm *slurm.State `json:"slurm,omitempty"`
 	// Topology is the PCIe/NUMA/InfiniBand/GPUDirect view read from sysfs.
@@ -220,13 +219,15 @@ type NVLink struct {
 // Fabric is the NVSwitch fabric registration of a GPU.
 type Fabric struct {
 	// API names the NVML entry point that answered, newest first.
-	API         string `json:"api"`
-	State       string `json:"state"`
-	Status      string `json:"status"`
-	HealthMask  uint32 `json:"health_mask"`
-	Degraded    bool   `json:"degraded,omitempty"`
-	CliqueID    uint32 `json:"clique_id"`
-	ClusterUUID string `json:"cluster_uuid,omitempty"`
+	API    string `json:"api"`
+	State  string `json:"state"`
+	Status string `json:"status"`
+	// HealthMask and HealthSummary are as NVML returned them; check/
+	// decodes them (nvml.h NVML_GPU_FABRIC_HEALTH_*).
+	HealthMask    uint32 `json:"health_mask"`
+	HealthSummary uint8  `json:"health_summary,omitempty"`
+	CliqueID      uint32 `json:"clique_id"`
+	ClusterUUID   string `json:"cluster_uuid,omitempty"`
 }
 
 // Label names a GPU the way every report line does: index, UUID and bus ID.

@@ -2,13 +2,14 @@ package xid
 
 import (
 	"bytes"
+	"github.com/gpuprobe/gpuprobe/state"
 	"strconv"
 	"time"
 )
 
 // ParseKmsg parses one /dev/kmsg record ("6,1234,5678901,-;NVRM: Xid ...")
 // and dates the event from the record's microseconds since boot.
-func ParseKmsg(rec []byte, boot time.Time) (Event, bool) {
+func ParseKmsg(rec []byte, boot time.Time) (state.XIDEvent, bool) {
 	semi := bytes.IndexByte(rec, ';')
 	if semi < 0 {
 		return Parse(rec)

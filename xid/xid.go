@@ -5,28 +5,11 @@ package xid
 
 import (
 	"bytes"
+	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/state"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// Event is one XID (or "fallen off the bus") report.
-type Event struct {
-	// Code is the XID number; 0 for a "fallen off the bus" line without one.
-	Code int `json:"code"`
-	// BusID is the PCI address as the driver printed it, normalised to
-	// "0000:1b:00" (domain:bus:device, no function).
-	BusID   string `json:"bus_id,omitempty"`
-	PID     int    `json:"pid,omitempty"`
-	Process string `json:"process,omitempty"`
-	Message string `json:"message"`
-	// FellOffBus marks the lines that mean the GPU is gone, with or without an XID.
-	FellOffBus bool `json:"fell_off_bus,omitempty"`
-	// Time is when the kernel logged it (zero when the source had no time).
-	Time time.Time `json:"time,omitempty"`
-	// Seq is the kernel's record sequence number, for de-duplication.
-	Seq uint64 `json:"seq,omitempty"`
-}
 
 // maxLine caps what is looked at of one kernel line: kmsg records are at most
 // 1 KiB of text, and nothing past that is ours.
@@ -42,37 +25,37 @@ const maxLine = 4096
 //	NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus ...
 //
 // with any prefix before "NVRM:" (kmsg headers, dmesg timestamps, syslog).
-func Parse(line []byte) (Event, bool) {
+func Parse(line []byte) (state.XIDEvent, bool) {
 	if len(line) > maxLine {
 		line = line[:maxLine]
 	}
 	i := bytes.Index(line, []byte("NVRM: "))
 	if i < 0 {
-		return Event{}, false
+		return state.XIDEvent{}, false
 	}
 	msg := strings.TrimSpace(string(line[i+len("NVRM: "):]))
 	if rest, ok := strings.CutPrefix(msg, "Xid ("); ok {
 		return parseXid(rest)
 	}
 	if strings.Contains(msg, "fallen off the bus") {
-		return Event{BusID: firstBusID(msg), FellOffBus: true, Message: msg}, true
+		return state.XIDEvent{BusID: firstBusID(msg), FellOffBus: true, Message: msg}, true
 	}
-	return Event{}, false
+	return state.XIDEvent{}, false
 }
 
-func parseXid(rest string) (Event, bool) {
+func parseXid(rest string) (state.XIDEvent, bool) {
 	end := strings.Index(rest, "):")
 	if end < 0 {
-		return Event{}, false
+		return state.XIDEvent{}, false
 	}
 	bus := strings.TrimPrefix(rest[:end], "PCI:")
 	body := strings.TrimSpace(rest[end+2:])
 	num, after, _ := strings.Cut(body, ",")
 	code, err := strconv.Atoi(strings.TrimSpace(num))
 	if err != nil || code <= 0 || code > 100000 {
-		return Event{}, false
+		return state.XIDEvent{}, false
 	}
-	ev := Event{Code: code, BusID: normBus(bus)}
+	ev := state.XIDEvent{Code: code, BusID: normBus(bus)}
 	fields := strings.TrimSpace(after)
 	// pid= and name= come first on drivers since ~R450; older ones go straight to the message.
 	for {
@@ -101,19 +84,14 @@ func parseXid(rest string) (Event, bool) {
 	}
 }
 
-// normBus turns "0000:1b:00", "0000:1B:00.0" or "1b:00.0" into "0000:1b:00".
+// normBus turns any spelling of the GPU's address into the slot form the
+// kernel prints ("0000:1b:00"); text that is not an address is kept as read.
 func normBus(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if i := strings.LastIndexByte(s, '.'); i > 0 {
-		s = s[:i]
+	id, err := busid.Parse(s)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(s))
 	}
-	if strings.Count(s, ":") == 1 {
-		s = "0000:" + s
-	}
-	if parts := strings.Split(s, ":"); len(parts) == 3 && len(parts[0]) > 4 {
-		s = parts[0][len(parts[0])-4:] + ":" + parts[1] + ":" + parts[2]
-	}
-	return s
+	return id.Slot()
 }
 
 // firstBusID finds a "dddd:bb:dd.f" address in free text.
@@ -134,10 +112,4 @@ func isHexBus(w string) bool {
 		}
 	}
 	return true
-}
-
-// MatchGPU reports whether an event's bus ID names the GPU at pciBusID
-// ("0000:1b:00.0" from NVML/sysfs).
-func (e Event) MatchGPU(pciBusID string) bool {
-	return e.BusID != "" && normBus(pciBusID) == e.BusID
 }

@@ -3,6 +3,8 @@ package xid
 import (
 	"testing"
 	"time"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // Real lines, from several driver generations (NVIDIA's XID docs, gpud's
@@ -10,29 +12,29 @@ import (
 func TestParse(t *testing.T) {
 	for _, tc := range []struct {
 		line string
-		want Event
+		want state.XIDEvent
 		ok   bool
 	}{
 		{"[  312.437911] NVRM: Xid (PCI:0000:1b:00): 79, pid=1234, name=python, GPU has fallen off the bus.",
-			Event{Code: 79, BusID: "0000:1b:00", PID: 1234, Process: "python", Message: "GPU has fallen off the bus.", FellOffBus: true}, true},
+			state.XIDEvent{Code: 79, BusID: "0000:1b:00", PID: 1234, Process: "python", Message: "GPU has fallen off the bus.", FellOffBus: true}, true},
 		{"NVRM: Xid (0000:03:00): 13, 0001 00000000 0000a1c0 00000210 00000000 00000000",
-			Event{Code: 13, BusID: "0000:03:00", Message: "0001 00000000 0000a1c0 00000210 00000000 00000000"}, true},
+			state.XIDEvent{Code: 13, BusID: "0000:03:00", Message: "0001 00000000 0000a1c0 00000210 00000000 00000000"}, true},
 		{"kernel: NVRM: Xid (PCI:0000:86:00): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No",
-			Event{Code: 94, BusID: "0000:86:00", Message: "Contained: SM (0x1). RST: No, D-RST: No"}, true},
+			state.XIDEvent{Code: 94, BusID: "0000:86:00", Message: "Contained: SM (0x1). RST: No, D-RST: No"}, true},
 		{"NVRM: Xid (PCI:0000:b7:00): 48, pid=2716, name=train.py, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.",
-			Event{Code: 48, BusID: "0000:b7:00", PID: 2716, Process: "train.py", Message: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0."}, true},
+			state.XIDEvent{Code: 48, BusID: "0000:b7:00", PID: 2716, Process: "train.py", Message: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0."}, true},
 		{"NVRM: Xid (PCI:0000:3b:00): 63, pid=1999, Row Remapper: New row marked for remapping, reset gpu to activate.",
-			Event{Code: 63, BusID: "0000:3b:00", PID: 1999, Message: "Row Remapper: New row marked for remapping, reset gpu to activate."}, true},
+			state.XIDEvent{Code: 63, BusID: "0000:3b:00", PID: 1999, Message: "Row Remapper: New row marked for remapping, reset gpu to activate."}, true},
 		{"NVRM: Xid (PCI:0001:C1:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)",
-			Event{Code: 154, BusID: "0001:c1:00", Message: "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"}, true},
+			state.XIDEvent{Code: 154, BusID: "0001:c1:00", Message: "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"}, true},
 		{"NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.",
-			Event{BusID: "0000:3b:00", FellOffBus: true, Message: "GPU 0000:3b:00.0: GPU has fallen off the bus."}, true},
+			state.XIDEvent{BusID: "0000:3b:00", FellOffBus: true, Message: "GPU 0000:3b:00.0: GPU has fallen off the bus."}, true},
 		{"NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus and is not responding to commands.",
-			Event{BusID: "0000:3b:00", FellOffBus: true, Message: "The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus and is not responding to commands."}, true},
-		{"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15", Event{}, false},
-		{"NVRM: Xid (PCI:0000:1b:00): abc, nonsense", Event{}, false},
-		{"NVRM: Xid (PCI:0000:1b:00 79 torn", Event{}, false},
-		{"usb 1-1: new high-speed USB device", Event{}, false},
+			state.XIDEvent{BusID: "0000:3b:00", FellOffBus: true, Message: "The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus and is not responding to commands."}, true},
+		{"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15", state.XIDEvent{}, false},
+		{"NVRM: Xid (PCI:0000:1b:00): abc, nonsense", state.XIDEvent{}, false},
+		{"NVRM: Xid (PCI:0000:1b:00 79 torn", state.XIDEvent{}, false},
+		{"usb 1-1: new high-speed USB device", state.XIDEvent{}, false},
 	} {
 		got, ok := Parse([]byte(tc.line))
 		if ok != tc.ok || got != tc.want {
@@ -49,31 +51,6 @@ func TestParseKmsg(t *testing.T) {
 	}
 	if !ev.MatchGPU("0000:5D:00.0") || ev.MatchGPU("0000:5e:00.0") {
 		t.Error("MatchGPU")
-	}
-}
-
-func TestLookup(t *testing.T) {
-	if i := Lookup(79, nil); i.Severity != Critical || i.Meaning != "GPU has fallen off the bus" {
-		t.Errorf("79 = %+v", i)
-	}
-	if i := Lookup(13, nil); i.Severity != Warning || i.Remedy == "" {
-		t.Errorf("13 = %+v", i)
-	}
-	if i := Lookup(13, []int{13}); i.Severity != Critical {
-		t.Errorf("configured critical set ignored: %+v", i)
-	}
-	if i := Lookup(79, []int{13}); i.Severity != Warning || i.Meaning == "" {
-		t.Errorf("configured set must replace the default: %+v", i)
-	}
-	want := []int{48, 62, 63, 64, 74, 79, 92, 94, 95, 109, 119, 120}
-	got := map[int]bool{}
-	for _, c := range DefaultCritical() {
-		got[c] = true
-	}
-	for _, c := range want {
-		if !got[c] {
-			t.Errorf("default critical set lacks %d", c)
-		}
 	}
 }
 

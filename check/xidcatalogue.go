@@ -1,29 +1,29 @@
-package xid
+package check
 
 import "fmt"
 
-// Severity of an XID for node health.
-type Severity string
+// XIDSeverity of an XID for node health.
+type XIDSeverity string
 
 // Severities: critical XIDs fail gpu.xid and drain a node; the rest warn.
 const (
-	Critical Severity = "critical"
-	Warning  Severity = "warning"
+	XIDCritical XIDSeverity = "critical"
+	XIDWarning  XIDSeverity = "warning"
 )
 
-// Info is what an XID means and what to do about it.
-type Info struct {
-	Code     int      `json:"code"`
-	Severity Severity `json:"severity"`
-	Meaning  string   `json:"meaning"`
-	Remedy   string   `json:"remedy"`
+// XIDInfo is what an XID means and what to do about it.
+type XIDInfo struct {
+	Code     int         `json:"code"`
+	Severity XIDSeverity `json:"severity"`
+	Meaning  string      `json:"meaning"`
+	Remedy   string      `json:"remedy"`
 }
 
 // critical is the default critical set, from NVIDIA's XID catalogue
 // (docs.nvidia.com/deploy/xid-errors): the codes whose documented action is a
 // GPU reset, a node reboot or an RMA. Application faults (13, 31, 43, 45, ...)
 // are not here: the job is at fault, not the node.
-var critical = map[int]Info{
+var xidCritical = map[int]XIDInfo{
 	48:  {Meaning: "double-bit (uncorrectable) ECC error", Remedy: "drain, reset the GPU (nvidia-smi -r); RMA if it recurs"},
 	62:  {Meaning: "internal micro-controller halt", Remedy: "drain and reset the GPU or reboot; RMA if it recurs"},
 	63:  {Meaning: "ECC page retirement or row remap recorded", Remedy: "drain and reset the GPU to apply the remap (see gpu.row_remap)"},
@@ -41,7 +41,7 @@ var critical = map[int]Info{
 }
 
 // warnings are XIDs worth naming that are usually the application's doing.
-var warnings = map[int]string{
+var xidWarnings = map[int]string{
 	13:  "graphics engine exception (usually an application bug or illegal memory access)",
 	31:  "GPU memory page fault (usually an application bug)",
 	43:  "GPU stopped processing (the application was killed)",
@@ -51,43 +51,43 @@ var warnings = map[int]string{
 	137: "NVLink FLA privilege error",
 }
 
-// DefaultCritical is the critical set as a list, for config defaults and docs.
-func DefaultCritical() []int {
-	out := make([]int, 0, len(critical))
-	for c := range critical {
+// DefaultCriticalXIDs is the critical set as a list, for config defaults and docs.
+func DefaultCriticalXIDs() []int {
+	out := make([]int, 0, len(xidCritical))
+	for c := range xidCritical {
 		out = append(out, c)
 	}
-	sortInts(out)
+	sortXIDs(out)
 	return out
 }
 
-// Lookup classifies code against a critical set (nil = the default set).
-func Lookup(code int, criticalSet []int) Info {
+// XIDLookup classifies code against a critical set (nil = the default set).
+func XIDLookup(code int, criticalSet []int) XIDInfo {
 	isCritical := false
 	if criticalSet == nil {
-		_, isCritical = critical[code]
+		_, isCritical = xidCritical[code]
 	} else {
 		for _, c := range criticalSet {
 			isCritical = isCritical || c == code
 		}
 	}
-	info, known := critical[code]
+	info, known := xidCritical[code]
 	if !known {
-		info.Meaning = warnings[code]
+		info.Meaning = xidWarnings[code]
 		if info.Meaning == "" {
 			info.Meaning = "see NVIDIA's XID catalogue"
 		}
 		info.Remedy = fmt.Sprintf("look up Xid %d in NVIDIA's XID catalogue; check the job that ran on the GPU", code)
 	}
 	info.Code = code
-	info.Severity = Warning
+	info.Severity = XIDWarning
 	if isCritical {
-		info.Severity = Critical
+		info.Severity = XIDCritical
 	}
 	return info
 }
 
-func sortInts(a []int) {
+func sortXIDs(a []int) {
 	for i := 1; i < len(a); i++ {
 		for j := i; j > 0 && a[j] < a[j-1]; j-- {
 			a[j], a[j-1] = a[j-1], a[j]

@@ -1,0 +1,45 @@
+package state
+
+import (
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/busid"
+)
+
+// Kernel is the kernel's part of the node state.
+type Kernel struct {
+	// XIDSource says where XIDs were read from ("/dev/kmsg", "simulated").
+	XIDSource string     `json:"xid_source,omitempty"`
+	XIDs      []XIDEvent `json:"xids"`
+	// XIDError is why the log could not be read (no permission, ...). A
+	// check must report it, never treat an unreadable log as a clean one.
+	XIDError string `json:"xid_error,omitempty"`
+	// ModuleVersion is the nvidia.ko version from /proc/driver/nvidia/version.
+	ModuleVersion string  `json:"module_version,omitempty"`
+	ModuleError   string  `json:"module_error,omitempty"`
+	UptimeSeconds float64 `json:"uptime_seconds,omitempty"`
+}
+
+// XIDEvent is one XID (or "fallen off the bus") report.
+type XIDEvent struct {
+	// Code is the XID number; 0 for a "fallen off the bus" line without one.
+	Code int `json:"code"`
+	// BusID is the PCI address as the driver printed it, normalised to
+	// "0000:1b:00" (domain:bus:device, no function).
+	BusID   string `json:"bus_id,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Process string `json:"process,omitempty"`
+	Message string `json:"message"`
+	// FellOffBus marks the lines that mean the GPU is gone, with or without an XID.
+	FellOffBus bool `json:"fell_off_bus,omitempty"`
+	// Time is when the kernel logged it (zero when the source had no time).
+	Time time.Time `json:"time,omitempty"`
+	// Seq is the kernel's record sequence number, for de-duplication.
+	Seq uint64 `json:"seq,omitempty"`
+}
+
+// MatchGPU reports whether an event names the GPU at pciBusID: the kernel
+// prints the slot ("0000:1b:00"), NVML the function ("00000000:1B:00.0").
+func (e XIDEvent) MatchGPU(pciBusID string) bool {
+	return e.BusID != "" && busid.SameSlot(e.BusID, pciBusID)
+}
