@@ -139,11 +139,14 @@ func parseConn(m []byte, c *connInfo) bool {
 	return true
 }
 
-// skipBracket skips a "[busId]" or "[dev]" right at p.
+// skipBracket skips a "[busId]" or "[dev]" right at p. Brackets are a few
+// bytes: a loop beats a call to IndexByte.
 func skipBracket(m []byte, p int) int {
 	if p < len(m) && m[p] == '[' {
-		if k := bytes.IndexByte(m[p:], ']'); k > 0 && k <= 20 {
-			return p + k + 1
+		for k := 1; k <= 20 && p+k < len(m); k++ {
+			if m[p+k] == ']' {
+				return p + k + 1
+			}
 		}
 	}
 	return p
@@ -195,15 +198,18 @@ func parseTransport(t []byte, tr *transport) {
 
 func cutTransportNoise(t []byte) []byte {
 	t = trimNoise(t)
-	// NCCL >= 2.19 appends the communicator: "via P2P/IPC comm 0x5609976f9470 nRanks 32".
-	if i := bytes.Index(t, []byte(" comm 0x")); i >= 0 {
-		t = t[:i]
-	}
-	if i := bytes.Index(t, []byte("  ")); i >= 0 {
-		t = t[:i]
-	}
-	if i := bytes.Index(t, []byte(" [")); i >= 0 {
-		t = t[:i]
+	// One pass over the (short) text for the first blank that starts
+	// noise: a wide gap, " [", or the " comm 0x… nRanks N" NCCL >= 2.19
+	// appends ("via P2P/IPC comm 0x5609976f9470 nRanks 32"). Most
+	// transports have no blank at all.
+	for i := 0; i+1 < len(t); i++ {
+		if t[i] != ' ' {
+			continue
+		}
+		if c := t[i+1]; c == ' ' || c == '[' || c == 'c' && bytes.HasPrefix(t[i+1:], []byte("comm 0x")) {
+			t = t[:i]
+			break
+		}
 	}
 	return trimNoise(t)
 }
