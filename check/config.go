@@ -2,8 +2,11 @@ package check
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"os"
+	"io"
+	"math"
+	"reflect"
 	"strings"
 	"time"
 
@@ -135,37 +138,118 @@ func DefaultConfig() *Config {
 	}
 }
 
-// LoadConfig reads a YAML config over the defaults. Unknown keys are errors,
-// so a misspelt threshold never silently falls back to its default.
-func LoadConfig(path string) (*Config, error) {
-	cfg := DefaultConfig()
-	if path == "" {
-		return cfg, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	if err := ParseConfig(data, cfg); err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
-	}
-	return cfg, nil
-}
-
-// ParseConfig decodes YAML into cfg, keeping what the YAML does not set.
+// ParseConfig decodes one YAML document into cfg, keeping what the YAML
+// does not set, and validates it. Unknown keys are errors, so a misspelt
+// threshold never silently falls back to its default; so are a second
+// document (it would be ignored), a NaN, an infinity or a negative number in
+// any threshold (each turns its rule off), and values outside the ranges
+// below. Reading the file is the command's job (cmd/gpuprobe), under the
+// run's deadline and a size limit.
 func ParseConfig(data []byte, cfg *Config) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && err.Error() != "EOF" {
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return fmt.Errorf("line %d: a second YAML document; a config is one document (the rest would be ignored)", extra.Line)
+	} else if !errors.Is(err, io.EOF) {
+		return err
+	}
+	return cfg.Validate()
+}
+
+// Validate checks every threshold: finite, not negative, and in range.
+func (cfg *Config) Validate() error {
+	var errs []error
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf(f, a...)) }
+	numbers(reflect.ValueOf(cfg).Elem(), "", bad)
 	switch cfg.MIG.Expect {
 	case "", "enabled", "disabled":
 	default:
-		return fmt.Errorf("mig.expect: %q is not enabled, disabled or empty", cfg.MIG.Expect)
+		bad("mig.expect: %q is not enabled, disabled or empty", cfg.MIG.Expect)
 	}
 	if cfg.MinDriver != "" && strings.Trim(cfg.MinDriver, "0123456789.") != "" {
-		return fmt.Errorf("min_driver: %q is not a version like 550.54.15", cfg.MinDriver)
+		bad("min_driver: %q is not a version like 550.54.15", cfg.MinDriver)
 	}
-	return nil
+	if cfg.ExpectGPUs > maxGPUs {
+		bad("expect_gpus: %d is more GPUs than a node holds (at most %d)", cfg.ExpectGPUs, maxGPUs)
+	}
+	if cfg.RetiredPages.Max > 64 {
+		bad("retired_pages.max: %d, but the retirement table holds 64 pages: the rule could never fire", cfg.RetiredPages.Max)
+	}
+	for _, t := range []struct {
+		key string
+		c   int
+	}{{"temperature.warn_c", cfg.Temperature.WarnC}, {"temperature.fail_c", cfg.Temperature.FailC}} {
+		if t.c != 0 && (t.c < 20 || t.c > 150) {
+			bad("%s: %d °C is outside 20..150 (0: from the GPU's own slowdown threshold)", t.key, t.c)
+		}
+	}
+	if w, f := cfg.Temperature.WarnC, cfg.Temperature.FailC; w != 0 && f != 0 && w >= f {
+		bad("temperature.warn_c %d must be below temperature.fail_c %d", w, f)
+	}
+	if cfg.Power.MinLimitWatts > 10000 {
+		bad("power.min_limit_watts: %g W is more than any GPU draws", cfg.Power.MinLimitWatts)
+	}
+	if cfg.NVLink.ExpectedLinks > 64 {
+		bad("nvlink.expected_links: %d, NVML knows at most 18 links per GPU", cfg.NVLink.ExpectedLinks)
+	}
+	for key, codes := range map[string][]int{"xid.critical": cfg.XID.Critical, "xid.ignore": cfg.XID.Ignore} {
+		for _, c := range codes {
+			if c < 1 || c > 999 {
+				bad("%s: %d is not an XID (1..999)", key, c)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// maxGPUs mirrors state.MaxGPUs without importing it for one number.
+const maxGPUs = 1024
+
+// numbers walks the config and reports every number that is NaN, infinite
+// or negative, by its YAML key. No gpuprobe threshold is meaningfully
+// negative, and each of these silently turns its rule off.
+func numbers(v reflect.Value, path string, bad func(string, ...any)) {
+	switch v.Kind() {
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if key == "-" {
+				continue
+			}
+			if key == "" {
+				key = strings.ToLower(f.Name)
+			}
+			if path != "" {
+				key = path + "." + key
+			}
+			numbers(v.Field(i), key, bad)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			numbers(v.Index(i), fmt.Sprintf("%s[%d]", path, i), bad)
+		}
+	case reflect.Float32, reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			bad("%s: %v is not a finite number", path, f)
+		} else if f < 0 {
+			bad("%s: %v is negative", path, f)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if v.Type() == reflect.TypeOf(time.Duration(0)) {
+			if v.Int() < 0 {
+				bad("%s: %v is negative", path, time.Duration(v.Int()))
+			}
+		} else if v.Int() < 0 {
+			bad("%s: %d is negative", path, v.Int())
+		}
+	}
 }

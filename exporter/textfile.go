@@ -1,12 +1,13 @@
 package exporter
 
 import (
+	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/gpuprobe/gpuprobe/safefile"
 )
 
 // snapshotCollector renders one snapshot (for the textfile output).
@@ -34,26 +35,16 @@ func WriteTextfile(path string, s *Snapshot, perLink bool) error {
 	if err != nil {
 		return fmt.Errorf("textfile: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("textfile: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	enc := expfmt.NewEncoder(tmp, expfmt.NewFormat(expfmt.TypeTextPlain))
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
 	for _, mf := range mfs {
 		if err := enc.Encode(mf); err != nil {
-			tmp.Close()
 			return fmt.Errorf("textfile %s: %w", path, err)
 		}
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	// safefile replaces only a regular file: never a device node, a FIFO or
+	// a symlink (gpuprobe runs as root).
+	if err := safefile.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("textfile: %w", err)
 	}
 	return nil

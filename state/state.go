@@ -193,9 +193,15 @@ type Process struct {
 	PID             uint32 `json:"pid"`
 	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
 	// User and Command come from the process table (empty when the process
-	// is in another PID namespace or already gone).
+	// is in another PID namespace or already gone). Command is the
+	// executable's name ("python3"), never its arguments: any user's
+	// arguments can hold tokens, and reports and drain reasons are read by
+	// everyone.
 	User    string `json:"user,omitempty"`
 	Command string `json:"command,omitempty"`
+	// CommandLine is the full command line, cut to 120 characters; only
+	// collected when asked (serve --web.expose-process-details).
+	CommandLine string `json:"command_line,omitempty"`
 }
 
 // NVLink is one link of a GPU.

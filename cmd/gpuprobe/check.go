@@ -79,7 +79,9 @@ func registerCheck(c *cli) {
 
 func (c *cli) runCheck(f *checkFlags) error {
 	start := time.Now()
-	cfg, err := check.LoadConfig(f.configFile)
+	cfgCtx, cfgCancel := context.WithTimeout(context.Background(), max(f.collect.timeout, time.Millisecond))
+	cfg, err := c.loadConfig(cfgCtx, f.configFile, true)
+	cfgCancel()
 	if err != nil {
 		return c.usageError("%v", err)
 	}
@@ -136,7 +138,7 @@ func (c *cli) runCheck(f *checkFlags) error {
 		if f.collect.simulate != "" {
 			return c.usageError("--from-snapshot and --simulate exclude each other")
 		}
-		if node, err = loadSnapshot(f.fromSnapshot); err != nil {
+		if node, err = c.loadSnapshot(ctx, f.fromSnapshot); err != nil {
 			return c.usageError("%v", err)
 		}
 	} else {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/readlimit"
 	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -55,9 +55,11 @@ func (f *collectFlags) options() (collect.Options, error) {
 		if spec != "" {
 			return o, fmt.Errorf("--simulate and --simulate-file exclude each other")
 		}
-		data, err := os.ReadFile(f.simulateFile)
+		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+		data, err := readlimit.File(ctx, "--simulate-file "+f.simulateFile, f.simulateFile, readlimit.SimulateSpec)
+		cancel()
 		if err != nil {
-			return o, fmt.Errorf("--simulate-file: %w", err)
+			return o, err
 		}
 		spec = strings.TrimSpace(string(data))
 	}
@@ -91,22 +93,6 @@ func (c *cli) collectNode(parent context.Context, f *collectFlags, o collect.Opt
 		}
 	}
 	return n
-}
-
-// loadSnapshot reads a saved node state.
-func loadSnapshot(path string) (*state.Node, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot: %w", err)
-	}
-	var n state.Node
-	if err := json.Unmarshal(data, &n); err != nil {
-		return nil, fmt.Errorf("snapshot %s: not a gpuprobe snapshot: %w", path, err)
-	}
-	if n.SchemaVersion < 1 || n.SchemaVersion > state.SchemaVersion {
-		return nil, fmt.Errorf("snapshot %s: schema_version %d, this gpuprobe reads 1..%d", path, n.SchemaVersion, state.SchemaVersion)
-	}
-	return &n, nil
 }
 
 // isTerminal reports whether w is a terminal (colour only goes to one).

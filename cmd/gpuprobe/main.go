@@ -68,6 +68,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(s
 	for _, r := range registrars {
 		r(c)
 	}
+	args, err := dashArgs(app, args)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", programName, err)
+		return exitUsage
+	}
 	if _, err := app.Parse(args); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", programName, err)
 		return exitUsage

@@ -12,10 +12,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
@@ -24,6 +20,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/exporter"
 	"github.com/gpuprobe/gpuprobe/nvml"
+	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -43,6 +40,7 @@ type serveFlags struct {
 	systemd     bool
 	webConfig   string
 	metricsPath string
+	http        httpFlags // httpserver.go
 }
 
 func registerServe(c *cli) {
@@ -56,12 +54,13 @@ func registerServe(c *cli) {
 	cmd.Flag("web.systemd-socket", "Use systemd socket activation listeners instead of port listeners.").BoolVar(&f.systemd)
 	cmd.Flag("web.config.file", "Path to a web configuration file for TLS and basic auth (exporter-toolkit format).").PlaceHolder("FILE").StringVar(&f.webConfig)
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.metricsPath)
+	f.http.register(cmd)
 	cmd.Action(func(*kingpin.ParseContext) error { return c.runServe(f) })
 }
 
 // newDaemon wires collection, judging and the exporter; tests use it without HTTP.
 func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) {
-	cfg, err := check.LoadConfig(f.configFile)
+	cfg, err := c.loadConfig(context.Background(), f.configFile, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -84,9 +83,10 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 	exp := exporter.New(f.perLink)
 	exp.XIDs.Critical = cfg.XID.Critical
 	d := &exporter.Daemon{
-		Exporter: exp,
-		Interval: f.interval,
-		Timeout:  min(f.collect.timeout, f.interval),
+		Exporter:      exp,
+		ReleaseMemory: true,
+		Interval:      f.interval,
+		Timeout:       min(f.collect.timeout, f.interval),
 		Collect: func(ctx context.Context) *state.Node {
 			// Re-read every cycle: --simulate-file may have changed.
 			o, err := f.collect.options()
@@ -94,6 +94,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 				c.log.Warn("collection options", zap.Error(err))
 				o = collect.Options{CallTimeout: f.collect.callTimeout, Version: version.Version}
 			}
+			o.ProcessCommandLines = f.http.exposeProcessDetails
 			return collect.Node(ctx, o)
 		},
 		Judge: func(ctx context.Context, n *state.Node) []check.Result {
@@ -158,13 +159,17 @@ func feedXIDs(x *exporter.XIDCounter, n *state.Node) {
 }
 
 func (c *cli) runServe(f *serveFlags) error {
+	tuneRuntime(c.getenv)
 	d, _, err := c.newDaemon(f)
 	if err != nil {
 		return c.usageError("%v", err)
 	}
+	if err := f.http.validate(); err != nil {
+		return c.usageError("%v", err)
+	}
 	mux, err := c.serveMux(f, d)
 	if err != nil {
-		return err
+		return c.usageError("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -173,7 +178,7 @@ func (c *cli) runServe(f *serveFlags) error {
 	}
 	go d.Run(ctx)
 
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(mux, &f.http)
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -192,33 +197,24 @@ func (c *cli) runServe(f *serveFlags) error {
 // serveMux is the daemon's HTTP surface: metrics from memory, the latest
 // report, liveness, and a landing page.
 func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(d.Exporter, versioncollector.NewCollector("gpuprobe"),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	mux := http.NewServeMux()
-	mux.Handle(f.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(c.log)}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter) })
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "gpuprobe",
-		Description: "GPU, NVLink and GPUDirect health of this node",
-		Version:     version.Info(),
-		Links: []web.LandingLinks{
-			{Address: f.metricsPath, Text: "Metrics"},
-			{Address: "/report", Text: "Latest check report (JSON)"},
-			{Address: "/healthz", Text: "Health"},
-		},
-	})
-	if err != nil {
+	if err := validateTelemetryPath(f.metricsPath); err != nil {
 		return nil, err
 	}
-	mux.Handle("/", landing)
+	metrics, _ := c.metricsHandler(d)
+	mux := http.NewServeMux()
+	mux.Handle(f.metricsPath, metrics)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter, f.http.exposeProcessDetails) })
+	mux.Handle("/", landingPage(d.Exporter, f.metricsPath))
 	return mux, nil
 }
 
 // serveReport writes the latest result document, the same JSON 'check
-// --format json' prints, with the snapshot's freshness in headers.
-func serveReport(w http.ResponseWriter, e *exporter.Exporter) {
+// --format json' prints, with the snapshot's freshness in headers. Results
+// name processes by pid, user and executable only; with
+// --web.expose-process-details the GPU processes' command lines are added
+// under "processes".
+func serveReport(w http.ResponseWriter, e *exporter.Exporter, processDetails bool) {
 	s := e.Latest()
 	if s == nil || s.Doc == nil {
 		http.Error(w, "no collection has finished yet", http.StatusServiceUnavailable)
@@ -229,5 +225,31 @@ func serveReport(w http.ResponseWriter, e *exporter.Exporter) {
 	w.Header().Set("X-Gpuprobe-Stale", fmt.Sprint(s.Stale))
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	if processDetails {
+		enc.Encode(struct {
+			*report.Document
+			Processes []gpuProcess `json:"processes"`
+		}{s.Doc, gpuProcesses(s.Node)})
+		return
+	}
 	enc.Encode(s.Doc)
+}
+
+// gpuProcess is one GPU process as --web.expose-process-details lists it.
+type gpuProcess struct {
+	GPU int `json:"gpu"`
+	state.Process
+}
+
+func gpuProcesses(n *state.Node) []gpuProcess {
+	out := []gpuProcess{}
+	if n == nil || n.NVML == nil {
+		return out
+	}
+	for _, g := range n.NVML.GPUs {
+		for _, p := range g.Processes {
+			out = append(out, gpuProcess{g.Index, p})
+		}
+	}
+	return out
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/gpuprobe/gpuprobe/safefile"
 )
 
 func init() { registrars = append(registrars, registerSnapshot) }
@@ -23,6 +23,12 @@ func registerSnapshot(c *cli) {
 		if err != nil {
 			return c.usageError("%v", err)
 		}
+		if out != "" && out != "-" {
+			// Refuse a device, FIFO, socket or symlink before collecting.
+			if err := safefile.CheckTarget(out); err != nil {
+				return c.usageError("snapshot -o: %v", err)
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 		defer cancel()
 		node := c.collectNode(ctx, &f, o)
@@ -35,27 +41,10 @@ func registerSnapshot(c *cli) {
 			_, err = c.stdout.Write(data)
 			return err
 		}
-		if err := writeFileAtomic(out, data); err != nil {
+		// 0600: a snapshot records the node's processes and Slurm environment.
+		if err := safefile.WriteFile(out, data, 0o600); err != nil {
 			return c.usageError("snapshot: %v", err)
 		}
 		return nil
 	})
-}
-
-// writeFileAtomic writes beside the target and renames, so a reader never
-// sees half a file.
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

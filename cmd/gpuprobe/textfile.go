@@ -1,13 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/exporter"
 	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/safefile"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -16,7 +19,17 @@ func init() {
 	checkExtensions = append(checkExtensions, checkExtension{
 		flags: func(cmd *kingpin.CmdClause) {
 			path = "" // flags are registered anew for every run; forget the last run's value
-			cmd.Flag("textfile", "Also write the metrics to FILE for node_exporter's textfile collector (atomically: temp file + rename).").PlaceHolder("FILE").StringVar(&path)
+			cmd.Flag("textfile", "Also write the metrics to FILE for node_exporter's textfile collector (atomically: temp file + rename; FILE must be a regular file or missing, never a symlink or device).").PlaceHolder("FILE").StringVar(&path)
+		},
+		configure: func(*checkFlags, *check.Config, *collect.Options) error {
+			if path == "" {
+				return nil
+			}
+			// Refuse a device, FIFO, socket or symlink before the run, not after.
+			if err := safefile.CheckTarget(path); err != nil {
+				return fmt.Errorf("--textfile: %w", err)
+			}
+			return nil
 		},
 		after: func(c *cli, n *state.Node, doc *report.Document) (int, error) {
 			if path == "" {

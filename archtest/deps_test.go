@@ -1,0 +1,71 @@
+// Package archtest holds the rules of the code's shape that the compiler
+// cannot enforce: the node state is a leaf, and the judge does no I/O.
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/gpuprobe/gpuprobe/"
+
+// pure project packages anything may import: small helpers with no I/O.
+var pure = map[string]bool{module + "busid": true, module + "cpulist": true}
+
+func goList(t *testing.T, format string, pkgs ...string) []string {
+	t.Helper()
+	args := append([]string{"list", "-f", format}, pkgs...)
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// state is the schema: it imports no project package but the pure helpers
+// and does no I/O, so a snapshot can be judged anywhere.
+func TestStateIsALeaf(t *testing.T) {
+	for _, imp := range goList(t, `{{join .Imports " "}}`, module+"state") {
+		if strings.HasPrefix(imp, module) && !pure[imp] {
+			t.Errorf("state imports %s: node-state types belong in state/, not in a collector", imp)
+		}
+		if ioPackage(imp) {
+			t.Errorf("state imports %s: the node state does no I/O", imp)
+		}
+	}
+}
+
+// check is the only judge and judges plain data: no driver, no processes,
+// no network, no files, no collector and no simulation in its dependencies.
+func TestCheckIsPure(t *testing.T) {
+	pkgs := goList(t, `{{.ImportPath}}`, module+"check/...")
+	own := map[string]bool{}
+	for _, p := range pkgs {
+		own[p] = true
+	}
+	for _, dep := range goList(t, `{{join .Deps " "}}`, pkgs...) {
+		switch {
+		case own[dep], pure[dep], dep == module+"state":
+		case strings.HasPrefix(dep, module):
+			t.Errorf("check depends on %s: verdicts read the node state, not a collector", dep)
+		case strings.HasPrefix(dep, "github.com/NVIDIA/"):
+			t.Errorf("check depends on %s: only collectors touch the driver", dep)
+		case dep == "os/exec" || dep == "net" || strings.HasPrefix(dep, "net/"):
+			t.Errorf("check depends on %s: the judge runs no process and opens no socket", dep)
+		}
+	}
+	for _, imp := range goList(t, `{{join .Imports " "}}`, pkgs...) {
+		if ioPackage(imp) {
+			t.Errorf("a check package imports %s: checks read no files (config is read by cmd)", imp)
+		}
+	}
+}
+
+func ioPackage(p string) bool {
+	switch p {
+	case "os", "os/exec", "io/ioutil", "syscall", "net", "net/http", "golang.org/x/sys/unix":
+		return true
+	}
+	return false
+}
