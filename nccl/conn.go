@@ -77,9 +77,9 @@ func parseConn(m []byte, c *connInfo) bool {
 	var p int
 	collnet := false
 	switch {
-	case bytes.HasPrefix(m, wordChannel):
+	case len(m) >= 8 && string(m[:8]) == "Channel ":
 		p = len(wordChannel)
-	case bytes.HasPrefix(m, wordRing):
+	case len(m) >= 5 && string(m[:5]) == "Ring ":
 		p = len(wordRing)
 	case bytes.HasPrefix(m, wordCollNet):
 		p = len(wordCollNet)
@@ -99,7 +99,7 @@ func parseConn(m []byte, c *connInfo) bool {
 		}
 		p += 1 + n
 	}
-	if !bytes.HasPrefix(m[p:], sepColon) {
+	if len(m) < p+3 || string(m[p:p+3]) != " : " {
 		return false
 	}
 	p += len(sepColon)
@@ -108,7 +108,7 @@ func parseConn(m []byte, c *connInfo) bool {
 	}
 	p += n
 	p = skipBracket(m, p)
-	if bytes.HasPrefix(m[p:], sepArrow) {
+	if len(m) >= p+4 && string(m[p:p+4]) == " -> " {
 		p += len(sepArrow)
 		if c.to, n = leadingInt(m[p:]); n == 0 {
 			return false
@@ -119,15 +119,15 @@ func parseConn(m []byte, c *connInfo) bool {
 		return false
 	}
 	switch {
-	case bytes.HasPrefix(m[p:], tagSend):
+	case len(m) >= p+7 && string(m[p:p+7]) == " [send]":
 		c.dir = dirSend
 		p += len(tagSend)
-	case bytes.HasPrefix(m[p:], tagRecv):
+	case len(m) >= p+10 && string(m[p:p+10]) == " [receive]":
 		c.dir = dirRecv
 		p += len(tagRecv)
 	}
 	switch {
-	case bytes.HasPrefix(m[p:], sepVia):
+	case len(m) >= p+5 && string(m[p:p+5]) == " via ":
 		parseTransport(m[p+len(sepVia):], &c.tr)
 	case bytes.Equal(m[p:], sepVia[:len(sepVia)-1]):
 		// A paste broke the line after "via": the ranks are still worth
@@ -183,13 +183,13 @@ func parseTransport(t []byte, tr *transport) {
 	t = cutTransportNoise(t)
 	*tr = transport{name: t, netDev: -1}
 	switch {
-	case bytes.HasPrefix(t, trNETp):
+	case len(t) >= 4 && string(t[:4]) == "NET/":
 		tr.class = trNET
 		parseNetTransport(t[len(trNETp):], tr)
 	case bytes.HasPrefix(t, trCollNetp):
 		tr.class = trCollNet
 		parseNetTransport(t[len(trCollNetp):], tr)
-	case bytes.HasPrefix(t, trP2Pp):
+	case len(t) >= 4 && string(t[:4]) == "P2P/":
 		tr.class = trP2P
 	case bytes.HasPrefix(t, trSHMp), bytes.HasPrefix(t, trSHMold):
 		tr.class = trSHM
@@ -257,7 +257,7 @@ func parseNetTransport(t []byte, tr *transport) {
 	for len(rest) > 0 && rest[0] == '/' {
 		rest = rest[1:]
 		switch {
-		case bytes.HasPrefix(rest, flagGDR):
+		case len(rest) >= 6 && string(rest[:6]) == "GDRDMA":
 			tr.gdr = true
 			rest = rest[len(flagGDR):]
 			if bytes.HasPrefix(rest, flagPCI) {

@@ -98,7 +98,7 @@ func classify(m []byte, ev *event) Kind {
 	switch m[0] {
 	case 'C':
 		switch {
-		case bytes.HasPrefix(m, wordChannel), bytes.HasPrefix(m, wordCollNet):
+		case len(m) >= 8 && string(m[:8]) == "Channel ", bytes.HasPrefix(m, wordCollNet):
 			if parseConn(m, &ev.conn) {
 				ev.kind = KindConnection
 			}
