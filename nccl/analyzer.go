@@ -41,6 +41,8 @@ type Analyzer struct {
 	comms    int        // commInst count
 	trIDs    map[string]uint16
 	trNames  []trName
+	trRecent [8]trRecent
+	trNext   int
 	scratch  []byte
 	sink     uint64 // keeps dedupe.touch's loads
 
@@ -404,8 +406,35 @@ func (a *Analyzer) pseudoProc() *process {
 	return a.pseudo
 }
 
-// transportID interns a transport name for per-rank counting.
+// transportID interns a transport name for per-rank counting. A log
+// uses a handful of transports: the last few are compared as printed
+// before the name is built and looked up.
 func (a *Analyzer) transportID(tr *transport) uint16 {
+	src := tr.name
+	if tr.class == trNET || tr.class == trCollNet {
+		src = tr.net
+	}
+	for i := range a.trRecent {
+		e := &a.trRecent[i]
+		if e.ok && e.class == tr.class && e.gdr == tr.gdr && e.src == string(src) {
+			return e.id
+		}
+	}
+	id := a.transportIDSlow(tr)
+	a.trRecent[a.trNext%len(a.trRecent)] = trRecent{ok: true, class: tr.class, gdr: tr.gdr, src: string(src), id: id}
+	a.trNext++
+	return id
+}
+
+type trRecent struct {
+	ok    bool
+	class trClass
+	gdr   bool
+	src   string
+	id    uint16
+}
+
+func (a *Analyzer) transportIDSlow(tr *transport) uint16 {
 	s := a.scratch[:0]
 	if tr.class == trNET || tr.class == trCollNet {
 		if tr.class == trNET {

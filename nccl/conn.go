@@ -77,9 +77,9 @@ func parseConn(m []byte, c *connInfo) bool {
 	var p int
 	collnet := false
 	switch {
-	case bytes.HasPrefix(m, wordChannel):
+	case len(m) >= 8 && string(m[:8]) == "Channel ":
 		p = len(wordChannel)
-	case bytes.HasPrefix(m, wordRing):
+	case len(m) >= 5 && string(m[:5]) == "Ring ":
 		p = len(wordRing)
 	case bytes.HasPrefix(m, wordCollNet):
 		p = len(wordCollNet)
@@ -99,7 +99,7 @@ func parseConn(m []byte, c *connInfo) bool {
 		}
 		p += 1 + n
 	}
-	if !bytes.HasPrefix(m[p:], sepColon) {
+	if len(m) < p+3 || string(m[p:p+3]) != " : " {
 		return false
 	}
 	p += len(sepColon)
@@ -108,7 +108,7 @@ func parseConn(m []byte, c *connInfo) bool {
 	}
 	p += n
 	p = skipBracket(m, p)
-	if bytes.HasPrefix(m[p:], sepArrow) {
+	if len(m) >= p+4 && string(m[p:p+4]) == " -> " {
 		p += len(sepArrow)
 		if c.to, n = leadingInt(m[p:]); n == 0 {
 			return false
@@ -119,15 +119,15 @@ func parseConn(m []byte, c *connInfo) bool {
 		return false
 	}
 	switch {
-	case bytes.HasPrefix(m[p:], tagSend):
+	case len(m) >= p+7 && string(m[p:p+7]) == " [send]":
 		c.dir = dirSend
 		p += len(tagSend)
-	case bytes.HasPrefix(m[p:], tagRecv):
+	case len(m) >= p+10 && string(m[p:p+10]) == " [receive]":
 		c.dir = dirRecv
 		p += len(tagRecv)
 	}
 	switch {
-	case bytes.HasPrefix(m[p:], sepVia):
+	case len(m) >= p+5 && string(m[p:p+5]) == " via ":
 		parseTransport(m[p+len(sepVia):], &c.tr)
 	case bytes.Equal(m[p:], sepVia[:len(sepVia)-1]):
 		// A paste broke the line after "via": the ranks are still worth
@@ -139,11 +139,14 @@ func parseConn(m []byte, c *connInfo) bool {
 	return true
 }
 
-// skipBracket skips a "[busId]" or "[dev]" right at p.
+// skipBracket skips a "[busId]" or "[dev]" right at p. Brackets are a few
+// bytes: a loop beats a call to IndexByte.
 func skipBracket(m []byte, p int) int {
 	if p < len(m) && m[p] == '[' {
-		if k := bytes.IndexByte(m[p:], ']'); k > 0 && k <= 20 {
-			return p + k + 1
+		for k := 1; k <= 20 && p+k < len(m); k++ {
+			if m[p+k] == ']' {
+				return p + k + 1
+			}
 		}
 	}
 	return p
@@ -180,13 +183,13 @@ func parseTransport(t []byte, tr *transport) {
 	t = cutTransportNoise(t)
 	*tr = transport{name: t, netDev: -1}
 	switch {
-	case bytes.HasPrefix(t, trNETp):
+	case len(t) >= 4 && string(t[:4]) == "NET/":
 		tr.class = trNET
 		parseNetTransport(t[len(trNETp):], tr)
 	case bytes.HasPrefix(t, trCollNetp):
 		tr.class = trCollNet
 		parseNetTransport(t[len(trCollNetp):], tr)
-	case bytes.HasPrefix(t, trP2Pp):
+	case len(t) >= 4 && string(t[:4]) == "P2P/":
 		tr.class = trP2P
 	case bytes.HasPrefix(t, trSHMp), bytes.HasPrefix(t, trSHMold):
 		tr.class = trSHM
@@ -195,15 +198,18 @@ func parseTransport(t []byte, tr *transport) {
 
 func cutTransportNoise(t []byte) []byte {
 	t = trimNoise(t)
-	// NCCL >= 2.19 appends the communicator: "via P2P/IPC comm 0x5609976f9470 nRanks 32".
-	if i := bytes.Index(t, []byte(" comm 0x")); i >= 0 {
-		t = t[:i]
-	}
-	if i := bytes.Index(t, []byte("  ")); i >= 0 {
-		t = t[:i]
-	}
-	if i := bytes.Index(t, []byte(" [")); i >= 0 {
-		t = t[:i]
+	// One pass over the (short) text for the first blank that starts
+	// noise: a wide gap, " [", or the " comm 0x… nRanks N" NCCL >= 2.19
+	// appends ("via P2P/IPC comm 0x5609976f9470 nRanks 32"). Most
+	// transports have no blank at all.
+	for i := 0; i+1 < len(t); i++ {
+		if t[i] != ' ' {
+			continue
+		}
+		if c := t[i+1]; c == ' ' || c == '[' || c == 'c' && bytes.HasPrefix(t[i+1:], []byte("comm 0x")) {
+			t = t[:i]
+			break
+		}
 	}
 	return trimNoise(t)
 }
@@ -251,7 +257,7 @@ func parseNetTransport(t []byte, tr *transport) {
 	for len(rest) > 0 && rest[0] == '/' {
 		rest = rest[1:]
 		switch {
-		case bytes.HasPrefix(rest, flagGDR):
+		case len(rest) >= 6 && string(rest[:6]) == "GDRDMA":
 			tr.gdr = true
 			rest = rest[len(flagGDR):]
 			if bytes.HasPrefix(rest, flagPCI) {

@@ -184,7 +184,7 @@ func findRecord(b []byte, pos, skipVersionAt int, r *rawRecord) bool {
 		}
 		rest := b[pos:]
 		switch {
-		case hasWord(rest, markInfo):
+		case len(rest) >= 4 && string(rest[:4]) == "INFO" && (len(rest) == 4 || rest[4] == ' ' || rest[4] == '\t'):
 			*r = rawRecord{level: levelInfo, marker: i, start: i, msgStart: min(pos+len(markInfo)+1, len(b))}
 			return true
 		case hasWord(rest, markWarn):

@@ -98,7 +98,7 @@ func classify(m []byte, ev *event) Kind {
 	switch m[0] {
 	case 'C':
 		switch {
-		case bytes.HasPrefix(m, wordChannel), bytes.HasPrefix(m, wordCollNet):
+		case len(m) >= 8 && string(m[:8]) == "Channel ", bytes.HasPrefix(m, wordCollNet):
 			if parseConn(m, &ev.conn) {
 				ev.kind = KindConnection
 			}
@@ -311,8 +311,11 @@ var fileByte = func() (t [256]bool) {
 
 // treeBranches reports whether a Trees line shows a rank with two or more
 // children in one tree. Inside a node NCCL's trees are chains (one child
-// per rank): a second child is a rank on another node, so the job spans
-// more than one node whatever the host names say. The forms:
+// per rank: ncclTopoPreset in NCCL's src/graph/connect.cc sets tree.up and
+// tree.down[0] from the intra-node chain, and only connectTrees adds the
+// children of the tree over nodes): a second child is a rank on another
+// node, so the job spans more than one node whatever the host names say.
+// The forms:
 //
 //	Trees [0] 26->25->-1/-1/-1                      2.4: up->me->down/down/down
 //	Trees [0] 1/-1/-1->0->7|7->0->1/-1/-1           2.5-2.7: down->me->up|up->me->down

@@ -222,6 +222,6 @@ func looksLikeTransport(f []byte) bool {
 }
 
 func endsWithVia(m []byte) bool {
-	return bytes.HasSuffix(m, []byte(" via")) &&
+	return len(m) >= 4 && string(m[len(m)-4:]) == " via" &&
 		(bytes.HasPrefix(m, wordChannel) || bytes.HasPrefix(m, wordRing) || bytes.HasPrefix(m, wordCollNet))
 }

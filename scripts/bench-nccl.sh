@@ -1,25 +1,41 @@
 #!/usr/bin/env bash
-# Benchmarks the NCCL log analyzer against `grep -c 'NCCL INFO'` on a synthetic
-# log of at least 1 GB (512 ranks on 64 hosts, see tools/ncclgen), and fails
-# when the analyzer takes more than twice grep's wall time or 64 MB of RSS.
+# Benchmarks the NCCL log analyzer against `grep -c 'NCCL INFO'` on two
+# synthetic logs of a 512-rank, 64-node job (tools/ncclgen):
+#   train  mostly per-operation opCount lines (the shape of a training log)
+#   init   mostly distinct connection lines, one fixed host:pid:tid per rank,
+#          interleaved (the shape of a job that sets up many connections)
+# Each tool runs NCCL_BENCH_RUNS times on the same file with the page cache
+# warm, both writing their output to a file (GNU grep stops at the first
+# match when its stdout is /dev/null); the best wall time of each counts. The
+# script fails when the analyzer takes more than NCCL_BENCH_MAX_RATIO times
+# grep's wall time or NCCL_BENCH_MAX_RSS_MB of peak RSS on either shape.
 #
-#   scripts/bench-nccl.sh            # generates /tmp/gpuprobe-nccl-bench-1g.log once
+#   scripts/bench-nccl.sh                 # both shapes, 400 MB each, deleted afterwards
+#   NCCL_BENCH_MIX=init scripts/bench-nccl.sh
 #
-# Knobs (environment): NCCL_BENCH_LOG (path), NCCL_BENCH_SIZE (default 1GB),
-# NCCL_BENCH_RUNS (default 5; each tool's best run counts, so that a busy
-# machine does not decide the result), NCCL_BENCH_MAX_RATIO (default 2),
-# NCCL_BENCH_MAX_RSS_MB (default 64).
+# Knobs (environment): NCCL_BENCH_MIX (train, init or "train init"),
+# NCCL_BENCH_SIZE (default 400MB), NCCL_BENCH_DIR (default /tmp),
+# NCCL_BENCH_KEEP=1 (keep the logs), NCCL_BENCH_RUNS (default 5),
+# NCCL_BENCH_MAX_RATIO (default 2), NCCL_BENCH_MAX_RSS_MB (default 64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log=${NCCL_BENCH_LOG:-/tmp/gpuprobe-nccl-bench-1g.log}
-size=${NCCL_BENCH_SIZE:-1GB}
+mixes=${NCCL_BENCH_MIX:-train init}
+size=${NCCL_BENCH_SIZE:-400MB}
+dir=${NCCL_BENCH_DIR:-/tmp}
 runs=${NCCL_BENCH_RUNS:-5}
 max_ratio=${NCCL_BENCH_MAX_RATIO:-2}
 max_rss_mb=${NCCL_BENCH_MAX_RSS_MB:-64}
-bin=/tmp/gpuprobe-nccl-bench
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+bin=$work/ncclbench
+logs=()
+cleanup() {
+	rm -rf "$work"
+	if [ "${NCCL_BENCH_KEEP:-0}" != 1 ] && [ ${#logs[@]} -gt 0 ]; then
+		rm -f "${logs[@]}"
+	fi
+}
+trap cleanup EXIT
 
 if [ ! -x /usr/bin/time ]; then
 	echo "bench-nccl: installing GNU time for peak RSS" >&2
@@ -30,21 +46,12 @@ if [ ! -x /usr/bin/time ]; then
 	fi
 fi
 
-if [ ! -s "$log" ] || [ "$(stat -c %s "$log")" -lt $((1000 * 1000 * 1000)) ]; then
-	echo "bench-nccl: writing a $size synthetic log to $log" >&2
-	go run ./tools/ncclgen -size "$size" -o "$log.tmp"
-	mv "$log.tmp" "$log"
-fi
 go build -o "$bin" ./tools/ncclbench
-
-# Both tools read from the page cache, not the disk.
-cat "$log" >/dev/null
+go build -o "$work/ncclgen" ./tools/ncclgen
 
 now() { date +%s%N; }
 
 # run CMD... : wall seconds and peak RSS (KB) of one run, as "secs kb".
-# grep's output must not go to /dev/null: GNU grep then stops at the first
-# match.
 run() {
 	local t0 t1
 	t0=$(now)
@@ -53,40 +60,51 @@ run() {
 	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') $(cat "$work/rss")"
 }
 
-best_grep=999999 best_ana=999999 rss_ana=0 rss_grep=0
-for ((i = 1; i <= runs; i++)); do
-	read -r g gr < <(run grep -c 'NCCL INFO' "$log")
-	read -r a ar < <(run "$bin" "$log")
-	best_grep=$(awk -v x="$g" -v y="$best_grep" 'BEGIN { print (x < y) ? x : y }')
-	best_ana=$(awk -v x="$a" -v y="$best_ana" 'BEGIN { print (x < y) ? x : y }')
-	rss_ana=$((ar > rss_ana ? ar : rss_ana))
-	rss_grep=$((gr > rss_grep ? gr : rss_grep))
-	echo "run $i: grep ${g}s, analyzer ${a}s" >&2
-done
-if ! grep -q '"inter_node"' "$work/out"; then
-	echo "bench-nccl: the analyzer printed no verdict" >&2
-	exit 1
-fi
+fail=0
+for mix in $mixes; do
+	log=$dir/gpuprobe-nccl-bench-$mix-$size.log
+	logs+=("$log")
+	if [ ! -s "$log" ]; then
+		echo "bench-nccl: writing a $size '$mix' log to $log" >&2
+		"$work/ncclgen" -mix "$mix" -size "$size" -o "$log.tmp"
+		mv "$log.tmp" "$log"
+	fi
+	cat "$log" >/dev/null # both tools read from the page cache, not the disk
 
-bytes=$(stat -c %s "$log")
-ratio=$(awk -v a="$best_ana" -v g="$best_grep" 'BEGIN { printf "%.2f", a / g }')
-rss_mb=$(awk -v k="$rss_ana" 'BEGIN { printf "%.1f", k / 1024 }')
-cat <<EOF
+	best_grep=999999 best_ana=999999 rss_ana=0 rss_grep=0
+	for ((i = 1; i <= runs; i++)); do
+		read -r g gr < <(run grep -c 'NCCL INFO' "$log")
+		read -r a ar < <(run "$bin" "$log")
+		best_grep=$(awk -v x="$g" -v y="$best_grep" 'BEGIN { print (x < y) ? x : y }')
+		best_ana=$(awk -v x="$a" -v y="$best_ana" 'BEGIN { print (x < y) ? x : y }')
+		rss_ana=$((ar > rss_ana ? ar : rss_ana))
+		rss_grep=$((gr > rss_grep ? gr : rss_grep))
+		echo "$mix run $i: grep ${g}s, analyzer ${a}s" >&2
+	done
+	if ! grep -q '"inter_node"' "$work/out"; then
+		echo "bench-nccl: the analyzer printed no verdict" >&2
+		exit 1
+	fi
+	bytes=$(stat -c %s "$log")
+	ratio=$(awk -v a="$best_ana" -v g="$best_grep" 'BEGIN { printf "%.2f", a / g }')
+	rss_mb=$(awk -v k="$rss_ana" 'BEGIN { printf "%.1f", k / 1024 }')
+	cat <<EOF
+shape:     $mix
 log:       $log ($(awk -v b="$bytes" 'BEGIN { printf "%.2f GB", b / 1e9 }'), $(grep -c '' "$log") lines)
 cpus:      $(nproc)
 grep -c:   ${best_grep}s wall (best of $runs), peak RSS $((rss_grep / 1024)) MB
 analyzer:  ${best_ana}s wall (best of $runs), peak RSS ${rss_mb} MB, $(awk -v b="$bytes" -v s="$best_ana" 'BEGIN { printf "%.0f MB/s", b / 1e6 / s }')
 ratio:     ${ratio} (limit ${max_ratio})
 verdict:   $(sed -n 's/.*"summary":"\([^"]*\)".*/\1/p' "$work/out")
-EOF
 
-fail=0
-if awk -v r="$ratio" -v m="$max_ratio" 'BEGIN { exit !(r > m) }'; then
-	echo "FAIL: the analyzer took ${ratio}x grep's time" >&2
-	fail=1
-fi
-if [ "$rss_ana" -ge $((max_rss_mb * 1024)) ]; then
-	echo "FAIL: peak RSS ${rss_mb} MB is not under ${max_rss_mb} MB" >&2
-	fail=1
-fi
+EOF
+	if awk -v r="$ratio" -v m="$max_ratio" 'BEGIN { exit !(r > m) }'; then
+		echo "FAIL ($mix): the analyzer took ${ratio}x grep's time" >&2
+		fail=1
+	fi
+	if [ "$rss_ana" -ge $((max_rss_mb * 1024)) ]; then
+		echo "FAIL ($mix): peak RSS ${rss_mb} MB is not under ${max_rss_mb} MB" >&2
+		fail=1
+	fi
+done
 exit $fail

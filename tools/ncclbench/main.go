@@ -9,25 +9,47 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
 	"github.com/gpuprobe/gpuprobe/nccl"
 )
 
 func main() {
-	f, err := nccl.AnalyzeFiles(context.Background(), os.Args[1:]...)
-	if err != nil {
+	args := os.Args[1:]
+	// NCCLBENCH_CPUPROFILE=FILE profiles the whole run (docs/nccl.md, Performance).
+	if path := os.Getenv("NCCLBENCH_CPUPROFILE"); path != "" {
+		pf, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		defer pf.Close()
+		defer pprof.StopCPUProfile()
+	}
+	if err := run(args); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		exit = 2
+	}
+	pprof.StopCPUProfile()
+	os.Exit(exit)
+}
+
+var exit int
+
+func run(args []string) error {
+	f, err := nccl.AnalyzeFiles(context.Background(), args...)
+	if err != nil {
+		return err
 	}
 	v := ncclverdict.Judge(f)
 	w := bufio.NewWriterSize(os.Stdout, 1<<16)
 	if err := json.NewEncoder(w).Encode(v); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return err
 	}
-	if err := w.Flush(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
+	return w.Flush()
 }

@@ -1,0 +1,24 @@
+package ncclverdict
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestJudgeImportsNoCollector keeps the judge pure: it reads facts from
+// state, never the parser, the network or a process.
+func TestJudgeImportsNoCollector(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/gpuprobe/gpuprobe/check").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		switch {
+		case dep == "github.com/gpuprobe/gpuprobe/nccl", strings.HasPrefix(dep, "github.com/gpuprobe/gpuprobe/nccl/"),
+			dep == "github.com/gpuprobe/gpuprobe/collect", dep == "net", strings.HasPrefix(dep, "net/"),
+			strings.HasPrefix(dep, "github.com/NVIDIA/go-nvml"):
+			t.Errorf("check depends on %s", dep)
+		}
+	}
+}
