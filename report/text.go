@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/safetext"
 )
 
 // TextOptions shape the human report.
@@ -45,15 +46,19 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		}
 		return c + s + reset
 	}
+	// Results quote untrusted text (process and user names, a daemon's or a
+	// snapshot's strings): escape control and bidi characters so none can
+	// move the cursor, clear the screen or reorder what a reader sees.
+	clean := safetext.Clean
 	var b strings.Builder
 	if d.Simulated {
-		b.WriteString(paint(bold+yellow, "*** SIMULATED: "+d.SimulateSpec+" (go-nvml mock; not real hardware) ***") + "\n")
+		b.WriteString(paint(bold+yellow, "*** SIMULATED: "+clean(d.SimulateSpec)+" (go-nvml mock; not real hardware) ***") + "\n")
 	}
 	fmt.Fprintf(&b, "gpuprobe check on %s — %d GPUs, driver %s, CUDA %s — %s\n",
-		d.Host, d.GPUs, orNA(d.Driver), orNA(d.CUDA), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+		clean(d.Host), d.GPUs, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
 	for _, r := range d.Checks {
-		tag := fmt.Sprintf("%-5s", strings.ToUpper(string(r.Status)))
-		fmt.Fprintf(&b, "  %s  %-22s %s\n", paint(statusColor(r.Status), tag), r.ID, r.Summary)
+		tag := fmt.Sprintf("%-5s", strings.ToUpper(clean(string(r.Status))))
+		fmt.Fprintf(&b, "  %s  %-22s %s\n", paint(statusColor(r.Status), tag), clean(r.ID), clean(r.Summary))
 		if r.Status == check.Pass || r.Status == check.Skip {
 			if !o.Verbose {
 				continue
@@ -61,11 +66,11 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		}
 		if len(r.Details) > 1 || o.Verbose {
 			for _, dl := range r.Details {
-				fmt.Fprintf(&b, "         %-22s - %s\n", "", dl)
+				fmt.Fprintf(&b, "         %-22s - %s\n", "", clean(dl))
 			}
 		}
 		if r.Remedy != "" {
-			fmt.Fprintf(&b, "         %-22s %s %s\n", "", paint(bold, "fix:"), r.Remedy)
+			fmt.Fprintf(&b, "         %-22s %s %s\n", "", paint(bold, "fix:"), clean(r.Remedy))
 		}
 	}
 	var parts []string
