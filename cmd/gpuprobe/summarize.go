@@ -151,7 +151,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !tooLong {
-			if len(line)+len(chunk) > max+1 {
+			if len(line)+len(bytes.TrimSuffix(chunk, []byte("\n"))) > max {
 				tooLong, line = true, nil
 			} else {
 				line = append(line, chunk...)
