@@ -9,7 +9,29 @@ FUZZTIME  ?= 10s
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean
+# Version stamping: prometheus/common/version is what --version,
+# gpuprobe_build_info, the JSON report and snapshots read. A tag vX.Y.Z gives
+# X.Y.Z (X.Y.Z-N-gHASH past it, -dirty with local changes); a clone with no
+# tags gives the pseudo-version 0.0.0-dev+gHASH. SOURCE_DATE_EPOCH pins the
+# build date for reproducible packages.
+GIT_HASH  := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+GIT_COUNT := $(shell git rev-list --count HEAD 2>/dev/null || echo 0)
+VERSION   ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null) && echo "$${v\#v}" || \
+               { d=$$(git diff --quiet HEAD 2>/dev/null || echo .dirty); echo "0.0.0-dev.$(GIT_COUNT)+g$(if $(GIT_HASH),$(GIT_HASH),unknown)$$d"; })
+# The same version spelled for dpkg and rpm ordering: 1.2.3-4-gHASH (4 commits
+# past v1.2.3) becomes 1.2.3+4.gHASH, which sorts after 1.2.3; the untagged
+# 0.0.0-dev.N+gHASH becomes 0.0.0~dev.N+gHASH, which sorts before any release
+# and after the dev builds with fewer commits.
+PKG_VERSION ?= $(shell echo '$(VERSION)' | sed -E 's/^([0-9]+[.][0-9]+[.][0-9]+)-([0-9]+)-g([0-9a-f]+)/\1+\2.g\3/; s/^([0-9.]+)-dev/\1~dev/; s/-dirty$$/.dirty/; s/-/./g')
+REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+BRANCH    ?= $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null)
+BUILDUSER ?= $(shell id -un 2>/dev/null)@$(shell hostname 2>/dev/null)
+BUILDDATE ?= $(shell date -u $(if $(SOURCE_DATE_EPOCH),-d @$(SOURCE_DATE_EPOCH)) +%Y%m%d-%H:%M:%S)
+VPKG      := github.com/prometheus/common/version
+LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
+             -X $(VPKG).BuildUser=$(BUILDUSER) -X $(VPKG).BuildDate=$(BUILDDATE)
+
+.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean version pkg-version package test-package test-landing
 
 all: build
 
@@ -17,7 +39,7 @@ deps:
 	@bash scripts/deps.sh
 
 build: deps
-	$(GO) build -o $(BIN) ./cmd/gpuprobe
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/gpuprobe
 
 demo: build
 	./$(BIN) check --simulate dgx-h100
@@ -37,7 +59,7 @@ fuzz:
 	@FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 # End-to-end against real parts: Prometheus + promtool, systemd-analyze, a real Slurm.
-e2e: test-prometheus test-systemd test-slurm
+e2e: test-prometheus test-systemd test-slurm test-landing test-package
 
 test-slurm:
 	bash scripts/slurm-e2e.sh
@@ -48,6 +70,10 @@ test-prometheus:
 test-systemd:
 	bash scripts/systemd-check.sh
 
+# The landing page in Debian's headless Chromium.
+test-landing:
+	bash scripts/landing-e2e.sh
+
 # The whole suite: what CI runs.
 test: deps vet race fuzz e2e
 
@@ -56,12 +82,36 @@ bench: bench-check bench-serve
 bench-check:
 	$(GO) test -run '^$$' -bench BenchmarkCheckSimulatedDGXH100 -benchmem ./cmd/gpuprobe
 
-# 1,000 collection cycles and 100,000 scrapes in one process: heap growth, RSS, CPU per cycle.
+# 1,000 collection cycles and 100,000 scrapes: heap growth and CPU per cycle
+# in one process (BenchmarkDaemonSteadiness), the real daemon's resident set
+# (BenchmarkDaemonProcessRSS), and a scrape storm of 100 clients x 500
+# scrapes with its p99 (BenchmarkScrapeStorm).
 bench-serve:
-	$(GO) test -run '^$$' -bench BenchmarkDaemonSteadiness -benchtime 1x -timeout 30m ./cmd/gpuprobe
+	$(GO) test -run '^$$' -bench 'BenchmarkDaemonSteadiness|BenchmarkDaemonProcessRSS|BenchmarkScrapeStorm' -benchtime 1x -timeout 40m ./cmd/gpuprobe
 
 bench-nccl:
 	bash scripts/bench-nccl.sh
 
+version:
+	@echo $(VERSION)
+
+pkg-version:
+	@echo $(PKG_VERSION)
+
+# .deb and .rpm for amd64 and arm64 in dist/ (scripts/package.sh; nfpm is a
+# pinned Go tool run through the module proxy). package-amd64 / package-arm64
+# build one architecture.
+PKG_ENV = VERSION='$(VERSION)' PKG_VERSION='$(PKG_VERSION)' LDFLAGS='$(LDFLAGS)' GO='$(GO)'
+
+package:
+	$(PKG_ENV) bash scripts/package.sh amd64 arm64
+
+package-%:
+	$(PKG_ENV) bash scripts/package.sh $*
+
+# Install the amd64 .deb on this machine, verify it, purge it, check nothing is left.
+test-package:
+	$(PKG_ENV) bash scripts/package-test.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -69,11 +69,11 @@ var collectors []collector
 
 // Node collects the whole node state under ctx's deadline.
 func Node(ctx context.Context, opts Options) *state.Node {
-	host, _ := os.Hostname()
-	n := &state.Node{SchemaVersion: state.SchemaVersion, Host: host, CollectedAt: time.Now().UTC(), GpuprobeVersion: opts.Version}
+	n := &state.Node{SchemaVersion: state.SchemaVersion, Host: HostName(os.Getenv, os.Hostname), CollectedAt: time.Now().UTC(), GpuprobeVersion: opts.Version}
 	if opts.Simulate != nil {
+		// The node keeps its own name; Simulated says which model it plays,
+		// so reports from many simulated nodes stay apart.
 		n.Simulated = opts.Simulate.Raw
-		n.Host = "sim-" + opts.Simulate.Model
 	}
 	n.Sources = append(n.Sources, timed(ctx, nvmlCollector, n, opts))
 	sources := make([]state.Source, len(collectors))
@@ -88,6 +88,20 @@ func Node(ctx context.Context, opts Options) *state.Node {
 	wg.Wait()
 	n.Sources = append(n.Sources, sources...)
 	return n
+}
+
+// HostName is the node's name as reports give it: Slurm's name for the node
+// (SLURMD_NODENAME, set in job steps, prologs and health checks; it may
+// differ from the host name) or else the kernel's host name.
+func HostName(getenv func(string) string, hostname func() (string, error)) string {
+	if v := getenv("SLURMD_NODENAME"); v != "" {
+		return v
+	}
+	h, err := hostname()
+	if err != nil || h == "" {
+		return "unknown-host"
+	}
+	return h
 }
 
 func timed(ctx context.Context, c collector, n *state.Node, o Options) state.Source {

@@ -18,6 +18,7 @@ type Exporter struct {
 	perLink     bool
 	XIDs        *XIDCounter
 	updateMu    sync.Mutex // serialises Update's read-modify-write of latest
+	gen         atomic.Uint64
 }
 
 // New returns an exporter; perLink adds the per-NVLink series.
@@ -49,7 +50,12 @@ func (e *Exporter) Update(s *Snapshot) {
 		}
 	}
 	e.latest.Store(&published{snap: s, metrics: render(s, e.perLink)})
+	e.gen.Add(1)
 }
+
+// Generation changes whenever what Collect sends changes: a published cycle
+// or a counted XID. The scrape cache re-renders only then.
+func (e *Exporter) Generation() uint64 { return e.gen.Load() + e.XIDs.gen.Load() }
 
 // render turns a snapshot into its series, for scrapes and the textfile alike.
 func render(s *Snapshot, perLink bool) []prometheus.Metric {

@@ -21,8 +21,11 @@ type XIDCounter struct {
 	// log events are then ignored, or every XID would count twice.
 	NVMLEvents atomic.Bool
 	mu         sync.Mutex
-	counts     map[xidKey]*xidCount
-	seen       seqSet
+	// gen moves whenever a series changes, so the scrape cache knows to
+	// re-render between collections (NVML events arrive at any time).
+	gen    atomic.Uint64
+	counts map[xidKey]*xidCount
+	seen   seqSet
 }
 
 type xidKey struct {
@@ -96,6 +99,7 @@ func (c *XIDCounter) Add(g GPU, code int, at time.Time, seq uint64) {
 	if at.After(x.last) {
 		x.last = at
 	}
+	c.gen.Add(1)
 }
 
 func (c *XIDCounter) collect(em emitter) {
@@ -121,6 +125,9 @@ func (c *XIDCounter) Set(g GPU, code int, at time.Time) {
 	if x == nil {
 		x = &xidCount{}
 		c.counts[k] = x
+	}
+	if x.n < 1 || at.After(x.last) {
+		c.gen.Add(1)
 	}
 	x.n = max(x.n, 1)
 	if at.After(x.last) {

@@ -6,19 +6,21 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // document judges a simulated node with the time and duration pinned, so the
 // rendering is all that varies.
-func document(t *testing.T, spec string) *Document {
+func document(t *testing.T, spec string, patterns ...string) docWithNode {
 	t.Helper()
 	s, err := simulate.Parse(spec)
 	if err != nil {
@@ -26,9 +28,23 @@ func document(t *testing.T, spec string) *Document {
 	}
 	n := collect.Node(context.Background(), collect.Options{Simulate: s, Version: "test"})
 	n.CollectedAt = time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
-	checks, _ := check.Select([]string{"gpu"}, nil)
+	n.Host = "gpu042" // the machine's own name varies; the layout is what is tested
+	if patterns == nil {
+		patterns = []string{"gpu"}
+	}
+	if patterns[0] == "all" {
+		patterns = nil
+	}
+	checks, _ := check.Select(patterns, nil)
 	rs := check.Run(context.Background(), n, check.DefaultConfig(), checks)
-	return New(n, rs, false, 12300*time.Microsecond)
+	return docWithNode{New(n, rs, false, 12300*time.Microsecond), n}
+}
+
+// docWithNode keeps the state a document was judged from (the landing page
+// shows both).
+type docWithNode struct {
+	*Document
+	node *state.Node
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -49,23 +65,85 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestGoldenReports(t *testing.T) {
-	for _, tc := range []struct{ name, spec string }{
-		{"healthy", "dgx-h100"},
-		{"faults", "dgx-h100:row-remap-pending=3,gpu-lost=5,ecc-uncorrectable=1,row-remap-failure=6"},
+	for _, tc := range []struct {
+		name, spec string
+		checks     []string
+		verbose    bool
+	}{
+		{name: "healthy", spec: "dgx-h100"},
+		{name: "faults", spec: "dgx-h100:row-remap-pending=3,gpu-lost=5,ecc-uncorrectable=1,row-remap-failure=6"},
+		// Every check, as 'check' runs by default outside a job: the skips fold.
+		{name: "all-healthy", spec: "dgx-h100", checks: []string{"all"}},
+		{name: "all-faults", spec: "dgx-h100:row-remap-pending=3,persistence-off,nvlink-down=2", checks: []string{"all"}},
+		{name: "all-faults-verbose", spec: "dgx-h100:row-remap-pending=3,persistence-off,nvlink-down=2", checks: []string{"all"}, verbose: true},
 	} {
-		d := document(t, tc.spec)
+		d := document(t, tc.spec, tc.checks...)
 		var txt, js, color bytes.Buffer
-		if err := d.WriteText(&txt, TextOptions{}); err != nil {
+		if err := d.WriteText(&txt, TextOptions{Verbose: tc.verbose}); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.WriteJSON(&js); err != nil {
 			t.Fatal(err)
 		}
-		d.WriteText(&color, TextOptions{Color: true})
+		d.WriteText(&color, TextOptions{Color: true, Verbose: tc.verbose})
 		golden(t, tc.name+".txt", txt.Bytes())
 		golden(t, tc.name+".json", js.Bytes())
 		if bytes.Contains(txt.Bytes(), []byte("\x1b[")) || !bytes.Contains(color.Bytes(), []byte("\x1b[")) {
 			t.Errorf("%s: colour must appear only when asked for", tc.name)
+		}
+	}
+}
+
+// The five-second layout: what is wrong first (fail, error, warn), then the
+// passes, then one line of skips grouped by reason; -v is catalogue order.
+func TestTextLayout(t *testing.T) {
+	d := &Document{Host: "n1", Status: check.Fail, Counts: map[string]int{"fail": 1, "warn": 1, "pass": 1, "skip": 4, "error": 1}, Checks: []check.Result{
+		{ID: "a.pass", Status: check.Pass, Summary: "fine"},
+		{ID: "b.skip", Status: check.Skip, Summary: "not inside a job step (SLURM_JOB_ID is not set)"},
+		{ID: "c.warn", Status: check.Warn, Summary: "lukewarm", Remedy: "cool it"},
+		{ID: "d.skip", Status: check.Skip, Summary: "no slurm.conf at /etc/slurm/slurm.conf (not a Slurm node)"},
+		{ID: "e.fail", Status: check.Fail, Summary: "broken", Remedy: "fix it"},
+		{ID: "f.skip", Status: check.Skip, Summary: "not inside a job step (SLURM_STEP_ID is not set)"},
+		{ID: "g.error", Status: check.Error, Summary: "timed out"},
+		{ID: "h.skip", Status: check.Skip, Summary: ""},
+	}}
+	var b bytes.Buffer
+	d.WriteText(&b, TextOptions{})
+	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	want := []string{
+		"gpuprobe check on n1 — 0 GPUs, driver n/a, CUDA n/a — 0001-01-01 00:00:00 UTC",
+		"  FAIL   e.fail                 broken",
+		"                                fix: fix it",
+		"  ERROR  g.error                timed out",
+		"  WARN   c.warn                 lukewarm",
+		"                                fix: cool it",
+		"  PASS   a.pass                 fine",
+		"  SKIP   4 skipped (-v lists them): not inside a job step (2), no slurm.conf at /etc/slurm/slurm.conf (1), no reason given (1)",
+		"FAIL: 1 fail, 1 error, 1 warn, 1 pass, 4 skip in 0.00s",
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("layout:\n%s\nwant:\n%s", b.String(), strings.Join(want, "\n"))
+	}
+	b.Reset()
+	d.WriteText(&b, TextOptions{Verbose: true})
+	if got := strings.Count(b.String(), "SKIP "); got != 4 || !strings.Contains(b.String(), "  PASS   a.pass                 fine\n  SKIP   b.skip") {
+		t.Errorf("-v must list every check in catalogue order (%d SKIP lines):\n%s", got, b.String())
+	}
+}
+
+// A simulated report names the real node and the model it plays.
+func TestNodeName(t *testing.T) {
+	for _, tc := range []struct {
+		d    Document
+		want string
+	}{
+		{Document{Host: "gpu001"}, "gpu001"},
+		{Document{Host: "gpu001", Simulated: true, SimulateSpec: "dgx-h100:gpu-lost=5"}, "gpu001 (simulated dgx-h100)"},
+		{Document{Host: "gpu001", Simulated: true, SimulateSpec: "dgx-b200"}, "gpu001 (simulated dgx-b200)"},
+		{Document{Host: "gpu001", Simulated: true}, "gpu001 (simulated unknown model)"},
+	} {
+		if got := tc.d.NodeName(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/gpuprobe/gpuprobe/check"
@@ -37,8 +38,11 @@ func statusColor(s check.Status) string {
 	return grey
 }
 
-// WriteText prints the report a person reads in five seconds: a header, a
-// line per check, what to do about each failure, and a closing count.
+// WriteText prints the report a person reads in five seconds: the header,
+// then what is wrong (failures, errors, warnings, each with its evidence and
+// fix), then the passes one line each, then the skips folded into one line
+// grouped by reason, then the verdict. Verbose prints every check in
+// catalogue order with every detail line.
 func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 	paint := func(c, s string) string {
 		if !o.Color {
@@ -55,14 +59,12 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		b.WriteString(paint(bold+yellow, "*** SIMULATED: "+clean(d.SimulateSpec)+" (go-nvml mock; not real hardware) ***") + "\n")
 	}
 	fmt.Fprintf(&b, "gpuprobe check on %s — %d GPUs, driver %s, CUDA %s — %s\n",
-		clean(d.Host), d.GPUs, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
-	for _, r := range d.Checks {
+		clean(d.NodeName()), d.GPUs, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+	line := func(r check.Result) {
 		tag := fmt.Sprintf("%-5s", strings.ToUpper(clean(string(r.Status))))
 		fmt.Fprintf(&b, "  %s  %-22s %s\n", paint(statusColor(r.Status), tag), clean(r.ID), clean(r.Summary))
-		if r.Status == check.Pass || r.Status == check.Skip {
-			if !o.Verbose {
-				continue
-			}
+		if (r.Status == check.Pass || r.Status == check.Skip) && !o.Verbose {
+			return
 		}
 		if len(r.Details) > 1 || o.Verbose {
 			for _, dl := range r.Details {
@@ -71,6 +73,23 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		}
 		if r.Remedy != "" {
 			fmt.Fprintf(&b, "         %-22s %s %s\n", "", paint(bold, "fix:"), clean(r.Remedy))
+		}
+	}
+	if o.Verbose {
+		for _, r := range d.Checks {
+			line(r)
+		}
+	} else {
+		// What needs a person first, worst first; catalogue order within a status.
+		for _, s := range []check.Status{check.Fail, check.Error, check.Warn, check.Pass} {
+			for _, r := range d.Checks {
+				if r.Status == s {
+					line(r)
+				}
+			}
+		}
+		if folded := clean(foldSkips(d.Checks)); folded != "" {
+			fmt.Fprintf(&b, "  %s  %s\n", paint(grey, "SKIP "), folded)
 		}
 	}
 	var parts []string
@@ -90,6 +109,77 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// foldSkips is the one line the skips become: "13 skipped (-v lists them): not inside a job
+// step (9), no slurm.conf at /etc/slurm/slurm.conf (2), ...".
+// A skip's reason is its summary without the parenthetical evidence, so
+// skips that differ only in the evidence (which variable was unset) group.
+// Reasons are listed most frequent first, then in catalogue order.
+func foldSkips(rs []check.Result) string {
+	type group struct {
+		reason string
+		n      int
+	}
+	var groups []*group
+	byReason := map[string]*group{}
+	total := 0
+	for _, r := range rs {
+		if r.Status != check.Skip {
+			continue
+		}
+		total++
+		reason := skipReason(r.Summary)
+		g := byReason[reason]
+		if g == nil {
+			g = &group{reason: reason}
+			byReason[reason] = g
+			groups = append(groups, g)
+		}
+		g.n++
+	}
+	if total == 0 {
+		return ""
+	}
+	sort.SliceStable(groups, func(i, j int) bool { return groups[i].n > groups[j].n })
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = fmt.Sprintf("%s (%d)", g.reason, g.n)
+	}
+	return fmt.Sprintf("%d skipped (-v lists them): %s", total, strings.Join(parts, ", "))
+}
+
+func skipReason(summary string) string {
+	if i := strings.Index(summary, " ("); i > 0 {
+		summary = summary[:i]
+	}
+	if summary == "" {
+		return "no reason given"
+	}
+	return summary
+}
+
+// NodeName is the node as reports name it: its host name, with the
+// simulated model beside it for a simulated run, so rows from different
+// nodes stay apart and a simulated one never passes for real hardware.
+func (d *Document) NodeName() string {
+	if !d.Simulated {
+		return d.Host
+	}
+	return fmt.Sprintf("%s (simulated %s)", d.Host, d.SimulatedModel())
+}
+
+// SimulatedModel is the model of the simulate spec ("dgx-h100" of
+// "dgx-h100:gpu-lost=5"); empty for real hardware.
+func (d *Document) SimulatedModel() string {
+	if !d.Simulated {
+		return ""
+	}
+	model, _, _ := strings.Cut(d.SimulateSpec, ":")
+	if model == "" {
+		return "unknown model"
+	}
+	return model
 }
 
 func orNA(s string) string {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/kernel"
-	"github.com/gpuprobe/gpuprobe/nccl"
 	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/topo"
 )
@@ -27,7 +26,7 @@ type Node struct {
 	GpuprobeVersion string `json:"gpuprobe_version,omitempty"`
 
 	NVML *NVML `json:"nvml,omitempty"`
-	// NCCL is the verdict on the NCCL logs given with --nccl-log.
+	// NCCL is what the NCCL logs given with --nccl-log show (state/nccl.go).
 	NCCL *NCCLLog `json:"nccl,omitempty"`
 	// Kernel is the kernel's view of the driver: XIDs, module version, uptime.
 	Kernel *kernel.State `json:"kernel,omitempty"`
@@ -39,13 +38,6 @@ type Node struct {
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.
 	Sources []Source `json:"sources,omitempty"`
-}
-
-// NCCLLog is the analysis of NCCL_DEBUG=INFO logs.
-type NCCLLog struct {
-	Files   []string      `json:"files"`
-	Error   string        `json:"error,omitempty"`
-	Verdict *nccl.Verdict `json:"verdict,omitempty"`
 }
 
 // Source is one collector's outcome.

@@ -32,7 +32,7 @@ func simSnapshot(t *testing.T) string {
 func TestDashMeansStdinWhereDocumented(t *testing.T) {
 	snap := simSnapshot(t)
 	code, out, errs := runStdin(t, snap, "check", "--from-snapshot", "-", "--format", "json")
-	if code != 0 || decode(t, out).Host != "sim-dgx-h100" {
+	if d := decode(t, out); code != 0 || d.SimulateSpec != "dgx-h100" {
 		t.Fatalf("--from-snapshot - : exit %d, %s", code, errs)
 	}
 	code, out, errs = runStdin(t, "strict: true\n", "check", "--simulate", "dgx-h100", "--config", "-", "--format", "json")

@@ -156,7 +156,7 @@ func TestRealBinaryWithoutDriver(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "check")
+	cmd := exec.Command(bin, "check", "-v") // -v: one line per skip, so each can be asserted
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

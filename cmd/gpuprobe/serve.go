@@ -12,10 +12,6 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
@@ -87,9 +83,10 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 	exp := exporter.New(f.perLink)
 	exp.XIDs.Critical = cfg.XID.Critical
 	d := &exporter.Daemon{
-		Exporter: exp,
-		Interval: f.interval,
-		Timeout:  min(f.collect.timeout, f.interval),
+		Exporter:      exp,
+		ReleaseMemory: true,
+		Interval:      f.interval,
+		Timeout:       min(f.collect.timeout, f.interval),
 		Collect: func(ctx context.Context) *state.Node {
 			// Re-read every cycle: --simulate-file may have changed.
 			o, err := f.collect.options()
@@ -162,6 +159,7 @@ func feedXIDs(x *exporter.XIDCounter, n *state.Node) {
 }
 
 func (c *cli) runServe(f *serveFlags) error {
+	tuneRuntime(c.getenv)
 	d, _, err := c.newDaemon(f)
 	if err != nil {
 		return c.usageError("%v", err)
@@ -203,27 +201,12 @@ func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error
 	if err := validateTelemetryPath(f.metricsPath); err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(d.Exporter, versioncollector.NewCollector("gpuprobe"),
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, _ := c.metricsHandler(d)
 	mux := http.NewServeMux()
-	mux.Handle(f.metricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(c.log)}))
+	mux.Handle(f.metricsPath, metrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter, f.http.exposeProcessDetails) })
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "gpuprobe",
-		Description: "GPU, NVLink and GPUDirect health of this node",
-		Version:     version.Info(),
-		Links: []web.LandingLinks{
-			{Address: f.metricsPath, Text: "Metrics"},
-			{Address: "/report", Text: "Latest check report (JSON)"},
-			{Address: "/healthz", Text: "Health"},
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	mux.Handle("/", landing)
+	mux.Handle("/", landingPage(d.Exporter, f.metricsPath))
 	return mux, nil
 }
 

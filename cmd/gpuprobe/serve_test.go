@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -241,4 +247,238 @@ func rssMiB() float64 {
 		}
 	}
 	return -1
+}
+
+// BenchmarkScrapeStorm: 100 concurrent clients × 500 scrapes each, gzip
+// accepted, on loopback against the daemon as 'serve' wires it, collecting
+// on its default 15 s interval. Every scrape must succeed with p99 ≤ 10 ms,
+// and scrapes must cost no collection (the cache renders once per cycle and
+// once per runtime refresh).
+func BenchmarkScrapeStorm(b *testing.B) {
+	const clients, each, interval = 100, 500, 15 * time.Second
+	c := testCLI()
+	f := &serveFlags{interval: interval, metricsPath: "/metrics"}
+	f.collect = collectFlags{simulate: "dgx-h100", timeout: 10 * time.Second, callTimeout: 5 * time.Second}
+	d, _, err := c.newDaemon(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	metrics, cache := c.metricsHandler(d)
+	srv := httptest.NewServer(metrics)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go d.Run(ctx)
+	for d.Exporter.Latest() == nil {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Each client is one keep-alive connection speaking plain HTTP/1.1, the
+	// way a Prometheus server scrapes; net/http's own client would spend as
+	// much CPU on its goroutines as the daemon does answering, on the same
+	// two cores.
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	request := []byte("GET /metrics HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: Prometheus/3.5.0\r\n" +
+		"Accept: text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\nAccept-Encoding: gzip\r\n\r\n")
+	// Prometheus has scraped before the storm: the cache holds this cycle.
+	if code, _ := get(b, srv.URL+"/metrics"); code != 200 {
+		b.Fatalf("warm-up scrape: %d", code)
+	}
+	for i := 0; i < b.N; i++ {
+		collections0, renders0 := d.Exporter.Collections(), cache.Renders()
+		lat := make([]time.Duration, clients*each)
+		var failed atomic.Int64
+		var bytesIn atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for k := 0; k < clients; k++ {
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				conn, err := net.Dial("tcp", addr)
+				if err != nil {
+					failed.Add(each)
+					return
+				}
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for s := 0; s < each; s++ {
+					t0 := time.Now()
+					if _, err := conn.Write(request); err != nil {
+						failed.Add(int64(each - s))
+						return
+					}
+					resp, err := http.ReadResponse(br, nil)
+					if err != nil {
+						failed.Add(int64(each - s))
+						return
+					}
+					n, _ := io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					lat[k*each+s] = time.Since(t0)
+					bytesIn.Add(n)
+					if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "gzip" {
+						failed.Add(1)
+					}
+				}
+			}(k)
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		p50, p99, worst := lat[len(lat)/2], lat[len(lat)*99/100], lat[len(lat)-1]
+		collections, renders := d.Exporter.Collections()-collections0, cache.Renders()-renders0
+		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(worst.Microseconds())/1000, "max-ms")
+		b.ReportMetric(float64(clients*each)/elapsed.Seconds(), "scrapes/s")
+		b.ReportMetric(float64(collections), "collections")
+		b.ReportMetric(float64(renders), "renders")
+		b.ReportMetric(float64(bytesIn.Load())/float64(clients*each), "gzip-bytes/scrape")
+		if n := failed.Load(); n > 0 {
+			b.Fatalf("%d of %d scrapes failed", n, clients*each)
+		}
+		if maxCycles := uint64(elapsed/interval) + 1; collections > maxCycles {
+			b.Errorf("%d collections in %s: scrapes trigger collections", collections, elapsed)
+		}
+		if maxRenders := collections + uint64(elapsed/runtimeEvery) + 2; renders > maxRenders {
+			b.Errorf("%d renders for %d collections in %s: scrapes render", renders, collections, elapsed)
+		}
+		if p99 > 10*time.Millisecond {
+			b.Errorf("p99 %s over 10 ms (p50 %s, max %s)", p99, p50, worst)
+		}
+	}
+}
+
+// The landing page is the latest report as HTML; other paths are not it.
+func TestLandingPage(t *testing.T) {
+	d, srv := testServe(t, "dgx-h100:row-remap-pending=3", time.Hour)
+	defer srv.Close()
+	if code, body := get(t, srv.URL+"/"); code != 200 || !strings.Contains(body, "no collection has finished yet") {
+		t.Errorf("before the first cycle: %d\n%.300s", code, body)
+	}
+	d.Cycle(context.Background())
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/html; charset=utf-8" ||
+		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Errorf("landing page %d %v", resp.StatusCode, resp.Header)
+	}
+	for _, want := range []string{`class="status fail">FAIL<`, "gpu.row_remap", "row remap pending", "<h2>GPUs</h2>", "<h2>Topology</h2>", `href="/metrics"`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("landing page lacks %q", want)
+		}
+	}
+	if code, _ := get(t, srv.URL+"/no-such-page"); code != http.StatusNotFound {
+		t.Errorf("/no-such-page: %d, want 404", code)
+	}
+}
+
+// BenchmarkDaemonProcessRSS runs the real binary as the unit does
+// ('gpuprobe serve', simulated 8×H100, cycles back to back) through 1,000
+// collection cycles while 100,000 scrapes (gzip, 8 at a time) hit /metrics,
+// then reads the process's resident set from /proc: VmRSS, and its split
+// into anonymous memory (heap, stacks) and file pages (the mapped binary,
+// shared and clean). The guard is today's level plus a margin, so a leak or
+// a bloat fails it; the figures go in the README.
+func BenchmarkDaemonProcessRSS(b *testing.B) {
+	const cycles, scrapes, clients = 1000, 100000, 8
+	bin := filepath.Join(b.TempDir(), "gpuprobe")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(bin, "serve", "--simulate", "dgx-h100", "--collect.interval", "1ms", "--web.listen-address", addr, "--log.level", "error")
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		collections := func() float64 {
+			_, body := get(b, "http://"+addr+"/metrics?name[]=gpuprobe_collections_total")
+			for _, l := range strings.Split(body, "\n") {
+				if v, ok := strings.CutPrefix(l, "gpuprobe_collections_total "); ok {
+					f, _ := strconv.ParseFloat(v, 64)
+					return f
+				}
+			}
+			return 0
+		}
+		for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+			if c, err := http.Get("http://" + addr + "/healthz"); err == nil {
+				c.Body.Close()
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				b.Fatal("daemon did not start")
+			}
+		}
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+		t0 := time.Now()
+		for k := 0; k < clients; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for s := 0; s < scrapes/clients; s++ {
+					resp, err := client.Get("http://" + addr + "/metrics")
+					if err != nil {
+						failed.Add(1)
+						continue
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						failed.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for collections() < cycles {
+			if time.Since(t0) > 20*time.Minute {
+				b.Fatalf("only %.0f cycles in 20 minutes", collections())
+			}
+			time.Sleep(time.Second)
+		}
+		n := collections()
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		kb := func(key string) float64 {
+			for _, l := range strings.Split(string(status), "\n") {
+				if v, ok := strings.CutPrefix(l, key+":"); ok {
+					f, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+					return f / 1024
+				}
+			}
+			return -1
+		}
+		rss, anon, file := kb("VmRSS"), kb("RssAnon"), kb("RssFile")
+		b.ReportMetric(rss, "rss-MiB")
+		b.ReportMetric(anon, "rss-anon-MiB")
+		b.ReportMetric(file, "rss-file-MiB")
+		b.ReportMetric(kb("VmHWM"), "rss-peak-MiB")
+		b.ReportMetric(n, "cycles")
+		b.ReportMetric(float64(scrapes), "scrapes")
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if f := failed.Load(); f > 0 {
+			b.Errorf("%d of %d scrapes failed", f, scrapes)
+		}
+		if rss > 32 {
+			b.Errorf("daemon RSS %.1f MiB (anon %.1f, file %.1f) after %.0f cycles and %d scrapes: over the 32 MiB guard", rss, anon, file, n, scrapes)
+		}
+	}
 }

@@ -147,7 +147,7 @@ func TestSlurmDrainScontrolFails(t *testing.T) {
 }
 
 func TestJobFlagsForceJobChecks(t *testing.T) {
-	code, out, _ := runEnv(t, nil, "check", "--simulate", "dgx-h100", "--checks", "job", "--no-job")
+	code, out, _ := runEnv(t, nil, "check", "--simulate", "dgx-h100", "--checks", "job", "--no-job", "-v")
 	if code != 0 || strings.Count(out, "job checks off") != 9 {
 		t.Errorf("--no-job: exit %d\n%s", code, out)
 	}

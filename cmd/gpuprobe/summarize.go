@@ -132,7 +132,8 @@ func readReports(r io.Reader, name string) ([]fleetRow, []string, error) {
 			}
 			off += int(dec.InputOffset())
 			cleanDoc(&d)
-			rows = append(rows, fleetRow{name: d.Host, doc: &d})
+			// The node's own name, with the simulated model beside it.
+			rows = append(rows, fleetRow{name: d.NodeName(), doc: &d})
 			if label != "" {
 				rows[len(rows)-1].name += " [" + label + "]"
 			}

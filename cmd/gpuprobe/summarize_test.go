@@ -37,11 +37,13 @@ func summarize(t *testing.T, input string) (int, string, string) {
 }
 
 func TestSummarize(t *testing.T) {
-	report := func(spec string) string {
+	// Each report comes from its own node, named as Slurm names it.
+	report := func(node, spec string) string {
+		t.Setenv("SLURMD_NODENAME", node)
 		_, out, _ := runCLI(t, "check", "--simulate", spec, "--checks", "gpu", "--format", "json")
 		return out
 	}
-	healthy, remap, ecc := report("dgx-h100"), report("dgx-h100:row-remap-pending=3"), report("dgx-h100:ecc-uncorrectable=5,row-remap-pending=1")
+	healthy, remap, ecc := report("gpu001", "dgx-h100"), report("gpu002", "dgx-h100:row-remap-pending=3"), report("gpu003", "dgx-a100:ecc-uncorrectable=5,row-remap-pending=1")
 
 	t.Run("srun --label, interleaved", func(t *testing.T) {
 		code, out, errs := summarize(t, label(healthy, remap, ecc))
@@ -51,10 +53,10 @@ func TestSummarize(t *testing.T) {
 		lines := strings.Split(out, "\n")
 		// Worst first: the node with two failures, then one, then the healthy one.
 		if !strings.HasPrefix(lines[0], "NODE") || !strings.Contains(lines[0], "gpu.row_remap") || !strings.Contains(lines[0], "gpu.ecc") ||
-			!strings.HasPrefix(lines[1], "sim-dgx-h100 [2]") || !strings.HasPrefix(lines[2], "sim-dgx-h100 [1]") || !strings.HasPrefix(lines[3], "sim-dgx-h100 [0]") {
+			!strings.HasPrefix(lines[1], "gpu003 (simulated dgx-a100) [2]") || !strings.HasPrefix(lines[2], "gpu002 (simulated dgx-h100) [1]") || !strings.HasPrefix(lines[3], "gpu001 (simulated dgx-h100) [0]") {
 			t.Errorf("table:\n%s", out)
 		}
-		if !strings.Contains(lines[3], "PASS*") || !strings.Contains(out, "sim-dgx-h100 [1]: fail gpu.row_remap: GPU 3") ||
+		if !strings.Contains(lines[3], "PASS*") || !strings.Contains(out, "gpu002 (simulated dgx-h100) [1]: fail gpu.row_remap: GPU 3") ||
 			!strings.Contains(out, "3 report(s): 2 fail, 1 pass") || !strings.Contains(out, "simulated") {
 			t.Errorf("report:\n%s", out)
 		}
@@ -63,6 +65,12 @@ func TestSummarize(t *testing.T) {
 		code, out, _ := summarize(t, healthy+healthy)
 		if code != 0 || !strings.Contains(out, "2 report(s): 2 pass") || strings.Contains(out, "gpu.") {
 			t.Errorf("exit %d\n%s", code, out)
+		}
+	})
+	t.Run("nodes told apart without srun --label", func(t *testing.T) {
+		_, out, _ := summarize(t, healthy+remap)
+		if !strings.Contains(out, "\ngpu001 (simulated dgx-h100)  ") || !strings.Contains(out, "\ngpu002 (simulated dgx-h100)  ") {
+			t.Errorf("rows not named by node:\n%s", out)
 		}
 	})
 	t.Run("a torn report costs itself, not the others", func(t *testing.T) {
