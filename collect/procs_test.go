@@ -60,7 +60,7 @@ func TestUserLookupOnHungLDAP(t *testing.T) {
 	block := make(chan struct{})
 	defer close(block)
 	var calls atomic.Int32
-	tab := &procTable{root: root, reg: &deadline.Registry{}, timeout: 20 * time.Millisecond,
+	tab := &procTable{root: root, reg: &deadline.Registry{}, timeout: 300 * time.Millisecond,
 		lookupID: func(string) (string, error) { calls.Add(1); <-block; return "alice", nil }}
 	g0 := runtime.NumGoroutine()
 	start := time.Now()

@@ -37,7 +37,7 @@ func realSlurmHost(o Options) slurmHost {
 			return u.Username, nil
 		},
 		resolve:  net.DefaultResolver.LookupHost,
-		readFile: os.ReadFile,
+		readFile: boundedReadFile, // readfile.go
 		probe:    probeDevice,
 		timeout:  2 * time.Second,
 	}

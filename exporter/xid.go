@@ -25,7 +25,7 @@ type XIDCounter struct {
 	// re-render between collections (NVML events arrive at any time).
 	gen    atomic.Uint64
 	counts map[xidKey]*xidCount
-	seen   map[uint64]struct{}
+	seen   seqSet
 }
 
 type xidKey struct {
@@ -44,7 +44,38 @@ const maxSeen = 1 << 16
 
 // NewXIDCounter returns an empty counter.
 func NewXIDCounter() *XIDCounter {
-	return &XIDCounter{counts: map[xidKey]*xidCount{}, seen: map[uint64]struct{}{}}
+	return &XIDCounter{counts: map[xidKey]*xidCount{}, seen: newSeqSet(maxSeen)}
+}
+
+// seqSet remembers the most recent n sequence numbers: when full it forgets
+// the oldest one, never all at once. (Clearing the whole set at 65,536 made
+// the next re-read of the ring buffer count every XID in it again.)
+type seqSet struct {
+	in   map[uint64]struct{}
+	ring []uint64
+	next int
+	full bool
+}
+
+func newSeqSet(n int) seqSet {
+	return seqSet{in: make(map[uint64]struct{}, n), ring: make([]uint64, n)}
+}
+
+// add records seq and reports whether it was new.
+func (s *seqSet) add(seq uint64) bool {
+	if _, dup := s.in[seq]; dup {
+		return false
+	}
+	if s.full {
+		delete(s.in, s.ring[s.next])
+	}
+	s.ring[s.next] = seq
+	s.in[seq] = struct{}{}
+	s.next++
+	if s.next == len(s.ring) {
+		s.next, s.full = 0, true
+	}
+	return true
 }
 
 // GPU identifies the device an event belongs to (empty when unknown).
@@ -55,14 +86,8 @@ type GPU struct{ Index, UUID, PCIBusID string }
 func (c *XIDCounter) Add(g GPU, code int, at time.Time, seq uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if seq != 0 {
-		if _, dup := c.seen[seq]; dup {
-			return
-		}
-		if len(c.seen) >= maxSeen {
-			c.seen = map[uint64]struct{}{}
-		}
-		c.seen[seq] = struct{}{}
+	if seq != 0 && !c.seen.add(seq) {
+		return
 	}
 	k := xidKey{g.Index, g.UUID, g.PCIBusID, code}
 	x := c.counts[k]

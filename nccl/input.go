@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/gpuprobe/gpuprobe/deadline"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -51,11 +52,17 @@ func (a *Analyzer) readPath(ctx context.Context, path string) error {
 	if path == "-" {
 		return a.ReadFrom(ctx, "-", os.Stdin)
 	}
-	f, err := os.Open(path)
+	// A FIFO with no writer blocks in open(2): open under the run's
+	// deadline (deadline.Do: a hung path is not reopened), and let reads of
+	// a pipe end at the deadline too.
+	f, err := deadline.Do(ctx, "file:"+path, 0, func() (*os.File, error) { return os.Open(path) })
 	if err != nil {
-		return fmt.Errorf("nccl: open log: %w", err)
+		return fmt.Errorf("nccl: open log %s: %w", path, err)
 	}
 	defer f.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = f.SetReadDeadline(dl)
+	}
 	return a.ReadFrom(ctx, path, f)
 }
 

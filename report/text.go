@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/safetext"
 )
 
 // TextOptions shape the human report.
@@ -49,25 +50,29 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		}
 		return c + s + reset
 	}
+	// Results quote untrusted text (process and user names, a daemon's or a
+	// snapshot's strings): escape control and bidi characters so none can
+	// move the cursor, clear the screen or reorder what a reader sees.
+	clean := safetext.Clean
 	var b strings.Builder
 	if d.Simulated {
-		b.WriteString(paint(bold+yellow, "*** SIMULATED: "+d.SimulateSpec+" (go-nvml mock; not real hardware) ***") + "\n")
+		b.WriteString(paint(bold+yellow, "*** SIMULATED: "+clean(d.SimulateSpec)+" (go-nvml mock; not real hardware) ***") + "\n")
 	}
 	fmt.Fprintf(&b, "gpuprobe check on %s — %d GPUs, driver %s, CUDA %s — %s\n",
-		d.NodeName(), d.GPUs, orNA(d.Driver), orNA(d.CUDA), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+		clean(d.NodeName()), d.GPUs, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
 	line := func(r check.Result) {
-		tag := fmt.Sprintf("%-5s", strings.ToUpper(string(r.Status)))
-		fmt.Fprintf(&b, "  %s  %-22s %s\n", paint(statusColor(r.Status), tag), r.ID, r.Summary)
+		tag := fmt.Sprintf("%-5s", strings.ToUpper(clean(string(r.Status))))
+		fmt.Fprintf(&b, "  %s  %-22s %s\n", paint(statusColor(r.Status), tag), clean(r.ID), clean(r.Summary))
 		if (r.Status == check.Pass || r.Status == check.Skip) && !o.Verbose {
 			return
 		}
 		if len(r.Details) > 1 || o.Verbose {
 			for _, dl := range r.Details {
-				fmt.Fprintf(&b, "         %-22s - %s\n", "", dl)
+				fmt.Fprintf(&b, "         %-22s - %s\n", "", clean(dl))
 			}
 		}
 		if r.Remedy != "" {
-			fmt.Fprintf(&b, "         %-22s %s %s\n", "", paint(bold, "fix:"), r.Remedy)
+			fmt.Fprintf(&b, "         %-22s %s %s\n", "", paint(bold, "fix:"), clean(r.Remedy))
 		}
 	}
 	if o.Verbose {
@@ -83,7 +88,7 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 				}
 			}
 		}
-		if folded := foldSkips(d.Checks); folded != "" {
+		if folded := clean(foldSkips(d.Checks)); folded != "" {
 			fmt.Fprintf(&b, "  %s  %s\n", paint(grey, "SKIP "), folded)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -76,6 +77,10 @@ func (s *Scontrol) run(ctx context.Context, args ...string) (string, error) {
 	cmd.Dir = "/"
 	// A child that leaves a grandchild holding the pipes must not hold us.
 	cmd.WaitDelay = time.Second
+	// On timeout kill the whole process group: a wrapper script's children
+	// (the real scontrol behind a site's wrapper) must not outlive the run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -11,10 +11,13 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/gpuprobe/gpuprobe/deadline"
 	"github.com/gpuprobe/gpuprobe/readlimit"
 )
 
@@ -23,9 +26,11 @@ import (
 // 127.0.0.1:10495 while the daemon is not holding the port (restarting,
 // crashed, not installed) and serve an all-pass report. So a loopback URL is
 // trusted only when every socket listening on that port is owned by root
-// (or by the user running the check), as the kernel records it in
-// /proc/net/tcp{,6}; a remote daemon only over https (its certificate is
-// checked). Anything else is judged directly.
+// (systemd's socket activation), by the user running the check, or by the
+// unit's own user "gpuprobe" (the shipped unit runs with DynamicUser=yes:
+// that name exists only while the unit runs, and only root can create it),
+// as the kernel records it in /proc/net/tcp{,6}; a remote daemon only over
+// https (its certificate is checked). Anything else is judged directly.
 
 // procNetRoot is where the tcp tables are read (tests point it elsewhere).
 var procNetRoot = "/proc"
@@ -75,14 +80,32 @@ func trustDaemon(ctx context.Context, rawURL string) error {
 			continue
 		}
 		found++
-		if s.uid != 0 && s.uid != me {
-			return fmt.Errorf("the socket listening on %s:%d belongs to uid %d, not root: not gpuprobe's daemon", s.ip, port, s.uid)
+		if s.uid != 0 && s.uid != me && lookupUser(ctx, s.uid) != daemonUser {
+			return fmt.Errorf("the socket listening on %s:%d belongs to uid %d, not root or %s: not gpuprobe's daemon", s.ip, port, s.uid, daemonUser)
 		}
 	}
 	if found == 0 {
 		return fmt.Errorf("no listening socket on port %d in /proc/net/tcp{,6}", port)
 	}
 	return nil
+}
+
+// daemonUser is the shipped unit's (dynamic) user.
+const daemonUser = "gpuprobe"
+
+// lookupUser names uid through NSS under a deadline (LDAP may hang).
+var lookupUser = func(ctx context.Context, uid uint32) string {
+	name, err := deadline.Do(ctx, "nss:user-lookup", 2*time.Second, func() (string, error) {
+		u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+		if err != nil {
+			return "", err
+		}
+		return u.Username, nil
+	})
+	if err != nil {
+		return ""
+	}
+	return name
 }
 
 func containsIP(ips []net.IP, ip net.IP) bool {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -48,17 +49,23 @@ func TestFromDaemonRefusesUnprivilegedListener(t *testing.T) {
 	srv := fakeDaemon(t, "8")
 	procNetWithOwner(t, srv.Listener.Addr().String(), 1000)
 	code, out, errs := runCLI(t, "check", "--from-daemon", srv.URL, "--checks", "gpu.driver", "--format", "json", "--log.level", "info")
-	if !strings.Contains(errs, "belongs to uid 1000, not root") || decode(t, out).Host == "impostor" {
+	if !strings.Contains(errs, "belongs to uid 1000, not root or gpuprobe") || decode(t, out).Host == "impostor" {
 		t.Fatalf("an unprivileged listener's report was used: exit %d\n%s", code, errs)
 	}
 	if code != 1 { // judged directly: no driver on this machine
 		t.Errorf("exit %d, want the direct run's 1", code)
 	}
-	// The same report from a root-owned listener is used.
-	procNetWithOwner(t, srv.Listener.Addr().String(), 0)
-	code, out, errs = runCLI(t, "check", "--from-daemon", srv.URL, "--checks", "gpu.driver", "--format", "json", "--log.level", "info")
-	if code != 0 || decode(t, out).Host != "impostor" {
-		t.Fatalf("root-owned daemon not used: exit %d\n%s", code, errs)
+	// The same report from a root-owned listener (socket activation) or the
+	// unit's dynamic user "gpuprobe" is used.
+	old := lookupUser
+	defer func() { lookupUser = old }()
+	lookupUser = func(_ context.Context, uid uint32) string { return map[uint32]string{61234: "gpuprobe"}[uid] }
+	for _, uid := range []int{0, 61234} {
+		procNetWithOwner(t, srv.Listener.Addr().String(), uid)
+		code, out, errs = runCLI(t, "check", "--from-daemon", srv.URL, "--checks", "gpu.driver", "--format", "json", "--log.level", "info")
+		if code != 0 || decode(t, out).Host != "impostor" {
+			t.Fatalf("daemon listening as uid %d not used: exit %d\n%s", uid, code, errs)
+		}
 	}
 }
 

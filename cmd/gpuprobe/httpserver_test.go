@@ -276,3 +276,40 @@ func TestLimitInFlight(t *testing.T) {
 		t.Fatalf("third request in flight with a cap of 2: %d", resp.StatusCode)
 	}
 }
+
+// The bug: a SIGTERM'd simulated run (slurmd killing a slow health check)
+// left its temp tree behind.
+func TestSIGTERMLeavesNothingBehind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary (run without -short)")
+	}
+	bin := filepath.Join(t.TempDir(), "gpuprobe")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "check", "--simulate", "dgx-h100:nvml-hang=3", "--timeout", "30s", "--call-timeout", "2s")
+	cmd.Env = []string{"TMPDIR=" + tmp, "PATH=/usr/bin:/bin"}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Signal once the run has written something (today: the simulated
+	// sysfs tree), or after 10 s if it writes nothing at all.
+	for i := 0; i < 200; i++ {
+		if ents, _ := os.ReadDir(tmp); len(ents) > 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	ents, _ := os.ReadDir(tmp)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if len(left) > 0 {
+		t.Errorf("after SIGTERM (%v) the run left %v in TMPDIR", err, left)
+	}
+}

@@ -196,3 +196,35 @@ func TestOutputsNeverReplaceSpecialFiles(t *testing.T) {
 		t.Fatalf("the written snapshot does not load: exit %d: %s", code, errs)
 	}
 }
+
+// The bug: a FIFO as --nccl-log hung the run past --timeout.
+func TestNCCLLogFIFOEndsByTimeout(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "nccl.log")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}()
+	start := time.Now()
+	done := make(chan struct{})
+	var code int
+	var out string
+	go func() {
+		code, out, _ = runCLI(t, "check", "--simulate", "dgx-h100", "--nccl-log", p, "--timeout", "1s", "--checks", "nccl")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("check --nccl-log FIFO still running 10 s after a 1 s --timeout")
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("took %s with --timeout 1s", el)
+	}
+	if code == 0 {
+		t.Errorf("a log that could not be read passed:\n%s", out)
+	}
+}

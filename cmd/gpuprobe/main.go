@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
@@ -38,7 +41,27 @@ type cli struct {
 var registrars []func(*cli)
 
 func main() {
+	go cleanupOnSignal()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
+}
+
+// gracefulSignals is set by commands that handle SIGTERM themselves (serve
+// shuts its server down and cleans up on the way out).
+var gracefulSignals atomic.Bool
+
+// cleanupOnSignal removes what the run left on disk (simulated trees) when
+// SIGTERM, SIGINT or SIGHUP ends it, then exits as the signal would have
+// (128+n): a killed health check must leave nothing behind.
+func cleanupOnSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	for s := range ch {
+		if gracefulSignals.Load() {
+			continue
+		}
+		collect.Close()
+		os.Exit(128 + int(s.(syscall.Signal)))
+	}
 }
 
 type terminated int

@@ -13,6 +13,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/safetext"
 	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -184,7 +185,9 @@ func drainFailures(doc *report.Document) []slurm.Failure {
 			continue
 		}
 		if r.Status == check.Fail || r.Status == check.Error || doc.Strict && r.Status == check.Warn {
-			out = append(out, slurm.Failure{ID: r.ID, Summary: r.Summary})
+			// safetext: the summary may quote a user's process name, and a
+			// drain reason is read by everyone in sinfo -R.
+			out = append(out, slurm.Failure{ID: safetext.Clean(r.ID), Summary: safetext.Clean(r.Summary)})
 		}
 	}
 	return out

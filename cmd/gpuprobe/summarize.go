@@ -15,7 +15,9 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/readlimit"
 	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/safetext"
 )
 
 func init() { registrars = append(registrars, registerSummarize) }
@@ -69,10 +71,23 @@ var labelRe = regexp.MustCompile(`^\s*(\d+): ?(.*)$`)
 func readReports(r io.Reader, name string) ([]fleetRow, []string, error) {
 	streams := map[string]*bytes.Buffer{}
 	var order []string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	for sc.Scan() {
-		line, label := sc.Text(), ""
+	var problems []string
+	br := bufio.NewReaderSize(r, 64<<10)
+	for lineNo := 1; ; lineNo++ {
+		raw, tooLong, err := readLine(br, maxSummarizeLine)
+		if err == io.EOF && raw == nil {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if tooLong {
+			// One runaway line costs that line (and the report it was
+			// part of), never the rest of the fleet's reports.
+			problems = append(problems, fmt.Sprintf("%s line %d: longer than %s, skipped", name, lineNo, readlimit.Human(maxSummarizeLine)))
+			continue
+		}
+		line, label := string(raw), ""
 		if m := labelRe.FindStringSubmatch(line); m != nil {
 			label, line = m[1], m[2]
 		}
@@ -84,12 +99,11 @@ func readReports(r io.Reader, name string) ([]fleetRow, []string, error) {
 		}
 		b.WriteString(line)
 		b.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
+		if err == io.EOF {
+			break
+		}
 	}
 	var rows []fleetRow
-	var problems []string
 	for _, label := range order {
 		data := streams[label].Bytes()
 		where := name
@@ -117,6 +131,7 @@ func readReports(r io.Reader, name string) ([]fleetRow, []string, error) {
 				continue
 			}
 			off += int(dec.InputOffset())
+			cleanDoc(&d)
 			// The node's own name, with the simulated model beside it.
 			rows = append(rows, fleetRow{name: d.NodeName(), doc: &d})
 			if label != "" {
@@ -125,6 +140,50 @@ func readReports(r io.Reader, name string) ([]fleetRow, []string, error) {
 		}
 	}
 	return rows, problems, nil
+}
+
+// maxSummarizeLine bounds one line of input (a report is a few KiB per line
+// at most, even unindented).
+const maxSummarizeLine = 16 << 20
+
+// readLine returns the next line without its newline. A line longer than max
+// is read to its end and dropped (tooLong), so memory stays bounded.
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(bytes.TrimSuffix(chunk, []byte("\n"))) > max {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil:
+			if len(line) == 0 && !tooLong {
+				return nil, false, err
+			}
+			return bytes.TrimSuffix(line, []byte("\n")), tooLong, err
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), tooLong, nil
+	}
+}
+
+// cleanDoc escapes control and bidi characters in every string of a report
+// read from outside before any of it reaches a terminal.
+func cleanDoc(d *report.Document) {
+	c := safetext.Clean
+	d.Host, d.SimulateSpec, d.Driver, d.CUDA = c(d.Host), c(d.SimulateSpec), c(d.Driver), c(d.CUDA)
+	d.Status = check.Status(c(string(d.Status)))
+	for i := range d.Checks {
+		r := &d.Checks[i]
+		r.ID, r.Summary, r.Remedy, r.Status = c(r.ID), c(r.Summary), c(r.Remedy), check.Status(c(string(r.Status)))
+		for k := range r.Details {
+			r.Details[k] = c(r.Details[k])
+		}
+	}
 }
 
 // printFleet prints the nodes × checks table, worst node first, then the
@@ -201,7 +260,7 @@ func printFleet(w io.Writer, rows []fleetRow, problems []string) int {
 		}
 	}
 	for _, p := range problems {
-		fmt.Fprintf(w, "  %s\n", p)
+		fmt.Fprintf(w, "  %s\n", safetext.Clean(p))
 	}
 	var parts []string
 	for _, s := range []check.Status{check.Fail, check.Error, check.Warn, check.Pass} {
