@@ -2,11 +2,12 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -57,14 +58,14 @@ func jobNVMLSkip(n *state.Node, cfg *Config) (Result, bool) {
 // resolve.
 type taskGPUs struct {
 	visible      []*state.GPU
-	resolved     []slurm.Resolved
+	resolved     []slurmstate.Resolved
 	unverifiable int
 }
 
-func idents(n *state.Node) []slurm.GPUIdent {
-	out := make([]slurm.GPUIdent, len(n.NVML.GPUs))
+func idents(n *state.Node) []slurmstate.GPUIdent {
+	out := make([]slurmstate.GPUIdent, len(n.NVML.GPUs))
 	for i, g := range n.NVML.GPUs {
-		out[i] = slurm.GPUIdent{Index: g.Index, UUID: g.UUID}
+		out[i] = slurmstate.GPUIdent{Index: g.Index, UUID: g.UUID}
 		for _, m := range g.MIGDevices {
 			out[i].MIGUUIDs = append(out[i].MIGUUIDs, m.UUID)
 		}
@@ -121,7 +122,7 @@ func listOr(l []int) string {
 	if len(l) == 0 {
 		return "none"
 	}
-	return slurm.FormatIntList(l)
+	return cpulist.Format(l)
 }
 
 // deviceMode tells whether a device cgroup confines this task (Slurm's
@@ -129,7 +130,7 @@ func listOr(l []int) string {
 // CUDA_VISIBLE_DEVICES is renumbered from 0; otherwise indexes are global.
 // The open() probe of the device files is the strongest evidence, the
 // cgroup's devices.list next, the configuration last.
-func deviceMode(s *slurm.State) (constrained bool, how string) {
+func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 	okFiles := 0
 	for _, d := range s.Devices {
 		if d.Access == "denied" && strings.Contains(d.Error, "cgroup") {
@@ -161,7 +162,7 @@ func deviceMode(s *slurm.State) (constrained bool, how string) {
 func gpuCPUs(n *state.Node, g *state.GPU) ([]int, string) {
 	if n.Topology != nil {
 		if tg := n.Topology.GPU(g.PCIBusID); tg != nil && tg.LocalCPUs != "" {
-			if cpus, err := slurm.ParseIntList(tg.LocalCPUs); err == nil && len(cpus) > 0 {
+			if cpus, err := cpulist.Parse(tg.LocalCPUs); err == nil && len(cpus) > 0 {
 				return cpus, "topology local_cpulist"
 			}
 		}
@@ -174,7 +175,7 @@ func gpuCPUs(n *state.Node, g *state.GPU) ([]int, string) {
 		}
 	}
 	if g.CPUAffinity != "" {
-		if cpus, err := slurm.ParseIntList(g.CPUAffinity); err == nil && len(cpus) > 0 {
+		if cpus, err := cpulist.Parse(g.CPUAffinity); err == nil && len(cpus) > 0 {
 			return cpus, "NVML CPU affinity"
 		}
 	}

@@ -2,8 +2,8 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/cpulist"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -33,25 +33,25 @@ func checkNUMAAffinity(n *state.Node, cfg *Config) Result {
 		judged++
 		src = from
 		union = append(union, cpus...)
-		if len(t.visible) > 1 && len(slurm.Intersect(task, cpus)) == 0 {
-			v.add(Warn, g, fixNUMA, fmt.Sprintf("on %s (CPUs %s); this task has no CPU there", numaName(g), slurm.FormatIntList(cpus)))
+		if len(t.visible) > 1 && len(cpulist.Intersect(task, cpus)) == 0 {
+			v.add(Warn, g, fixNUMA, fmt.Sprintf("on %s (CPUs %s); this task has no CPU there", numaName(g), cpulist.Format(cpus)))
 		}
 	}
 	if judged == 0 {
 		return v.result("")
 	}
-	near := slurm.Intersect(task, union)
-	far := slurm.Subtract(task, union)
+	near := cpulist.Intersect(task, union)
+	far := cpulist.Subtract(task, union)
 	gpus := listOr(indexes(t.visible))
 	switch {
 	case len(near) == 0:
 		v.add(Fail, nil, fixNUMA, fmt.Sprintf("all of the task's CPUs (%s) are on another NUMA node than GPU %s (local CPUs %s): every transfer crosses the socket link",
-			slurm.FormatIntList(task), gpus, slurm.FormatIntList(union)))
+			cpulist.Format(task), gpus, cpulist.Format(union)))
 	case len(far) > 0:
 		v.add(Warn, nil, fixNUMA, fmt.Sprintf("%d of the task's %d CPUs (%s) are not local to GPU %s (local CPUs %s)",
-			len(far), len(task), slurm.FormatIntList(far), gpus, slurm.FormatIntList(union)))
+			len(far), len(task), cpulist.Format(far), gpus, cpulist.Format(union)))
 	}
-	return v.result(fmt.Sprintf("task CPUs %s are local to GPU %s (%s)", slurm.FormatIntList(task), gpus, src))
+	return v.result(fmt.Sprintf("task CPUs %s are local to GPU %s (%s)", cpulist.Format(task), gpus, src))
 }
 
 func checkCPUsPerGPU(n *state.Node, cfg *Config) Result {

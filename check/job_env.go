@@ -2,10 +2,10 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"strconv"
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -18,7 +18,7 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 	if len(t.visible) == 0 {
 		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
 	}
-	owners := map[uint32]slurm.Process{}
+	owners := map[uint32]slurmstate.Process{}
 	for _, p := range n.Slurm.Processes {
 		owners[p.PID] = p
 	}
@@ -94,7 +94,7 @@ func checkMasterAddr(n *state.Node, cfg *Config) Result {
 			v.add(Fail, nil, "set MASTER_PORT to a free port number (1024-65535)", fmt.Sprintf("MASTER_PORT=%q is not a port number", env.MasterPort))
 		}
 	}
-	hosts, err := slurm.ExpandHostlist(env.JobNodelist)
+	hosts, err := slurmstate.ExpandHostlist(env.JobNodelist)
 	if err != nil {
 		v.add(Error, nil, "", "SLURM_JOB_NODELIST: "+err.Error())
 		return v.result("")

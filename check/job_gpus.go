@@ -2,9 +2,10 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -67,7 +68,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		missingAllocated(&v, n, env, len(visible) < len(alloc), fmt.Sprintf("%d of the %d allocated GPUs", len(visible), len(alloc)))
 	default:
 		// Global indexes: the visible set must be the allocated one.
-		extra := slurm.Subtract(visible, alloc)
+		extra := cpulist.Subtract(visible, alloc)
 		for _, i := range extra {
 			v.add(Fail, gpuByIndex(n, i), fixBinding,
 				fmt.Sprintf("visible to this task but not allocated to it (%s=%s)", from, listOr(alloc)))
@@ -82,7 +83,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 					fmt.Sprintf("Slurm allocated GPU %d (%s), NVML sees only %d GPUs", i, from, nvmlCount))
 			}
 		}
-		missing := slurm.Subtract(alloc, visible)
+		missing := cpulist.Subtract(alloc, visible)
 		missingAllocated(&v, n, env, len(missing) > 0, "GPU(s) "+listOr(missing)+" of the allocated "+listOr(alloc))
 	}
 
@@ -96,7 +97,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 
 	pass := fmt.Sprintf("sees GPU %s", listOr(visible))
 	if alloc != nil {
-		pass += fmt.Sprintf(", as allocated (%s=%s)", from, slurm.FormatIntList(alloc))
+		pass += fmt.Sprintf(", as allocated (%s=%s)", from, cpulist.Format(alloc))
 	} else if env.GPUsOnNode != nil {
 		pass += fmt.Sprintf(", %d allocated (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
 	} else {
@@ -114,7 +115,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 
 // missingAllocated judges allocated GPUs this task does not see: normal with
 // per-task binding in a multi-task step, suspicious otherwise.
-func missingAllocated(v *verdict, n *state.Node, env *slurm.Env, missing bool, what string) {
+func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bool, what string) {
 	if !missing {
 		return
 	}
@@ -199,7 +200,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 // nestedMPI tells an mpirun started inside each srun task (its ranks'
 // numbering restarts per task) from Open MPI ranks srun launched directly
 // (they are the tasks: the numbers agree).
-func nestedMPI(e *slurm.Env) bool {
+func nestedMPI(e *slurmstate.Env) bool {
 	if e.OMPIRank != nil && e.ProcID != nil && *e.OMPIRank != *e.ProcID {
 		return true
 	}

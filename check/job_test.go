@@ -2,10 +2,11 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"strings"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -26,14 +27,14 @@ func jobNode(env []string, mut func(n *state.Node)) *state.Node {
 		})
 	}
 	n.NVML.DeviceCount = 8
-	e := slurm.ParseEnv(env)
+	e := slurmstate.ParseEnv(env)
 	in, why := e.InJobStep()
-	cpus, _ := slurm.ParseIntList("0-7")
-	n.Slurm = &slurm.State{NodeName: "gpu001", NodeNameFrom: "SLURMD_NODENAME", InJob: in, JobReason: why, Env: e,
-		Task: &slurm.Task{PID: 4242, UID: 1000, User: "alice", CPUs: cpus},
-		Host: &slurm.Host{IBDevices: []string{"mlx5_0", "mlx5_1"}, NetInterfaces: []string{"lo", "eth0", "ib0"}}}
+	cpus, _ := cpulist.Parse("0-7")
+	n.Slurm = &slurmstate.State{NodeName: "gpu001", NodeNameFrom: "SLURMD_NODENAME", InJob: in, JobReason: why, Env: e,
+		Task: &slurmstate.Task{PID: 4242, UID: 1000, User: "alice", CPUs: cpus},
+		Host: &slurmstate.Host{IBDevices: []string{"mlx5_0", "mlx5_1"}, NetInterfaces: []string{"lo", "eth0", "ib0"}}}
 	for i := 0; i < 8; i++ {
-		n.Slurm.Devices = append(n.Slurm.Devices, slurm.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i, Access: "ok"})
+		n.Slurm.Devices = append(n.Slurm.Devices, slurmstate.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i, Access: "ok"})
 	}
 	if mut != nil {
 		mut(n)
@@ -154,7 +155,7 @@ func TestGPUSharing(t *testing.T) {
 
 func TestNUMAAffinity(t *testing.T) {
 	cpus := func(list string) func(n *state.Node) {
-		return func(n *state.Node) { n.Slurm.Task.CPUs, _ = slurm.ParseIntList(list) }
+		return func(n *state.Node) { n.Slurm.Task.CPUs, _ = cpulist.Parse(list) }
 	}
 	runCases(t, checkNUMAAffinity, []checkCase{
 		{name: "near", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), cpus("0-15")), status: Pass, summary: "task CPUs 0-15 are local to GPU 0,1 (NVML CPU affinity)"},
@@ -163,7 +164,7 @@ func TestNUMAAffinity(t *testing.T) {
 		{name: "GPUs on both sockets, CPUs on one", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=3,4"), cpus("0-7")), status: Warn, summary: "GPU 4", devices: []int{4}},
 		{name: "sysfs beats NVML's cpuset-narrowed answer", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), func(n *state.Node) {
 			n.NVML.GPUs[0].CPUAffinity = "0-7" // narrowed to the task's cpuset
-			n.Slurm.GPUCPUs = []slurm.GPUCPUs{{PCIBusID: n.NVML.GPUs[0].PCIBusID, CPUs: []int{100, 101}}}
+			n.Slurm.GPUCPUs = []slurmstate.GPUCPUs{{PCIBusID: n.NVML.GPUs[0].PCIBusID, CPUs: []int{100, 101}}}
 		}), status: Fail, summary: "local CPUs 100,101"},
 		{name: "unknown locality", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), func(n *state.Node) { n.NVML.GPUs[0].CPUAffinity = "" }), status: Skip, summary: "NUMA locality unknown"},
 		{name: "no mask", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), func(n *state.Node) { n.Slurm.Task = nil }), status: Skip, summary: "CPU mask"},
@@ -182,7 +183,7 @@ func TestCPUsPerGPU(t *testing.T) {
 }
 
 func TestExclusive(t *testing.T) {
-	procs := func(gpu int, ps []state.Process, owners []slurm.Process) func(n *state.Node) {
+	procs := func(gpu int, ps []state.Process, owners []slurmstate.Process) func(n *state.Node) {
 		return func(n *state.Node) {
 			n.NVML.GPUs[gpu].Processes = ps
 			n.Slurm.Processes = owners
@@ -191,18 +192,18 @@ func TestExclusive(t *testing.T) {
 	env := step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_JOB_UID=1000")
 	runCases(t, checkExclusive, []checkCase{
 		{name: "empty", node: jobNode(env, nil), status: Pass, summary: "no other job's processes on GPU 0,1"},
-		{name: "own process", node: jobNode(env, procs(0, []state.Process{{PID: 50, UsedMemoryBytes: 4 << 30}}, []slurm.Process{{PID: 50, JobID: "100", JobFrom: "environ"}})), status: Pass},
-		{name: "another job's process", node: jobNode(env, procs(1, []state.Process{{PID: 77, User: "bob", Command: "python train.py"}}, []slurm.Process{{PID: 77, JobID: "99", JobFrom: "cgroup", UID: ptr(1001)}})),
+		{name: "own process", node: jobNode(env, procs(0, []state.Process{{PID: 50, UsedMemoryBytes: 4 << 30}}, []slurmstate.Process{{PID: 50, JobID: "100", JobFrom: "environ"}})), status: Pass},
+		{name: "another job's process", node: jobNode(env, procs(1, []state.Process{{PID: 77, User: "bob", Command: "python train.py"}}, []slurmstate.Process{{PID: 77, JobID: "99", JobFrom: "cgroup", UID: ptr(1001)}})),
 			status: Fail, summary: "pid 77 (bob, python train.py) belongs to job 99, not this job 100 (from its cgroup)", devices: []int{1}},
-		{name: "someone outside any job", node: jobNode(env, procs(0, []state.Process{{PID: 78, User: "carol"}}, []slurm.Process{{PID: 78, UID: ptr(1002)}})),
+		{name: "someone outside any job", node: jobNode(env, procs(0, []state.Process{{PID: 78, User: "carol"}}, []slurmstate.Process{{PID: 78, UID: ptr(1002)}})),
 			status: Fail, summary: "pid 78 (carol) is not part of job 100", devices: []int{0}},
-		{name: "own user, no job", node: jobNode(env, procs(0, []state.Process{{PID: 79, User: "alice"}}, []slurm.Process{{PID: 79, UID: ptr(1000)}})),
+		{name: "own user, no job", node: jobNode(env, procs(0, []state.Process{{PID: 79, User: "alice"}}, []slurmstate.Process{{PID: 79, UID: ptr(1000)}})),
 			status: Warn, summary: "could not be tied to job 100", devices: []int{0}},
 		{name: "simulated: no owner lookup", node: jobNode(env, procs(0, []state.Process{{PID: 424242, User: "mallory"}}, nil)), status: Fail, summary: "mallory", devices: []int{0}},
 		{name: "memory without a process", node: jobNode(env, func(n *state.Node) { n.NVML.GPUs[1].Memory.UsedBytes = 10 << 30 }),
 			status: Warn, summary: "10240 MiB of memory already in use", devices: []int{1}},
-		{name: "gone in between", node: jobNode(env, procs(0, []state.Process{{PID: 80}}, []slurm.Process{{PID: 80, Gone: true}})), status: Pass},
-		{name: "other GPUs do not count", node: jobNode(env, procs(5, []state.Process{{PID: 81, User: "bob"}}, []slurm.Process{{PID: 81, JobID: "99"}})), status: Pass},
+		{name: "gone in between", node: jobNode(env, procs(0, []state.Process{{PID: 80}}, []slurmstate.Process{{PID: 80, Gone: true}})), status: Pass},
+		{name: "other GPUs do not count", node: jobNode(env, procs(5, []state.Process{{PID: 81, User: "bob"}}, []slurmstate.Process{{PID: 81, JobID: "99"}})), status: Pass},
 		{name: "process list unavailable", node: jobNode(env, func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].ProcessesKnown = false
@@ -258,7 +259,7 @@ func TestNCCLEnv(t *testing.T) {
 func TestCUDACompat(t *testing.T) {
 	rt := func(v string) func(n *state.Node) {
 		return func(n *state.Node) {
-			n.Slurm.Host.CUDARuntime = &slurm.CUDARuntime{Version: v, From: "/opt/cuda/lib64/libcudart.so." + v}
+			n.Slurm.Host.CUDARuntime = &slurmstate.CUDARuntime{Version: v, From: "/opt/cuda/lib64/libcudart.so." + v}
 		}
 	}
 	old := func(n *state.Node) { n.NVML.CUDADriverVersion, n.NVML.DriverVersion = "11.4", "470.82.01" }

@@ -2,10 +2,11 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"strconv"
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -16,7 +17,7 @@ func init() {
 
 const fixGresOrder = "list File= in NVML index order (nvidia-smi --query-gpu=index,pci.bus_id; /proc/driver/nvidia/gpus/*/information gives each Device Minor), or use AutoDetect=nvml"
 
-func slurmConfSkip(n *state.Node) (*slurm.Conf, Result, bool) {
+func slurmConfSkip(n *state.Node) (*slurmstate.Conf, Result, bool) {
 	if n.Slurm == nil || n.Slurm.Conf == nil {
 		return nil, Result{Status: Skip, Summary: "Slurm configuration not collected"}, true
 	}
@@ -49,7 +50,7 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 			mig = mig || g.MIG != nil && g.MIG.Current
 		}
 	}
-	var recs []slurm.GresRecord
+	var recs []slurmstate.GresRecord
 	if c.GresConf != nil {
 		recs = c.GresConf.ForNode(node, "gpu")
 	}
@@ -60,7 +61,7 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	if (hasGres || len(recs) > 0) && !sc.HasGresType("gpu") {
 		v.add(Fail, nil, "add GresTypes=gpu to slurm.conf", "GPUs are declared but slurm.conf GresTypes= does not list gpu: slurmctld rejects every GPU request")
 	}
-	for _, p := range slurm.LintGresSpec(nl.Where, nl.GresSpec) {
+	for _, p := range LintGresSpec(nl.Where, nl.GresSpec) {
 		v.add(Fail, nil, "give every gpu item of Gres= a type, or none", p.String())
 	}
 	switch {
@@ -88,11 +89,11 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	for _, e := range g.Errors {
 		v.add(Fail, nil, "fix gres.conf: slurmd rejects the line", e.Error())
 	}
-	for _, p := range g.Lint(node, "gpu") {
+	for _, p := range LintGres(g, node, "gpu") {
 		v.add(Fail, nil, "fix gres.conf (see gres.conf(5))", p.String())
 	}
 	ad, adWhere := g.AutoDetectFor(node)
-	devs := slurm.Devices(recs)
+	devs := slurmstate.Devices(recs)
 	mode := "AutoDetect=" + orNA(ad)
 	switch ad {
 	case "nvml", "nvidia":
@@ -129,8 +130,8 @@ func gresResult(v *verdict, detail string) Result {
 
 // checkGresDevices compares explicit File= devices with NVML: the count,
 // the device minor in NVML index order, Type= and Cores=.
-func checkGresDevices(v *verdict, n *state.Node, nl slurm.NodeLine, devs []slurm.GresDevice, ad string, mig bool) {
-	files := map[string]slurm.DeviceFile{}
+func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []slurmstate.GresDevice, ad string, mig bool) {
+	files := map[string]slurmstate.DeviceFile{}
 	for _, d := range n.Slurm.Devices {
 		files[d.Path] = d
 	}
@@ -177,7 +178,7 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurm.NodeLine, devs []slurm
 
 // deviceMinor is the minor number of a device file: from stat when the
 // collector saw it, else from a /dev/nvidiaN name.
-func deviceMinor(path string, files map[string]slurm.DeviceFile) (int, bool) {
+func deviceMinor(path string, files map[string]slurmstate.DeviceFile) (int, bool) {
 	if f, ok := files[path]; ok && f.Exist && f.Char {
 		return f.Minor, true
 	}
@@ -189,7 +190,7 @@ func deviceMinor(path string, files map[string]slurm.DeviceFile) (int, bool) {
 	return 0, false
 }
 
-func checkGresCores(v *verdict, n *state.Node, nl slurm.NodeLine, g *state.GPU, d slurm.GresDevice) {
+func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.GPU, d slurmstate.GresDevice) {
 	if nl.CPUs > 0 && d.Cores[len(d.Cores)-1] >= nl.CPUs {
 		v.add(Fail, g, "keep Cores= within the node's CPUs", fmt.Sprintf("%s=%s (%s) names CPUs beyond the node's %d", d.CoresKey, d.CoresRaw, d.Where, nl.CPUs))
 		return
@@ -199,11 +200,11 @@ func checkGresCores(v *verdict, n *state.Node, nl slurm.NodeLine, g *state.GPU, 
 		return
 	}
 	fix := "set Cores= to the GPU's NUMA-local cores (nvidia-smi topo -m, CPU Affinity), or use AutoDetect=nvml"
-	switch in := slurm.Intersect(d.Cores, local); {
+	switch in := cpulist.Intersect(d.Cores, local); {
 	case len(in) == 0:
-		v.add(Fail, g, fix, fmt.Sprintf("%s=%s (%s), but the GPU's NUMA node has CPUs %s: jobs get cores on the far socket", d.CoresKey, d.CoresRaw, d.Where, slurm.FormatIntList(local)))
+		v.add(Fail, g, fix, fmt.Sprintf("%s=%s (%s), but the GPU's NUMA node has CPUs %s: jobs get cores on the far socket", d.CoresKey, d.CoresRaw, d.Where, cpulist.Format(local)))
 	case len(in) < len(d.Cores):
-		v.add(Warn, g, fix, fmt.Sprintf("%s=%s (%s) reaches beyond the GPU's NUMA CPUs %s", d.CoresKey, d.CoresRaw, d.Where, slurm.FormatIntList(local)))
+		v.add(Warn, g, fix, fmt.Sprintf("%s=%s (%s) reaches beyond the GPU's NUMA CPUs %s", d.CoresKey, d.CoresRaw, d.Where, cpulist.Format(local)))
 	}
 }
 

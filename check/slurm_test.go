@@ -2,13 +2,13 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -59,17 +59,17 @@ func gresNode(name string, gpus int, model string, numa []string, cf confs, mut 
 		}
 		n.NVML.GPUs = append(n.NVML.GPUs, g)
 	}
-	c := &slurm.Conf{SlurmConfPath: "/etc/slurm/slurm.conf", GresConfPath: "/etc/slurm/gres.conf"}
+	c := &slurmstate.Conf{SlurmConfPath: "/etc/slurm/slurm.conf", GresConfPath: "/etc/slurm/gres.conf"}
 	if cf.slurm != "" {
-		c.SlurmConf = slurm.ParseSlurmConfData("/etc/slurm/slurm.conf", []byte(cf.slurm))
+		c.SlurmConf = slurmstate.ParseSlurmConfData("/etc/slurm/slurm.conf", []byte(cf.slurm))
 	}
 	if cf.gres != "" {
-		c.GresConf = slurm.ParseGresConfData("/etc/slurm/gres.conf", []byte(cf.gres))
+		c.GresConf = slurmstate.ParseGresConfData("/etc/slurm/gres.conf", []byte(cf.gres))
 	}
 	if cf.cgroup != "" {
-		c.CgroupConf = slurm.ParseCgroupConfData("/etc/slurm/cgroup.conf", []byte(cf.cgroup))
+		c.CgroupConf = slurmstate.ParseCgroupConfData("/etc/slurm/cgroup.conf", []byte(cf.cgroup))
 	}
-	n.Slurm = &slurm.State{NodeName: name, NodeNameFrom: "SLURMD_NODENAME", Conf: c}
+	n.Slurm = &slurmstate.State{NodeName: name, NodeNameFrom: "SLURMD_NODENAME", Conf: c}
 	if mut != nil {
 		mut(n)
 	}
@@ -85,10 +85,10 @@ func TestSlurmGres(t *testing.T) {
 	const hgxSlurm = "GresTypes=gpu\nNodeName=gpu[001-004] Gres=gpu:8 CPUs=224\n"
 	const h100 = "NVIDIA H100 80GB HBM3"
 	swapMinors := func(n *state.Node) { n.NVML.GPUs[0].Minor, n.NVML.GPUs[2].Minor = ptr(2), ptr(0) } // Princeton's A100 node
-	devFiles := func(mod func(d *slurm.DeviceFile)) func(n *state.Node) {
+	devFiles := func(mod func(d *slurmstate.DeviceFile)) func(n *state.Node) {
 		return func(n *state.Node) {
 			for i := 0; i < 8; i++ {
-				d := slurm.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i}
+				d := slurmstate.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i}
 				if i == 3 {
 					mod(&d)
 				}
@@ -168,11 +168,11 @@ func TestSlurmGres(t *testing.T) {
 		{name: "Cores on the right socket", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-3] Cores=0-55\nName=gpu File=/dev/nvidia[4-7] Cores=56-111\n"}, nil), status: Pass},
 		{name: "Cores straddling sockets", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7] Cores=0-111\n"}, nil),
 			status: Warn, summary: "reaches beyond the GPU's NUMA CPUs", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
-		{name: "regular file as device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurm.DeviceFile) { d.Char = false })),
+		{name: "regular file as device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurmstate.DeviceFile) { d.Char = false })),
 			status: Fail, summary: "File=/dev/nvidia3 is not a character device"},
-		{name: "missing device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurm.DeviceFile) { d.Exist = false })),
+		{name: "missing device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurmstate.DeviceFile) { d.Exist = false })),
 			status: Fail, summary: "File=/dev/nvidia3 does not exist"},
-		{name: "stat'ed minor beats the name", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurm.DeviceFile) { d.Minor = 9 })),
+		{name: "stat'ed minor beats the name", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurmstate.DeviceFile) { d.Minor = 9 })),
 			status: Fail, summary: "is device minor 9, but this GPU is minor 3", devices: []int{3}},
 		{name: "duplicate file", node: gresNode("gpu002", 2, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:2\n", gres: "Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia0\n"}, nil),
 			status: Fail, summary: "duplicate device file /dev/nvidia0", devices: []int{1}},

@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,9 +53,9 @@ func collectSlurm(ctx context.Context, n *state.Node, o Options) state.Source {
 // gatherSlurm reads the environment at once (it is memory), then does the
 // file and name lookups in a goroutine bounded by ctx: a hung NFS slurm.conf
 // or NSS lookup must cost a partial state, never the run's deadline.
-func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string, h slurmHost) *slurm.State {
-	env := slurm.ParseEnv(environ)
-	st := &slurm.State{Env: env}
+func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string, h slurmHost) *slurmstate.State {
+	env := slurmstate.ParseEnv(environ)
+	st := &slurmstate.State{Env: env}
 	st.NodeName, st.NodeNameFrom = env.NodeName, "SLURMD_NODENAME"
 	if st.NodeName == "" {
 		host, err := h.hostname()
@@ -78,12 +79,12 @@ func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string
 	}
 
 	type result struct {
-		conf  *slurm.Conf
-		devs  []slurm.DeviceFile
-		cpus  []slurm.GPUCPUs
-		procs []slurm.Process
-		task  *slurm.Task
-		host  *slurm.Host
+		conf  *slurmstate.Conf
+		devs  []slurmstate.DeviceFile
+		cpus  []slurmstate.GPUCPUs
+		procs []slurmstate.Process
+		task  *slurmstate.Task
+		host  *slurmstate.Host
 		errs  []string
 	}
 	done := make(chan result, 1)
@@ -130,7 +131,7 @@ const configlessConf = "/run/slurm/conf/slurm.conf"
 
 // readSlurmConf reads slurm.conf and, beside it (as Slurm looks for them),
 // gres.conf, cgroup.conf and topology.conf/topology.yaml.
-func readSlurmConf(path string, h slurmHost) *slurm.Conf {
+func readSlurmConf(path string, h slurmHost) *slurmstate.Conf {
 	exists := func(p string) bool { _, err := h.readFile(p); return err == nil }
 	if path == "" {
 		path = "/etc/slurm/slurm.conf"
@@ -138,7 +139,7 @@ func readSlurmConf(path string, h slurmHost) *slurm.Conf {
 			path = configlessConf
 		}
 	}
-	c := &slurm.Conf{SlurmConfPath: path}
+	c := &slurmstate.Conf{SlurmConfPath: path}
 	if !exists(path) {
 		c.Missing = append(c.Missing, path)
 		return c

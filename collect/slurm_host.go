@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"net"
 	"os"
 	"os/user"
@@ -16,7 +18,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -99,7 +100,7 @@ var errTimeout = errors.New("timed out")
 // gpuDeviceFiles lists the GPU device files Slurm's gres.conf names for this
 // node and those the driver created, with whether this task may open them.
 // The open probe only runs inside a job, where it tells a device cgroup.
-func gpuDeviceFiles(ctx context.Context, st *slurm.State, conf *slurm.Conf, h slurmHost, real bool) []slurm.DeviceFile {
+func gpuDeviceFiles(ctx context.Context, st *slurmstate.State, conf *slurmstate.Conf, h slurmHost, real bool) []slurmstate.DeviceFile {
 	var paths []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -109,7 +110,7 @@ func gpuDeviceFiles(ctx context.Context, st *slurm.State, conf *slurm.Conf, h sl
 		}
 	}
 	if conf != nil && conf.GresConf != nil {
-		for _, d := range slurm.Devices(conf.GresConf.ForNode(st.NodeName, "gpu")) {
+		for _, d := range slurmstate.Devices(conf.GresConf.ForNode(st.NodeName, "gpu")) {
 			add(d.File)
 		}
 	}
@@ -120,12 +121,12 @@ func gpuDeviceFiles(ctx context.Context, st *slurm.State, conf *slurm.Conf, h sl
 			add(p)
 		}
 	}
-	var out []slurm.DeviceFile
+	var out []slurmstate.DeviceFile
 	for _, p := range paths {
 		if ctx.Err() != nil {
 			break
 		}
-		d := slurm.DeviceFile{Path: p, Access: "absent"}
+		d := slurmstate.DeviceFile{Path: p, Access: "absent"}
 		var sb unix.Stat_t
 		if err := unix.Stat(p, &sb); err != nil {
 			if !errors.Is(err, unix.ENOENT) {
@@ -171,11 +172,11 @@ func devNum(p string) int {
 // gpuLocalCPUs reads each GPU's local_cpulist and numa_node from sysfs. NVML's
 // CPU affinity is narrowed to the caller's cpuset inside a job step; sysfs
 // is not, so it shows the far socket a misbound task is on.
-func gpuLocalCPUs(n *state.Node, h slurmHost) []slurm.GPUCPUs {
+func gpuLocalCPUs(n *state.Node, h slurmHost) []slurmstate.GPUCPUs {
 	if n.NVML == nil {
 		return nil
 	}
-	var out []slurm.GPUCPUs
+	var out []slurmstate.GPUCPUs
 	for _, g := range n.NVML.GPUs {
 		bdf := sysfsBDF(g.PCIBusID)
 		if bdf == "" {
@@ -186,8 +187,8 @@ func gpuLocalCPUs(n *state.Node, h slurmHost) []slurm.GPUCPUs {
 		if err != nil {
 			continue
 		}
-		c := slurm.GPUCPUs{PCIBusID: g.PCIBusID}
-		c.CPUs, _ = slurm.ParseIntList(strings.TrimSpace(string(data)))
+		c := slurmstate.GPUCPUs{PCIBusID: g.PCIBusID}
+		c.CPUs, _ = cpulist.Parse(strings.TrimSpace(string(data)))
 		if nd, err := h.readFile(filepath.Join(dir, "numa_node")); err == nil {
 			if v, err := strconv.Atoi(strings.TrimSpace(string(nd))); err == nil && v >= 0 {
 				c.NUMANode = &v
@@ -212,14 +213,14 @@ var cgroupJobRe = regexp.MustCompile(`/job_([0-9]+)(?:/|$)`)
 // gpuProcesses finds the Slurm job of every process on a GPU: from its
 // environment when readable (root, or our own), else from its cgroup path,
 // which anyone may read.
-func gpuProcesses(n *state.Node, h slurmHost) []slurm.Process {
+func gpuProcesses(n *state.Node, h slurmHost) []slurmstate.Process {
 	if n.NVML == nil {
 		return nil
 	}
-	var out []slurm.Process
+	var out []slurmstate.Process
 	for _, g := range n.NVML.GPUs {
 		for _, p := range g.Processes {
-			sp := slurm.Process{GPU: g.Index, PID: p.PID, UsedMemoryBytes: p.UsedMemoryBytes, User: p.User, Command: p.Command}
+			sp := slurmstate.Process{GPU: g.Index, PID: p.PID, UsedMemoryBytes: p.UsedMemoryBytes, User: p.User, Command: p.Command}
 			dir := filepath.Join(h.proc, strconv.Itoa(int(p.PID)))
 			status, err := h.readFile(filepath.Join(dir, "status"))
 			if err != nil {
@@ -264,9 +265,9 @@ func statusUID(status string) (int, bool) {
 }
 
 // readTask reads this process's CPU mask and cgroup.
-func readTask(ctx context.Context, h slurmHost) (*slurm.Task, []string) {
+func readTask(ctx context.Context, h slurmHost) (*slurmstate.Task, []string) {
 	var errs []string
-	t := &slurm.Task{PID: h.pid(), UID: h.uid()}
+	t := &slurmstate.Task{PID: h.pid(), UID: h.uid()}
 	if name, err := withTimeout(h.timeout, func() (string, error) { return h.lookupID(strconv.Itoa(t.UID)) }); err == nil {
 		t.User = name
 	}
@@ -318,12 +319,12 @@ func hasController(list, c string) bool {
 // readJobHost gathers what the job checks need beyond the GPUs: the HCAs
 // and interfaces NCCL variables name, the master's address, the CUDA
 // runtime the job would load.
-func readJobHost(ctx context.Context, env *slurm.Env, h slurmHost) *slurm.Host {
-	host := &slurm.Host{IBDevices: listDir(filepath.Join(h.sys, "class", "infiniband")),
+func readJobHost(ctx context.Context, env *slurmstate.Env, h slurmHost) *slurmstate.Host {
+	host := &slurmstate.Host{IBDevices: listDir(filepath.Join(h.sys, "class", "infiniband")),
 		NetInterfaces: listDir(filepath.Join(h.sys, "class", "net"))}
 	if env.MasterAddr != "" {
 		names := []string{env.MasterAddr}
-		if hosts, err := slurm.ExpandHostlist(env.JobNodelist); err == nil && len(hosts) > 0 && hosts[0] != env.MasterAddr {
+		if hosts, err := slurmstate.ExpandHostlist(env.JobNodelist); err == nil && len(hosts) > 0 && hosts[0] != env.MasterAddr {
 			names = append(names, hosts[0])
 		}
 		host.Resolved = map[string][]string{}
@@ -365,9 +366,9 @@ var cudartRe = regexp.MustCompile(`^libcudart\.so\.(\d+)(?:\.(\d+))?`)
 // findCUDARuntime names the CUDA runtime a job would load: CUDA_VERSION
 // (set by NVIDIA's containers), else $CUDA_HOME/version.json or version.txt,
 // else the highest libcudart.so.N[.M] on LD_LIBRARY_PATH or under CUDA_HOME.
-func findCUDARuntime(env *slurm.Env, h slurmHost) *slurm.CUDARuntime {
+func findCUDARuntime(env *slurmstate.Env, h slurmHost) *slurmstate.CUDARuntime {
 	if env.CUDAVersion != "" {
-		return &slurm.CUDARuntime{Version: env.CUDAVersion, From: "CUDA_VERSION"}
+		return &slurmstate.CUDARuntime{Version: env.CUDAVersion, From: "CUDA_VERSION"}
 	}
 	if env.CUDAHome != "" {
 		if data, err := h.readFile(filepath.Join(env.CUDAHome, "version.json")); err == nil {
@@ -377,12 +378,12 @@ func findCUDARuntime(env *slurm.Env, h slurmHost) *slurm.CUDARuntime {
 				} `json:"cuda"`
 			}
 			if json.Unmarshal(data, &v) == nil && v.CUDA.Version != "" {
-				return &slurm.CUDARuntime{Version: v.CUDA.Version, From: filepath.Join(env.CUDAHome, "version.json")}
+				return &slurmstate.CUDARuntime{Version: v.CUDA.Version, From: filepath.Join(env.CUDAHome, "version.json")}
 			}
 		}
 		if data, err := h.readFile(filepath.Join(env.CUDAHome, "version.txt")); err == nil {
 			if f := strings.Fields(string(data)); len(f) >= 3 && f[0] == "CUDA" {
-				return &slurm.CUDARuntime{Version: f[2], From: filepath.Join(env.CUDAHome, "version.txt")}
+				return &slurmstate.CUDARuntime{Version: f[2], From: filepath.Join(env.CUDAHome, "version.txt")}
 			}
 		}
 	}
@@ -395,7 +396,7 @@ func findCUDARuntime(env *slurm.Env, h slurmHost) *slurm.CUDARuntime {
 	if env.CUDAHome != "" {
 		dirs = append(dirs, filepath.Join(env.CUDAHome, "lib64"), filepath.Join(env.CUDAHome, "lib"))
 	}
-	var best *slurm.CUDARuntime
+	var best *slurmstate.CUDARuntime
 	bestMaj, bestMin := -1, -1
 	for _, d := range dirs {
 		for _, name := range listDir(d) {
@@ -414,7 +415,7 @@ func findCUDARuntime(env *slurm.Env, h slurmHost) *slurm.CUDARuntime {
 				if m[2] != "" {
 					v += "." + m[2]
 				}
-				best = &slurm.CUDARuntime{Version: v, From: filepath.Join(d, name)}
+				best = &slurmstate.CUDARuntime{Version: v, From: filepath.Join(d, name)}
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package collect
 import (
 	"context"
 	"errors"
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuprobe/gpuprobe/simulate"
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -119,10 +120,10 @@ func TestGatherSlurmInAJob(t *testing.T) {
 	if task.PID != 4242 || task.User != "alice" || task.CgroupJobID != "42" || !reflect.DeepEqual(task.DeviceRules, []string{"c 195:0 rwm", "c 195:255 rwm"}) || len(task.CPUs) != 4 {
 		t.Errorf("task %+v", task)
 	}
-	if len(st.GPUCPUs) != 1 || slurm.FormatIntList(st.GPUCPUs[0].CPUs) != "0-55,112-167" || *st.GPUCPUs[0].NUMANode != 0 {
+	if len(st.GPUCPUs) != 1 || cpulist.Format(st.GPUCPUs[0].CPUs) != "0-55,112-167" || *st.GPUCPUs[0].NUMANode != 0 {
 		t.Errorf("gpu cpus %+v", st.GPUCPUs)
 	}
-	got := map[uint32]slurm.Process{}
+	got := map[uint32]slurmstate.Process{}
 	for _, p := range st.Processes {
 		got[p.PID] = p
 	}
@@ -213,7 +214,7 @@ func TestFindCUDARuntime(t *testing.T) {
 		"LD_LIBRARY_PATH=/nonexistent:" + root + "/c/lib64": "11.0",
 		"PATH=/bin": "",
 	} {
-		got := findCUDARuntime(slurm.ParseEnv([]string{env}), h)
+		got := findCUDARuntime(slurmstate.ParseEnv([]string{env}), h)
 		if want == "" && got != nil || want != "" && (got == nil || got.Version != want) {
 			t.Errorf("%s: %+v, want %s", env, got, want)
 		}

@@ -81,8 +81,8 @@ func number(s, all string) (int, error) {
 	return n, nil
 }
 
-// Format writes numbers in the kernel's compact form ("0-3,8"). The input
-// need not be sorted or distinct.
+// Format writes numbers in the compact list form ("0-3,8"; a pair as "0,1").
+// The input need not be sorted or distinct.
 func Format(list []int) string {
 	l := slices.Clone(list)
 	slices.Sort(l)
@@ -97,8 +97,13 @@ func Format(list []int) string {
 			sb.WriteByte(',')
 		}
 		sb.WriteString(strconv.Itoa(l[i]))
-		if j > i {
+		switch {
+		case j > i+1:
 			sb.WriteByte('-')
+			sb.WriteString(strconv.Itoa(l[j]))
+		case j == i+1:
+			// Two in a row read better as "0,1" (GPU lists are short).
+			sb.WriteByte(',')
 			sb.WriteString(strconv.Itoa(l[j]))
 		}
 		i = j + 1

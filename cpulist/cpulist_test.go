@@ -37,8 +37,8 @@ func TestFormat(t *testing.T) {
 		want string
 	}{
 		{nil, ""},
-		{[]int{0, 1}, "0-1"},
-		{[]int{112, 0, 1, 2, 113, 5}, "0-2,5,112-113"},
+		{[]int{0, 1}, "0,1"},
+		{[]int{112, 0, 1, 2, 113, 5}, "0-2,5,112,113"},
 		{[]int{4, 4, 4}, "4"},
 	} {
 		if got := Format(tc.in); got != tc.want {

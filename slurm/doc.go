@@ -5,6 +5,6 @@
 //
 // Everything here is pure parsing and deciding, with one exception, the
 // scontrol runner. It imports neither NVML nor the node state: the collector
-// fills a State, the checks judge it, and both sides stay testable without a
+// fills a slurmstate.State, the checks judge it, and both sides stay testable without a
 // GPU or a cluster.
 package slurm

@@ -6,6 +6,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 // The fixtures in testdata/gres are real configs, copied verbatim with their
@@ -55,7 +59,7 @@ func lineOf(t *testing.T, text, needle string) int {
 	return 0
 }
 
-func problems(ps []Problem) string {
+func problems(ps []check.GresProblem) string {
 	var s []string
 	for _, p := range ps {
 		s = append(s, p.String())
@@ -66,32 +70,32 @@ func problems(ps []Problem) string {
 func TestRealGresConfigs(t *testing.T) {
 	t.Run("ehb54 tesla3: node line without Gres", func(t *testing.T) {
 		s := sections(t, "ehb54_slurm-gpu_tesla3_no-node-gres.txt")
-		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
 		if len(g.Errors) > 0 || g.AutoDetect != "" {
 			t.Errorf("errors %v autodetect %q (AutoDetect=nvml is commented out)", g.Errors, g.AutoDetect)
 		}
-		if devs := Devices(g.ForNode("localhost", "gpu")); len(devs) != 3 || devs[0].Type != "tesla" {
+		if devs := slurmstate.Devices(g.ForNode("localhost", "gpu")); len(devs) != 3 || devs[0].Type != "tesla" {
 			t.Errorf("devices %+v", devs)
 		}
-		c := ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
 		n, ok := c.Node("localhost")
 		if _, has := n.GPUCount(); !ok || has {
 			t.Errorf("localhost must be declared without Gres=: %+v", n)
 		}
-		if cg := ParseCgroupConfData("cgroup.conf", []byte(s["cgroup.conf"])); !cg.ConstrainDevices || len(cg.Errors) > 0 {
+		if cg := slurmstate.ParseCgroupConfData("cgroup.conf", []byte(s["cgroup.conf"])); !cg.ConstrainDevices || len(cg.Errors) > 0 {
 			t.Errorf("cgroup %+v", cg)
 		}
 	})
 	t.Run("hkust: node-specific AutoDetect=off on the Name line", func(t *testing.T) {
 		s := sections(t, "hkust_single-node_8gpu_autodetect-off.txt")
-		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
-		if ad, _ := g.AutoDetectFor("bld"); ad != "off" || len(Devices(g.ForNode("bld", "gpu"))) != 8 {
-			t.Errorf("autodetect %q devices %d", ad, len(Devices(g.ForNode("bld", "gpu"))))
+		g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		if ad, _ := g.AutoDetectFor("bld"); ad != "off" || len(slurmstate.Devices(g.ForNode("bld", "gpu"))) != 8 {
+			t.Errorf("autodetect %q devices %d", ad, len(slurmstate.Devices(g.ForNode("bld", "gpu"))))
 		}
 		if len(g.ForNode("other", "gpu")) != 0 {
 			t.Error("NodeName=bld line applied to another node")
 		}
-		c := ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
 		n, _ := c.Node("bld")
 		if cnt, _ := n.GPUCount(); cnt != 8 || !c.UsesCgroupTasks() {
 			t.Errorf("slurm.conf %+v", c)
@@ -99,26 +103,26 @@ func TestRealGresConfigs(t *testing.T) {
 	})
 	t.Run("lambda: CPUs= alias split per socket", func(t *testing.T) {
 		s := sections(t, "lambda-slurm_8gpu_cpus-per-socket.txt")
-		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
-		devs := Devices(g.ForNode("lambda", "gpu"))
-		if len(devs) != 8 || devs[4].CoresKey != "CPUs" || FormatIntList(devs[4].Cores) != "16-31,48-63" || FormatIntList(devs[0].Cores) != "0-15,32-47" {
+		g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		devs := slurmstate.Devices(g.ForNode("lambda", "gpu"))
+		if len(devs) != 8 || devs[4].CoresKey != "CPUs" || cpulist.Format(devs[4].Cores) != "16-31,48-63" || cpulist.Format(devs[0].Cores) != "0-15,32-47" {
 			t.Errorf("devices %+v", devs)
 		}
-		if p := g.Lint("lambda", "gpu"); len(p) > 0 {
+		if p := check.LintGres(g, "lambda", "gpu"); len(p) > 0 {
 			t.Errorf("clean config linted: %s", problems(p))
 		}
 	})
 	t.Run("mknoxnv: one-line gres.conf against Gres=gpu:8", func(t *testing.T) {
 		s := sections(t, "mknoxnv_ubuntu-slurm_dgx1_gres_and_mismatch.txt")
-		one := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
-		dgx := ParseGresConfData("gres.conf.dgx", []byte(s["gres.conf.dgx"]))
-		c := ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		one := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		dgx := slurmstate.ParseGresConfData("gres.conf.dgx", []byte(s["gres.conf.dgx"]))
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
 		n, _ := c.Node("linux1")
 		cnt, _ := n.GPUCount()
-		if got := len(Devices(one.ForNode("linux1", "gpu"))); got != 1 || cnt != 8 {
+		if got := len(slurmstate.Devices(one.ForNode("linux1", "gpu"))); got != 1 || cnt != 8 {
 			t.Errorf("gres.conf declares %d, slurm.conf %d: the mismatch the fixture shows", got, cnt)
 		}
-		if got := len(Devices(dgx.ForNode("linux1", "gpu"))); got != 8 {
+		if got := len(slurmstate.Devices(dgx.ForNode("linux1", "gpu"))); got != 8 {
 			t.Errorf("gres.conf.dgx declares %d", got)
 		}
 		if n.CPUs != 80 {
@@ -127,7 +131,7 @@ func TestRealGresConfigs(t *testing.T) {
 	})
 	t.Run("shine: slurm.conf only, tabs, several GPU nodes", func(t *testing.T) {
 		s := sections(t, "shine-cluster_slurmconf_only_no_gres.conf.txt")
-		c := ParseSlurmConfData("slurm.conf", []byte(s[""]))
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s[""]))
 		for node, want := range map[string]uint64{"coruscant": 8, "eureka": 10, "tatooine": 4, "hoth": 8} {
 			n, _ := c.Node(node)
 			if got, _ := n.GPUCount(); got != want {
@@ -137,7 +141,7 @@ func TestRealGresConfigs(t *testing.T) {
 		if c.GPUNodes() != 5 || c.TopologyPlugin != "" || len(c.Errors) > 0 {
 			t.Errorf("GPU nodes %d topology %q errors %v", c.GPUNodes(), c.TopologyPlugin, c.Errors)
 		}
-		if cg := ParseCgroupConfData("cgroup.conf", []byte(s["slurm/etc/slurm/cgroup.conf"])); !cg.ConstrainDevices {
+		if cg := slurmstate.ParseCgroupConfData("cgroup.conf", []byte(s["slurm/etc/slurm/cgroup.conf"])); !cg.ConstrainDevices {
 			t.Error("ConstrainDevices=yes not read")
 		}
 	})
@@ -155,12 +159,12 @@ func TestRealGresConfigs(t *testing.T) {
 			{"slurm_testsuite_test7.17.7.conf.txt", "0-10000", true},
 		} {
 			s := sections(t, tc.file)
-			g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
-			devs := Devices(g.ForNode("test_node3", "gpu"))
-			if len(g.Errors) > 0 || len(devs) != 8 || FormatIntList(devs[0].Cores) != tc.cores {
-				t.Errorf("%s: errors %v, %d devices, cores %q", tc.file, g.Errors, len(devs), FormatIntList(devs[0].Cores))
+			g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+			devs := slurmstate.Devices(g.ForNode("test_node3", "gpu"))
+			if len(g.Errors) > 0 || len(devs) != 8 || cpulist.Format(devs[0].Cores) != tc.cores {
+				t.Errorf("%s: errors %v, %d devices, cores %q", tc.file, g.Errors, len(devs), cpulist.Format(devs[0].Cores))
 			}
-			c := ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+			c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
 			n, ok := c.Node("test_node3")
 			cnt, has := n.GPUCount()
 			if !ok || has != tc.gres || has && cnt != 8 || c.HasGresType("gpu") != tc.gres {
@@ -171,7 +175,7 @@ func TestRealGresConfigs(t *testing.T) {
 	t.Run("rdgpu MIG notes: the stray line is a parse error at its line", func(t *testing.T) {
 		s := sections(t, "unidentified_rdgpu_a100pcie_mig_1g10gb_gres.txt")
 		text := s[""]
-		g := ParseGresConfData("gres.conf", []byte(text))
+		g := slurmstate.ParseGresConfData("gres.conf", []byte(text))
 		// The notes mix in two slurm.conf NodeName lines and a stray
 		// "RDGPU01: GPU02": three lines gres.conf cannot hold.
 		want := map[int]bool{lineOf(t, text, "RDGPU01: GPU02"): true,
@@ -217,8 +221,8 @@ func TestRealGresConfigs(t *testing.T) {
 				before = strings.TrimPrefix(l, "< ")
 			}
 		}
-		a := ParseSlurmConfData("slurm.conf", []byte(after))
-		b := ParseSlurmConfData("slurm.conf", []byte(before))
+		a := slurmstate.ParseSlurmConfData("slurm.conf", []byte(after))
+		b := slurmstate.ParseSlurmConfData("slurm.conf", []byte(before))
 		na, _ := a.Node("dgx01")
 		nb, _ := b.Node("dgx01")
 		ca, _ := na.GPUCount()
@@ -226,7 +230,7 @@ func TestRealGresConfigs(t *testing.T) {
 		if ca != 32 || cb != 8 || len(na.GresSpec) != 3 || na.GresSpec[2].Type != "1g.10gb" || na.CPUs != 256 {
 			t.Errorf("after %+v (%d GPUs), before %d GPUs", na, ca, cb)
 		}
-		spec, err := ParseGresSpec("gpu:3g.40gb:8(S:0-1),gpu:2g.20gb:8(S:0-1),gpu:1g.10gb:16(S:0-1)")
+		spec, err := slurmstate.ParseGresSpec("gpu:3g.40gb:8(S:0-1),gpu:2g.20gb:8(S:0-1),gpu:1g.10gb:16(S:0-1)")
 		if err != nil || len(spec) != 3 || spec[2].Count != 16 {
 			t.Errorf("scontrol Gres: %v %v", spec, err)
 		}
@@ -234,14 +238,14 @@ func TestRealGresConfigs(t *testing.T) {
 	t.Run("deepops templates: Jinja lines are errors with their line numbers", func(t *testing.T) {
 		s := sections(t, "deepops_templates_gres_and_slurm_conf.txt")
 		gs := s["roles/slurm/templates/etc/slurm/gres.conf"]
-		g := ParseGresConfData("gres.conf", []byte(gs))
+		g := slurmstate.ParseGresConfData("gres.conf", []byte(gs))
 		if len(g.Errors) == 0 || g.Errors[0].Line != lineOf(t, gs, "{% if slurm_autodetect_nvml") {
 			t.Errorf("errors %v", g.Errors)
 		}
 		if g.AutoDetect != "nvml" {
 			t.Errorf("AutoDetect=nvml line not read: %q", g.AutoDetect)
 		}
-		c := ParseSlurmConfData("slurm.conf", []byte(s["roles/slurm/templates/etc/slurm/slurm.conf"]))
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["roles/slurm/templates/etc/slurm/slurm.conf"]))
 		if !c.UsesCgroupTasks() || !c.HasGresType("gpu") || len(c.Errors) != 4 ||
 			c.Errors[0].Line != lineOf(t, s["roles/slurm/templates/etc/slurm/slurm.conf"], "Prolog={{") {
 			t.Errorf("slurm.conf %+v", c)
@@ -254,23 +258,23 @@ func TestRealGresConfigs(t *testing.T) {
 			t.Fatalf("%d devices, errors %v", len(devs), errs)
 		}
 		for i, d := range devs[:8] {
-			r := GresRecord{Files: []string{d.File}, Links: d.Links, LinksSet: true}
-			if d.Index != i || d.Type != "nvidia_rtx_a6000" || checkLinks(r) != "" {
-				t.Errorf("device %d: %+v (%s)", i, d, checkLinks(r))
+			r := slurmstate.GresRecord{Files: []string{d.File}, Links: d.Links, LinksSet: true}
+			if d.Index != i || d.Type != "nvidia_rtx_a6000" || check.GresLinksProblem(r) != "" {
+				t.Errorf("device %d: %+v (%s)", i, d, check.GresLinksProblem(r))
 			}
 		}
-		if FormatIntList(devs[4].Cores) != "64-127" || devs[8].Name != "VramPerGpu" || devs[8].Type != "" {
+		if cpulist.Format(devs[4].Cores) != "64-127" || devs[8].Name != "VramPerGpu" || devs[8].Type != "" {
 			t.Errorf("%+v %+v", devs[4], devs[8])
 		}
 	})
 	t.Run("yyuzhongpv: no NodeName, same CPUs for both sockets' GPUs", func(t *testing.T) {
 		s := sections(t, "yyuzhongpv_dgx1x4_cpus-10-per-gpu.txt")
-		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
-		devs := Devices(g.ForNode("dgx3", "gpu"))
-		if len(devs) != 8 || FormatIntList(devs[4].Cores) != "0-9" {
+		g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		devs := slurmstate.Devices(g.ForNode("dgx3", "gpu"))
+		if len(devs) != 8 || cpulist.Format(devs[4].Cores) != "0-9" {
 			t.Errorf("devices %+v", devs)
 		}
-		c := ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
 		if n, _ := c.Node("dgx3"); n.CPUs != 80 {
 			t.Errorf("dgx3 %+v", n)
 		}
@@ -325,9 +329,9 @@ func TestSlurmTestsuite39_18(t *testing.T) {
 		t.Fatalf("found only %d cases", len(cases))
 	}
 	for _, c := range cases {
-		g := ParseGresConfData("gres.conf", []byte(subst.Replace(c.gres)))
-		lint := problems(g.Lint("tux0", "gpu"))
-		spec, specErr := ParseGresSpec(c.slurm)
+		g := slurmstate.ParseGresConfData("gres.conf", []byte(subst.Replace(c.gres)))
+		lint := problems(check.LintGres(g, "tux0", "gpu"))
+		spec, specErr := slurmstate.ParseGresSpec(c.slurm)
 		switch c.err {
 		case "key_parse_err", "no_name_err", "parse_err":
 			if len(g.Errors) == 0 {
@@ -354,7 +358,7 @@ func TestSlurmTestsuite39_18(t *testing.T) {
 				t.Errorf("%s: env flag mismatch not found: %s", c.name, lint)
 			}
 		case "slurm_conf_type_err":
-			if specErr != nil || len(LintGresSpec("slurm.conf", spec)) == 0 {
+			if specErr != nil || len(check.LintGresSpec("slurm.conf", spec)) == 0 {
 				t.Errorf("%s: Gres=%s mixes typed and untyped: %v %v", c.name, c.slurm, spec, specErr)
 			}
 		default:

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 // DefaultScontrolDirs are searched, in order, when no --scontrol is given:
@@ -94,10 +96,10 @@ func (s *Scontrol) run(ctx context.Context, args ...string) (string, error) {
 }
 
 // ShowNode reads the node's state and reason.
-func (s *Scontrol) ShowNode(ctx context.Context, node string) (NodeInfo, error) {
+func (s *Scontrol) ShowNode(ctx context.Context, node string) (slurmstate.NodeInfo, error) {
 	out, err := s.run(ctx, "show", "node", node)
 	if err != nil {
-		return NodeInfo{}, err
+		return slurmstate.NodeInfo{}, err
 	}
 	n, err := ParseShowNode(out)
 	if n.Name == "" {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpuprobe/gpuprobe/check"
 )
 
 // fakeScontrol writes a stand-in scontrol that records its argv, one
@@ -27,7 +29,7 @@ func TestScontrolRunsWithoutShell(t *testing.T) {
 	path, args := fakeScontrol(t, "echo 'NodeName=n1 State=IDLE+DRAIN'\necho '   Reason=gpuprobe: x [root@now]'\n")
 	s := &Scontrol{Path: path, SlurmConf: "/tmp/e2e/slurm.conf", Timeout: 5 * time.Second}
 	n, err := s.ShowNode(context.Background(), "n1")
-	if err != nil || !n.Ours() || n.Name != "n1" {
+	if err != nil || !strings.HasPrefix(n.Reason, check.ReasonPrefix) || n.Name != "n1" {
 		t.Fatalf("ShowNode = %+v, %v", n, err)
 	}
 	marker := filepath.Join(t.TempDir(), "pwned")

@@ -3,6 +3,9 @@ package slurm
 import (
 	"strconv"
 	"strings"
+
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 // SlurmdGDevice is one line of "slurmd -G": the GRES view slurmd settled on
@@ -20,17 +23,17 @@ type SlurmdGDevice struct {
 // ParseSlurmdG reads "slurmd -G" output; lines that are not GRES lines
 // (plugin chatter) are skipped, and a GRES line that does not parse is
 // reported with its line number.
-func ParseSlurmdG(name string, out string) ([]SlurmdGDevice, []ConfError) {
+func ParseSlurmdG(name string, out string) ([]SlurmdGDevice, []slurmstate.ConfError) {
 	var devs []SlurmdGDevice
-	var errs []ConfError
+	var errs []slurmstate.ConfError
 	for i, line := range strings.Split(out, "\n") {
 		_, rest, ok := strings.Cut(line, "slurmd: Gres ")
 		if !ok {
 			continue
 		}
-		lines, perr := ParseConf(name, []byte(rest))
+		lines, perr := slurmstate.ParseConf(name, []byte(rest))
 		if len(perr) > 0 || len(lines) != 1 {
-			errs = append(errs, ConfError{File: name, Line: i + 1, Msg: "unreadable slurmd -G line"})
+			errs = append(errs, slurmstate.ConfError{File: name, Line: i + 1, Msg: "unreadable slurmd -G line"})
 			continue
 		}
 		get := func(k string) string {
@@ -44,15 +47,15 @@ func ParseSlurmdG(name string, out string) ([]SlurmdGDevice, []ConfError) {
 		if v := get("Index"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				errs = append(errs, ConfError{File: name, Line: i + 1, Msg: "Index=" + v + " is not a number"})
+				errs = append(errs, slurmstate.ConfError{File: name, Line: i + 1, Msg: "Index=" + v + " is not a number"})
 				continue
 			}
 			d.Index = n
 		}
 		if v := get("Cores"); v != "" {
-			c, err := ParseIntList(v)
+			c, err := cpulist.Parse(v)
 			if err != nil {
-				errs = append(errs, ConfError{File: name, Line: i + 1, Msg: "Cores=" + v + ": " + err.Error()})
+				errs = append(errs, slurmstate.ConfError{File: name, Line: i + 1, Msg: "Cores=" + v + ": " + err.Error()})
 				continue
 			}
 			d.Cores = c

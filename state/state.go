@@ -4,10 +4,10 @@
 package state
 
 import (
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"strconv"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/topo"
 )
 
@@ -30,7 +30,7 @@ type Node struct {
 	// Kernel is the kernel's view of the driver: XIDs, module version, uptime.
 	Kernel *Kernel `json:"kernel,omitempty"`
 	// Slurm is the job step's launch environment and the node's Slurm configuration.
-	Slurm *slurm.State `json:"slurm,omitempty"`
+	Slurm *slurmstate.State `json:"slurm,omitempty"`
 	// Topology is the PCIe/NUMA/InfiniBand/GPUDirect view read from sysfs.
 	Topology *topo.Topology `json:"topology,omitempty"`
 

@@ -2,9 +2,10 @@ package xid
 
 import (
 	"bytes"
-	"github.com/gpuprobe/gpuprobe/state"
 	"strconv"
 	"time"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // ParseKmsg parses one /dev/kmsg record ("6,1234,5678901,-;NVRM: Xid ...")

@@ -5,10 +5,11 @@ package xid
 
 import (
 	"bytes"
-	"github.com/gpuprobe/gpuprobe/busid"
-	"github.com/gpuprobe/gpuprobe/state"
 	"strconv"
 	"strings"
+
+	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // maxLine caps what is looked at of one kernel line: kmsg records are at most

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"os"
 	"strings"
 	"time"
@@ -88,7 +89,7 @@ func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Opti
 	if f.fromDaemon != "" && cfg.Job.Mode != "always" {
 		// The daemon judges the node, never a job: outside a job step the job
 		// checks would only skip, and must not make its report unusable.
-		if in, _ := slurm.ParseEnv(os.Environ()).InJobStep(); !in {
+		if in, _ := slurmstate.ParseEnv(os.Environ()).InJobStep(); !in {
 			cfg.Skip = append(cfg.Skip, "job")
 		}
 	}
@@ -150,16 +151,16 @@ func (s *slurmFlags) after(c *cli, n *state.Node, doc *report.Document) (int, er
 		log.Error("slurm-drain: cannot read the node's state; not draining or resuming", zap.Error(err))
 		return exitFailed, nil
 	}
-	d := slurm.Decide(info, len(fails) > 0, slurm.DrainReason(fails))
+	d := check.Decide(info, len(fails) > 0, check.DrainReason(fails))
 	log = log.With(zap.String("state", info.State), zap.String("old_reason", info.Reason), zap.Int("failed_checks", len(fails)))
 	switch d.Action {
-	case slurm.Drain:
+	case check.DrainSet:
 		if err := sc.Drain(ctx, node, d.Reason); err != nil {
 			log.Error("slurm-drain: drain failed", zap.String("reason", d.Reason), zap.Error(err))
 			return exitFailed, nil
 		}
 		log.Warn("slurm-drain: drained node", zap.String("reason", d.Reason), zap.String("why", d.Why))
-	case slurm.Resume:
+	case check.DrainResume:
 		if err := sc.Resume(ctx, node); err != nil {
 			log.Error("slurm-drain: resume failed", zap.Error(err))
 			return exitFailed, nil
@@ -174,12 +175,12 @@ func (s *slurmFlags) after(c *cli, n *state.Node, doc *report.Document) (int, er
 // drainFailures are the node checks that count against the node: failures
 // and errors (a node that cannot be judged is not healthy), and warnings
 // under --strict.
-func drainFailures(doc *report.Document) []slurm.Failure {
+func drainFailures(doc *report.Document) []check.DrainFailure {
 	scope := map[string]check.Scope{}
 	for _, ch := range check.All() {
 		scope[ch.ID] = ch.Scope
 	}
-	var out []slurm.Failure
+	var out []check.DrainFailure
 	for _, r := range doc.Checks {
 		if scope[r.ID] == check.JobScope {
 			continue
@@ -187,7 +188,7 @@ func drainFailures(doc *report.Document) []slurm.Failure {
 		if r.Status == check.Fail || r.Status == check.Error || doc.Strict && r.Status == check.Warn {
 			// safetext: the summary may quote a user's process name, and a
 			// drain reason is read by everyone in sinfo -R.
-			out = append(out, slurm.Failure{ID: safetext.Clean(r.ID), Summary: safetext.Clean(r.Summary)})
+			out = append(out, check.DrainFailure{ID: safetext.Clean(r.ID), Summary: safetext.Clean(r.Summary)})
 		}
 	}
 	return out

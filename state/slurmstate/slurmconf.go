@@ -1,4 +1,4 @@
-package slurm
+package slurmstate
 
 import (
 	"fmt"
@@ -44,19 +44,13 @@ type GresSpec struct {
 	Count uint64 `json:"count"`
 }
 
-// ParseSlurmConf parses slurm.conf at path (following Include).
-func ParseSlurmConf(path string, read ReadFile) *SlurmConf {
-	lines, errs := ParseConfFile(path, read)
-	return slurmFromLines(path, lines, errs)
-}
-
 // ParseSlurmConfData parses slurm.conf text; name is used in messages.
 func ParseSlurmConfData(name string, data []byte) *SlurmConf {
 	lines, errs := ParseConf(name, data)
-	return slurmFromLines(name, lines, errs)
+	return SlurmFromLines(name, lines, errs)
 }
 
-func slurmFromLines(path string, lines []Line, errs []ConfError) *SlurmConf {
+func SlurmFromLines(path string, lines []Line, errs []ConfError) *SlurmConf {
 	c := &SlurmConf{Path: path, Errors: errs}
 	defaults := map[string]string{}
 	for _, l := range lines {
@@ -292,19 +286,13 @@ type CgroupConf struct {
 	Errors           []ConfError `json:"errors,omitempty"`
 }
 
-// ParseCgroupConf parses cgroup.conf at path.
-func ParseCgroupConf(path string, read ReadFile) *CgroupConf {
-	lines, errs := ParseConfFile(path, read)
-	return cgroupFromLines(path, lines, errs)
-}
-
 // ParseCgroupConfData parses cgroup.conf text.
 func ParseCgroupConfData(name string, data []byte) *CgroupConf {
 	lines, errs := ParseConf(name, data)
-	return cgroupFromLines(name, lines, errs)
+	return CgroupFromLines(name, lines, errs)
 }
 
-func cgroupFromLines(path string, lines []Line, errs []ConfError) *CgroupConf {
+func CgroupFromLines(path string, lines []Line, errs []ConfError) *CgroupConf {
 	c := &CgroupConf{Path: path, Errors: errs}
 	for _, l := range lines {
 		for _, kv := range l.Pairs {

@@ -1,68 +1,44 @@
-package slurm
+package check
 
 import (
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
-// GresDevice is one device a gres.conf declares, with the record it came from.
-type GresDevice struct {
-	Where    string `json:"where"`
-	File     string `json:"file"`
-	Type     string `json:"type,omitempty"`
-	CoresKey string `json:"cores_key,omitempty"`
-	CoresRaw string `json:"cores_raw,omitempty"`
-	Cores    []int  `json:"cores,omitempty"`
-}
-
-// Devices lists the device of every GPU the records declare, in declaration
-// order (MultipleFiles: the first file, the GPU itself).
-func Devices(records []GresRecord) []GresDevice {
-	var out []GresDevice
-	for _, r := range records {
-		files := r.Files
-		if files == nil && r.MultipleFiles != nil {
-			files = r.MultipleFiles[:1]
-		}
-		for _, f := range files {
-			out = append(out, GresDevice{Where: r.Where, File: f, Type: r.Type, CoresKey: r.CoresKey, CoresRaw: r.CoresRaw, Cores: r.Cores})
-		}
-	}
-	return out
-}
-
-// Problem is a mistake in a config that Slurm itself rejects or that
+// GresProblem is a mistake in a config that Slurm itself rejects or that
 // silently breaks GPU binding.
-type Problem struct {
+type GresProblem struct {
 	Where string `json:"where"`
 	Msg   string `json:"msg"`
 }
 
-func (p Problem) String() string { return p.Where + ": " + p.Msg }
+func (p GresProblem) String() string { return p.Where + ": " + p.Msg }
 
 var knownGresFlags = map[string]bool{"countonly": true, "explicit": true, "one_sharing": true, "all_sharing": true,
 	"env_uuid": true, "nvidia_gpu_env": true, "amd_gpu_env": true, "intel_gpu_env": true, "opencl_env": true, "no_gpu_env": true}
 
-// Lint finds the mistakes slurmd would reject or mis-handle in the records
+// LintGres finds the mistakes slurmd would reject or mis-handle in the records
 // of one GRES name that apply to node ("" = every record): duplicate device
 // files, Type= or File= on some records but not others, bad Links=, Count=
 // that disagrees with File=, unknown Flags=.
-func (g *GresConf) Lint(node, name string) []Problem {
-	var recs []GresRecord
+func LintGres(g *slurmstate.GresConf, node, name string) []GresProblem {
+	var recs []slurmstate.GresRecord
 	for _, r := range g.Records {
 		if strings.EqualFold(r.Name, name) && (node == "" || r.AppliesTo(node)) {
 			recs = append(recs, r)
 		}
 	}
-	var out []Problem
+	var out []GresProblem
 	seen := map[string]string{}
 	typed, untyped, withFile, withoutFile := "", "", "", ""
 	for _, r := range recs {
 		for _, f := range append(append([]string{}, r.Files...), r.MultipleFiles...) {
 			if prev, dup := seen[f]; dup && !strings.Contains(f, "nvidia-caps") && len(r.MultipleFiles) == 0 {
-				out = append(out, Problem{r.Where, fmt.Sprintf("duplicate device file %s (also at %s; slurmd: \"gpu duplicate device file name\")", f, prev)})
+				out = append(out, GresProblem{r.Where, fmt.Sprintf("duplicate device file %s (also at %s; slurmd: \"gpu duplicate device file name\")", f, prev)})
 			} else if !dup {
 				seen[f] = r.Where
 			}
@@ -78,27 +54,27 @@ func (g *GresConf) Lint(node, name string) []Problem {
 			withoutFile = r.Where
 		}
 		if r.LinksSet {
-			if msg := checkLinks(r); msg != "" {
-				out = append(out, Problem{r.Where, msg})
+			if msg := GresLinksProblem(r); msg != "" {
+				out = append(out, GresProblem{r.Where, msg})
 			}
 		}
 		if r.Count != "" && r.Files != nil {
-			if n, err := ParseCount(r.Count); err == nil && n != uint64(len(r.Files)) && strings.EqualFold(name, "gpu") {
-				out = append(out, Problem{r.Where, fmt.Sprintf("Count=%s but File= names %d devices", r.Count, len(r.Files))})
+			if n, err := slurmstate.ParseCount(r.Count); err == nil && n != uint64(len(r.Files)) && strings.EqualFold(name, "gpu") {
+				out = append(out, GresProblem{r.Where, fmt.Sprintf("Count=%s but File= names %d devices", r.Count, len(r.Files))})
 			}
 		}
 		for _, f := range r.Flags {
 			if !knownGresFlags[strings.ToLower(f)] {
-				out = append(out, Problem{r.Where, fmt.Sprintf("unknown Flags= value %q", f)})
+				out = append(out, GresProblem{r.Where, fmt.Sprintf("unknown Flags= value %q", f)})
 			}
 		}
 	}
 	out = append(out, lintEnvFlags(recs, name)...)
 	if typed != "" && untyped != "" {
-		out = append(out, Problem{untyped, fmt.Sprintf("some %s records have Type= (%s) and this one does not (slurmd: fatal, \"some records have Type= specification while others do not\")", name, typed)})
+		out = append(out, GresProblem{untyped, fmt.Sprintf("some %s records have Type= (%s) and this one does not (slurmd: fatal, \"some records have Type= specification while others do not\")", name, typed)})
 	}
 	if withFile != "" && withoutFile != "" {
-		out = append(out, Problem{withoutFile, fmt.Sprintf("some %s records have File= (%s) and this one does not (slurmd: fatal, \"some records have File specification while others do not\")", name, withFile)})
+		out = append(out, GresProblem{withoutFile, fmt.Sprintf("some %s records have File= (%s) and this one does not (slurmd: fatal, \"some records have File specification while others do not\")", name, withFile)})
 	}
 	return out
 }
@@ -112,9 +88,9 @@ func hasFlag(flags []string, f string) bool {
 	return false
 }
 
-// checkLinks applies gres.conf(5): a comma list with one entry per GPU,
+// GresLinksProblem applies gres.conf(5): a comma list with one entry per GPU,
 // -1 for the device itself, 0 for no link, N for N links; one device a line.
-func checkLinks(r GresRecord) string {
+func GresLinksProblem(r slurmstate.GresRecord) string {
 	v := strings.TrimSpace(r.Links)
 	if len(r.Files) > 1 {
 		return fmt.Sprintf("Links= on a line with %d devices; Links describes one device per line", len(r.Files))
@@ -143,8 +119,8 @@ var envFlags = []string{"no_gpu_env", "nvidia_gpu_env", "amd_gpu_env", "intel_gp
 // lintEnvFlags applies slurmd's rule for the env flags: a record without
 // them inherits the previous record's, and one that names different ones
 // than the record before it is fatal; no_gpu_env excludes the others.
-func lintEnvFlags(recs []GresRecord, name string) []Problem {
-	var out []Problem
+func lintEnvFlags(recs []slurmstate.GresRecord, name string) []GresProblem {
+	var out []GresProblem
 	prev := "default"
 	for i, r := range recs {
 		var mine []string
@@ -156,7 +132,7 @@ func lintEnvFlags(recs []GresRecord, name string) []Problem {
 			}
 		}
 		if len(mine) > 1 && hasFlag(mine, "no_gpu_env") {
-			out = append(out, Problem{r.Where, "Flags=no_gpu_env excludes every other env flag (slurmd: fatal)"})
+			out = append(out, GresProblem{r.Where, "Flags=no_gpu_env excludes every other env flag (slurmd: fatal)"})
 		}
 		if len(mine) == 0 {
 			continue
@@ -164,7 +140,7 @@ func lintEnvFlags(recs []GresRecord, name string) []Problem {
 		sort.Strings(mine)
 		cur := strings.Join(mine, ",")
 		if i > 0 && cur != prev {
-			out = append(out, Problem{r.Where, fmt.Sprintf("env flags %s differ from the %s of the %s record before (slurmd: fatal, \"does not match env flags for previous GRES\")", cur, prev, name)})
+			out = append(out, GresProblem{r.Where, fmt.Sprintf("env flags %s differ from the %s of the %s record before (slurmd: fatal, \"does not match env flags for previous GRES\")", cur, prev, name)})
 		}
 		prev = cur
 	}
@@ -173,9 +149,9 @@ func lintEnvFlags(recs []GresRecord, name string) []Problem {
 
 // LintGresSpec finds what slurmctld rejects in a node's Gres=: the same GRES
 // with a type in some items and none in others.
-func LintGresSpec(where string, spec []GresSpec) []Problem {
+func LintGresSpec(where string, spec []slurmstate.GresSpec) []GresProblem {
 	typed, untyped := map[string]bool{}, map[string]bool{}
-	var out []Problem
+	var out []GresProblem
 	for _, g := range spec {
 		n := strings.ToLower(g.Name)
 		if g.Type != "" {
@@ -184,7 +160,7 @@ func LintGresSpec(where string, spec []GresSpec) []Problem {
 			untyped[n] = true
 		}
 		if typed[n] && untyped[n] {
-			out = append(out, Problem{where, fmt.Sprintf("Gres= gives %s with a type in some items and without in others (slurmctld: \"GRES in slurm.conf have a type while others do not\")", g.Name)})
+			out = append(out, GresProblem{where, fmt.Sprintf("Gres= gives %s with a type in some items and without in others (slurmctld: \"GRES in slurm.conf have a type while others do not\")", g.Name)})
 			typed[n], untyped[n] = false, false
 		}
 	}

@@ -1,6 +1,8 @@
-package slurm
+package slurmstate
 
 import (
+	"github.com/gpuprobe/gpuprobe/cpulist"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,19 +51,13 @@ type GresRecord struct {
 var gresKeys = map[string]bool{"autodetect": true, "count": true, "cores": true, "cpus": true, "file": true, "files": true,
 	"flags": true, "links": true, "multiplefiles": true, "name": true, "nodename": true, "type": true}
 
-// ParseGresConf parses gres.conf at path (following Include).
-func ParseGresConf(path string, read ReadFile) *GresConf {
-	lines, errs := ParseConfFile(path, read)
-	return gresFromLines(path, lines, errs)
-}
-
 // ParseGresConfData parses gres.conf text; name is used in messages.
 func ParseGresConfData(name string, data []byte) *GresConf {
 	lines, errs := ParseConf(name, data)
-	return gresFromLines(name, lines, errs)
+	return GresFromLines(name, lines, errs)
 }
 
-func gresFromLines(path string, lines []Line, errs []ConfError) *GresConf {
+func GresFromLines(path string, lines []Line, errs []ConfError) *GresConf {
 	g := &GresConf{Path: path, Records: []GresRecord{}, Errors: errs}
 	for _, l := range lines {
 		if err := g.addLine(l); err != "" {
@@ -151,7 +147,7 @@ func (g *GresConf) addLine(l Line) string {
 				// Slurm takes an empty or "null" Cores= as "any core".
 				continue
 			}
-			cores, err := ParseIntList(c)
+			cores, err := cpulist.Parse(c)
 			if err != nil {
 				return fmt.Sprintf("%s=%q: %v", key, c, err)
 			}
@@ -289,6 +285,32 @@ func DeviceFiles(records []GresRecord) []string {
 			out = append(out, r.Files...)
 		case r.MultipleFiles != nil:
 			out = append(out, r.MultipleFiles[0])
+		}
+	}
+	return out
+}
+
+// GresDevice is one device a gres.conf declares, with the record it came from.
+type GresDevice struct {
+	Where    string `json:"where"`
+	File     string `json:"file"`
+	Type     string `json:"type,omitempty"`
+	CoresKey string `json:"cores_key,omitempty"`
+	CoresRaw string `json:"cores_raw,omitempty"`
+	Cores    []int  `json:"cores,omitempty"`
+}
+
+// Devices lists the device of every GPU the records declare, in declaration
+// order (MultipleFiles: the first file, the GPU itself).
+func Devices(records []GresRecord) []GresDevice {
+	var out []GresDevice
+	for _, r := range records {
+		files := r.Files
+		if files == nil && r.MultipleFiles != nil {
+			files = r.MultipleFiles[:1]
+		}
+		for _, f := range files {
+			out = append(out, GresDevice{Where: r.Where, File: f, Type: r.Type, CoresKey: r.CoresKey, CoresRaw: r.CoresRaw, Cores: r.Cores})
 		}
 	}
 	return out

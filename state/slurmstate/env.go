@@ -1,6 +1,8 @@
-package slurm
+package slurmstate
 
 import (
+	"github.com/gpuprobe/gpuprobe/cpulist"
+
 	"fmt"
 	"sort"
 	"strconv"
@@ -105,7 +107,7 @@ func ParseEnv(environ []string) *Env {
 		if !ok {
 			return nil
 		}
-		l, err := ParseIntList(v)
+		l, err := cpulist.Parse(v)
 		if err != nil {
 			e.Errors = append(e.Errors, VarError{Var: k, Value: v, Error: err.Error()})
 			return nil

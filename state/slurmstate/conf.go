@@ -1,8 +1,7 @@
-package slurm
+package slurmstate
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -52,65 +51,6 @@ func (l Line) Get(key string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// ReadFile reads data from a file; tests and the collector swap it out.
-type ReadFile func(path string) ([]byte, error)
-
-// maxIncludeDepth stops Include loops.
-const maxIncludeDepth = 8
-
-// ParseConfFile reads a Slurm-style config file, following Include lines
-// (relative to the including file's directory; globs allowed). Errors never
-// stop the parse: every readable line is returned with every problem.
-func ParseConfFile(path string, read ReadFile) ([]Line, []ConfError) {
-	if read == nil {
-		read = os.ReadFile
-	}
-	return parseConfFile(path, read, 0)
-}
-
-func parseConfFile(path string, read ReadFile, depth int) ([]Line, []ConfError) {
-	data, err := read(path)
-	if err != nil {
-		return nil, []ConfError{{File: path, Msg: err.Error()}}
-	}
-	lines, errs := ParseConf(path, data)
-	var out []Line
-	for _, l := range lines {
-		if l.Include == "" {
-			out = append(out, l)
-			continue
-		}
-		target := l.Include
-		if depth >= maxIncludeDepth {
-			errs = append(errs, ConfError{File: path, Line: l.Num, Msg: "Include nested more than 8 deep (a loop?)"})
-			continue
-		}
-		if !filepath.IsAbs(target) {
-			target = filepath.Join(filepath.Dir(path), target)
-		}
-		matches := []string{target}
-		if strings.ContainsAny(target, "*?[") {
-			m, err := filepath.Glob(target)
-			if err != nil {
-				errs = append(errs, ConfError{File: path, Line: l.Num, Msg: fmt.Sprintf("Include %s: %v", target, err)})
-				continue
-			}
-			matches = m
-		}
-		for _, m := range matches {
-			sub, subErrs := parseConfFile(m, read, depth+1)
-			out = append(out, sub...)
-			for _, e := range subErrs {
-				if e.Line == 0 && e.File == m {
-					e = ConfError{File: path, Line: l.Num, Msg: "Include " + m + ": " + e.Msg}
-				}
-				errs = append(errs, e)
-			}
-		}
-	}
-	return out, errs
 }
 
 // ParseConf splits data into lines of Key=Value pairs: '#' starts a comment,

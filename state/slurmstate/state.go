@@ -1,4 +1,4 @@
-package slurm
+package slurmstate
 
 // State is everything the Slurm collector found on a node, as plain data: it
 // lands in the node state under "slurm" and the checks judge it.

@@ -1,0 +1,134 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+)
+
+// The drain decision table: what a HealthCheckProgram run does to the node
+// given its Slurm state and the node checks' verdict (LBNL NHC's
+// node-mark-offline/online rules). cmd/ reads the node with scontrol and
+// carries the decision out; the policy is here with the other verdicts.
+
+// ReasonPrefix marks the drains gpuprobe owns. Like NHC's "NHC:" it is how a
+// later run knows it may update or lift a drain, and that it must leave any
+// other reason alone.
+const ReasonPrefix = "gpuprobe:"
+
+// MaxReasonLen keeps drain reasons readable in sinfo/scontrol and far from
+// any message size limit.
+const MaxReasonLen = 200
+
+// ours reports whether the node's reason is one gpuprobe set.
+func ours(n slurmstate.NodeInfo) bool { return strings.HasPrefix(n.Reason, ReasonPrefix) }
+
+// DrainAction is what a health-check run does to the node.
+type DrainAction string
+
+// Actions.
+const (
+	DrainNone   DrainAction = "none"
+	DrainSet    DrainAction = "drain"
+	DrainResume DrainAction = "resume"
+)
+
+// DrainDecision is the action with its reason, for the log.
+type DrainDecision struct {
+	Action DrainAction `json:"action"`
+	// Reason is the drain reason to set (Drain only).
+	Reason string `json:"reason,omitempty"`
+	Why    string `json:"why"`
+}
+
+// leaveAlone are states NHC's node-mark-offline/online do not touch: the node
+// is down, powered off, in maintenance or reserved, so an admin or Slurm
+// itself owns it.
+var leaveAlone = []string{"DOWN", "MAINT", "RESERVED", "FUTURE", "POWERED_DOWN", "POWERING_DOWN", "POWERING_UP",
+	"POWER_DOWN", "REBOOT_REQUESTED", "REBOOT_ISSUED", "UNKNOWN"}
+
+// Decide applies NHC's drain/resume rules. failing says whether a node check
+// failed and reason is the drain reason built from it (see DrainReason).
+//
+//   - A state listed in leaveAlone: nothing, whatever the result.
+//   - Failing, not drained: drain.
+//   - Failing, drained by gpuprobe: update the reason if it changed.
+//   - Failing, drained for another reason (or none): nothing, never overwrite.
+//   - Passing, drained by gpuprobe: resume.
+//   - Passing otherwise: nothing.
+func Decide(n slurmstate.NodeInfo, failing bool, reason string) DrainDecision {
+	for _, s := range leaveAlone {
+		if n.Has(s) {
+			return DrainDecision{Action: DrainNone, Why: fmt.Sprintf("node is %s: left alone", n.State)}
+		}
+	}
+	switch {
+	case failing && !n.Drained():
+		return DrainDecision{Action: DrainSet, Reason: reason, Why: "a node check failed"}
+	case failing && ours(n) && n.Reason == reason:
+		return DrainDecision{Action: DrainNone, Why: "already drained by gpuprobe for the same reason"}
+	case failing && ours(n):
+		return DrainDecision{Action: DrainSet, Reason: reason, Why: "already drained by gpuprobe: updating the reason"}
+	case failing:
+		return DrainDecision{Action: DrainNone, Why: fmt.Sprintf("already drained by someone else (%q): not overwriting", n.Reason)}
+	case n.Drained() && ours(n):
+		return DrainDecision{Action: DrainResume, Why: "all node checks pass and the drain is gpuprobe's"}
+	case n.Drained():
+		return DrainDecision{Action: DrainNone, Why: fmt.Sprintf("drained by someone else (%q): not resuming", n.Reason)}
+	}
+	return DrainDecision{Action: DrainNone, Why: "healthy and not drained"}
+}
+
+// DrainFailure is a failing check, as the drain reason names it.
+type DrainFailure struct {
+	ID      string
+	Summary string
+}
+
+// DrainReason builds "gpuprobe: <check>: <summary>" for the first failure,
+// counts the others, and cuts it to MaxReasonLen. Control characters and
+// quotes are dropped: the reason travels as one argv element (no shell), but
+// admins paste it into shells and tickets.
+func DrainReason(fails []DrainFailure) string {
+	if len(fails) == 0 {
+		return ""
+	}
+	s := ReasonPrefix + " " + fails[0].ID + ": " + fails[0].Summary
+	more := ""
+	if len(fails) > 1 {
+		more = fmt.Sprintf(" (+%d more)", len(fails)-1)
+	}
+	s = cleanReason(s)
+	if len(s)+len(more) > MaxReasonLen {
+		cut := MaxReasonLen - len(more) - len("...")
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		s = strings.TrimRight(s[:cut], " ") + "..."
+	}
+	return s + more
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+func cleanReason(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\'' || r == '`':
+			continue
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			if !space {
+				b.WriteByte(' ')
+			}
+			space = true
+			continue
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return strings.TrimSpace(b.String())
+}

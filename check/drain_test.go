@@ -1,0 +1,90 @@
+package check
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+)
+
+// TestDecide is the drain/resume decision table: node state × existing
+// reason × check result → action, following NHC's node-mark-offline/online.
+func TestDecide(t *testing.T) {
+	const ours = "gpuprobe: gpu.row_remap: GPU 3: row remap pending"
+	const newer = "gpuprobe: gpu.ecc: GPU 1: 2 uncorrectable ECC errors since the last reset"
+	tests := []struct {
+		state, reason string
+		failing       bool
+		want          DrainAction
+	}{
+		// Healthy nodes in service: drain on failure, nothing on success.
+		{"IDLE", "", true, DrainSet},
+		{"MIXED", "", true, DrainSet},
+		{"ALLOCATED", "", true, DrainSet},
+		{"COMPLETING", "", true, DrainSet},
+		{"IDLE+NOT_RESPONDING", "", true, DrainSet},
+		{"IDLE", "", false, DrainNone},
+		{"ALLOCATED", "", false, DrainNone},
+		// Drained by gpuprobe: update a changed reason, resume when healthy.
+		{"IDLE+DRAIN", ours, true, DrainNone},
+		{"IDLE+DRAIN", newer, true, DrainSet},
+		{"MIXED+DRAIN", newer, true, DrainSet},
+		{"IDLE+DRAIN", ours, false, DrainResume},
+		{"MIXED+DRAIN", ours, false, DrainResume},
+		{"DRAINED", ours, false, DrainResume},
+		{"DRAINING", ours, false, DrainResume},
+		// Drained by anyone else: never overwrite, never resume.
+		{"IDLE+DRAIN", "admin: replacing PSU", true, DrainNone},
+		{"IDLE+DRAIN", "admin: replacing PSU", false, DrainNone},
+		{"IDLE+DRAIN", "", true, DrainNone},
+		{"IDLE+DRAIN", "", false, DrainNone},
+		{"IDLE+DRAIN", "Prolog error", false, DrainNone},
+		{"IDLE+DRAIN", "NHC: check_hw_ib failed", false, DrainNone},
+		{"IDLE+DRAIN", "GPUPROBE: upper case is someone else", false, DrainNone},
+		// States NHC leaves alone, whatever the result and reason.
+		{"DOWN", "", true, DrainNone},
+		{"DOWN+DRAIN", ours, false, DrainNone},
+		{"DOWN+NOT_RESPONDING", "Not responding", true, DrainNone},
+		{"IDLE+MAINT", "", true, DrainNone},
+		{"IDLE+MAINT+RESERVED", "", true, DrainNone},
+		{"RESERVED", "", true, DrainNone},
+		{"IDLE+RESERVED+DRAIN", ours, false, DrainNone},
+		{"IDLE+POWERED_DOWN", "", true, DrainNone},
+		{"FUTURE", "", true, DrainNone},
+	}
+	for _, tt := range tests {
+		parts := strings.Split(tt.state, "+")
+		n := slurmstate.NodeInfo{Name: "n1", State: tt.state, Base: parts[0], Flags: parts[1:], Reason: tt.reason}
+		d := Decide(n, tt.failing, ours)
+		if d.Action != tt.want || d.Why == "" {
+			t.Errorf("state %s reason %q failing %v: %s (%s), want %s", tt.state, tt.reason, tt.failing, d.Action, d.Why, tt.want)
+		}
+		if d.Action == DrainSet && d.Reason != ours {
+			t.Errorf("drain reason %q", d.Reason)
+		}
+	}
+}
+
+func TestDrainReason(t *testing.T) {
+	if r := DrainReason(nil); r != "" {
+		t.Errorf("no failures: %q", r)
+	}
+	r := DrainReason([]DrainFailure{{"gpu.row_remap", "GPU 3 (0000:5d:00.0): row remap pending"}})
+	if r != "gpuprobe: gpu.row_remap: GPU 3 (0000:5d:00.0): row remap pending" {
+		t.Errorf("reason %q", r)
+	}
+	long := strings.Repeat("GPU 7: link down; ", 40) + "\"quoted\"\n$(rm -rf /)`x`"
+	r = DrainReason([]DrainFailure{{"nvlink.state", long}, {"gpu.ecc", "x"}, {"gpu.count", "y"}})
+	if len(r) > MaxReasonLen || !strings.HasPrefix(r, ReasonPrefix+" nvlink.state: GPU 7") || !strings.HasSuffix(r, "... (+2 more)") {
+		t.Errorf("long reason (%d bytes) %q", len(r), r)
+	}
+	r = DrainReason([]DrainFailure{{"x", "tab\there \"q\" 'q' `q` line\nbreak"}})
+	if strings.ContainsAny(r, "\"'`\n\t") {
+		t.Errorf("reason keeps quotes or control characters: %q", r)
+	}
+	r = DrainReason([]DrainFailure{{"x", strings.Repeat("é", 300)}})
+	if !utf8.ValidString(r) || len(r) > MaxReasonLen {
+		t.Errorf("cut inside a rune or too long: %q", r)
+	}
+}

@@ -1,0 +1,34 @@
+package slurmstate
+
+import "strings"
+
+// NodeInfo is the part of "scontrol show node" the drain rules need.
+type NodeInfo struct {
+	Name string `json:"name"`
+	// State is the raw state, e.g. "IDLE+DRAIN" or "MIXED+DRAIN+RESERVED".
+	State string `json:"state"`
+	// Base is the first word of State (IDLE, MIXED, ALLOCATED, DOWN, ...).
+	Base string `json:"base"`
+	// Flags are the words after "+" (DRAIN, MAINT, RESERVED, NOT_RESPONDING, ...).
+	Flags []string `json:"flags,omitempty"`
+	// Reason without Slurm's " [user@time]" suffix.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Has reports whether the state's base or flags include word.
+func (n NodeInfo) Has(word string) bool {
+	if strings.EqualFold(n.Base, word) {
+		return true
+	}
+	for _, f := range n.Flags {
+		if strings.EqualFold(f, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// Drained reports a drain in any of Slurm's spellings.
+func (n NodeInfo) Drained() bool {
+	return n.Has("DRAIN") || n.Has("DRAINED") || n.Has("DRAINING") || n.Has("FAIL") || n.Has("FAILING")
+}
