@@ -2,7 +2,6 @@ package exporter
 
 import (
 	"context"
-	"runtime/debug"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/check"
@@ -21,13 +20,6 @@ type Daemon struct {
 	Judge   func(ctx context.Context, n *state.Node) []check.Result
 	// OnCycle, if set, sees every published snapshot (logging, XIDs).
 	OnCycle func(*Snapshot)
-	// ReleaseMemory returns the cycle's garbage to the OS once it is
-	// published. A cycle allocates several times what the daemon keeps
-	// (NVML answers, sysfs reads, the rendered series); without this the Go
-	// runtime holds that peak between cycles, which is most of the daemon's
-	// anonymous memory. It costs one GC per cycle (about a millisecond every
-	// --collect.interval).
-	ReleaseMemory bool
 }
 
 // Run cycles until ctx ends. The first cycle starts at once so the first
@@ -61,9 +53,6 @@ func (d *Daemon) Cycle(parent context.Context) *Snapshot {
 	d.Exporter.Update(s)
 	if d.OnCycle != nil {
 		d.OnCycle(d.Exporter.Latest())
-	}
-	if d.ReleaseMemory {
-		debug.FreeOSMemory()
 	}
 	return s
 }
