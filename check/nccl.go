@@ -3,7 +3,7 @@ package check
 import (
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/nccl"
+	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -26,11 +26,15 @@ func checkNCCLTransport(n *state.Node, cfg *Config) Result {
 	if l.Error != "" {
 		return Result{Status: Error, Summary: "cannot read the NCCL log: " + l.Error}
 	}
-	v := l.Verdict
-	if v == nil {
-		return Result{Status: Error, Summary: "the NCCL log produced no verdict"}
+	if l.Facts == nil {
+		if len(l.LegacyVerdict) > 0 {
+			return Result{Status: Error, Summary: "the snapshot holds an NCCL verdict from an older gpuprobe, not the log's facts: collect it again with --nccl-log"}
+		}
+		return Result{Status: Error, Summary: "the NCCL log produced no facts"}
 	}
-	problems := v.Problems(nccl.ProblemOptions{ExpectGDR: cfg.NCCL.ExpectGDR})
+	// Judged here, from the facts: a replayed snapshot gets today's rules.
+	v := ncclverdict.Judge(l.Facts)
+	problems := v.Problems(ncclverdict.ProblemOptions{ExpectGDR: cfg.NCCL.ExpectGDR})
 	if len(problems) == 0 {
 		return Result{Status: Pass, Summary: v.Summary}
 	}

@@ -39,6 +39,10 @@ type Options struct {
 	SlurmConf string
 	// SlurmJob forces the job-step view: "always" (--job), "never" (--no-job), "" = detect.
 	SlurmJob string
+	// ProcessCommandLines also records GPU processes' command lines
+	// (serve --web.expose-process-details); by default only pid, user and
+	// executable name.
+	ProcessCommandLines bool
 }
 
 func (o Options) procfs() string {

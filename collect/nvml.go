@@ -16,9 +16,9 @@ func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source 
 			n.NVML = &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
 		} else {
 			n.NVML = nvml.Collect(ctx, sys.Lib, nopts)
-			describeProcesses(ctx, n, func(_ context.Context, pid int32) (string, string) {
+			describeProcesses(ctx, n, func(_ context.Context, pid int32) (string, string, string) {
 				o := sys.Owners[uint32(pid)]
-				return o.User, o.Command
+				return o.User, simExe(o.Command), optional(opts.ProcessCommandLines, o.Command)
 			})
 		}
 	} else if lib, err := nvml.Open(); err != nil {
@@ -26,7 +26,7 @@ func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source 
 	} else {
 		nopts.Real = true
 		n.NVML = nvml.Collect(ctx, lib, nopts)
-		describeProcesses(ctx, n, hostProcess)
+		describeProcesses(ctx, n, hostProcesses(opts))
 	}
 	return state.Source{OK: n.NVML.Available, Error: n.NVML.Error}
 }

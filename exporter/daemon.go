@@ -2,9 +2,11 @@ package exporter
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/deadline"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -20,6 +22,8 @@ type Daemon struct {
 	Judge   func(ctx context.Context, n *state.Node) []check.Result
 	// OnCycle, if set, sees every published snapshot (logging, XIDs).
 	OnCycle func(*Snapshot)
+	// hung remembers a cycle that overran and has not returned yet.
+	hung deadline.Registry
 }
 
 // Run cycles until ctx ends. The first cycle starts at once so the first
@@ -37,18 +41,38 @@ func (d *Daemon) Run(ctx context.Context) {
 	}
 }
 
-// Cycle collects, judges and publishes once.
+// Cycle collects, judges and publishes once. Collect and Judge run aside
+// under deadline.Do: a cycle that overruns (a collector that ignores its
+// deadline, a user lookup on a hung LDAP) is published as failed and stale
+// at the deadline, whatever the source, and while it is still running the
+// next cycles are refused at once instead of piling up one goroutine each.
 func (d *Daemon) Cycle(parent context.Context) *Snapshot {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(parent, d.Timeout)
 	defer cancel()
-	n := d.Collect(ctx)
-	results := d.Judge(ctx, n)
-	s := &Snapshot{Node: n, At: time.Now(), Duration: time.Since(start), Success: true}
-	s.Doc = report.New(n, results, false, s.Duration)
-	if ctx.Err() != nil {
+	type out struct {
+		n       *state.Node
+		results []check.Result
+	}
+	o, err := deadline.DoIn(&d.hung, ctx, "collection", 0, func() (out, error) {
+		n := d.Collect(ctx)
+		return out{n, d.Judge(ctx, n)}, nil
+	})
+	s := &Snapshot{Node: o.n, At: time.Now(), Duration: time.Since(start), Success: true}
+	switch {
+	case err != nil:
 		s.Success = false
-		s.Failing = slowestSource(n)
+		s.Node = nil // Update serves the last good node, marked stale
+		s.Failing = err.Error()
+		if since, busy := d.hung.Busy("collection"); busy {
+			s.Failing = fmt.Sprintf("collection still running since %s (a source ignores its deadline)", since.UTC().Format(time.RFC3339))
+		}
+	default:
+		s.Doc = report.New(o.n, o.results, false, s.Duration)
+		if ctx.Err() != nil {
+			s.Success = false
+			s.Failing = slowestSource(o.n)
+		}
 	}
 	d.Exporter.Update(s)
 	if d.OnCycle != nil {

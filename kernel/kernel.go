@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuprobe/gpuprobe/deadline"
 	"github.com/gpuprobe/gpuprobe/xid"
 )
 
@@ -48,18 +49,18 @@ func Collect(ctx context.Context, o Options) *State {
 		o.Procfs = "/proc"
 	}
 	st := &State{XIDSource: o.Kmsg, XIDs: []xid.Event{}}
-	up, err := withDeadline(ctx, func() (float64, error) { return Uptime(o.Procfs) })
+	up, err := withDeadline(ctx, filepath.Join(o.Procfs, "uptime"), func() (float64, error) { return Uptime(o.Procfs) })
 	if err == nil {
 		st.UptimeSeconds = up
 	}
 	boot := time.Now().Add(-time.Duration(up * float64(time.Second)))
-	evs, err := withDeadline(ctx, func() ([]xid.Event, error) { return ReadKmsg(o.Kmsg, boot) })
+	evs, err := withDeadline(ctx, o.Kmsg, func() ([]xid.Event, error) { return ReadKmsg(o.Kmsg, boot) })
 	if err != nil {
 		st.XIDError = err.Error()
 	} else {
 		st.XIDs = evs
 	}
-	v, err := withDeadline(ctx, func() (string, error) { return ModuleVersion(o.Procfs) })
+	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(o.Procfs) })
 	if err != nil {
 		st.ModuleError = err.Error()
 	} else {
@@ -68,25 +69,12 @@ func Collect(ctx context.Context, o Options) *State {
 	return st
 }
 
-// withDeadline runs a read of a pseudo-file in its own goroutine: a read of
-// a driver's proc file can block, and the run must end on time regardless.
-func withDeadline[T any](ctx context.Context, f func() (T, error)) (T, error) {
-	type res struct {
-		v   T
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		v, err := f()
-		ch <- res{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, fmt.Errorf("no answer before the run deadline: %w", ctx.Err())
-	}
+// withDeadline runs a read of a pseudo-file under deadline.Do, named by its
+// path: a read of a driver's proc file can block, the run must end on time
+// regardless, and a file whose earlier read is still hung is not read again
+// (a daemon would otherwise leave one more thread behind every cycle).
+func withDeadline[T any](ctx context.Context, name string, f func() (T, error)) (T, error) {
+	return deadline.Do(ctx, name, 0, f)
 }
 
 // maxRecords bounds one read of the ring buffer (it holds a few thousand).

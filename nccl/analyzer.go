@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"sync"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // DefaultMaxLineBytes caps what the analyzer reads of one physical line.
@@ -26,8 +28,12 @@ type Analyzer struct {
 	lb batch
 	ev event
 
-	seen     dedupe
-	threads  map[string]*thread
+	seen    dedupe
+	threads map[string]*thread
+	tcache  [1 << 12]struct {
+		h  uint64
+		th *thread
+	}
 	procs    map[string]*process
 	order    []*process // processes in order of appearance
 	pseudo   *process   // records without an envelope
@@ -36,6 +42,7 @@ type Analyzer struct {
 	trIDs    map[string]uint16
 	trNames  []trName
 	scratch  []byte
+	sink     uint64 // keeps dedupe.touch's loads
 
 	ranks     bitset // ranks seen in connection and communicator lines
 	maxRank   int64
@@ -44,11 +51,13 @@ type Analyzer struct {
 	conns     netConnStats
 	intra     [trCollNet + 1]int64 // connection lines by class (P2P, SHM, …)
 	collnet   bool
+	format    string   // "2.2": records without the word NCCL
+	multiNode evidence // a line that shows more than one node
 	nvls      bool
 	versions  []string
 	envGlobal map[string]map[string]bool
 	find      findings
-	stats     Stats
+	stats     state.NCCLStats
 
 	heads    []pendingHead
 	dangling *pendingHead
@@ -68,21 +77,6 @@ type pendingHead struct {
 	at  loc
 }
 
-// Stats describes what the analyzer read.
-type Stats struct {
-	Inputs          []string `json:"inputs"`
-	Bytes           int64    `json:"bytes"`
-	Lines           int64    `json:"lines"`
-	Records         int64    `json:"records"`
-	Duplicates      int64    `json:"duplicates_dropped"`
-	TruncatedLines  int64    `json:"truncated_lines"`
-	ForeignLines    int64    `json:"foreign_lines"`
-	Processes       int      `json:"processes"`
-	Threads         int      `json:"threads"`
-	Untracked       int64    `json:"untracked_records,omitempty"` // records past a memory cap
-	FindingsDropped int64    `json:"findings_dropped,omitempty"`
-}
-
 // NewAnalyzer returns an empty analyzer.
 func NewAnalyzer() *Analyzer {
 	seen := newDedupe()
@@ -97,7 +91,6 @@ func NewAnalyzer() *Analyzer {
 		envGlobal: make(map[string]map[string]bool),
 		maxRank:   -1,
 		nnodes:    -1,
-		conns:     netConnStats{names: make(map[string]int64)},
 	}
 }
 
@@ -130,6 +123,13 @@ func (a *Analyzer) Feed(line []byte) {
 // the state, in order. The caller holds a.mu.
 func (a *Analyzer) merge(src int32, b *batch) {
 	base := a.lines[src]
+	var sink uint64
+	for i := range b.items {
+		if it := &b.items[i]; it.known && it.cls != KindOther {
+			sink += a.seen.touch(it.hash)
+		}
+	}
+	a.sink = sink
 	for i := range b.items {
 		it := &b.items[i]
 		a.cur = loc{src: src, line: base + it.line}
@@ -138,7 +138,11 @@ func (a *Analyzer) merge(src int32, b *batch) {
 		}
 		switch it.kind {
 		case itRecord:
-			a.record(&it.rec)
+			if it.known {
+				a.recordItem(it)
+			} else {
+				a.record(&it.rec)
+			}
 		case itTorn:
 			a.pushHead(&it.rec)
 		case itDangling:
@@ -272,6 +276,7 @@ func (a *Analyzer) record(r *rawRecord) {
 		kind = classify(r.msg, &a.ev)
 	}
 	th := a.thread(r)
+	a.noteEnvelope(r, th)
 	if kind == KindOther {
 		return
 	}
@@ -292,6 +297,63 @@ func (a *Analyzer) record(r *rawRecord) {
 	}
 }
 
+// recordItem is record for a record the parser has classified and hashed.
+func (a *Analyzer) recordItem(it *item) {
+	r := &it.rec
+	var th *thread
+	if r.prefixed {
+		th = a.threadHashed(r, it.phash)
+	}
+	a.noteEnvelope(r, th)
+	kind := it.cls
+	if kind == KindOther {
+		return
+	}
+	var salt uint64
+	if kind == KindConnection {
+		if th != nil && th.comm != nil {
+			salt = th.comm.ptr
+		}
+		a.ev.conn = it.conn
+	} else if kind != KindWarn {
+		classify(r.msg, &a.ev) // the rare kinds: fill a.ev here
+	}
+	if a.seen.dupHash(it.hash, salt) {
+		a.stats.Duplicates++
+		return
+	}
+	if th != nil {
+		a.apply(kind, r, th, th.proc)
+	} else {
+		a.apply(kind, r, nil, a.pseudoProc())
+	}
+}
+
+// noteEnvelope records what a record's envelope says beyond its thread: a
+// host seen on its own (not glued to torn text), NCCL 2.2's format.
+func (a *Analyzer) noteEnvelope(r *rawRecord, th *thread) {
+	if th != nil && th.proc.gluedOnly && !r.glued {
+		th.proc.gluedOnly = false
+	}
+	if r.legacy && a.format == "" {
+		a.format = "2.2"
+	}
+}
+
+// threadHashed is thread with the envelope's hash at hand: a small
+// direct-mapped cache in front of the map, since a log's records come
+// from a few thousand envelopes at most and the map costs a hash of the
+// envelope per record.
+func (a *Analyzer) threadHashed(r *rawRecord, h uint64) *thread {
+	slot := &a.tcache[h&uint64(len(a.tcache)-1)]
+	if slot.h == h && slot.th != nil && slot.th.key == string(r.prefix) {
+		return slot.th
+	}
+	th := a.thread(r)
+	slot.h, slot.th = h, th
+	return th
+}
+
 // thread returns the cache entry for the record's envelope, creating the
 // process on first sight. Records without an envelope have none.
 func (a *Analyzer) thread(r *rawRecord) *thread {
@@ -305,21 +367,18 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 		// A cache, not the truth: forgetting threads only loses which
 		// communicator a thread announced last.
 		clear(a.threads)
+		clear(a.tcache[:])
 	}
-	th := &thread{proc: a.process(r)}
-	a.threads[string(r.prefix)] = th
+	th := &thread{proc: a.process(r), key: string(r.prefix)}
+	a.threads[th.key] = th
 	a.stats.Threads++
 	return th
 }
 
 func (a *Analyzer) process(r *rawRecord) *process {
-	// host:pid is the prefix up to the second ':' from the end.
-	k := len(r.host) + 1
-	for k < len(r.prefix) && r.prefix[k] != ':' {
-		k++
-	}
-	key := r.prefix[:k]
-	if p := a.procs[string(key)]; p != nil {
+	// Called once per new envelope: the key may cost an allocation.
+	key := string(r.host) + ":" + string(r.pid)
+	if p := a.procs[key]; p != nil {
 		return p
 	}
 	if len(a.procs) >= maxProcesses {
@@ -327,12 +386,12 @@ func (a *Analyzer) process(r *rawRecord) *process {
 			a.overflow = &process{host: "(more processes)", pid: -1, pseudo: true, first: a.cur}
 			a.order = append(a.order, a.overflow)
 		}
-		a.stats.Untracked++
+		// Stats.ProcessCap tells the verdict; the records still count.
 		return a.overflow
 	}
 	pid, _ := atoi(r.pid)
-	p := &process{host: string(r.host), pid: pid, first: a.cur}
-	a.procs[string(key)] = p
+	p := &process{host: string(r.host), pid: pid, first: a.cur, gluedOnly: r.glued}
+	a.procs[key] = p
 	a.order = append(a.order, p)
 	return p
 }

@@ -18,6 +18,9 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 			// NCCL 2.4 prints "NET/Socket : Using …" on IB runs too: the list
 			// says which interfaces exist, not which module was chosen.
 			a.noteIfs(p, ev.dev)
+			if !p.socketDevs.at.valid() {
+				p.socketDevs = evidence{at: at, text: clip(string(r.msg), 200)}
+			}
 			return
 		}
 		p.see(c, strengthInit, at, r.msg)
@@ -33,6 +36,7 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 			p.netName = string(ev.net)
 		}
 	case KindNetPlugin:
+		ev.net = trimANSI(ev.net)
 		c := classifyPlugin(ev.net)
 		if c != netUnknown {
 			p.see(c, strengthPlugin, at, r.msg)
@@ -54,7 +58,7 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 	case KindConnection:
 		a.applyConn(p, th, &ev.conn, at, r.msg)
 	case KindComm:
-		a.applyComm(p, th, &ev.comm, at)
+		a.applyComm(p, th, &ev.comm, at, r.msg)
 	case KindBootstrap:
 		a.noteIfs(p, ev.dev)
 	case KindChannels:
@@ -64,15 +68,17 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 		if !p.noIB.at.valid() {
 			p.noIB = evidence{at: at, text: string(r.msg)}
 		}
-		a.find.add(SevWarning, "no_ibverbs", "", string(r.msg),
-			"libibverbs could not be loaded, so NCCL cannot use InfiniBand/RoCE: install rdma-core (libibverbs) in the image or fix LD_LIBRARY_PATH",
-			where(p), at)
+		a.find.add("no_ibverbs", "", string(r.msg), where(p), at)
 	case KindDMABuf:
-		a.find.add(SevNote, "dmabuf", "", string(r.msg), "", where(p), at)
+		a.find.add("dmabuf", "", string(r.msg), where(p), at)
 	case KindTrace:
 		a.applyTrace(p, &ev.trace, at, r.msg)
 	case KindWarn:
 		a.applyWarn(p, r, at)
+	case KindTrees:
+		if !a.multiNode.at.valid() && treeBranches(r.msg) {
+			a.multiNode = evidence{at: at, text: clip(string(r.msg), 200)}
+		}
 	}
 }
 
@@ -180,21 +186,10 @@ func (a *Analyzer) applyGDR(p *process, g *gdrLine, at loc, msg []byte) {
 	case g.distance:
 		code = "gdr_distance"
 	}
-	r := gdrReasons[code]
-	if !slices.Contains(p.gdrWhy, r.why) {
-		p.gdrWhy = append(p.gdrWhy, r.why)
+	if !slices.Contains(p.gdrWhy, code) {
+		p.gdrWhy = append(p.gdrWhy, code)
 	}
-	a.find.add(SevWarning, code, "", string(msg), r.hint, where(p), at)
-}
-
-// gdrReasons explains each way NCCL reports GPUDirect RDMA off.
-var gdrReasons = map[string]struct{ why, hint string }{
-	"gdr_disabled": {"the NIC cannot access GPU memory (no nvidia-peermem, no DMA-BUF)",
-		"load nvidia-peermem, or use DMA-BUF (NCCL_DMABUF_ENABLE=1, driver >= 515, kernel >= 5.12, NCCL >= 2.13), then rerun"},
-	"gdr_no_module": {"no peer-memory module (nvidia-peermem) is loaded",
-		"modprobe nvidia-peermem (nv_peer_mem on old MLNX_OFED), or use DMA-BUF (NCCL_DMABUF_ENABLE=1, driver >= 515, kernel >= 5.12)"},
-	"gdr_distance": {"the GPU is too far from the NIC for NCCL_NET_GDR_LEVEL",
-		"use the NIC on the GPU's PCIe switch (NCCL_IB_HCA), or raise NCCL_NET_GDR_LEVEL (e.g. PHB, SYS) if the platform supports it"},
+	a.find.add(code, "", string(msg), where(p), at)
 }
 
 // applyConn counts a connection line for its rank and for the log.
@@ -222,9 +217,7 @@ func (a *Analyzer) applyConn(p *process, th *thread, c *connInfo, at loc, msg []
 		if !a.conns.first[cl][g].at.valid() {
 			a.conns.first[cl][g] = evidence{at: at, text: clip(string(msg), 200)}
 		}
-		if len(a.conns.names) < maxNetNames || a.conns.names[string(c.tr.net)] > 0 {
-			a.conns.names[string(c.tr.net)]++
-		}
+		a.conns.countName(c.tr.net)
 		p.see(cl, strengthDecided, at, msg)
 		if cl == netOther || cl == netFastSocket {
 			p.netName = string(c.tr.net)
@@ -264,7 +257,7 @@ func (a *Analyzer) statsFor(p *process, th *thread, rank int64) *rankStats {
 	return st
 }
 
-func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc) {
+func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc, msg []byte) {
 	if c.nranks > 0 {
 		if len(a.nranks) < 64 {
 			a.nranks[c.nranks]++
@@ -272,6 +265,10 @@ func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc) {
 	}
 	if c.nnodes > 0 {
 		a.nnodes = max(a.nnodes, c.nnodes)
+	}
+	if c.localRanks > 0 && c.nranks > c.localRanks && !a.multiNode.at.valid() {
+		// NCCL counted fewer ranks on this node than in the communicator.
+		a.multiNode = evidence{at: at, text: clip(string(msg), 200)}
 	}
 	if c.rank >= 0 {
 		a.ranks.set(c.rank)
@@ -293,7 +290,7 @@ func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc) {
 			p.comms = make(map[uint64]*commInst)
 			p.byRank = make(map[int64]*commInst)
 		}
-		ci = &commInst{proc: p, ptr: c.ptr, rank: -1, nranks: -1, nnodes: -1, cudaDev: -1, nvmlDev: -1, first: at}
+		ci = &commInst{proc: p, ptr: c.ptr, rank: -1, nranks: -1, nnodes: -1, localRanks: -1, cudaDev: -1, nvmlDev: -1, first: at}
 		p.comms[key] = ci
 		p.commList = append(p.commList, ci)
 		a.comms++
@@ -306,6 +303,9 @@ func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc) {
 	}
 	if c.nnodes >= 0 {
 		ci.nnodes = c.nnodes
+	}
+	if c.localRanks >= 0 {
+		ci.localRanks = c.localRanks
 	}
 	if c.cudaDev >= 0 {
 		ci.cudaDev = c.cudaDev
@@ -357,15 +357,14 @@ func (a *Analyzer) applyTrace(p *process, t *traceInfo, at loc, msg []byte) {
 	if len(t.thread) > 0 {
 		// The trace reached the top of an NCCL thread or of the API call's
 		// async job: the operation failed.
-		a.find.add(SevError, "nccl_call_failed", rcName(t.rc),
-			"NCCL operation failed with "+rcName(t.rc)+" ("+string(t.thread)+", "+string(t.loc)+")",
-			"read the NCCL WARN lines just before it for the cause", where(p), at)
+		a.find.add("nccl_call_failed", rcName(t.rc),
+			"NCCL operation failed with "+rcName(t.rc)+" ("+string(t.thread)+", "+string(t.loc)+")", where(p), at)
 		return
 	}
 	// Each failing call prints one line per frame; one finding per result
 	// code is enough, and 052 shows such chains can be harmless.
-	a.find.add(SevWarning, "nccl_error_path", rcName(t.rc),
-		"NCCL error path returned "+rcName(t.rc)+" (first frame "+string(t.loc)+")", "", where(p), at)
+	a.find.add("nccl_error_path", rcName(t.rc),
+		"NCCL error path returned "+rcName(t.rc)+" (first frame "+string(t.loc)+")", where(p), at)
 }
 
 func itoa(v int64) string {

@@ -13,35 +13,45 @@ import (
 )
 
 var (
-	benchOnce sync.Once
-	benchLog  []byte
+	benchMu   sync.Mutex
+	benchLogs = map[string][]byte{}
 )
 
-// benchInput is a 64 MiB synthetic log of a 512-rank, 64-node job,
-// generated once per test binary.
-func benchInput(b *testing.B) []byte {
-	benchOnce.Do(func() {
-		var buf bytes.Buffer
-		buf.Grow(65 << 20)
-		if _, err := gen.Write(&buf, gen.Options{Size: 64 << 20, Seed: 1}); err != nil {
-			b.Fatal(err)
-		}
-		benchLog = buf.Bytes()
-	})
-	return benchLog
+// benchInput is a 64 MiB synthetic log of a 512-rank, 64-node job of the
+// given shape (gen.Options.Mix), generated once per test binary.
+func benchInput(b *testing.B, mix string) []byte {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if log, ok := benchLogs[mix]; ok {
+		return log
+	}
+	var buf bytes.Buffer
+	buf.Grow(65 << 20)
+	if _, err := gen.Write(&buf, gen.Options{Size: 64 << 20, Seed: 1, Mix: mix}); err != nil {
+		b.Fatal(err)
+	}
+	benchLogs[mix] = buf.Bytes()
+	return buf.Bytes()
 }
 
-// BenchmarkAnalyze measures the analyzer on a synthetic log and reports
-// MB/s: "file" is the path `gpuprobe nccl analyze FILE` takes (parsers
-// read their own blocks), "reader" the one for pipes and standard input.
-// scripts/bench-nccl.sh compares a 1 GB file with grep.
+// BenchmarkAnalyze measures the analyzer on the two synthetic shapes and
+// reports MB/s: "file" is the path `gpuprobe nccl analyze FILE` takes
+// (parsers read their own blocks), "reader" the one for pipes and
+// standard input. scripts/bench-nccl.sh compares whole files with grep.
 func BenchmarkAnalyze(b *testing.B) {
-	log := benchInput(b)
+	for _, mix := range []string{"train", "init"} {
+		b.Run(mix, func(b *testing.B) { benchAnalyze(b, mix) })
+	}
+}
+
+func benchAnalyze(b *testing.B, mix string) {
+	log := benchInput(b, mix)
 	path := filepath.Join(b.TempDir(), "bench.log")
 	if err := os.WriteFile(path, log, 0o600); err != nil {
 		b.Fatal(err)
 	}
 	check := func(v *Verdict, err error) {
+		b.Helper()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -53,7 +63,7 @@ func BenchmarkAnalyze(b *testing.B) {
 		b.SetBytes(int64(len(log)))
 		b.ReportAllocs()
 		for b.Loop() {
-			check(AnalyzeFiles(context.Background(), path))
+			check(judgeFiles(context.Background(), path))
 		}
 	})
 	b.Run("reader", func(b *testing.B) {
@@ -61,7 +71,7 @@ func BenchmarkAnalyze(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			// Hide the reader's size so that it is read as a stream.
-			check(Analyze(context.Background(), Input{Name: "bench", Reader: struct{ io.Reader }{bytes.NewReader(log)}}))
+			check(judge(context.Background(), Input{Name: "bench", Reader: struct{ io.Reader }{bytes.NewReader(log)}}))
 		}
 	})
 }

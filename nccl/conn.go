@@ -195,6 +195,10 @@ func parseTransport(t []byte, tr *transport) {
 
 func cutTransportNoise(t []byte) []byte {
 	t = trimNoise(t)
+	// NCCL >= 2.19 appends the communicator: "via P2P/IPC comm 0x5609976f9470 nRanks 32".
+	if i := bytes.Index(t, []byte(" comm 0x")); i >= 0 {
+		t = t[:i]
+	}
 	if i := bytes.Index(t, []byte("  ")); i >= 0 {
 		t = t[:i]
 	}

@@ -55,7 +55,7 @@ func readLabel(t *testing.T, logPath string) label {
 
 func analyzeFile(t *testing.T, path string) *Verdict {
 	t.Helper()
-	v, err := AnalyzeFiles(context.Background(), path)
+	v, err := judgeFiles(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,6 +51,11 @@ type rawRecord struct {
 	msg      []byte // message text (see finish)
 	key      []byte // host .. end of message: what de-duplication compares; set by finish
 	cut      bool   // another record follows on the same line
+	// glued: the host name starts right after other text, with no blank
+	// or separator in between: the tail of a torn record the writer cut
+	// off may be stuck to it (see cleanHostStart).
+	glued  bool
+	legacy bool // NCCL 2.2: "host:pid:tid [dev] INFO …" without the word NCCL
 }
 
 // lineScanner yields the records of one physical line in order. A record's
@@ -65,6 +70,36 @@ type lineScanner struct {
 func (s *lineScanner) reset(b []byte) {
 	s.b = b
 	s.hasNext = findRecord(b, 0, -1, &s.next)
+	if !s.hasNext {
+		s.hasNext = findLegacy(b, &s.next)
+	}
+}
+
+var (
+	markInfo22 = []byte("] INFO ")
+	markWarn22 = []byte(" WARN ")
+)
+
+// findLegacy looks for an NCCL 2.2 record in a line without NCCL's
+// marker: "host:pid:tid [dev] INFO msg" or "host:pid:tid [dev] file:line
+// WARN msg" (NCCL 2.2 left out the word NCCL). Only a full envelope makes
+// it a record, so "2025-11-12 20:41:43,851 - INFO - …" stays foreign.
+func findLegacy(b []byte, r *rawRecord) bool {
+	if i := bytes.Index(b, markInfo22); i >= 0 {
+		at := i + 2 // the I of INFO
+		*r = rawRecord{level: levelInfo, marker: at, start: at, msgStart: min(at+len(markInfo)+1, len(b)), legacy: true}
+		parseEnvelope(b, at, false, r)
+		r.parsed = true
+		return r.prefixed
+	}
+	if i := bytes.Index(b, markWarn22); i >= 0 {
+		at := i + 1
+		*r = rawRecord{level: levelWarn, marker: at, start: at, msgStart: min(at+len(markWarn)+1, len(b)), legacy: true}
+		parseEnvelope(b, at, true, r)
+		r.parsed = true
+		return r.prefixed && len(r.tag) > 0
+	}
+	return false
 }
 
 // scan fills r with the next record of the line and reports whether there
@@ -249,8 +284,24 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 	r.start = h
 	r.prefixed = true
 	r.host = b[h:hostEnd]
+	switch {
+	case h == hostEnd:
+		// NCCL prints an empty host name when gethostname fails; a
+		// launcher's "[pod-name] " or "[pod-name]:" tag then names the
+		// machine, as the host name would have (a pod's host name is its
+		// name). Rank and job-step tags ("[rank3]:", "[1,0]", "[155]") do
+		// not name one.
+		// The tag joins the envelope, so that two pods' identical lines are
+		// neither one thread nor duplicates.
+		if tag, open := bracketTag(b, h); tag != nil {
+			r.host = tag
+			r.start = open
+		}
+	case h > 0 && !hostSep[b[h-1]]:
+		r.glued = true
+	}
 	r.pid = b[hostEnd+1 : pidEnd]
-	r.prefix = b[h : closeBr+1]
+	r.prefix = b[r.start : closeBr+1]
 }
 
 // hostStop marks the bytes that end a backwards scan over a host name.
@@ -263,13 +314,76 @@ var hostStop = func() (t [256]bool) {
 	return t
 }()
 
+// hostSep marks the bytes that may separate a host name from what precedes
+// it on a line. A host right after anything else is glued to it.
+var hostSep = func() (t [256]bool) {
+	for _, c := range []byte(" \t:|])\"'*`Zm\r") {
+		t[c] = true
+	}
+	return t
+}()
+
+// bracketTag returns the name in a "[name]" or "[name] " right before
+// position h and the index of its '[', or nil when there is none or it is
+// a rank or job-step tag.
+func bracketTag(b []byte, h int) ([]byte, int) {
+	e := h - 1
+	if e >= 0 && b[e] == ' ' {
+		e--
+	}
+	if e < 1 || b[e] != ']' {
+		return nil, 0
+	}
+	lo := max(0, e-maxHostLen)
+	o := bytes.LastIndexByte(b[lo:e], '[')
+	if o < 0 {
+		return nil, 0
+	}
+	open := lo + o
+	tag := b[open+1 : e]
+	// kubectl logs --prefix: "[pod/NAME/CONTAINER]".
+	if rest, ok := bytes.CutPrefix(tag, []byte("pod/")); ok {
+		if k := bytes.IndexByte(rest, '/'); k > 0 {
+			tag = rest[:k]
+		}
+	}
+	letter := false
+	for _, c := range tag {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			letter = true
+		case c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_':
+		default:
+			return nil, 0 // "[1,0]", "[pod/x/y]", spaces: not a host name
+		}
+	}
+	if !letter || bytes.HasPrefix(tag, []byte("rank")) && len(tag) > 4 && isDigit(tag[4]) {
+		return nil, 0
+	}
+	return tag, open
+}
+
 // cleanHostStart skips what sticks to the front of a host name without a
-// separator: markdown emphasis, and the tail of an ISO-8601 timestamp that
-// CloudWatch exports glue to the line ("…T05:27:39.074Zalgo-1:…" leaves
-// "39.074Z" before the host once the scan stops at the last ':').
+// separator: markdown emphasis, the "->" of a connection line a torn write
+// cut off ("0[0] ->3837134f4773:4529:…"; host names start with a letter or
+// digit), ANSI colour codes or their residue once ESC is lost ("\x1b[0m",
+// "[0m"), a path the scan took in ("NET/IB/0/GDRDMAhost": host names have
+// no '/'), and the tail of an ISO-8601 timestamp that CloudWatch exports
+// glue to the line ("…T05:27:39.074Zalgo-1:…" leaves "39.074Z" before the
+// host once the scan stops at the last ':').
 func cleanHostStart(b []byte, h, end int) int {
-	for h < end && (b[h] == '*' || b[h] == '`' || b[h] == '>') {
-		h++
+	if k := bytes.LastIndexByte(b[h:end], '/'); k >= 0 {
+		h += k + 1
+	}
+	for {
+		for h < end && (b[h] == '*' || b[h] == '`' || b[h] == '>' || b[h] == '-') {
+			h++
+		}
+		if n := ansiResidue(b[h:end]); n > 0 {
+			h += n
+			continue
+		}
+		break
 	}
 	if end-h > 3 && isDigit(b[h]) && isDigit(b[h+1]) {
 		k := h + 2
@@ -300,4 +414,47 @@ func atoi(b []byte) (int64, bool) {
 		v = v*10 + int64(c-'0')
 	}
 	return v, true
+}
+
+// ansiResidue returns the length of an ANSI SGR code at the start of b
+// ("\x1b[36m", "\x1b[0m", or "[0m" once the ESC was lost), or 0.
+func ansiResidue(b []byte) int {
+	i := 0
+	if i < len(b) && b[i] == 0x1b {
+		i++
+	}
+	if i >= len(b) || b[i] != '[' {
+		return 0
+	}
+	i++
+	j := i
+	for j < len(b) && (isDigit(b[j]) || b[j] == ';') {
+		j++
+	}
+	if j == i || j >= len(b) || b[j] != 'm' {
+		return 0
+	}
+	return j + 1
+}
+
+// trimANSI removes ANSI SGR codes (or their residue) from both ends of a
+// name: colour codes wrap words in coloured launcher output.
+func trimANSI(b []byte) []byte {
+	for {
+		if n := ansiResidue(b); n > 0 {
+			b = b[n:]
+			continue
+		}
+		break
+	}
+	for k := len(b) - 1; k >= 0; k-- {
+		if b[k] == 0x1b || b[k] == '[' {
+			if ansiResidue(b[k:]) == len(b)-k {
+				b = b[:k]
+				k = len(b)
+				continue
+			}
+		}
+	}
+	return b
 }

@@ -50,7 +50,7 @@ func TestParseLineEnvelopes(t *testing.T) {
 		{"A7 srun numeric label", "137: gpu-a001:77:78 [1] NCCL INFO Using network IB",
 			[]want{info("gpu-a001", 77, 78, 1, "Using network IB", KindNetSelected)}},
 		{"A8 pdsh host", "rdma-gpu-train-worker-0: rdma-gpu-train-worker-0:19484:21054 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1",
-			[]want{info("rdma-gpu-train-worker-0", 19484, 21054, 0, "Trees [0] 1/-1/-1->0->-1", KindOther)}},
+			[]want{info("rdma-gpu-train-worker-0", 19484, 21054, 0, "Trees [0] 1/-1/-1->0->-1", KindTrees)}},
 		{"A9 torchrun rank tag", "[rank0]:costa-671b-5-worker-1:382:582 [0] NCCL INFO Channel 05/0 : 8[0] -> 15[7] via P2P/CUMEM",
 			[]want{info("costa-671b-5-worker-1", 382, 582, 0, "Channel 05/0 : 8[0] -> 15[7] via P2P/CUMEM", KindConnection)}},
 		{"A10 Ray", "(RayWorkerWrapper pid=50232, ip=10.1.0.67) gh-3714u07:50232:50232 [0] NCCL INFO cudaDriverVersion 12020",

@@ -39,6 +39,8 @@ var fuzzSeeds = []string{
 
 func addCorpusSeeds(f *testing.F, each func(line string)) {
 	logs, _ := filepath.Glob("testdata/logs/*.log")
+	more, _ := filepath.Glob("testdata/issue13/*.log")
+	logs = append(logs, more...)
 	for _, path := range logs {
 		raw, err := os.ReadFile(path)
 		if err != nil {
@@ -59,7 +61,9 @@ func FuzzParseLine(f *testing.F) {
 	addCorpusSeeds(f, func(l string) { f.Add([]byte(l)) })
 	f.Fuzz(func(t *testing.T, line []byte) {
 		recs := ParseLine(line)
-		if n := bytes.Count(line, markNCCL); len(recs) > n {
+		// NCCL's marker, or NCCL 2.2's bare INFO/WARN (one per line).
+		n := bytes.Count(line, markNCCL) + min(1, bytes.Count(line, []byte(" INFO "))+bytes.Count(line, []byte(" WARN ")))
+		if len(recs) > n {
 			t.Fatalf("%d records from %d markers", len(recs), n)
 		}
 		for _, r := range recs {
@@ -84,9 +88,18 @@ func FuzzAnalyze(f *testing.F) {
 		f.Add(raw)
 	}
 	f.Add([]byte(strings.Join(fuzzSeeds, "\n")))
+	if more, _ := filepath.Glob("testdata/issue13/*.log"); len(more) > 0 {
+		for _, path := range more {
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(raw)
+		}
+	}
 	f.Add([]byte(gdrLog))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := Analyze(context.Background(), Input{Name: "fuzz", Reader: bytes.NewReader(data)})
+		v, err := judge(context.Background(), Input{Name: "fuzz", Reader: bytes.NewReader(data)})
 		if err != nil {
 			t.Fatal(err)
 		}

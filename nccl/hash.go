@@ -13,7 +13,13 @@ import (
 func hash64(b []byte) uint64 {
 	const m1, m2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
 	h := uint64(len(b))*m1 ^ m2
-	for len(b) >= 8 {
+	// 16 bytes per multiply: records are ~100 bytes and every kept one
+	// is hashed.
+	for len(b) >= 16 {
+		h = mix(binary.LittleEndian.Uint64(b)^m1^h, binary.LittleEndian.Uint64(b[8:])^m2)
+		b = b[16:]
+	}
+	if len(b) >= 8 {
 		h = mix(h^binary.LittleEndian.Uint64(b), m2)
 		b = b[8:]
 	}

@@ -21,7 +21,7 @@ func readLines(t *testing.T, path string) []string {
 // analyzeString runs Analyze over an in-memory log.
 func analyzeString(t *testing.T, log string) *Verdict {
 	t.Helper()
-	v, err := Analyze(context.Background(), Input{Name: "test.log", Reader: strings.NewReader(log)})
+	v, err := judge(context.Background(), Input{Name: "test.log", Reader: strings.NewReader(log)})
 	if err != nil {
 		t.Fatal(err)
 	}

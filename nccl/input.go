@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // Input is a named stream of log text.
@@ -17,32 +19,32 @@ type Input struct {
 	Reader io.Reader
 }
 
-// Analyze reads every input to its end, in order, and returns the verdict.
-// An error means an input could not be read (the CLI's exit code 2); the
-// verdict then covers what was read before it.
-func Analyze(ctx context.Context, inputs ...Input) (*Verdict, error) {
+// Analyze reads every input to its end, in order, and returns the facts
+// (check/ncclverdict judges them). An error means an input could not be
+// read (the CLI's exit code 2); the facts then cover what was read before it.
+func Analyze(ctx context.Context, inputs ...Input) (*state.NCCLFacts, error) {
 	a := NewAnalyzer()
 	for _, in := range inputs {
 		if err := a.ReadFrom(ctx, in.Name, in.Reader); err != nil {
-			return a.Verdict(), err
+			return a.Facts(), err
 		}
 	}
-	return a.Verdict(), nil
+	return a.Facts(), nil
 }
 
 // AnalyzeFiles analyses the named files; "-" (or no names at all) is
 // standard input.
-func AnalyzeFiles(ctx context.Context, paths ...string) (*Verdict, error) {
+func AnalyzeFiles(ctx context.Context, paths ...string) (*state.NCCLFacts, error) {
 	if len(paths) == 0 {
 		paths = []string{"-"}
 	}
 	a := NewAnalyzer()
 	for _, path := range paths {
 		if err := a.readPath(ctx, path); err != nil {
-			return a.Verdict(), err
+			return a.Facts(), err
 		}
 	}
-	return a.Verdict(), nil
+	return a.Facts(), nil
 }
 
 func (a *Analyzer) readPath(ctx context.Context, path string) error {

@@ -88,7 +88,7 @@ func TestFileBlockEdges(t *testing.T) {
 		got := analyzeFile(t, path)
 		// A reader that is not a file, and does not tell its size, takes
 		// the reader goroutine's path with full-size buffers.
-		piped, err := Analyze(context.Background(), Input{Name: "pipe", Reader: struct{ io.Reader }{bytes.NewReader(data)}})
+		piped, err := judge(context.Background(), Input{Name: "pipe", Reader: struct{ io.Reader }{bytes.NewReader(data)}})
 		runtime.GOMAXPROCS(prev)
 		if err != nil {
 			t.Fatal(err)
@@ -117,7 +117,7 @@ func TestFileFromOffset(t *testing.T) {
 	if _, err := f.Seek(int64(len(head)), io.SeekStart); err != nil {
 		t.Fatal(err)
 	}
-	v, err := Analyze(context.Background(), Input{Name: "part", Reader: f})
+	v, err := judge(context.Background(), Input{Name: "part", Reader: f})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,14 @@ const (
 	KindDMABuf              // DMA-BUF is available on GPU device 2
 	KindTrace               // proxy.cc:878 -> 6 [Progress Thread]
 	KindWarn                // any NCCL WARN record
+	KindTrees               // Trees [0] 1/8/-1->0->-1 [1] …
 	numKinds
 )
 
 var kindNames = [numKinds]string{
 	"other", "version", "net_devices", "no_device", "net_selected", "net_plugin", "net_mention",
 	"env", "gdr", "connection", "comm", "bootstrap", "channels", "rings_connected",
-	"ibverbs_missing", "dmabuf", "trace", "warn",
+	"ibverbs_missing", "dmabuf", "trace", "warn", "trees",
 }
 
 func (k Kind) String() string {
@@ -83,6 +84,7 @@ var (
 	msgCollChans   = []byte(" coll channels")
 	msgSideband    = []byte("for sideband")
 	msgArrowTrace  = []byte(" -> ")
+	msgTrees       = []byte("Trees ")
 )
 
 // classify decides the kind of an INFO or version message and fills the
@@ -165,6 +167,10 @@ func classify(m []byte, ev *event) Kind {
 		if bytes.HasPrefix(m, msgDMABuf) {
 			ev.kind = KindDMABuf
 		}
+	case 'T':
+		if bytes.HasPrefix(m, msgTrees) {
+			ev.kind = KindTrees
+		}
 	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		if bytes.Contains(m, msgCollChans) {
 			parseChannels(m, ev)
@@ -238,7 +244,7 @@ func classifyNET(m []byte, ev *event) {
 // netName cuts a network name out of the rest of a message: names may
 // contain a space ("AWS Libfabric") but not the noise pastes append.
 func netName(b []byte) []byte {
-	b = cutTransportNoise(b)
+	b = trimANSI(cutTransportNoise(b))
 	if len(b) > 64 {
 		b = b[:64]
 	}
@@ -302,3 +308,33 @@ var fileByte = func() (t [256]bool) {
 	}
 	return t
 }()
+
+// treeBranches reports whether a Trees line shows a rank with two or more
+// children in one tree. Inside a node NCCL's trees are chains (one child
+// per rank): a second child is a rank on another node, so the job spans
+// more than one node whatever the host names say. The forms:
+//
+//	Trees [0] 26->25->-1/-1/-1                      2.4: up->me->down/down/down
+//	Trees [0] 1/-1/-1->0->7|7->0->1/-1/-1           2.5-2.7: down->me->up|up->me->down
+//	Trees [0] 1/8/-1->0->-1 [1] 1/-1/-1->0->8       2.8+: down->me->up
+func treeBranches(m []byte) bool {
+	for _, tok := range bytes.Fields(m) {
+		for _, part := range bytes.Split(tok, []byte("|")) {
+			for _, f := range bytes.Split(part, []byte("->")) {
+				if bytes.IndexByte(f, '/') < 0 {
+					continue
+				}
+				n := 0
+				for _, x := range bytes.Split(f, []byte("/")) {
+					if v, ok := atoi(x); ok && v >= 0 {
+						n++
+					}
+				}
+				if n >= 2 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}

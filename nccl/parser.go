@@ -27,8 +27,16 @@ const (
 type item struct {
 	kind itemKind
 	line int64 // line number, relative to the batch for parallel parsing
-	rec  rawRecord
-	text []byte
+	// For itRecord, what the parser already worked out so that the merger,
+	// which runs on one core, does not do it again: the record's kind, the
+	// connection it describes, and the hashes of its key and envelope.
+	cls   Kind
+	known bool // cls (and conn, hash, phash) are set
+	hash  uint64
+	phash uint64
+	conn  connInfo
+	rec   rawRecord
+	text  []byte
 }
 
 // batch is what a parser made of some lines.
@@ -40,8 +48,10 @@ type batch struct {
 	foreign   int64
 }
 
+// reset empties the batch for reuse. Items are not cleared: they point
+// into the block buffers, which are reused themselves, and clearing a few
+// thousand items per block cost more than the rest of the reset.
 func (b *batch) reset() {
-	clear(b.items) // drop references into the old block
 	*b = batch{items: b.items[:0]}
 }
 
@@ -119,9 +129,20 @@ func (p *lineParser) line(b []byte, n int64) {
 				continue
 			}
 		}
-		if r.level == levelWarn || classify(r.msg, &p.ev) != KindOther {
+		cls := KindWarn
+		if r.level != levelWarn {
+			cls = classify(r.msg, &p.ev)
+		}
+		if cls != KindOther {
 			sc.finish(&r)
-			p.emit(item{kind: itRecord, line: n, rec: r})
+			it := p.next()
+			*it = item{kind: itRecord, line: n, rec: r, cls: cls, known: true, hash: hash64(r.key)}
+			if r.prefixed {
+				it.phash = hash64(r.prefix)
+			}
+			if cls == KindConnection {
+				it.conn = p.ev.conn
+			}
 			continue
 		}
 		// A record the verdict does not use matters only for its envelope,
@@ -129,13 +150,25 @@ func (p *lineParser) line(b []byte, n int64) {
 		if p.firstSight(b, &r) {
 			sc.finish(&r)
 			if r.prefixed {
-				p.emit(item{kind: itRecord, line: n, rec: r})
+				p.emit(item{kind: itRecord, line: n, rec: r, cls: KindOther, known: true, phash: hash64(r.prefix)})
 			}
 		}
 	}
 }
 
-func (p *lineParser) emit(it item) { p.out.items = append(p.out.items, it) }
+func (p *lineParser) emit(it item) { *p.next() = it }
+
+// next appends an item to the batch and returns it, for the caller to fill
+// in place (an item is a few hundred bytes: copying it twice shows).
+func (p *lineParser) next() *item {
+	b := p.out
+	if len(b.items) == cap(b.items) {
+		b.items = append(b.items, item{})
+	} else {
+		b.items = b.items[:len(b.items)+1]
+	}
+	return &b.items[len(b.items)-1]
+}
 
 // plain passes on a line without records if it could complete a torn
 // record or is a foreign line worth reporting.

@@ -38,7 +38,10 @@ func ParseLine(line []byte) []Record {
 			rec.Level, rec.Kind = "INFO", classify(r.msg, &ev)
 		}
 		if r.prefixed {
-			rec.PID, rec.TID, rec.Dev = envelopeNumbers(r.prefix[len(r.host):])
+			// ":pid:tid [dev]" starts one byte before the pid (both slices
+			// point into the line).
+			off := cap(r.prefix) - cap(r.pid) - 1
+			rec.PID, rec.TID, rec.Dev = envelopeNumbers(r.prefix[max(off, 0):])
 		}
 		out = append(out, rec)
 	}

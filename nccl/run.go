@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // RunOptions describe the command `gpuprobe nccl run` wraps.
@@ -37,7 +39,7 @@ var runEnvDefaults = []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET"}
 // RunCommand runs a command with NCCL's INFO logging switched on, passes
 // its stdout and stderr through unchanged as they arrive, analyses both
 // streams as they pass, and returns the command's exit code with the
-// verdict.
+// facts (check/ncclverdict judges them).
 //
 // The exit code is the child's own; a child killed by a signal gets
 // 128+signal, as in a shell. err is set only when the command could not be
@@ -48,7 +50,7 @@ var runEnvDefaults = []string{"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET"}
 // SIGQUIT sent to this process are forwarded to that group, so a Ctrl-C
 // or a scancel reaches the child's whole process tree exactly once, as if
 // the child had received it directly.
-func RunCommand(ctx context.Context, opts RunOptions) (int, *Verdict, error) {
+func RunCommand(ctx context.Context, opts RunOptions) (int, *state.NCCLFacts, error) {
 	if len(opts.Args) == 0 {
 		return 2, nil, errors.New("nccl run: no command given")
 	}
@@ -56,7 +58,7 @@ func RunCommand(ctx context.Context, opts RunOptions) (int, *Verdict, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	env, notes := withDebugEnv(env)
+	env, userEnv := withDebugEnv(env)
 	a := NewAnalyzer()
 	outS, errS := a.Stream("stdout"), a.Stream("stderr")
 	stdout := &tee{name: "stdout", out: orWriter(opts.Stdout, os.Stdout), an: outS}
@@ -114,11 +116,14 @@ loop:
 	}
 	outS.Close()
 	errS.Close()
-	v := a.Verdict()
-	v.Warnings = append(v.Warnings, notes...)
+	v := a.Facts()
+	v.Run = &state.NCCLRun{UserEnv: userEnv}
 	for _, t := range []*tee{stdout, stderr} {
 		if err := t.failed(); err != nil {
-			v.Warnings = append(v.Warnings, runNote("output_error", "could not pass the command's "+t.name+" on: "+err.Error(), ""))
+			if v.Run.OutputErrors == nil {
+				v.Run.OutputErrors = map[string]string{}
+			}
+			v.Run.OutputErrors[t.name] = err.Error()
 		}
 	}
 	code := exitCode(cmd.ProcessState)
@@ -133,10 +138,10 @@ loop:
 }
 
 // withDebugEnv adds the NCCL debug settings the child's environment lacks
-// and notes settings of the user's that hide what the verdict needs.
-func withDebugEnv(env []string) ([]string, []Finding) {
+// and returns the debug settings the user had set: the judge tells the
+// user when they hide what the verdict needs.
+func withDebugEnv(env []string) ([]string, map[string]string) {
 	out := append([]string(nil), env...)
-	var notes []Finding
 	have := map[string]string{}
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
@@ -148,34 +153,16 @@ func withDebugEnv(env []string) ([]string, []Finding) {
 			out = append(out, kv)
 		}
 	}
-	if lv, ok := have["NCCL_DEBUG"]; ok && !strings.EqualFold(lv, "INFO") && !strings.EqualFold(lv, "TRACE") {
-		notes = append(notes, runNote("nccl_debug_level", "NCCL_DEBUG="+lv+" was set by you: NCCL prints no INFO lines, so the verdict cannot see the transports",
-			"unset NCCL_DEBUG (gpuprobe sets INFO) or set it to INFO"))
+	var user map[string]string
+	for _, k := range []string{"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"} {
+		if v, ok := have[k]; ok {
+			if user == nil {
+				user = map[string]string{}
+			}
+			user[k] = v
+		}
 	}
-	if sub, ok := have["NCCL_DEBUG_SUBSYS"]; ok && !subsysCovers(sub) {
-		notes = append(notes, runNote("nccl_debug_subsys", "NCCL_DEBUG_SUBSYS="+sub+" was set by you and leaves out INIT or NET, which print the connection and network lines",
-			"unset NCCL_DEBUG_SUBSYS (gpuprobe sets INIT,NET) or include INIT,NET"))
-	}
-	if f := have["NCCL_DEBUG_FILE"]; f != "" {
-		notes = append(notes, runNote("nccl_debug_file", "NCCL_DEBUG_FILE="+f+" sends NCCL's log to files, not to stdout: this verdict covers only what reached stdout/stderr",
-			"unset NCCL_DEBUG_FILE, or analyse the files with `gpuprobe nccl analyze FILE…`"))
-	}
-	return out, notes
-}
-
-func subsysCovers(s string) bool {
-	has := map[string]bool{}
-	for _, p := range strings.Split(strings.ToUpper(s), ",") {
-		has[strings.TrimSpace(p)] = true
-	}
-	if has["ALL"] {
-		return true
-	}
-	return has["INIT"] && has["NET"]
-}
-
-func runNote(code, msg, hint string) Finding {
-	return Finding{Severity: SevWarning, Code: code, Message: msg, Hint: hint, Count: 1, Lines: []Location{}}
+	return out, user
 }
 
 // exitCode is the child's exit status as a shell reports it.

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
 )
 
 func run(t *testing.T, opts RunOptions) (int, *Verdict, error, string, string) {
@@ -31,7 +33,11 @@ func run(t *testing.T, opts RunOptions) (int, *Verdict, error, string, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	code, v, err := RunCommand(ctx, opts)
+	code, f, err := RunCommand(ctx, opts)
+	var v *Verdict
+	if f != nil {
+		v = ncclverdict.Judge(f)
+	}
 	return code, v, err, out.String(), errb.String()
 }
 
@@ -191,9 +197,9 @@ func TestRunFailures(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	code, v, err = RunCommand(ctx, RunOptions{Args: sh("sleep 30"), Env: []string{"PATH=" + os.Getenv("PATH")},
+	code, f, err := RunCommand(ctx, RunOptions{Args: sh("sleep 30"), Env: []string{"PATH=" + os.Getenv("PATH")},
 		Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}, KillGrace: time.Second})
-	if !errors.Is(err, context.DeadlineExceeded) || code != 128+15 || v == nil {
+	if !errors.Is(err, context.DeadlineExceeded) || code != 128+15 || f == nil {
 		t.Errorf("deadline: code %d err %v", code, err)
 	}
 }

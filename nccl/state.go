@@ -1,11 +1,13 @@
 package nccl
 
+import "github.com/gpuprobe/gpuprobe/state"
+
 // What the analyzer remembers while it reads. Everything here is bounded:
 // a log of any size, or a hostile one, cannot make these structures grow
 // past the caps below (see docs/nccl.md, "Limits").
 const (
-	maxProcesses      = 1 << 14 // host:pid pairs tracked individually
-	maxThreads        = 1 << 15 // envelope cache entries; cleared, not grown, past this
+	maxProcesses      = 1 << 12 // host:pid pairs tracked individually; the rest share one entry (64 MB RSS bound)
+	maxThreads        = 1 << 13 // envelope cache entries; cleared, not grown, past this
 	maxCommInstances  = 1 << 14 // (process, communicator) pairs
 	maxCommsPerProc   = 256
 	maxPeersPerRank   = 64
@@ -24,6 +26,8 @@ type loc struct {
 }
 
 func (l loc) valid() bool { return l.line > 0 }
+
+func (l loc) state() state.NCCLLoc { return state.NCCLLoc{Input: l.src, Line: l.line} }
 
 // evidence is the first line that showed something, kept as text for the
 // report.
@@ -47,51 +51,57 @@ type netEvidence struct {
 }
 
 type process struct {
-	host     string
-	pid      int64
-	pseudo   bool // records without an envelope
-	first    loc
-	net      [numNetClasses]netEvidence
-	netName  string // the "Using network"/plugin name behind netOther
-	noIB     evidence
-	ibOff    evidence // NCCL_IB_DISABLE=1
-	hcas     int      // HCAs NCCL listed for the IB module
-	gdrOn    bool
-	gdrOff   uint64 // HCA indexes (< 64) with a "Disabled" decision
-	gdrOffN  int
-	gdrWhy   []string // reasons NCCL gave for GDR being off, once each
-	loIf     bool     // an interface list that is all loopback
-	nonLoIf  bool     // an interface list with a real interface
-	versions []string
-	env      map[string]string
-	comms    map[uint64]*commInst
-	commList []*commInst // comms in order of appearance, for stable reports
-	byRank   map[int64]*commInst
-	orphan   map[int64]*rankStats // connections seen before (or without) a communicator line
+	host   string
+	pid    int64
+	pseudo bool // records without an envelope
+	// gluedOnly: every record so far had its host glued to a torn
+	// record's text, so the host name may carry that text.
+	gluedOnly  bool
+	socketDevs evidence // "NET/Socket : Using [0]…"
+	first      loc
+	net        [numNetClasses]netEvidence
+	netName    string // the "Using network"/plugin name behind netOther
+	noIB       evidence
+	ibOff      evidence // NCCL_IB_DISABLE=1
+	hcas       int      // HCAs NCCL listed for the IB module
+	gdrOn      bool
+	gdrOff     uint64 // HCA indexes (< 64) with a "Disabled" decision
+	gdrOffN    int
+	gdrWhy     []string // finding codes of the reasons NCCL gave for GDR being off, once each
+	loIf       bool     // an interface list that is all loopback
+	nonLoIf    bool     // an interface list with a real interface
+	versions   []string
+	env        map[string]string
+	comms      map[uint64]*commInst
+	commList   []*commInst // comms in order of appearance, for stable reports
+	byRank     map[int64]*commInst
+	orphan     map[int64]*rankStats // connections seen before (or without) a communicator line
 }
 
 // thread is the envelope cache entry for one "host:pid:tid [dev]".
 type thread struct {
+	key  string // the envelope
 	proc *process
 	comm *commInst // the communicator this thread last announced
 }
 
 type commInst struct {
-	proc      *process
-	ptr       uint64
-	commID    uint64
-	hasID     bool
-	rank      int64
-	nranks    int64
-	nnodes    int64
-	cudaDev   int64
-	nvmlDev   int64
-	busID     string
-	api       string
-	started   bool
-	completed bool
-	first     loc
-	stats     rankStats
+	proc       *process
+	ptr        uint64
+	commID     uint64
+	hasID      bool
+	rank       int64
+	nranks     int64
+	nnodes     int64
+	localRanks int64
+	cudaDev    int64
+	nvmlDev    int64
+	busID      string
+	api        string
+	started    bool
+	completed  bool
+	first      loc
+	stats      rankStats
 }
 
 type trCount struct {
@@ -219,9 +229,29 @@ func (b bitset) covers(n int64) bool {
 // netConnStats counts NET connection lines over the whole log, by module
 // class and GDR.
 type netConnStats struct {
-	n     [numNetClasses][2]int64
-	first [numNetClasses][2]evidence
-	names map[string]int64 // NET module names as printed ("IB", "IBext_v8", "AWS Libfabric")
+	n        [numNetClasses][2]int64
+	first    [numNetClasses][2]evidence
+	nameList []nameCount // NET module names as printed ("IB", "IBext_v8", "AWS Libfabric")
+}
+
+// countName counts a NET connection line for its module name. The names
+// are few (maxNetNames): a slice beats a map, and a map[string(b)]++ would
+// allocate for every line.
+func (s *netConnStats) countName(b []byte) {
+	for i := range s.nameList {
+		if string(b) == s.nameList[i].name {
+			s.nameList[i].n++
+			return
+		}
+	}
+	if len(s.nameList) < maxNetNames {
+		s.nameList = append(s.nameList, nameCount{name: string(b), n: 1})
+	}
+}
+
+type nameCount struct {
+	name string
+	n    int64
 }
 
 func (s *netConnStats) total() (n int64) {

@@ -2,36 +2,28 @@ package nccl
 
 import "bytes"
 
-// WARN records and the foreign lines that matter around them.
-
-// hintGDRBlocked explains IB completion errors with vendor syndrome 0x81
-// (129) or 81: the NIC's DMA to or from GPU memory failed, which is what a
-// PCIe path that blocks peer-to-peer traffic looks like.
-const hintGDRBlocked = "vendor err 81/129 means the NIC could not complete DMA to or from GPU memory: GPUDirect RDMA is blocked. " +
-	"Usual causes: PCIe ACS redirecting peer-to-peer traffic through the root complex (disable ACS on the switches, see gpuprobe's pcie.acs check), " +
-	"the IOMMU in translating mode (iommu=pt or off), or nvidia-peermem missing or mismatched with the driver. " +
-	"NCCL_NET_GDR_LEVEL=LOC turns GDR off to confirm (slower, but it should then work)."
+// WARN records and the foreign lines that matter around them. The parser
+// only recognises them (a code per kind); check/ncclverdict decides what
+// each code means and what to do about it.
 
 type warnRule struct {
 	match []byte
-	sev   string
 	code  string
-	hint  string
 }
 
-// warnRules classify WARN messages; the first match wins. WARNs not listed
-// are errors: NCCL warns when something failed.
+// warnRules name WARN messages; the first match wins. WARNs not listed are
+// "nccl_warn".
 var warnRules = []warnRule{
-	{[]byte("Got async event"), SevWarning, "ib_async_event", "an InfiniBand port event (port up/down, client reregistration); harmless once, a flapping link if repeated"},
-	{[]byte("Failed to open libibverbs"), SevWarning, "no_ibverbs", "libibverbs could not be loaded, so NCCL cannot use InfiniBand/RoCE: install rdma-core (libibverbs) in the image or fix LD_LIBRARY_PATH"},
-	{[]byte("Failed to find CUDA library"), SevWarning, "no_libcuda", "NCCL could not dlopen libcuda.so; it falls back to the runtime's copy (set NCCL_CUDA_PATH if that fails)"},
-	{[]byte("does not loop back"), SevError, "topology_error", "NCCL built an inconsistent ring: ranks disagree about the topology (mixed NCCL versions, different NCCL_* settings per node, or a broken NCCL_TOPO_FILE)"},
-	{[]byte("ibv_reg_mr"), SevError, "ib_memory_registration", "registering GPU memory with the NIC failed: nvidia-peermem not loaded or DMA-BUF unsupported; also check ulimit -l (locked memory) is unlimited"},
-	{[]byte("ibv_reg_dmabuf_mr"), SevError, "ib_memory_registration", "DMA-BUF registration failed: the NIC driver or kernel lacks DMA-BUF support; set NCCL_DMABUF_ENABLE=0 and load nvidia-peermem instead"},
-	{[]byte("Bootstrap"), SevError, "bootstrap_error", "ranks could not reach each other over the bootstrap network: check NCCL_SOCKET_IFNAME, MASTER_ADDR/port and firewalls"},
-	{[]byte("Connection closed by remote peer"), SevError, "peer_lost", "a peer closed its connection: usually another rank crashed or timed out first; look for the first error in time"},
-	{[]byte("Connection refused"), SevError, "connection_refused", "a peer was not listening: rank died, wrong interface (NCCL_SOCKET_IFNAME) or a firewall"},
-	{[]byte("Cuda failure"), SevError, "cuda_error", ""},
+	{[]byte("Got async event"), "ib_async_event"},
+	{[]byte("Failed to open libibverbs"), "no_ibverbs"},
+	{[]byte("Failed to find CUDA library"), "no_libcuda"},
+	{[]byte("does not loop back"), "topology_error"},
+	{[]byte("ibv_reg_mr"), "ib_memory_registration"},
+	{[]byte("ibv_reg_dmabuf_mr"), "ib_memory_registration"},
+	{[]byte("Bootstrap"), "bootstrap_error"},
+	{[]byte("Connection closed by remote peer"), "peer_lost"},
+	{[]byte("Connection refused"), "connection_refused"},
+	{[]byte("Cuda failure"), "cuda_error"},
 }
 
 func (a *Analyzer) applyWarn(p *process, r *rawRecord, at loc) {
@@ -46,16 +38,23 @@ func (a *Analyzer) applyWarn(p *process, r *rawRecord, at loc) {
 	}
 	for _, rule := range warnRules {
 		if bytes.Contains(m, rule.match) {
-			a.find.add(rule.sev, rule.code, string(r.tag), full, rule.hint, where(p), at)
+			if rule.code == "no_ibverbs" && !p.noIB.at.valid() {
+				// NCCL <= 2.4 warns, later ones print INFO: either way IB
+				// cannot be used by this process.
+				p.noIB = evidence{at: at, text: clip(string(m), 200)}
+			}
+			a.find.add(rule.code, string(r.tag), full, where(p), at)
 			return
 		}
 	}
-	a.find.add(SevError, "nccl_warn", string(r.tag), full, "", where(p), at)
+	a.find.add("nccl_warn", string(r.tag), full, where(p), at)
 }
 
 // ibCompletion handles "NET/IB : Got completion from peer … with error 4,
 // opcode …, vendor err 81 (Send)" (NCCL core) and "… with status=12
-// opcode=0 len=0 vendor err 129 (Recv) …" (HPC-X plugin).
+// opcode=0 len=0 vendor err 129 (Recv) …" (HPC-X plugin). The key carries
+// the status and vendor error ("status 12 vendor 129"): the judge's remedy
+// depends on them.
 func (a *Analyzer) ibCompletion(p *process, r *rawRecord, at loc, full string) {
 	m := r.msg
 	vendor := numberAfter(m, []byte("vendor err "))
@@ -64,11 +63,7 @@ func (a *Analyzer) ibCompletion(p *process, r *rawRecord, at loc, full string) {
 		status = numberAfter(m, []byte("status="))
 	}
 	key := "status " + itoa(status) + " vendor " + itoa(vendor)
-	hint := "an InfiniBand work request failed; status 12 (retry exceeded) means the peer stopped answering: a link or switch problem, or the peer process died"
-	if vendor == 81 || vendor == 129 {
-		hint = hintGDRBlocked
-	}
-	a.find.add(SevError, "ib_completion_error", key, full, hint, where(p), at)
+	a.find.add("ib_completion_error", key, full, where(p), at)
 }
 
 // numberAfter returns the decimal number that follows marker in m, or -1.
@@ -86,21 +81,20 @@ func numberAfter(m, marker []byte) int64 {
 
 type foreignRule struct {
 	match []byte
-	sev   string
 	code  string
-	hint  string
+	// once: count every such line under one finding (one example is enough).
+	once bool
 }
 
 // foreignRules pick out the lines from other software that decide or
 // explain an NCCL problem. The rest of the foreign lines are only counted.
 var foreignRules = []foreignRule{
-	{[]byte("Watchdog caught collective operation timeout"), SevError, "collective_timeout",
-		"a collective did not finish within the framework's timeout: one rank is stuck or slow (network, a crashed peer, mismatched collectives); find the first rank that stopped"},
-	{[]byte("Caught signal "), SevError, "crash", "a process crashed; the frames after this line name the library"},
-	{[]byte("NCCL error"), SevError, "framework_nccl_error", "the framework reported an NCCL error; the NCCL WARN lines before it give the cause (rerun with NCCL_DEBUG=INFO if there are none)"},
-	{[]byte("DistBackendError"), SevError, "framework_nccl_error", "the framework reported an NCCL error; the NCCL WARN lines before it give the cause"},
-	{[]byte("<warn>"), SevNote, "libfabric_warning", ""},
-	{[]byte("nccl=="), SevNote, "framework_nccl_version", "the NCCL version the framework claims; the library NCCL prints wins if they differ"},
+	{[]byte("Watchdog caught collective operation timeout"), "collective_timeout", false},
+	{[]byte("Caught signal "), "crash", false},
+	{[]byte("NCCL error"), "framework_nccl_error", false},
+	{[]byte("DistBackendError"), "framework_nccl_error", false},
+	{[]byte("<warn>"), "libfabric_warning", true},
+	{[]byte("nccl=="), "framework_nccl_version", true},
 }
 
 // matchForeign returns the index of the first foreign rule b matches, or -1.
@@ -125,8 +119,8 @@ func (a *Analyzer) foreign(b []byte) {
 	}
 	rule := foreignRules[i]
 	key := ""
-	if rule.sev == SevNote {
-		key = "all" // notes are counted, one example is enough
+	if rule.once {
+		key = "all"
 	}
-	a.find.add(rule.sev, rule.code, key, string(b), rule.hint, "", a.cur)
+	a.find.add(rule.code, key, string(b), "", a.cur)
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/kernel"
-	"github.com/gpuprobe/gpuprobe/nccl"
 	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/topo"
 )
@@ -27,7 +26,7 @@ type Node struct {
 	GpuprobeVersion string `json:"gpuprobe_version,omitempty"`
 
 	NVML *NVML `json:"nvml,omitempty"`
-	// NCCL is the verdict on the NCCL logs given with --nccl-log.
+	// NCCL is what the NCCL logs given with --nccl-log show (state/nccl.go).
 	NCCL *NCCLLog `json:"nccl,omitempty"`
 	// Kernel is the kernel's view of the driver: XIDs, module version, uptime.
 	Kernel *kernel.State `json:"kernel,omitempty"`
@@ -39,13 +38,6 @@ type Node struct {
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.
 	Sources []Source `json:"sources,omitempty"`
-}
-
-// NCCLLog is the analysis of NCCL_DEBUG=INFO logs.
-type NCCLLog struct {
-	Files   []string      `json:"files"`
-	Error   string        `json:"error,omitempty"`
-	Verdict *nccl.Verdict `json:"verdict,omitempty"`
 }
 
 // Source is one collector's outcome.
@@ -201,9 +193,15 @@ type Process struct {
 	PID             uint32 `json:"pid"`
 	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
 	// User and Command come from the process table (empty when the process
-	// is in another PID namespace or already gone).
+	// is in another PID namespace or already gone). Command is the
+	// executable's name ("python3"), never its arguments: any user's
+	// arguments can hold tokens, and reports and drain reasons are read by
+	// everyone.
 	User    string `json:"user,omitempty"`
 	Command string `json:"command,omitempty"`
+	// CommandLine is the full command line, cut to 120 characters; only
+	// collected when asked (serve --web.expose-process-details).
+	CommandLine string `json:"command_line,omitempty"`
 }
 
 // NVLink is one link of a GPU.

@@ -2,11 +2,14 @@ package topo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpuprobe/gpuprobe/deadline"
 )
 
 // Options say where to read and what the caller already knows.
@@ -38,21 +41,14 @@ type GPUHint struct {
 // block in practice, but a wedged device can stall a config-space read, so
 // the work runs aside and an expired deadline returns an error at once.
 func Collect(ctx context.Context, o Options) (*Topology, error) {
-	type result struct {
-		t   *Topology
-		err error
+	// deadline.Do: while a read of this tree is still hung, the next cycle
+	// is refused at once instead of leaving one more thread behind.
+	root := rootOr(o.SysfsRoot, "/sys")
+	t, err := deadline.Do(ctx, "topo:"+root, 0, func() (*Topology, error) { return collect(o) })
+	if errors.Is(err, deadline.ErrTimeout) || errors.Is(err, deadline.ErrBusy) {
+		return nil, fmt.Errorf("reading the topology under %s: %w", root, err)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		t, err := collect(o)
-		ch <- result{t, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.t, r.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("reading the topology under %s: %w", rootOr(o.SysfsRoot, "/sys"), ctx.Err())
-	}
+	return t, err
 }
 
 func rootOr(s, def string) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/nccl"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -41,14 +42,15 @@ func registerNCCL(c *cli) {
 	format := analyze.Flag("format", "Output format.").Default("text").Enum("text", "json")
 	expectGDR := analyze.Flag("expect-gdr", "Inter-node traffic without GPUDirect RDMA is a problem.").Bool()
 	analyze.Action(func(*kingpin.ParseContext) error {
-		v, err := nccl.AnalyzeFiles(context.Background(), *files...)
+		f, err := nccl.AnalyzeFiles(context.Background(), *files...)
 		if err != nil {
 			return c.usageError("nccl analyze: %v", err)
 		}
+		v := ncclverdict.Judge(f)
 		if err := writeVerdict(c, v, *format); err != nil {
 			return err
 		}
-		if len(v.Problems(nccl.ProblemOptions{ExpectGDR: *expectGDR})) > 0 {
+		if len(v.Problems(ncclverdict.ProblemOptions{ExpectGDR: *expectGDR})) > 0 {
 			c.exit = exitFailed
 		}
 		return nil
@@ -60,10 +62,10 @@ func registerNCCL(c *cli) {
 	reportFile := run.Flag("report", "Also write the verdict as JSON to FILE.").PlaceHolder("FILE").String()
 	failOnVerdict := run.Flag("fail-on-verdict", "Exit 1 when the verdict shows a problem and the command itself succeeded.").Bool()
 	run.Action(func(*kingpin.ParseContext) error {
-		code, v, err := nccl.RunCommand(context.Background(), nccl.RunOptions{Args: *args, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
+		code, f, err := nccl.RunCommand(context.Background(), nccl.RunOptions{Args: *args, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
 		if err != nil {
 			fmt.Fprintf(c.stderr, "%s: nccl run: %v\n", programName, err)
-			if v == nil {
+			if f == nil {
 				// The command could not be started: exit as a shell would (127 not found, 126 not executable).
 				c.exit = code
 				if c.exit == 0 {
@@ -72,6 +74,7 @@ func registerNCCL(c *cli) {
 				return nil
 			}
 		}
+		v := ncclverdict.Judge(f)
 		fmt.Fprintln(c.stderr, "--- gpuprobe nccl verdict ---")
 		v.WriteText(c.stderr)
 		if *reportFile != "" {
@@ -88,14 +91,14 @@ func registerNCCL(c *cli) {
 			}
 		}
 		c.exit = code
-		if *failOnVerdict && code == 0 && len(v.Problems(nccl.ProblemOptions{ExpectGDR: *runGDR})) > 0 {
+		if *failOnVerdict && code == 0 && len(v.Problems(ncclverdict.ProblemOptions{ExpectGDR: *runGDR})) > 0 {
 			c.exit = exitFailed
 		}
 		return nil
 	})
 }
 
-func writeVerdict(c *cli, v *nccl.Verdict, format string) error {
+func writeVerdict(c *cli, v *ncclverdict.Verdict, format string) error {
 	if format == "json" {
 		return v.WriteJSON(c.stdout)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/exporter"
 	"github.com/gpuprobe/gpuprobe/nvml"
+	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -39,6 +40,7 @@ type serveFlags struct {
 	systemd     bool
 	webConfig   string
 	metricsPath string
+	http        httpFlags // httpserver.go
 }
 
 func registerServe(c *cli) {
@@ -52,6 +54,7 @@ func registerServe(c *cli) {
 	cmd.Flag("web.systemd-socket", "Use systemd socket activation listeners instead of port listeners.").BoolVar(&f.systemd)
 	cmd.Flag("web.config.file", "Path to a web configuration file for TLS and basic auth (exporter-toolkit format).").PlaceHolder("FILE").StringVar(&f.webConfig)
 	cmd.Flag("web.telemetry-path", "Path under which to expose metrics.").Default("/metrics").StringVar(&f.metricsPath)
+	f.http.register(cmd)
 	cmd.Action(func(*kingpin.ParseContext) error { return c.runServe(f) })
 }
 
@@ -90,6 +93,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 				c.log.Warn("collection options", zap.Error(err))
 				o = collect.Options{CallTimeout: f.collect.callTimeout, Version: version.Version}
 			}
+			o.ProcessCommandLines = f.http.exposeProcessDetails
 			return collect.Node(ctx, o)
 		},
 		Judge: func(ctx context.Context, n *state.Node) []check.Result {
@@ -159,9 +163,12 @@ func (c *cli) runServe(f *serveFlags) error {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
+	if err := f.http.validate(); err != nil {
+		return c.usageError("%v", err)
+	}
 	mux, err := c.serveMux(f, d)
 	if err != nil {
-		return err
+		return c.usageError("%v", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -170,7 +177,7 @@ func (c *cli) runServe(f *serveFlags) error {
 	}
 	go d.Run(ctx)
 
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(mux, &f.http)
 	go func() {
 		<-ctx.Done()
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -189,18 +196,24 @@ func (c *cli) runServe(f *serveFlags) error {
 // serveMux is the daemon's HTTP surface: metrics from memory, the latest
 // report, liveness, and a landing page.
 func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error) {
+	if err := validateTelemetryPath(f.metricsPath); err != nil {
+		return nil, err
+	}
 	metrics, _ := c.metricsHandler(d)
 	mux := http.NewServeMux()
 	mux.Handle(f.metricsPath, metrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter) })
+	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter, f.http.exposeProcessDetails) })
 	mux.Handle("/", landingPage(d.Exporter, f.metricsPath))
 	return mux, nil
 }
 
 // serveReport writes the latest result document, the same JSON 'check
-// --format json' prints, with the snapshot's freshness in headers.
-func serveReport(w http.ResponseWriter, e *exporter.Exporter) {
+// --format json' prints, with the snapshot's freshness in headers. Results
+// name processes by pid, user and executable only; with
+// --web.expose-process-details the GPU processes' command lines are added
+// under "processes".
+func serveReport(w http.ResponseWriter, e *exporter.Exporter, processDetails bool) {
 	s := e.Latest()
 	if s == nil || s.Doc == nil {
 		http.Error(w, "no collection has finished yet", http.StatusServiceUnavailable)
@@ -211,5 +224,31 @@ func serveReport(w http.ResponseWriter, e *exporter.Exporter) {
 	w.Header().Set("X-Gpuprobe-Stale", fmt.Sprint(s.Stale))
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	if processDetails {
+		enc.Encode(struct {
+			*report.Document
+			Processes []gpuProcess `json:"processes"`
+		}{s.Doc, gpuProcesses(s.Node)})
+		return
+	}
 	enc.Encode(s.Doc)
+}
+
+// gpuProcess is one GPU process as --web.expose-process-details lists it.
+type gpuProcess struct {
+	GPU int `json:"gpu"`
+	state.Process
+}
+
+func gpuProcesses(n *state.Node) []gpuProcess {
+	out := []gpuProcess{}
+	if n == nil || n.NVML == nil {
+		return out
+	}
+	for _, g := range n.NVML.GPUs {
+		for _, p := range g.Processes {
+			out = append(out, gpuProcess{g.Index, p})
+		}
+	}
+	return out
 }

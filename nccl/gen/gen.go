@@ -1,14 +1,23 @@
 // Package gen writes synthetic NCCL_DEBUG=INFO logs of a multi-node job,
 // for benchmarking the analyzer on inputs far larger than real excerpts.
 //
-// The log imitates one job: every rank initialises a world communicator
+// Two shapes (Options.Mix). "train", the default, imitates one job: every rank initialises a world communicator
 // (version, network and GDR lines, ring listings, connection lines, init
 // timings), then trains, printing NCCL_DEBUG_SUBSYS=COLL lines for its
 // collectives interleaved with the framework's own output, and every so
 // often splits tensor-parallel communicators, which prints another round of
 // init and connection lines. Records carry a launcher prefix (srun
 // --label by default) and ranks' output is interleaved the way a shared
-// stream interleaves it.
+// stream interleaves it. Most of its bytes are per-operation opCount lines.
+//
+// "init" is connection-heavy, the shape of a job that sets up many
+// communicators and peer-to-peer connections (all-to-all, pipeline
+// stages): every rank prints from one fixed host:pid:tid, and almost every
+// line is a distinct connection line ("Channel NN/0 : a[d] -> b[e] [send]
+// via NET/IB/d/GDRDMA" across nodes, "… via P2P/IPC/read" within one),
+// interleaved across ranks, with a round of NET/IB, Trees, channel-count
+// and Init COMPLETE lines for every new communicator. Real init logs are
+// made of such lines.
 package gen
 
 import (
@@ -27,6 +36,7 @@ type Options struct {
 	Seed      uint64 // same seed, same log
 	Prefix    string // launcher prefix: "srun" (default), "mpi", "none"
 	Transport string // inter-node transport: "gdrdma" (default), "ib", "socket", "ofi"
+	Mix       string // "train" (default) or "init"
 }
 
 func (o *Options) defaults() error {
@@ -41,6 +51,14 @@ func (o *Options) defaults() error {
 	}
 	if o.Transport == "" {
 		o.Transport = "gdrdma"
+	}
+	if o.Mix == "" {
+		o.Mix = "train"
+	}
+	switch o.Mix {
+	case "train", "init":
+	default:
+		return fmt.Errorf("gen: unknown mix %q (train or init)", o.Mix)
 	}
 	if o.Ranks <= 0 || o.Hosts <= 0 || o.Ranks%o.Hosts != 0 {
 		return fmt.Errorf("gen: %d ranks do not divide over %d hosts", o.Ranks, o.Hosts)
@@ -95,6 +113,13 @@ func Write(w io.Writer, o Options) (int64, error) {
 			id: i, host: fmt.Sprintf("gpu-a%03d-node%02d", h/8, h%8), hostIdx: h, local: i % g.ppn,
 			pid: pid, mainTid: pid, initTid: pid + 40 + g.rnd.IntN(200), comm: 0x55d000000000 + uint64(g.rnd.IntN(1<<30))<<4,
 		}
+	}
+	if o.Mix == "init" {
+		g.initMix()
+		if err := g.w.Flush(); err != nil {
+			return g.n, fmt.Errorf("gen: %w", err)
+		}
+		return g.n, nil
 	}
 	g.initWorld()
 	for g.n < o.Size {
@@ -456,4 +481,96 @@ func (g *writer) splitTP() {
 			}
 		}
 	}
+}
+
+// initMix writes the connection-heavy shape: rounds of peer connections,
+// rank r to rank r+k on channels 0..31, for k = 1, 2, …; a new
+// communicator's init lines every 64 peer offsets. Every rank prints from
+// its one thread (initTid), so the envelope of a rank never changes.
+func (g *writer) initMix() {
+	n := len(g.ranks)
+	g.shuffled(func(r *rank) { g.commInit(r, 0) })
+	suffix := "/GDRDMA"
+	if g.o.Transport == "ib" || g.o.Transport == "socket" {
+		suffix = ""
+	}
+	for round := 0; g.n < g.o.Size; round++ {
+		k := 1 + round%(n-1)
+		if round > 0 && round%64 == 0 {
+			g.shuffled(func(r *rank) { g.commInit(r, round/64) })
+		}
+		for c := 0; c < 32 && g.n < g.o.Size; c++ {
+			g.shuffled(func(r *rank) {
+				to := &g.ranks[(r.id+k)%n]
+				g.channel(r, c, r, to)
+				if to.hostIdx == r.hostIdx {
+					g.s(" via P2P/IPC/read")
+					g.end()
+					return
+				}
+				g.s(" [send] via NET/" + g.netName() + "/")
+				g.d(r.local)
+				g.s(suffix)
+				g.end()
+				g.channel(to, c, r, to)
+				g.s(" [receive] via NET/" + g.netName() + "/")
+				g.d(to.local)
+				g.s(suffix)
+				g.end()
+			})
+		}
+	}
+}
+
+// commInit prints the init lines of communicator number i of rank r.
+func (g *writer) commInit(r *rank, i int) {
+	n := len(g.ranks)
+	g.info(r, r.initTid, "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_2:1/IB [3]mlx5_3:1/IB [4]mlx5_4:1/IB [5]mlx5_5:1/IB [6]mlx5_6:1/IB [7]mlx5_7:1/IB [RO]; OOB ib0:10.1.0.1<0>")
+	g.info(r, r.initTid, "Using network "+g.netName())
+	comm := r.comm + uint64(i)<<8
+	g.begin(r, r.initTid)
+	g.s("comm 0x")
+	g.x(comm)
+	g.s(" rank ")
+	g.d(r.id)
+	g.s(" nRanks ")
+	g.d(n)
+	g.s(" nNodes ")
+	g.d(g.o.Hosts)
+	g.s(" localRanks ")
+	g.d(g.ppn)
+	g.s(" localRank ")
+	g.d(r.local)
+	g.s(" MNNVL 0")
+	g.end()
+	g.begin(r, r.initTid)
+	g.s("Trees [0] ")
+	g.d((r.id + 1) % n)
+	g.s("/-1/-1->")
+	g.d(r.id)
+	g.s("->")
+	g.d((r.id + n - 1) % n)
+	g.s(" [1] -1/-1/-1->")
+	g.d(r.id)
+	g.s("->")
+	g.d((r.id + 1) % n)
+	g.end()
+	g.info(r, r.initTid, "32 coll channels, 32 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer")
+	g.begin(r, r.initTid)
+	g.s("ncclCommInitRank comm 0x")
+	g.x(comm)
+	g.s(" rank ")
+	g.d(r.id)
+	g.s(" nranks ")
+	g.d(n)
+	g.s(" cudaDev ")
+	g.d(r.local)
+	g.s(" nvmlDev ")
+	g.d(r.local)
+	g.s(" busId ")
+	g.x(uint64(0x18000 + r.local*0x10000))
+	g.s(" commId 0x")
+	g.x(0x5ae77eb5ea4e0000 + uint64(i))
+	g.s(" - Init COMPLETE")
+	g.end()
 }

@@ -27,8 +27,41 @@ func TestWrite(t *testing.T) {
 	}
 }
 
+// TestInitMix: the connection-heavy shape is made of distinct connection
+// lines, one fixed envelope per rank.
+func TestInitMix(t *testing.T) {
+	var a bytes.Buffer
+	if _, err := Write(&a, Options{Size: 4 << 20, Seed: 1, Mix: "init"}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(a.String(), "\n"), "\n")
+	conns, distinct, envelopes := 0, map[string]bool{}, map[string]bool{}
+	for _, l := range lines {
+		env, msg, ok := strings.Cut(l, " NCCL INFO ")
+		if !ok {
+			t.Fatalf("not an NCCL line: %q", l)
+		}
+		envelopes[env] = true
+		if strings.HasPrefix(msg, "Channel ") && strings.Contains(msg, " via ") {
+			conns++
+			distinct[l] = true
+		}
+	}
+	if conns < len(lines)*9/10 || len(distinct) < conns*99/100 {
+		t.Errorf("%d lines, %d connection lines, %d distinct", len(lines), conns, len(distinct))
+	}
+	if len(envelopes) != 512 {
+		t.Errorf("%d envelopes, want one per rank", len(envelopes))
+	}
+	for _, want := range []string{"] [send] via NET/IB/", "/GDRDMA\n", " via P2P/IPC/read\n", "Trees [0] ", " - Init COMPLETE", "32 coll channels"} {
+		if !strings.Contains(a.String(), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
 func TestOptions(t *testing.T) {
-	for _, o := range []Options{{Ranks: 10, Hosts: 3}, {Transport: "carrier-pigeon"}, {Prefix: "tmux"}} {
+	for _, o := range []Options{{Ranks: 10, Hosts: 3}, {Transport: "carrier-pigeon"}, {Prefix: "tmux"}, {Mix: "bursty"}} {
 		if _, err := Write(&bytes.Buffer{}, o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}

@@ -2,6 +2,7 @@
 // job, for benchmarking `gpuprobe nccl analyze`:
 //
 //	go run ./tools/ncclgen -size 1GB -o /tmp/nccl-1g.log
+//	go run ./tools/ncclgen -mix init -size 400MB -o /tmp/nccl-init.log
 package main
 
 import (
@@ -24,6 +25,7 @@ func main() {
 	flag.Uint64Var(&o.Seed, "seed", 1, "random seed: the same seed writes the same log")
 	flag.StringVar(&o.Prefix, "prefix", "srun", "launcher prefix on every line: srun, mpi or none")
 	flag.StringVar(&o.Transport, "transport", "gdrdma", "inter-node transport the log shows: gdrdma, ib, socket or ofi")
+	flag.StringVar(&o.Mix, "mix", "train", "shape of the log: train (mostly per-operation opCount lines) or init (mostly distinct connection lines)")
 	flag.Parse()
 	n, err := parseSize(*size)
 	if err != nil {

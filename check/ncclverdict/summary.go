@@ -1,8 +1,7 @@
-package nccl
+package ncclverdict
 
 import (
-	"bytes"
-	"cmp"
+	"strconv"
 	"strings"
 )
 
@@ -18,7 +17,7 @@ func (d *decider) summary() {
 	case InterIB:
 		v.Summary = "Inter-node traffic used InfiniBand/RoCE WITHOUT GPUDirect RDMA (" + nets + ")" + scope + " — " + d.gdrOffReason()
 	case InterSocket:
-		if d.a.conns.n[netFastSocket][0]+d.a.conns.n[netFastSocket][1] > 0 {
+		if d.netLines(netFastSocket, false)+d.netLines(netFastSocket, true) > 0 {
 			v.Summary = "Inter-node traffic used TCP through the FastSocket plugin (" + nets + ")" + scope + "."
 			break
 		}
@@ -34,6 +33,9 @@ func (d *decider) summary() {
 	default:
 		v.Summary = "Inter-node transport unknown: " + v.Missing + "."
 	}
+	if f := d.f.Format; f == "2.2" {
+		v.Summary += " (NCCL 2.2 log format: INFO lines without the word NCCL.)"
+	}
 }
 
 // scope is " on 2 nodes, 16 ranks" with what is known.
@@ -41,10 +43,14 @@ func (d *decider) scope() string {
 	v := d.v
 	var parts []string
 	if v.NNodes != nil && *v.NNodes > 1 {
-		parts = append(parts, itoa(*v.NNodes)+" nodes")
+		s := strconv.FormatInt(*v.NNodes, 10) + " nodes"
+		if strings.HasPrefix(v.NNodesFrom, "at least") {
+			s = "≥" + s
+		}
+		parts = append(parts, s)
 	}
 	if v.NRanks != nil && *v.NRanks > 0 {
-		s := itoa(*v.NRanks) + " ranks"
+		s := strconv.FormatInt(*v.NRanks, 10) + " ranks"
 		if v.NRanksInferred {
 			s = "≥" + s
 		}
@@ -59,49 +65,54 @@ func (d *decider) scope() string {
 // connNets names the NET modules on connection lines ("NET/IBext_v8"), or
 // the selected module when there were none.
 func (d *decider) connNets() string {
-	if len(d.a.conns.names) == 0 {
+	if len(d.f.NetNames) == 0 {
 		return "NET/" + d.v.NetSelected
 	}
 	return d.netNames()
 }
 
-func (d *decider) line(at loc) string {
-	l := location(at, d.a.sources)
-	if l.Source != "" {
-		return l.Source + ":" + itoa(l.Line)
-	}
-	return "line " + itoa(l.Line)
-}
-
 // socketReason gives the most telling reason any Socket process shows:
 // IB turned off, IB not found, the module forced, or only the choice.
 func (d *decider) socketReason() string {
-	var off, none, forced, chose *process
-	for _, p := range d.a.order {
-		if s := d.sel[p]; s.class != netSocket || s.ev.strength < strengthInit {
+	off, none, forced, chose := -1, -1, -1, -1
+	first := func(cur, i int) int {
+		if cur < 0 {
+			return i
+		}
+		return cur
+	}
+	for i := range d.f.Processes {
+		p := &d.f.Processes[i]
+		if s := d.sel[i]; s.class != netSocket || s.ev.Strength < 2 {
 			continue
 		}
 		switch {
-		case p.ibOff.at.valid():
-			off = cmp.Or(off, p)
-		case p.noIB.at.valid():
-			none = cmp.Or(none, p)
-		case p.env["NCCL_NET"] == "Socket":
-			forced = cmp.Or(forced, p)
-		case bytes.HasPrefix([]byte(p.net[netSocket].text), msgUsingNet):
-			chose = cmp.Or(chose, p)
+		case p.IBDisabled != nil:
+			off = first(off, i)
+		case p.NoIB != nil:
+			none = first(none, i)
+		case p.Env["NCCL_NET"] == "Socket":
+			forced = first(forced, i)
+		case strings.HasPrefix(net(p, netSocket).Text, "Using network "):
+			chose = first(chose, i)
 		}
 	}
+	ps := d.f.Processes
 	switch {
-	case off != nil:
-		return "NCCL_IB_DISABLE=1 turned InfiniBand off (" + d.line(off.ibOff.at) + ")."
-	case none != nil:
-		return "NCCL found no InfiniBand device: \"" + none.noIB.text + "\" (" + d.line(none.noIB.at) + ")."
-	case forced != nil:
+	case off >= 0:
+		return "NCCL_IB_DISABLE=1 turned InfiniBand off (" + d.line(ps[off].IBDisabled.NCCLLoc) + ")."
+	case none >= 0:
+		p := &ps[none]
+		s := "NCCL found no InfiniBand device: \"" + p.NoIB.Text + "\" (" + d.line(p.NoIB.NCCLLoc) + ")"
+		if p.SocketDevices != nil {
+			s += ", then initialised its Socket module: \"" + p.SocketDevices.Text + "\" (" + d.line(p.SocketDevices.NCCLLoc) + ")"
+		}
+		return s + "."
+	case forced >= 0:
 		return "NCCL_NET=Socket forced it."
-	case chose != nil:
-		e := chose.net[netSocket]
-		return "NCCL chose its Socket module (\"" + e.text + "\", " + d.line(e.at) + "); the log does not say why not InfiniBand."
+	case chose >= 0:
+		e := net(&ps[chose], netSocket)
+		return "NCCL chose its Socket module (\"" + e.Text + "\", " + d.line(e.NCCLLoc) + "); the log does not say why not InfiniBand."
 	}
 	return "the log does not show why InfiniBand was not used (no \"NET/IB : No device found.\" or NCCL_IB_DISABLE line)."
 }
@@ -109,18 +120,10 @@ func (d *decider) socketReason() string {
 // gdrOffReason gives the first reason the log shows for GPUDirect RDMA
 // being off.
 func (d *decider) gdrOffReason() string {
-	a := d.a
-	var best *Finding
-	for _, f := range a.find.byKey {
-		switch f.Code {
-		case "gdr_no_module", "gdr_disabled", "gdr_distance":
-			if best == nil || f.order < best.order {
-				best = f
-			}
+	for _, x := range d.f.Findings {
+		if why, ok := gdrWhy[x.Code]; ok && len(x.Lines) > 0 {
+			return "GPUDirect RDMA is disabled: " + why + ": \"" + x.Message + "\" (" + d.line(x.Lines[0]) + ")."
 		}
-	}
-	if best != nil {
-		return "GPUDirect RDMA is disabled: " + gdrReasons[best.Code].why + ": \"" + best.Message + "\" (" + d.line(best.at[0]) + ")."
 	}
 	if lv := d.v.Env["NCCL_NET_GDR_LEVEL"]; len(lv) > 0 {
 		return "NCCL_NET_GDR_LEVEL=" + strings.Join(lv, "/") + " is set."

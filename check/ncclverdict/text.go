@@ -1,4 +1,4 @@
-package nccl
+package ncclverdict
 
 import (
 	"bufio"
@@ -61,6 +61,9 @@ func (v *Verdict) WriteText(w io.Writer) error {
 	if v.Missing != "" && v.InterNode != InterUnknown {
 		fact("note", v.Missing)
 	}
+	if v.Limits != "" {
+		fact("limits", v.Limits)
+	}
 	tw.Flush()
 	writeFindings(bw, "Errors", v.Errors)
 	writeFindings(bw, "Warnings", v.Warnings)
@@ -68,7 +71,7 @@ func (v *Verdict) WriteText(w io.Writer) error {
 	s := v.Stats
 	fmt.Fprintf(bw, "\nRead %d lines (%d NCCL records, %d duplicates dropped", s.Lines, s.Records, s.Duplicates)
 	if s.TruncatedLines > 0 {
-		fmt.Fprintf(bw, ", %d over-long lines cut at %d bytes", s.TruncatedLines, DefaultMaxLineBytes)
+		fmt.Fprintf(bw, ", %d over-long lines cut at %d bytes", s.TruncatedLines, s.MaxLineBytes)
 	}
 	fmt.Fprintf(bw, ") from %d processes.\n", s.Processes)
 	return bw.Flush()

@@ -1,4 +1,10 @@
-package nccl
+// Package ncclverdict judges the facts the NCCL log parser (package nccl)
+// found: which transport carried inter-node traffic, whether NCCL fell back
+// to TCP, what went wrong, and whether that should fail a run. It is pure:
+// no I/O, no parser, only state.NCCLFacts in and a Verdict out.
+package ncclverdict
+
+import "github.com/gpuprobe/gpuprobe/state"
 
 // Inter-node transport verdicts (Verdict.InterNode).
 const (
@@ -53,6 +59,13 @@ type Verdict struct {
 	// Env holds the NCCL_* settings NCCL echoed, with every value seen.
 	Env map[string][]string `json:"env,omitempty"`
 
+	// Format is "2.2" when the log is NCCL 2.2's (INFO lines without the
+	// word NCCL); absent otherwise.
+	Format string `json:"format,omitempty"`
+	// Limits says which of the parser's memory caps the log reached, and
+	// what that leaves out.
+	Limits string `json:"limits,omitempty"`
+
 	Errors   []Finding `json:"errors"`
 	Warnings []Finding `json:"warnings"`
 	Notes    []Finding `json:"notes,omitempty"`
@@ -64,8 +77,8 @@ type Verdict struct {
 	Processes            []ProcessSummary `json:"processes"`
 	// ProcessesOmitted counts processes left out of Processes to keep the
 	// report small.
-	ProcessesOmitted int   `json:"processes_omitted,omitempty"`
-	Stats            Stats `json:"stats"`
+	ProcessesOmitted int             `json:"processes_omitted,omitempty"`
+	Stats            state.NCCLStats `json:"stats"`
 }
 
 // Evidence is a line that supports a conclusion.
@@ -132,11 +145,21 @@ type ProcessSummary struct {
 	Ranks        []int64           `json:"ranks,omitempty"`
 }
 
-// Limits on what a verdict lists (everything is still counted).
-const (
-	maxReportProcesses   = 1024
-	maxReportComms       = 256
-	maxReportRanks       = 1024 // per communicator
-	maxReportRankEntries = 4096 // in all
-	maxReportPeers       = 16
-)
+// Location is where a line came from.
+type Location struct {
+	Source string `json:"source,omitempty"`
+	Line   int64  `json:"line"`
+}
+
+// Finding is one kind of warning, error or note, with the lines it came
+// from. Repeats of the same finding (the same WARN from 512 ranks) are
+// counted, not listed.
+type Finding struct {
+	Severity string     `json:"severity"`
+	Code     string     `json:"code"`
+	Message  string     `json:"message"`
+	Hint     string     `json:"hint,omitempty"`
+	Where    string     `json:"where,omitempty"` // host:pid of the first occurrence
+	Count    int64      `json:"count"`
+	Lines    []Location `json:"lines"`
+}

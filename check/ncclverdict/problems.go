@@ -1,4 +1,4 @@
-package nccl
+package ncclverdict
 
 import (
 	"strconv"

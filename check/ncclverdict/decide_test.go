@@ -1,4 +1,4 @@
-package nccl
+package ncclverdict
 
 import (
 	"bytes"
@@ -184,16 +184,16 @@ func TestProblems(t *testing.T) {
 	if p := ib.Problems(ProblemOptions{ExpectGDR: true}); len(p) != 1 || p[0].Code != "no_gdr" || p[0].Remedy == "" {
 		t.Errorf("problems %+v", p)
 	}
-	sock := analyzeFile(t, "testdata/logs/036.log")
+	sock := analyzeFile(t, "../../nccl/testdata/logs/036.log")
 	p := sock.Problems(ProblemOptions{})
 	if len(p) == 0 || p[0].Code != "tcp_fallback" || !strings.Contains(p[0].Remedy, "NCCL_IB_DISABLE") {
 		t.Errorf("Socket fallback problems: %+v", p)
 	}
-	single := analyzeFile(t, "testdata/logs/011.log")
+	single := analyzeFile(t, "../../nccl/testdata/logs/011.log")
 	if !single.Healthy(true) {
 		t.Errorf("a single-node Socket run is healthy even with --expect-gdr: %+v", single.Problems(ProblemOptions{ExpectGDR: true}))
 	}
-	unknown := analyzeFile(t, "testdata/logs/074.log")
+	unknown := analyzeFile(t, "../../nccl/testdata/logs/074.log")
 	if !unknown.Healthy(false) || unknown.Healthy(true) {
 		t.Error("an undecided log fails only when GDR is expected")
 	}
@@ -207,7 +207,7 @@ func TestProblems(t *testing.T) {
 }
 
 func TestWriteText(t *testing.T) {
-	v := analyzeFile(t, "testdata/logs/055.log")
+	v := analyzeFile(t, "../../nccl/testdata/logs/055.log")
 	var buf bytes.Buffer
 	if err := v.WriteText(&buf); err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestWriteText(t *testing.T) {
 // read them.
 func TestJSONFields(t *testing.T) {
 	var buf bytes.Buffer
-	if err := analyzeFile(t, "testdata/logs/054.log").WriteJSON(&buf); err != nil {
+	if err := analyzeFile(t, "../../nccl/testdata/logs/054.log").WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, field := range []string{`"inter_node": "IB"`, `"tcp_fallback": false`, `"gdr": false`, `"net_selected": "IB"`,

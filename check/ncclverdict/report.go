@@ -1,8 +1,19 @@
-package nccl
+package ncclverdict
 
 import (
 	"sort"
 	"strconv"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// Limits on what a verdict lists (everything is still counted).
+const (
+	maxReportProcesses   = 1024
+	maxReportComms       = 256
+	maxReportRanks       = 1024 // per communicator
+	maxReportRankEntries = 4096 // in all
+	maxReportPeers       = 16
 )
 
 // The per-communicator, per-rank and per-process parts of the verdict.
@@ -14,50 +25,51 @@ import (
 // first maxReportComms communicators are listed, and per-rank detail stops
 // after maxReportRankEntries ranks in all; it returns how many
 // communicators it left out.
-func (a *Analyzer) communicators() ([]CommSummary, int) {
+func (d *decider) communicators() ([]CommSummary, int) {
+	ps := d.f.Processes
 	// NCCL >= 2.18 names communicators by commId; an instance without one
 	// (an excerpt that lost the line with it, or older NCCL) joins the one
 	// commId group of its size if there is exactly one.
 	idBySize := map[int64]string{}
-	for _, p := range a.order {
-		for _, ci := range p.commList {
-			if !ci.hasID {
+	for i := range ps {
+		for _, ci := range ps[i].Comms {
+			if ci.CommID == "" {
 				continue
 			}
-			id := "0x" + hex16(ci.commID)
-			if prev, ok := idBySize[ci.nranks]; ok && prev != id {
+			id := ci.CommID
+			if prev, ok := idBySize[ci.NRanks]; ok && prev != id {
 				id = ""
 			}
-			idBySize[ci.nranks] = id
+			idBySize[ci.NRanks] = id
 		}
 	}
-	idOf := func(ci *commInst) string {
+	idOf := func(ci *state.NCCLComm) string {
 		switch {
-		case ci.hasID:
-			return "0x" + hex16(ci.commID)
-		case idBySize[ci.nranks] != "":
-			return idBySize[ci.nranks]
-		case ci.nranks < 0:
+		case ci.CommID != "":
+			return ci.CommID
+		case idBySize[ci.NRanks] != "":
+			return idBySize[ci.NRanks]
+		case ci.NRanks < 0:
 			return "(unknown size)"
 		}
-		return "nranks=" + itoa(ci.nranks) + " (no commId)"
+		return "nranks=" + strconv.FormatInt(ci.NRanks, 10) + " (no commId)"
 	}
 	const orphanID = "(no communicator line)"
 
 	// First pass: where each communicator first appears, to choose the
 	// ones the report lists.
-	first := map[string]loc{}
-	see := func(id string, at loc) {
+	first := map[string]state.NCCLLoc{}
+	see := func(id string, at state.NCCLLoc) {
 		if f, ok := first[id]; !ok || before(at, f) {
 			first[id] = at
 		}
 	}
-	for _, p := range a.order {
-		for _, ci := range p.commList {
-			see(idOf(ci), ci.first)
+	for i := range ps {
+		for j := range ps[i].Comms {
+			see(idOf(&ps[i].Comms[j]), ps[i].Comms[j].First)
 		}
-		if len(p.orphan) > 0 {
-			see(orphanID, p.first)
+		if len(ps[i].Orphans) > 0 {
+			see(orphanID, ps[i].First)
 		}
 	}
 	ids := make([]string, 0, len(first))
@@ -82,27 +94,26 @@ func (a *Analyzer) communicators() ([]CommSummary, int) {
 		ranks    map[int64]*RankSummary
 		seen     map[int64]bool
 		hosts    map[string]bool
-		net, gdr uint32
+		net, gdr int64
 	}
 	groups := make(map[string]*group, len(ids))
 	for _, id := range ids {
 		groups[id] = &group{sum: CommSummary{ID: id}, ranks: map[int64]*RankSummary{}, seen: map[int64]bool{}, hosts: map[string]bool{}}
 	}
 	budget := maxReportRankEntries
-	addRank := func(g *group, p *process, rank int64, st *rankStats, ci *commInst) {
-		g.hosts[p.host] = true
-		g.net += st.net
-		g.gdr += st.gdr
-		for i := 0; i < int(st.ntr); i++ {
-			n := a.trNameOf(st.tr[i].id)
+	addRank := func(g *group, p *state.NCCLProcess, rank int64, st *state.NCCLRankConns, ci *state.NCCLComm) {
+		g.hosts[p.Host] = true
+		g.net += st.Net
+		g.gdr += st.GDR
+		for _, t := range st.Transports {
 			m := &g.sum.Intra
-			if n.class == trNET || n.class == trCollNet {
+			if t.Class == "NET" || t.Class == "COLLNET" {
 				m = &g.sum.Inter
 			}
 			if *m == nil {
 				*m = map[string]int64{}
 			}
-			(*m)[n.name] += int64(st.tr[i].n)
+			(*m)[t.Name] += t.Lines
 		}
 		if rank < 0 {
 			return
@@ -115,55 +126,52 @@ func (a *Analyzer) communicators() ([]CommSummary, int) {
 			}
 			budget--
 			rs = &RankSummary{Rank: rank, CUDADev: -1, NVMLDev: -1}
-			if !p.pseudo {
-				rs.Host, rs.PID = p.host, p.pid
+			if p.Kind == "" || p.Kind == "overflow" {
+				rs.Host, rs.PID = p.Host, p.PID
 			}
 			g.ranks[rank] = rs
 		}
 		if ci != nil {
-			if ci.ptr != 0 {
-				rs.Comm = "0x" + strconv.FormatUint(ci.ptr, 16)
+			if ci.Ptr != 0 {
+				rs.Comm = "0x" + strconv.FormatUint(ci.Ptr, 16)
 			}
-			if ci.cudaDev >= 0 {
-				rs.CUDADev = ci.cudaDev
+			if ci.CUDADev >= 0 {
+				rs.CUDADev = ci.CUDADev
 			}
-			if ci.nvmlDev >= 0 {
-				rs.NVMLDev = ci.nvmlDev
+			if ci.NVMLDev >= 0 {
+				rs.NVMLDev = ci.NVMLDev
 			}
-			if ci.busID != "" {
-				rs.BusID = ci.busID
+			if ci.BusID != "" {
+				rs.BusID = ci.BusID
 			}
 		}
-		a.addTransports(rs, st)
+		addTransports(rs, st)
 	}
-	for _, p := range a.order {
-		for _, ci := range p.commList {
+	for i := range ps {
+		p := &ps[i]
+		for j := range p.Comms {
+			ci := &p.Comms[j]
 			g := groups[idOf(ci)]
 			if g == nil {
 				continue
 			}
 			g.sum.Instances++
-			if ci.started {
+			if ci.Started {
 				g.sum.Started++
 			}
-			if ci.completed {
+			if ci.Completed {
 				g.sum.Complete++
 			}
 			if g.sum.API == "" {
-				g.sum.API = ci.api
+				g.sum.API = ci.API
 			}
-			g.sum.NRanks = max(g.sum.NRanks, ci.nranks)
-			g.sum.NNodes = max(g.sum.NNodes, ci.nnodes)
-			addRank(g, p, ci.rank, &ci.stats, ci)
+			g.sum.NRanks = max(g.sum.NRanks, ci.NRanks)
+			g.sum.NNodes = max(g.sum.NNodes, ci.NNodes)
+			addRank(g, p, ci.Rank, &ci.Conns, ci)
 		}
 		if g := groups[orphanID]; g != nil {
-			orphans := make([]int64, 0, len(p.orphan))
-			for rank := range p.orphan {
-				orphans = append(orphans, rank)
-			}
-			sort.Slice(orphans, func(i, j int) bool { return orphans[i] < orphans[j] })
-			for _, rank := range orphans {
-				addRank(g, p, rank, p.orphan[rank], nil)
+			for j := range p.Orphans {
+				addRank(g, p, p.Orphans[j].Rank, &p.Orphans[j], nil)
 			}
 		}
 	}
@@ -192,54 +200,56 @@ func (a *Analyzer) communicators() ([]CommSummary, int) {
 	return out, omitted
 }
 
-func before(x, y loc) bool {
-	return x.src < y.src || x.src == y.src && x.line < y.line
+func before(x, y state.NCCLLoc) bool {
+	return x.Input < y.Input || x.Input == y.Input && x.Line < y.Line
 }
 
-func (a *Analyzer) addTransports(rs *RankSummary, st *rankStats) {
-	for i := 0; i < int(st.ntr); i++ {
+func addTransports(rs *RankSummary, st *state.NCCLRankConns) {
+	for _, t := range st.Transports {
 		if rs.Transports == nil {
 			rs.Transports = map[string]int64{}
 		}
-		rs.Transports[a.trNameOf(st.tr[i].id).name] += int64(st.tr[i].n)
+		rs.Transports[t.Name] += t.Lines
 	}
-	for _, pl := range st.peers {
+	for _, pl := range st.Peers {
 		if len(rs.Peers) >= maxReportPeers {
 			break
 		}
-		rs.Peers = append(rs.Peers, PeerSummary{Peer: int64(pl.peer), Transport: a.trNameOf(pl.tr).name, Connections: int64(pl.n), Channels: bitRanges(pl.channels)})
+		rs.Peers = append(rs.Peers, PeerSummary{Peer: pl.Peer, Transport: pl.Transport, Connections: pl.Lines, Channels: bitRanges(pl.Channels)})
 	}
 }
 
 func (d *decider) processes() ([]ProcessSummary, int) {
-	a := d.a
 	var out []ProcessSummary
 	omitted := 0
-	for _, p := range a.order {
-		if p.pseudo && p != a.overflow && len(p.versions) == 0 && d.sel[p].class == netUnknown {
+	for i := range d.f.Processes {
+		p := &d.f.Processes[i]
+		if p.Kind == "no_envelope" && len(p.Versions) == 0 && d.sel[i].class == netUnknown {
 			continue
 		}
 		if len(out) >= maxReportProcesses {
 			omitted++
 			continue
 		}
-		s := ProcessSummary{Host: p.host, PID: p.pid, FirstLine: location(p.first, a.sources), NCCLVersions: p.versions, Env: p.env}
-		if sel := d.sel[p]; sel.class != netUnknown {
+		s := ProcessSummary{Host: p.Host, PID: p.PID, FirstLine: d.location(p.First), NCCLVersions: p.Versions, Env: p.Env}
+		if sel := d.sel[i]; sel.class != netUnknown {
 			s.Net = sel.display()
-			s.NetEvidence = a.evidenceOf(sel.ev.at, sel.ev.text, 0)
+			s.NetEvidence = d.evidence(sel.ev.NCCLLoc, sel.ev.Text, 0)
 		}
-		s.GDRReasons = p.gdrWhy
+		for _, code := range p.GDRDisabledWhy {
+			s.GDRReasons = append(s.GDRReasons, gdrWhy[code])
+		}
 		switch {
-		case p.gdrOn && p.gdrOffN > 0:
+		case p.GDREnabled && p.GDRDisabledLines > 0:
 			s.GDR = "partly disabled"
-		case p.gdrOn:
+		case p.GDREnabled:
 			s.GDR = "enabled"
-		case p.gdrOffN > 0:
+		case p.GDRDisabledLines > 0:
 			s.GDR = "disabled"
 		}
-		for _, ci := range p.commList {
-			if ci.rank >= 0 && len(s.Ranks) < maxReportPeers {
-				s.Ranks = append(s.Ranks, ci.rank)
+		for _, ci := range p.Comms {
+			if ci.Rank >= 0 && len(s.Ranks) < maxReportPeers {
+				s.Ranks = append(s.Ranks, ci.Rank)
 			}
 		}
 		sort.Slice(s.Ranks, func(i, j int) bool { return s.Ranks[i] < s.Ranks[j] })
@@ -271,14 +281,4 @@ func bitRanges(m uint64) string {
 		i = j + 1
 	}
 	return string(b)
-}
-
-func hex16(v uint64) string {
-	const digits = "0123456789abcdef"
-	var b [16]byte
-	for i := 15; i >= 0; i-- {
-		b[i] = digits[v&15]
-		v >>= 4
-	}
-	return string(b[:])
 }

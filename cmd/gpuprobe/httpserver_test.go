@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The bug: a --web.telemetry-path of "/", "/report", "/healthz", "" or one
+// with a space panicked at start-up.
+func TestTelemetryPathValidatedAtStartup(t *testing.T) {
+	for _, p := range []string{"/", "/report", "/healthz", "", "/a b", "metrics", "/x{y}", "//m"} {
+		var code int
+		var errs string
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("--web.telemetry-path %q: panic: %v", p, r)
+				}
+			}()
+			code, _, errs = runCLI(t, "serve", "--simulate", "dgx-h100", "--web.listen-address", "127.0.0.1:0", "--web.telemetry-path="+p)
+		}()
+		if code != exitUsage || !strings.Contains(errs, "--web.telemetry-path") {
+			t.Errorf("--web.telemetry-path %q: exit %d, stderr %q; want exit 2 naming the flag", p, code, errs)
+		}
+	}
+	for _, p := range []string{"/metrics", "/gpu/metrics", "/metrics-v2"} {
+		if err := validateTelemetryPath(p); err != nil {
+			t.Errorf("%q refused: %v", p, err)
+		}
+	}
+}
+
+// startServer runs the daemon's real mux behind newHTTPServer on loopback.
+func startServer(t *testing.T, f *httpFlags) (addr string, stop func()) {
+	t.Helper()
+	d, ts := testServe(t, "dgx-h100", time.Hour)
+	ts.Close()
+	d.Cycle(context.Background())
+	c := testCLI()
+	mux, err := c.serveMux(&serveFlags{metricsPath: "/metrics"}, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newHTTPServer(mux, f)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(l)
+	return l.Addr().String(), func() { srv.Close() }
+}
+
+// daemonRSS is the resident memory of process pid in MiB.
+func daemonRSS(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return -1
+}
+
+// startDaemon runs the real binary's 'serve' on a loopback port, so the
+// attacks measure the daemon's own memory, not the test's client side.
+func startDaemon(t *testing.T, bin string, args ...string) (addr string, pid int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, append([]string{"serve", "--simulate", "dgx-h100", "--web.listen-address", addr}, args...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	for i := 0; i < 100; i++ {
+		if resp, err := http.Get("http://" + addr + "/report"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return addr, cmd.Process.Pid
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the daemon did not come up")
+	return "", 0
+}
+
+// The attacks of the issue, on loopback with bounded loops, against the
+// real daemon. Before: 2,000 idle keep-alive connections stayed open forever
+// (goroutines 11 -> 2,011, RSS 27 -> 77 MiB); 300 connections with 1 MiB
+// headers took RSS to 437 MiB.
+func TestHTTPAttacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and opens 2,000 connections (run without -short)")
+	}
+	bin := filepath.Join(t.TempDir(), "gpuprobe")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	t.Run("idle keep-alive connections", func(t *testing.T) {
+		addr, pid := startDaemon(t, bin, "--web.idle-timeout", "1s", "--web.max-connections", "4096")
+		rss0 := daemonRSS(pid)
+		peak := rss0
+		const n = 2000
+		conns := make([]net.Conn, 0, n)
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for i := 0; i < n; i++ {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatalf("dial %d: %v", i, err)
+			}
+			conns = append(conns, c)
+			fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if i%500 == 0 {
+				peak = max(peak, daemonRSS(pid))
+			}
+		}
+		peak = max(peak, daemonRSS(pid))
+		time.Sleep(2 * time.Second)
+		closed := 0
+		for _, c := range conns {
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+				closed++
+			}
+		}
+		t.Logf("daemon RSS %.1f MiB before, peak %.1f MiB with %d idle connections, %.1f MiB after; %d closed by the idle timeout", rss0, peak, n, daemonRSS(pid), closed)
+		if closed != n {
+			t.Errorf("%d of %d idle connections closed by the daemon", closed, n)
+		}
+		if peak > 64 {
+			t.Errorf("daemon RSS peaked at %.1f MiB, want under 64 MiB", peak)
+		}
+	})
+	t.Run("huge headers", func(t *testing.T) {
+		addr, pid := startDaemon(t, bin)
+		rss0 := daemonRSS(pid)
+		peak := rss0
+		big := strings.Repeat("a", 1<<20)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		codes := map[int]int{}
+		stop := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+					r := daemonRSS(pid)
+					mu.Lock()
+					peak = max(peak, r)
+					mu.Unlock()
+				}
+			}
+		}()
+		for i := 0; i < 300; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.Dial("tcp", addr)
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				go io.WriteString(c, "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: "+big+"\r\n\r\n")
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				code := -1
+				if err == nil {
+					code = resp.StatusCode
+					resp.Body.Close()
+				}
+				mu.Lock()
+				codes[code]++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("responses %v; daemon RSS %.1f MiB before, peak %.1f MiB", codes, rss0, peak)
+		if codes[http.StatusRequestHeaderFieldsTooLarge] < 250 {
+			t.Errorf("responses %v: want 431 Request Header Fields Too Large", codes)
+		}
+		if peak > 64 {
+			t.Errorf("daemon RSS peaked at %.1f MiB, want under 64 MiB", peak)
+		}
+	})
+}
+
+func TestConnectionCap(t *testing.T) {
+	addr, stop := startServer(t, &httpFlags{maxInFlight: 40, maxConns: 50, limits: defaultHTTPLimits})
+	defer stop()
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 80; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(200 * time.Millisecond)
+	closed := 0
+	for _, c := range conns {
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
+			closed++
+		}
+	}
+	if closed != 30 {
+		t.Errorf("%d of 80 connections closed with a cap of 50, want 30", closed)
+	}
+}
+
+func TestLimitInFlight(t *testing.T) {
+	block := make(chan struct{})
+	h := limitInFlight(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }), 2)
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	defer srv.Close()
+	url := "http://" + l.Addr().String() + "/"
+	for i := 0; i < 2; i++ {
+		go http.Get(url)
+	}
+	time.Sleep(100 * time.Millisecond)
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	close(block)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("third request in flight with a cap of 2: %d", resp.StatusCode)
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// threads is the OS thread count of this process: a read blocked in open(2)
+// or read(2) holds one.
+func threads() int {
+	data, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return -1
+}
+
+// TestSoakHungProcAndSysfsFiles: the daemon's real collectors over a procfs
+// whose driver/nvidia/version and a sysfs whose PCI attributes are FIFOs
+// nobody writes (a hung pseudo-file). The bug: every cycle re-read them and
+// left the blocked read behind, +3 threads per cycle for /proc and +1 for
+// sysfs, until "fatal error: thread exhaustion" after ~14 hours. Now each
+// hung file costs one thread, once: goroutines and threads stay flat over
+// 1,000 cycles, and every cycle says which source is hung.
+func TestSoakHungProcAndSysfsFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak: 1,000 daemon cycles (run without -short)")
+	}
+	dir := t.TempDir()
+	proc, sys := filepath.Join(dir, "proc"), filepath.Join(dir, "sys")
+	dev := filepath.Join(sys, "bus", "pci", "devices", "0000:19:00.0")
+	for _, d := range []string{filepath.Join(proc, "driver", "nvidia"), dev} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(filepath.Join(proc, "uptime"), []byte("1000.0 900.0\n"), 0o644)
+	var fifos []string
+	for _, p := range []string{filepath.Join(proc, "driver", "nvidia", "version"), filepath.Join(dev, "vendor"), filepath.Join(dev, "class"), filepath.Join(dev, "device")} {
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fifos = append(fifos, p)
+	}
+	t.Cleanup(func() { // release the reads still blocked in open(2)
+		for _, p := range fifos {
+			if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+	})
+	c := testCLI()
+	f := &serveFlags{interval: time.Hour, metricsPath: "/metrics"}
+	f.collect = collectFlags{timeout: 50 * time.Millisecond, callTimeout: 50 * time.Millisecond, sysfs: sys, procfs: proc, virt: "none"}
+	d, _, err := c.newDaemon(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cycle := func() {
+		done := make(chan struct{})
+		go func() { d.Cycle(context.Background()); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a daemon cycle did not return within 10 s: a hung file froze collection")
+		}
+	}
+	const warm, cycles = 10, 1000
+	g0, th0 := runtime.NumGoroutine(), threads()
+	for i := 0; i < warm; i++ {
+		cycle()
+	}
+	gWarm, thWarm := runtime.NumGoroutine(), threads()
+	start := time.Now()
+	for i := 0; i < cycles; i++ {
+		cycle()
+	}
+	el := time.Since(start)
+	gEnd, thEnd := runtime.NumGoroutine(), threads()
+	t.Logf("goroutines %d before, %d after %d cycles, %d after %d more; threads %d, %d, %d; %s per cycle; RSS %.1f MiB",
+		g0, gWarm, warm, gEnd, cycles, th0, thWarm, thEnd, el/cycles, rssMiB())
+	if gEnd > gWarm+5 || thEnd > thWarm+3 {
+		t.Errorf("goroutines %d -> %d, threads %d -> %d over %d cycles with hung files: a wedged source costs more than one thread", gWarm, gEnd, thWarm, thEnd, cycles)
+	}
+	s := d.Exporter.Latest()
+	var srcs []string
+	for _, src := range s.Node.Sources {
+		srcs = append(srcs, src.Name+"="+src.Error)
+	}
+	joined := strings.Join(srcs, " | ")
+	t.Logf("sources: %s", joined)
+	if !strings.Contains(joined, "has not returned") {
+		t.Errorf("the last cycle does not say a source is hung: %s", joined)
+	}
+}

@@ -1,0 +1,35 @@
+package nccl
+
+import "testing"
+
+// BenchmarkParts splits the analyzer's cost on the connection-heavy shape
+// into its two stages: the line parser (which runs on several cores) and
+// the merger (which runs on one).
+func BenchmarkParts(b *testing.B) {
+	log := benchInput(b, "init")
+	b.Run("parse", func(b *testing.B) {
+		b.SetBytes(int64(len(log)))
+		lp := newLineParser(DefaultMaxLineBytes)
+		var out batch
+		for b.Loop() {
+			for off := 0; off < len(log); off += blockSize {
+				out.reset()
+				lp.block(log[off:min(off+blockSize, len(log))], &out)
+			}
+		}
+	})
+	b.Run("parse+merge", func(b *testing.B) {
+		b.SetBytes(int64(len(log)))
+		lp := newLineParser(DefaultMaxLineBytes)
+		var out batch
+		for b.Loop() {
+			a := NewAnalyzer()
+			src := a.source("x")
+			for off := 0; off < len(log); off += blockSize {
+				out.reset()
+				lp.block(log[off:min(off+blockSize, len(log))], &out)
+				a.merge(src, &out)
+			}
+		}
+	})
+}
