@@ -166,3 +166,16 @@ func TestAcceptsGzip(t *testing.T) {
 		}
 	}
 }
+
+// Accept-Encoding comes from any client on the network.
+func FuzzAcceptsGzip(f *testing.F) {
+	for _, s := range []string{"gzip", "gzip;q=0", "deflate, gzip;q=0.5", "*;q=0.1", ";;q=", "gzip;q=NaN"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, h string) {
+		got := acceptsGzip(h)
+		if got && !strings.Contains(strings.ToLower(h), "gzip") && !strings.Contains(h, "*") {
+			t.Errorf("acceptsGzip(%q) = true without gzip or * offered", h)
+		}
+	})
+}

@@ -3,7 +3,6 @@ package exporter
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/check"
@@ -25,13 +24,6 @@ type Daemon struct {
 	OnCycle func(*Snapshot)
 	// hung remembers a cycle that overran and has not returned yet.
 	hung deadline.Registry
-	// ReleaseMemory returns the cycle's garbage to the OS once it is
-	// published. A cycle allocates several times what the daemon keeps
-	// (NVML answers, sysfs reads, the rendered series); without this the Go
-	// runtime holds that peak between cycles, which is most of the daemon's
-	// anonymous memory. It costs one GC per cycle (about a millisecond every
-	// --collect.interval).
-	ReleaseMemory bool
 }
 
 // Run cycles until ctx ends. The first cycle starts at once so the first
@@ -85,9 +77,6 @@ func (d *Daemon) Cycle(parent context.Context) *Snapshot {
 	d.Exporter.Update(s)
 	if d.OnCycle != nil {
 		d.OnCycle(d.Exporter.Latest())
-	}
-	if d.ReleaseMemory {
-		debug.FreeOSMemory()
 	}
 	return s
 }

@@ -147,3 +147,16 @@ func TestNodeName(t *testing.T) {
 		}
 	}
 }
+
+// Skip summaries are free text from every check: folding them never loses a
+// skip or panics.
+func FuzzFoldSkips(f *testing.F) {
+	f.Add("not inside a job step (SLURM_JOB_ID is not set)", "", " (")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		rs := []check.Result{{Status: check.Skip, Summary: a}, {Status: check.Skip, Summary: b}, {Status: check.Pass, Summary: c}, {Status: check.Skip, Summary: c}}
+		line := foldSkips(rs)
+		if !strings.HasPrefix(line, "3 skipped (-v lists them): ") {
+			t.Errorf("folded line %q", line)
+		}
+	})
+}

@@ -52,6 +52,20 @@ DEB=$(ls dist/gpuprobe_*_amd64.deb) || die "no .deb in dist/"
 pass "built $DEB ($(stat -c %s "$DEB") bytes)"
 listing >"$W/before.txt"
 
+# The .rpm built beside it: the same files (zsh completion where Fedora/RHEL
+# look for it), the same two config files, the same maintainer scripts.
+RPM=$(ls dist/gpuprobe-*.x86_64.rpm 2>/dev/null | head -1)
+command -v rpm >/dev/null || { . scripts/apt.sh; apt_install rpm || fail "could not install rpm to inspect the .rpm"; }
+if [ -n "$RPM" ] && command -v rpm >/dev/null; then
+  dpkg-deb -c "$DEB" | awk '$1 !~ /^d/ {sub(/^\./, "", $6); print $6}' | sed 's|/usr/share/zsh/vendor-completions/|/usr/share/zsh/site-functions/|' | sort >"$W/deb-files.txt"
+  rpm -qpl "$RPM" 2>/dev/null | sort >"$W/rpm-files.txt"
+  if diff "$W/deb-files.txt" "$W/rpm-files.txt" >"$W/pkgdiff.txt"; then pass "the .rpm holds the same $(wc -l <"$W/rpm-files.txt") files"; else fail ".rpm and .deb differ: $(tr '\n' ' ' <"$W/pkgdiff.txt")"; fi
+  [ "$(rpm -qpc "$RPM" 2>/dev/null | sort | tr '\n' ' ')" = "/etc/default/gpuprobe /etc/gpuprobe/config.yml " ] && pass ".rpm config files: /etc/default/gpuprobe /etc/gpuprobe/config.yml" || fail ".rpm config files: $(rpm -qpc "$RPM" | tr '\n' ' ')"
+  rpm -qp --scripts "$RPM" 2>/dev/null | grep -q 'try-restart gpuprobe.service' && pass ".rpm post-install try-restarts on upgrade" || fail ".rpm scripts lack the upgrade restart"
+else
+  fail "no .rpm built beside the .deb, or no rpm tool to read it"
+fi
+
 # systemctl stub: log every call, succeed.
 mkdir -p "$W/bin"
 printf '#!/bin/sh\necho "$*" >>%s/systemctl.log\nexit 0\n' "$W" >"$W/bin/systemctl"

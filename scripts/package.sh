@@ -66,6 +66,13 @@ for arch in "$@"; do
     apt_install "$pkg" "$libc"
   fi
   [ "$arch" = "$host" ] || build "$arch" "$cc"
+  # A foreign binary is run once where qemu-user is installed (Debian's
+  # qemu-user; not installed here: the packages build without it).
+  if [ "$arch" = arm64 ] && [ "$host" != arm64 ] && command -v qemu-aarch64 >/dev/null; then
+    qemu-aarch64 -L /usr/aarch64-linux-gnu "dist/linux-$arch/gpuprobe" --version 2>&1 | grep -qF "version $VERSION " ||
+      { echo "package.sh: the arm64 binary does not run under qemu-aarch64" >&2; exit 1; }
+    echo "package.sh: arm64 binary runs under qemu-aarch64 (--version: $VERSION)" >&2
+  fi
   # nfpm expands no variables in contents' src: write the config per arch.
   sed -e "s|\${GOARCH}|$arch|g" -e "s|\${PKG_VERSION}|$PKG_VERSION|g" packaging/nfpm.yaml >"dist/stage/nfpm-$arch.yaml"
   for fmt in deb rpm; do

@@ -83,10 +83,9 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 	exp := exporter.New(f.perLink)
 	exp.XIDs.Critical = cfg.XID.Critical
 	d := &exporter.Daemon{
-		Exporter:      exp,
-		ReleaseMemory: true,
-		Interval:      f.interval,
-		Timeout:       min(f.collect.timeout, f.interval),
+		Exporter: exp,
+		Interval: f.interval,
+		Timeout:  min(f.collect.timeout, f.interval),
 		Collect: func(ctx context.Context) *state.Node {
 			// Re-read every cycle: --simulate-file may have changed.
 			o, err := f.collect.options()

@@ -263,8 +263,15 @@ func BenchmarkScrapeStorm(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The whole HTTP surface as 'serve' builds it, with its default limits
+	// (40 requests in flight, 256 connections): a storm must not be answered 503.
+	f.http = httpFlags{maxInFlight: 40, maxConns: 256}
 	metrics, cache := c.metricsHandler(d)
-	srv := httptest.NewServer(metrics)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics)
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = newHTTPServer(mux, &f.http)
+	srv.Start()
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
