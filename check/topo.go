@@ -2,11 +2,12 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"sort"
 	"strings"
 
 	"github.com/gpuprobe/gpuprobe/state"
-	"github.com/gpuprobe/gpuprobe/topo"
 )
 
 func init() {
@@ -41,7 +42,7 @@ type TopoConfig struct {
 
 // DefaultTopoConfig returns the documented defaults.
 func DefaultTopoConfig() TopoConfig {
-	return TopoConfig{ExpectGDR: "auto", GDRLevel: topo.PathPXB}
+	return TopoConfig{ExpectGDR: "auto", GDRLevel: topostate.PathPXB}
 }
 
 // topoPre is the common precondition. A topology collector that failed is
@@ -64,10 +65,10 @@ func topoPre(n *state.Node, needGPUs bool) (Result, bool) {
 
 // gpuOf names a topology GPU as the other checks do: NVML's record when
 // there is one (it has the UUID), else index and bus ID.
-func gpuOf(n *state.Node, g *topo.GPU) *state.GPU {
+func gpuOf(n *state.Node, g *topostate.GPU) *state.GPU {
 	if n.NVML != nil {
 		for i := range n.NVML.GPUs {
-			if topo.NormalizeBusID(n.NVML.GPUs[i].PCIBusID) == g.BusID {
+			if busid.Canonical(n.NVML.GPUs[i].PCIBusID) == g.BusID {
 				return &n.NVML.GPUs[i]
 			}
 		}
@@ -76,7 +77,7 @@ func gpuOf(n *state.Node, g *topo.GPU) *state.GPU {
 }
 
 // expectGDR says whether GPUDirect RDMA matters on this node.
-func expectGDR(t *topo.Topology, cfg *Config) bool {
+func expectGDR(t *topostate.Topology, cfg *Config) bool {
 	switch strings.ToLower(cfg.Topo.ExpectGDR) {
 	case "yes", "true":
 		return true
@@ -86,8 +87,8 @@ func expectGDR(t *topo.Topology, cfg *Config) bool {
 	return len(t.GPUs) > 0 && len(placedNICs(t)) > 0
 }
 
-func placedNICs(t *topo.Topology) []topo.NIC {
-	var out []topo.NIC
+func placedNICs(t *topostate.Topology) []topostate.NIC {
+	var out []topostate.NIC
 	for _, n := range t.NICs {
 		if n.BusID != "" {
 			out = append(out, n)
@@ -96,7 +97,7 @@ func placedNICs(t *topo.Topology) []topo.NIC {
 	return out
 }
 
-func virtNote(t *topo.Topology) string {
+func virtNote(t *topostate.Topology) string {
 	v := t.Virtualization
 	s := "virtual machine (" + v.Evidence + ")"
 	if v.Hypervisor != "" {
@@ -109,9 +110,9 @@ func virtNote(t *topo.Topology) string {
 
 // acsHit is one redirecting bridge and the pairs it sits between.
 type acsHit struct {
-	bridge *topo.Bridge
+	bridge *topostate.Bridge
 	paths  []string
-	gpu    *topo.GPU
+	gpu    *topostate.GPU
 }
 
 func checkACS(n *state.Node, cfg *Config) Result {
@@ -238,7 +239,7 @@ func checkIOMMU(n *state.Node, cfg *Config) Result {
 	return v.result("")
 }
 
-func deviceNames(t *topo.Topology, ids []string) string {
+func deviceNames(t *topostate.Topology, ids []string) string {
 	var names []string
 	for _, id := range ids {
 		names = append(names, t.Label(id))
@@ -379,9 +380,9 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 	}
 	level := strings.ToUpper(cfg.Topo.GDRLevel)
 	if level == "" {
-		level = topo.PathPXB
+		level = topostate.PathPXB
 	}
-	if topo.PathRank(level) > topo.PathRank(topo.PathSYS) {
+	if topostate.PathRank(level) > topostate.PathRank(topostate.PathSYS) {
 		return Result{Status: Error, Summary: fmt.Sprintf("topo.gdr_level %q: want PIX, PXB, PHB, NODE or SYS", cfg.Topo.GDRLevel)}
 	}
 	type near struct {
@@ -396,7 +397,7 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 		if t.GPU(g) == nil || t.GPU(nicBus) != nil {
 			continue
 		}
-		if cur, ok := nearest[g]; !ok || topo.PathRank(p.PCIe) < topo.PathRank(cur.typ) {
+		if cur, ok := nearest[g]; !ok || topostate.PathRank(p.PCIe) < topostate.PathRank(cur.typ) {
 			nearest[g] = near{t.Label(nicBus), p.PCIe}
 		}
 	}
@@ -405,9 +406,9 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 		g := &t.GPUs[i]
 		nr, ok := nearest[g.BusID]
 		switch {
-		case !ok || nr.typ == topo.PathUnknown:
+		case !ok || nr.typ == topostate.PathUnknown:
 			v.add(Skip, gpuOf(n, g), "", "PCIe position unknown")
-		case topo.PathRank(nr.typ) <= topo.PathRank(level):
+		case topostate.PathRank(nr.typ) <= topostate.PathRank(level):
 			v.add(Pass, gpuOf(n, g), "", "")
 		case t.Virtualization.VM():
 			v.add(Pass, gpuOf(n, g), "", "")

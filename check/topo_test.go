@@ -3,13 +3,14 @@ package check
 import (
 	"context"
 	"encoding/json"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
+	"github.com/gpuprobe/gpuprobe/topo"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state"
-	"github.com/gpuprobe/gpuprobe/topo"
 	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
 )
 
@@ -20,7 +21,7 @@ var (
 
 // simNode reads the simulated node's sysfs tree through topo.Collect, as
 // the collector does, and returns a fresh copy that a case may change.
-func simNode(t *testing.T, spec string, mutate func(*topo.Topology)) *state.Node {
+func simNode(t *testing.T, spec string, mutate func(*topostate.Topology)) *state.Node {
 	t.Helper()
 	simTopoMu.Lock()
 	raw, ok := simTopoCache[spec]
@@ -46,7 +47,7 @@ func simNode(t *testing.T, spec string, mutate func(*topo.Topology)) *state.Node
 		simTopoCache[spec] = raw
 	}
 	simTopoMu.Unlock()
-	var tp topo.Topology
+	var tp topostate.Topology
 	if err := json.Unmarshal(raw, &tp); err != nil {
 		t.Fatal(err)
 	}
@@ -56,17 +57,17 @@ func simNode(t *testing.T, spec string, mutate func(*topo.Topology)) *state.Node
 	return &state.Node{Topology: &tp}
 }
 
-func vm(t *topo.Topology) {
-	t.Virtualization = topo.Virtualization{Kind: "vm", Hypervisor: "kvm", Source: "detected", Evidence: `CPU flag "hypervisor" in /proc/cpuinfo`}
+func vm(t *topostate.Topology) {
+	t.Virtualization = topostate.Virtualization{Kind: "vm", Hypervisor: "kvm", Source: "detected", Evidence: `CPU flag "hypervisor" in /proc/cpuinfo`}
 }
 
-func noGPUs(t *topo.Topology) {
-	t.GPUs, t.Paths, t.Bridges = []topo.GPU{}, []topo.Path{}, []topo.Bridge{}
+func noGPUs(t *topostate.Topology) {
+	t.GPUs, t.Paths, t.Bridges = []topostate.GPU{}, []topostate.Path{}, []topostate.Bridge{}
 }
 
-func noNICs(t *topo.Topology) {
-	t.NICs = []topo.NIC{}
-	var keep []topo.Path
+func noNICs(t *topostate.Topology) {
+	t.NICs = []topostate.NIC{}
+	var keep []topostate.Path
 	for _, p := range t.Paths {
 		if strings.HasPrefix(p.A, "GPU") && strings.HasPrefix(p.B, "GPU") {
 			keep = append(keep, p)
@@ -95,9 +96,9 @@ func remedyCases(t *testing.T, run func(*state.Node, *Config) Result, cases []ch
 }
 
 func TestTopoACS(t *testing.T) {
-	unknownAll := func(tp *topo.Topology) {
+	unknownAll := func(tp *topostate.Topology) {
 		for i := range tp.Bridges {
-			tp.Bridges[i].ACS = topo.ACSState{Status: "unknown", Reason: "config space readable only to 64 bytes (needs root or CAP_SYS_ADMIN)"}
+			tp.Bridges[i].ACS = topostate.ACSState{Status: "unknown", Reason: "config space readable only to 64 bytes (needs root or CAP_SYS_ADMIN)"}
 		}
 	}
 	remedyCases(t, checkACS, []checkCase{
@@ -108,8 +109,8 @@ func TestTopoACS(t *testing.T) {
 			summary: "GPU4↔mlx5_5 (PIX via 0000:99:00.0→0000:98:00.0→0000:99:03.0)", devices: []int{4}},
 		{name: "redirect in a VM is expected", node: simNode(t, "dgx-h100:acs-redirect", vm), status: Pass, summary: "expected in a kvm virtual machine"},
 		{name: "not root", node: simNode(t, "dgx-h100", unknownAll), status: Skip, summary: "needs root or CAP_SYS_ADMIN"},
-		{name: "redirect found while another bridge is unknown", node: simNode(t, "dgx-h100:acs-redirect", func(tp *topo.Topology) {
-			tp.Bridge("0000:4a:00.0").ACS = topo.ACSState{Status: "unknown", Reason: "needs root"}
+		{name: "redirect found while another bridge is unknown", node: simNode(t, "dgx-h100:acs-redirect", func(tp *topostate.Topology) {
+			tp.Bridge("0000:4a:00.0").ACS = topostate.ACSState{Status: "unknown", Reason: "needs root"}
 		}), status: Fail, devices: []int{0}},
 		{name: "no switch paths", node: simNode(t, "dgx-h100", noNICs), status: Skip, summary: "no GPU↔NIC or GPU↔GPU PCIe path stays inside a PCIe switch"},
 		{name: "no GPUs", node: simNode(t, "dgx-h100", noGPUs), status: Skip, summary: "no NVIDIA GPUs"},
@@ -122,20 +123,20 @@ func TestTopoACS(t *testing.T) {
 }
 
 func TestTopoIOMMU(t *testing.T) {
-	translated := func(tp *topo.Topology) {
-		tp.IOMMU = topo.IOMMU{Mode: "translated", Evidence: "IOMMU group type DMA-FQ in /sys/kernel/iommu_groups",
+	translated := func(tp *topostate.Topology) {
+		tp.IOMMU = topostate.IOMMU{Mode: "translated", Evidence: "IOMMU group type DMA-FQ in /sys/kernel/iommu_groups",
 			Translated: []string{"0000:19:00.0", "0000:1a:00.0"}}
 	}
 	remedyCases(t, checkIOMMU, []checkCase{
 		{name: "passthrough", node: simNode(t, "dgx-h100", nil), status: Pass, summary: "passthrough"},
-		{name: "off", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { tp.IOMMU = topo.IOMMU{Mode: "off", Evidence: "no IOMMU groups"} }), status: Pass, summary: "IOMMU off"},
+		{name: "off", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { tp.IOMMU = topostate.IOMMU{Mode: "off", Evidence: "no IOMMU groups"} }), status: Pass, summary: "IOMMU off"},
 		{name: "translated on bare metal with IB", node: simNode(t, "dgx-h100", translated), status: Warn,
 			summary: "IOMMU translates DMA for GPU0 (0000:19:00.0", devices: []int{0}},
-		{name: "translated in a VM", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { translated(tp); vm(tp) }), status: Pass, summary: "virtual machine"},
-		{name: "translated without NICs", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { translated(tp); noNICs(tp) }), status: Pass, summary: "not expected"},
-		{name: "translated, GDR expected by config", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { translated(tp); noNICs(tp) }),
+		{name: "translated in a VM", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { translated(tp); vm(tp) }), status: Pass, summary: "virtual machine"},
+		{name: "translated without NICs", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { translated(tp); noNICs(tp) }), status: Pass, summary: "not expected"},
+		{name: "translated, GDR expected by config", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { translated(tp); noNICs(tp) }),
 			cfg: func(c *Config) { c.Topo.ExpectGDR = "yes" }, status: Warn, devices: []int{0}},
-		{name: "unknown", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { tp.IOMMU = topo.IOMMU{Mode: "unknown", Evidence: "no type file"} }), status: Skip},
+		{name: "unknown", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { tp.IOMMU = topostate.IOMMU{Mode: "unknown", Evidence: "no type file"} }), status: Skip},
 		{name: "no GPUs", node: simNode(t, "dgx-h100", noGPUs), status: Skip},
 	}, map[string]string{"translated on bare metal with IB": "iommu=pt"})
 }
@@ -145,7 +146,7 @@ func TestTopoPeerMem(t *testing.T) {
 		{name: "nvidia_peermem loaded", node: simNode(t, "dgx-h100", nil), status: Pass, summary: "nvidia_peermem loaded (version 550.54.15"},
 		{name: "no module, no DMA-BUF", node: simNode(t, "dgx-h100:no-peermem", nil), status: Fail,
 			summary: "proprietary NVIDIA kernel module"},
-		{name: "no module, DMA-BUF", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { tp.PeerMem.Module, tp.PeerMem.Path = "", "" }),
+		{name: "no module, DMA-BUF", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { tp.PeerMem.Module, tp.PeerMem.Path = "", "" }),
 			status: Pass, summary: "DMA-BUF path is available"},
 		{name: "no NICs", node: simNode(t, "dgx-h100:no-peermem", noNICs), status: Skip, summary: "not expected"},
 		{name: "expect_gdr no", node: simNode(t, "dgx-h100:no-peermem", nil), cfg: func(c *Config) { c.Topo.ExpectGDR = "no" }, status: Skip},
@@ -154,7 +155,7 @@ func TestTopoPeerMem(t *testing.T) {
 }
 
 func TestTopoIBPorts(t *testing.T) {
-	slow := func(tp *topo.Topology) { tp.NICs[5].Ports[0].RateGbps = 200 }
+	slow := func(tp *topostate.Topology) { tp.NICs[5].Ports[0].RateGbps = 200 }
 	remedyCases(t, checkIBPorts, []checkCase{
 		{name: "all active", node: simNode(t, "dgx-h100", nil), status: Pass, summary: "8 RDMA ports ACTIVE/LinkUp (8× 400 Gb/s InfiniBand)"},
 		{name: "expected count and rate met", node: simNode(t, "dgx-h100", nil), cfg: func(c *Config) { c.Topo.IBPorts, c.Topo.IBRateGbps = 8, 400 }, status: Pass, summary: "expected 8"},
@@ -164,10 +165,10 @@ func TestTopoIBPorts(t *testing.T) {
 			status: Fail, summary: "7 RDMA ports found, expected 9"},
 		{name: "slow against config", node: simNode(t, "dgx-h100", slow), cfg: func(c *Config) { c.Topo.IBRateGbps = 400 }, status: Fail, summary: "mlx5_5 port 1 (InfiniBand) runs at 200 Gb/s, expected 400"},
 		{name: "slow against its siblings", node: simNode(t, "dgx-h100", slow), status: Warn, summary: "while other MT4129 ports run at 400"},
-		{name: "link up, no subnet manager", node: simNode(t, "dgx-h100", func(tp *topo.Topology) {
+		{name: "link up, no subnet manager", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) {
 			tp.NICs[0].Ports[0].State, tp.NICs[0].Ports[0].StateID = "INIT", 2
 		}), status: Fail, summary: "INIT with the physical link up"},
-		{name: "unreadable device", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { tp.NICs[2].Error, tp.NICs[2].Ports = "no fw_ver", nil }), status: Error, summary: "mlx5_2: no fw_ver"},
+		{name: "unreadable device", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { tp.NICs[2].Error, tp.NICs[2].Ports = "no fw_ver", nil }), status: Error, summary: "mlx5_2: no fw_ver"},
 		{name: "no IB", node: simNode(t, "dgx-h100", noNICs), status: Skip, summary: "no RDMA devices"},
 		{name: "no IB but ports expected", node: simNode(t, "dgx-h100", noNICs), cfg: func(c *Config) { c.Topo.IBPorts = 8 }, status: Fail, summary: "expected 8 ports"},
 		{name: "IB without GPUs is still judged", node: simNode(t, "dgx-h100:ib-down=mlx5_0", noGPUs), status: Fail},
@@ -177,11 +178,11 @@ func TestTopoIBPorts(t *testing.T) {
 func TestTopoGPUNICAffinity(t *testing.T) {
 	// Moving every NIC to the other socket's root complexes leaves each GPU
 	// at NODE or SYS from the nearest one.
-	far := func(tp *topo.Topology) {
+	far := func(tp *topostate.Topology) {
 		for i := range tp.Paths {
 			p := &tp.Paths[i]
-			if strings.HasPrefix(p.A, "GPU") && strings.HasPrefix(p.B, "mlx5") && p.PCIe == topo.PathPIX {
-				p.PCIe, p.Type, p.Bridges = topo.PathNODE, topo.PathNODE, nil
+			if strings.HasPrefix(p.A, "GPU") && strings.HasPrefix(p.B, "mlx5") && p.PCIe == topostate.PathPIX {
+				p.PCIe, p.Type, p.Bridges = topostate.PathNODE, topostate.PathNODE, nil
 			}
 		}
 	}
@@ -192,21 +193,21 @@ func TestTopoGPUNICAffinity(t *testing.T) {
 		{name: "NODE accepted by config", node: simNode(t, "dgx-h100", far), cfg: func(c *Config) { c.Topo.GDRLevel = "NODE" }, status: Pass},
 		{name: "PIX required", node: simNode(t, "dgx-h100", nil), cfg: func(c *Config) { c.Topo.GDRLevel = "PIX" }, status: Pass},
 		{name: "bad level", node: simNode(t, "dgx-h100", nil), cfg: func(c *Config) { c.Topo.GDRLevel = "NEAR" }, status: Error},
-		{name: "in a VM", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { far(tp); vm(tp) }), status: Pass, summary: "hypervisor's"},
+		{name: "in a VM", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { far(tp); vm(tp) }), status: Pass, summary: "hypervisor's"},
 		{name: "no NICs", node: simNode(t, "dgx-h100", noNICs), status: Skip},
 		{name: "no GPUs", node: simNode(t, "dgx-h100", noGPUs), status: Skip},
 	}, map[string]string{"nearest NIC across host bridges": "NCCL_NET_GDR_LEVEL=NODE"})
 }
 
 func TestTopoNUMA(t *testing.T) {
-	lost := func(tp *topo.Topology) {
+	lost := func(tp *topostate.Topology) {
 		for i := range tp.GPUs {
 			if tp.GPUs[i].Index >= 6 {
 				tp.GPUs[i].NUMANode = -1
 			}
 		}
 	}
-	single := func(tp *topo.Topology) {
+	single := func(tp *topostate.Topology) {
 		lost(tp)
 		tp.NUMANodes = tp.NUMANodes[:1]
 	}
@@ -214,7 +215,7 @@ func TestTopoNUMA(t *testing.T) {
 		{name: "two sockets", node: simNode(t, "dgx-h100", nil), status: Pass, summary: "GPU0,GPU1,GPU2,GPU3 on node 0; GPU4,GPU5,GPU6,GPU7 on node 1"},
 		{name: "numa -1 on two sockets", node: simNode(t, "dgx-h100", lost), status: Warn, summary: "numa_node is -1 on a machine with 2 NUMA nodes", devices: []int{6, 7}},
 		{name: "numa -1 on one node", node: simNode(t, "dgx-h100", single), status: Pass, summary: "single NUMA node"},
-		{name: "NIC without a node", node: simNode(t, "dgx-h100", func(tp *topo.Topology) { tp.NICs[0].NUMANode = -1 }), status: Warn, summary: "mlx5_0 (0000:1a:00.0)"},
+		{name: "NIC without a node", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { tp.NICs[0].NUMANode = -1 }), status: Warn, summary: "mlx5_0 (0000:1a:00.0)"},
 		{name: "no GPUs", node: simNode(t, "dgx-h100", noGPUs), status: Skip},
 	}, map[string]string{"numa -1 on two sockets": "numactl"})
 }
@@ -238,8 +239,8 @@ func TestTopoConfigDefaults(t *testing.T) {
 // A redirect found next to an unreadable bridge still fails, and the
 // unreadable one is named rather than passed over.
 func TestTopoACSNamesUnknownBridges(t *testing.T) {
-	n := simNode(t, "dgx-h100:acs-redirect", func(tp *topo.Topology) {
-		tp.Bridge("0000:4a:00.0").ACS = topo.ACSState{Status: "unknown", Reason: "config space readable only to 64 bytes (needs root or CAP_SYS_ADMIN)"}
+	n := simNode(t, "dgx-h100:acs-redirect", func(tp *topostate.Topology) {
+		tp.Bridge("0000:4a:00.0").ACS = topostate.ACSState{Status: "unknown", Reason: "config space readable only to 64 bytes (needs root or CAP_SYS_ADMIN)"}
 	})
 	r := checkACS(n, DefaultConfig())
 	if r.Status != Fail || !strings.Contains(strings.Join(r.Details, "\n"), "ACS of bridge 0000:4a:00.0 unknown: config space readable only to 64 bytes") {

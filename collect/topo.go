@@ -32,7 +32,7 @@ func collectTopo(ctx context.Context, n *state.Node, o Options) state.Source {
 		return state.Source{Error: err.Error()}
 	}
 	if o.Simulate != nil {
-		if err := t.Relocate("/sys", "/proc"); err != nil {
+		if err := topo.Relocate(t, "/sys", "/proc"); err != nil {
 			return state.Source{Error: err.Error()}
 		}
 		t.SysfsRoot, t.ProcfsRoot = "simulated:/sys", "simulated:/proc"

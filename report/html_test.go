@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"regexp"
 	"strings"
 	"testing"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/state"
-	"github.com/gpuprobe/gpuprobe/topo"
 )
 
 func TestLandingPageShowsTheReport(t *testing.T) {
@@ -53,7 +53,7 @@ func TestLandingPageShowsTheReport(t *testing.T) {
 func TestLandingPageEscapesEverything(t *testing.T) {
 	evil := `<script>alert(1)</script>"'&`
 	n := &state.Node{Host: evil, NVML: &state.NVML{Available: true, GPUs: []state.GPU{{Index: 0, Name: evil, PCIBusID: evil}}},
-		Topology: &topo.Topology{}}
+		Topology: &topostate.Topology{}}
 	d := New(n, []check.Result{{ID: evil, Status: check.Fail, Summary: evil, Remedy: evil, Details: []string{evil, evil},
 		Devices: []check.Device{{Index: 0}}}}, false, 0)
 	d.Simulated, d.SimulateSpec = true, evil

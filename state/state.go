@@ -5,10 +5,9 @@ package state
 
 import (
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"strconv"
 	"time"
-
-	"github.com/gpuprobe/gpuprobe/topo"
 )
 
 // SchemaVersion is bumped whenever a field changes meaning or is removed;
@@ -32,7 +31,7 @@ type Node struct {
 	// Slurm is the job step's launch environment and the node's Slurm configuration.
 	Slurm *slurmstate.State `json:"slurm,omitempty"`
 	// Topology is the PCIe/NUMA/InfiniBand/GPUDirect view read from sysfs.
-	Topology *topo.Topology `json:"topology,omitempty"`
+	Topology *topostate.Topology `json:"topology,omitempty"`
 
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.

@@ -36,7 +36,7 @@ func TestCaptureRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := copied.Relocate(sys, proc); err != nil {
+			if err := Relocate(copied, sys, proc); err != nil {
 				t.Fatal(err)
 			}
 			a, _ := json.Marshal(orig)

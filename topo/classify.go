@@ -1,42 +1,9 @@
 package topo
 
 import (
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"strconv"
 )
-
-// Path types, nearest first. The names and meanings are nvidia-smi's
-// (`nvidia-smi topo -m` legend); NCCL's PATH_PIX/PXB/PHB/SYS are the same
-// notions, with NODE folded into PHB.
-const (
-	PathPIX  = "PIX"  // at most one PCIe switch
-	PathPXB  = "PXB"  // several switches, no host bridge
-	PathPHB  = "PHB"  // through one PCIe host bridge
-	PathNODE = "NODE" // between host bridges of one NUMA node
-	PathSYS  = "SYS"  // across the inter-socket link
-	// PathUnknown is used when a device's place in the hierarchy is unknown.
-	PathUnknown = "N/A"
-)
-
-// PathRank orders path types, nearest first: NV# < PIX < PXB < PHB < NODE <
-// SYS < unknown. It is what "closer than" means in the checks.
-func PathRank(t string) int {
-	switch t {
-	case PathPIX:
-		return 1
-	case PathPXB:
-		return 2
-	case PathPHB:
-		return 3
-	case PathNODE:
-		return 4
-	case PathSYS:
-		return 5
-	}
-	if len(t) > 2 && t[:2] == "NV" {
-		return 0
-	}
-	return 6
-}
 
 // classifyPCIe names the PCIe path between two devices and, when the path
 // stays below a host bridge, lists the bridges that traffic between them
@@ -49,7 +16,7 @@ func PathRank(t string) int {
 // per PCI switch when it builds its topology.
 func classifyPCIe(a, b *pciDev, numaNodes int) (string, []string) {
 	if a.chain == nil || b.chain == nil {
-		return PathUnknown, nil
+		return topostate.PathUnknown, nil
 	}
 	ua, ub := a.chain[:len(a.chain)-1], b.chain[:len(b.chain)-1]
 	if ua[0] != ub[0] {
@@ -60,7 +27,7 @@ func classifyPCIe(a, b *pciDev, numaNodes int) (string, []string) {
 		k++
 	}
 	if k == 1 {
-		return PathPHB, nil
+		return topostate.PathPHB, nil
 	}
 	var bridges []string
 	for i := len(ua) - 1; i >= k-1; i-- {
@@ -68,9 +35,9 @@ func classifyPCIe(a, b *pciDev, numaNodes int) (string, []string) {
 	}
 	bridges = append(bridges, ub[k:]...)
 	if len(bridges) <= 3 {
-		return PathPIX, bridges
+		return topostate.PathPIX, bridges
 	}
-	return PathPXB, bridges
+	return topostate.PathPXB, bridges
 }
 
 // crossHost decides NODE or SYS for devices under different host bridges.
@@ -79,19 +46,19 @@ func classifyPCIe(a, b *pciDev, numaNodes int) (string, []string) {
 func crossHost(na, nb, numaNodes int) string {
 	switch {
 	case na >= 0 && nb >= 0 && na == nb:
-		return PathNODE
+		return topostate.PathNODE
 	case na >= 0 && nb >= 0:
-		return PathSYS
+		return topostate.PathSYS
 	case numaNodes <= 1:
-		return PathNODE
+		return topostate.PathNODE
 	}
-	return PathSYS
+	return topostate.PathSYS
 }
 
 // nvlinks counts the NVLinks joining two GPUs: links straight to each
 // other, plus, when both reach the NVSwitch fabric, the fewer of their
 // switch links (every pair of an HGX board gets all of them: NV18 on H100).
-func nvlinks(a, b *GPU) int {
+func nvlinks(a, b *topostate.GPU) int {
 	n := max(a.PeerLinks[b.BusID], b.PeerLinks[a.BusID])
 	if a.SwitchLinks > 0 && b.SwitchLinks > 0 {
 		n += min(a.SwitchLinks, b.SwitchLinks)

@@ -3,6 +3,7 @@ package topo
 import (
 	"context"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,7 @@ func ib(t *testing.T, m *sysfake.Machine, name, bus string) {
 	}
 }
 
-func collectMachine(t *testing.T, m *sysfake.Machine, o Options) *Topology {
+func collectMachine(t *testing.T, m *sysfake.Machine, o Options) *topostate.Topology {
 	t.Helper()
 	o.SysfsRoot, o.ProcfsRoot = writeTree(t, m.Tree)
 	tp, err := Collect(context.Background(), o)
@@ -53,12 +54,12 @@ func collectMachine(t *testing.T, m *sysfake.Machine, o Options) *Topology {
 // The UNIGE Baobab node (8x RTX A6000 with NVLink bridges on a 2-socket
 // AMD host, a dual-port ConnectX next to GPU6): a layout rebuilt to
 // reproduce its capture, which covers NV4 pairs, PHB, NODE, SYS and a
-// dual-function NIC.
+// dual-function topostate.NIC.
 func TestBaobabA6000MatchesNvidiaSMI(t *testing.T) {
 	m := sysfake.New()
 	m.NUMA(map[int]string{0: "0-63", 1: "64-127"})
 	// Socket 0: GPU0/1 on one root complex, GPU2/3 on another. Socket 1:
-	// GPU4/5, then GPU6 and the NIC on one complex, GPU7 on its own.
+	// GPU4/5, then GPU6 and the topostate.NIC on one complex, GPU7 on its own.
 	places := []struct{ host, gpu string }{
 		{"pci0000:00", "0000:01:00.0"}, {"pci0000:00", "0000:02:00.0"}, {"pci0000:40", "0000:41:00.0"}, {"pci0000:40", "0000:42:00.0"},
 		{"pci0000:80", "0000:81:00.0"}, {"pci0000:80", "0000:82:00.0"}, {"pci0000:c0", "0000:c1:00.0"}, {"pci0000:e0", "0000:e1:00.0"},
@@ -78,13 +79,13 @@ func TestBaobabA6000MatchesNvidiaSMI(t *testing.T) {
 	tp := collectMachine(t, m, Options{GPUs: hints, NVLinkKnown: true})
 	want, _ := topoM(t, readTestdata(t, "topo-m/unige_baobab_gpu048_8xA6000_nvlink-pairs_topo-m.txt"))
 	compareCells(t, want, ourCells(tp))
-	if p := findPath(tp, "GPU0", "GPU1"); p == nil || p.PCIe != PathPHB || p.NVLinks != 4 {
+	if p := findPath(tp, "GPU0", "GPU1"); p == nil || p.PCIe != topostate.PathPHB || p.NVLinks != 4 {
 		t.Errorf("GPU0-GPU1 = %+v: want NV4 over a PHB PCIe path", p)
 	}
 }
 
-// A DGX A100-like half board: each GPU pair behind its own switch, the HCAs
-// behind another, both below a shared top switch, so GPU to HCA crosses
+// A DGX A100-like half board: each topostate.GPU pair behind its own switch, the HCAs
+// behind another, both below a shared top switch, so topostate.GPU to HCA crosses
 // three switches: PXB. Expected cells are the GPU0..3 rows of the (partial)
 // nccl#707 capture, for the devices built here.
 func TestDGXA100PXB(t *testing.T) {
@@ -129,7 +130,7 @@ func TestDGXA100PXB(t *testing.T) {
 		t.Fatalf("only %d comparable cells", len(want))
 	}
 	compareCells(t, want, ourCells(tp))
-	if p := findPath(tp, "GPU0", "GPU1"); p == nil || p.PCIe != PathPIX || len(p.Bridges) != 3 {
+	if p := findPath(tp, "GPU0", "GPU1"); p == nil || p.PCIe != topostate.PathPIX || len(p.Bridges) != 3 {
 		t.Errorf("GPU0-GPU1 PCIe = %+v, want PIX over 3 bridges", p)
 	}
 	if p := findPath(tp, "GPU0", "mlx5_4"); p == nil || len(p.Bridges) != 7 || p.Bridges[3] != "0000:01:00.0" {
@@ -137,7 +138,7 @@ func TestDGXA100PXB(t *testing.T) {
 	}
 }
 
-func findPath(tp *Topology, a, b string) *Path {
+func findPath(tp *topostate.Topology, a, b string) *topostate.Path {
 	for i := range tp.Paths {
 		p := &tp.Paths[i]
 		if p.A == a && p.B == b || p.A == b && p.B == a {
@@ -172,7 +173,7 @@ func TestUnknownHierarchy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tp.GPUs) != 2 || tp.Paths[0].Type != PathUnknown {
+	if len(tp.GPUs) != 2 || tp.Paths[0].Type != topostate.PathUnknown {
 		t.Fatalf("GPUs %d, path %+v", len(tp.GPUs), tp.Paths)
 	}
 	if !strings.Contains(strings.Join(tp.Notes, "\n"), "not a symlink") {
@@ -185,13 +186,13 @@ func TestCrossHost(t *testing.T) {
 		a, b, nodes int
 		want        string
 	}{
-		{0, 0, 2, PathNODE}, {0, 1, 2, PathSYS}, {-1, -1, 1, PathNODE}, {-1, -1, 0, PathNODE}, {-1, 0, 2, PathSYS},
+		{0, 0, 2, topostate.PathNODE}, {0, 1, 2, topostate.PathSYS}, {-1, -1, 1, topostate.PathNODE}, {-1, -1, 0, topostate.PathNODE}, {-1, 0, 2, topostate.PathSYS},
 	} {
 		if got := crossHost(c.a, c.b, c.nodes); got != c.want {
 			t.Errorf("numa %d/%d of %d nodes = %s, want %s", c.a, c.b, c.nodes, got, c.want)
 		}
 	}
-	if PathRank("NV18") >= PathRank(PathPIX) || PathRank(PathPXB) >= PathRank(PathPHB) || PathRank(PathSYS) >= PathRank(PathUnknown) {
+	if topostate.PathRank("NV18") >= topostate.PathRank(topostate.PathPIX) || topostate.PathRank(topostate.PathPXB) >= topostate.PathRank(topostate.PathPHB) || topostate.PathRank(topostate.PathSYS) >= topostate.PathRank(topostate.PathUnknown) {
 		t.Error("path ranks out of order")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -27,12 +28,12 @@ type Options struct {
 	NVLinkKnown bool
 }
 
-// GPUHint is what NVML knows about one GPU.
+// GPUHint is what NVML knows about one topostate.GPU.
 type GPUHint struct {
 	Index int
 	BusID string
 	// SwitchLinks counts NVLinks up to an NVSwitch; PeerLinks counts NVLinks
-	// up straight to another GPU, by that GPU's bus ID.
+	// up straight to another topostate.GPU, by that GPU's bus ID.
 	SwitchLinks int
 	PeerLinks   map[string]int
 }
@@ -40,11 +41,11 @@ type GPUHint struct {
 // Collect reads the topology under ctx's deadline. Sysfs reads do not
 // block in practice, but a wedged device can stall a config-space read, so
 // the work runs aside and an expired deadline returns an error at once.
-func Collect(ctx context.Context, o Options) (*Topology, error) {
+func Collect(ctx context.Context, o Options) (*topostate.Topology, error) {
 	// deadline.Do: while a read of this tree is still hung, the next cycle
 	// is refused at once instead of leaving one more thread behind.
 	root := rootOr(o.SysfsRoot, "/sys")
-	t, err := deadline.Do(ctx, "topo:"+root, 0, func() (*Topology, error) { return collect(o) })
+	t, err := deadline.Do(ctx, "topo:"+root, 0, func() (*topostate.Topology, error) { return collect(o) })
 	if errors.Is(err, deadline.ErrTimeout) || errors.Is(err, deadline.ErrBusy) {
 		return nil, fmt.Errorf("reading the topology under %s: %w", root, err)
 	}
@@ -58,7 +59,7 @@ func rootOr(s, def string) string {
 	return s
 }
 
-func collect(o Options) (*Topology, error) {
+func collect(o Options) (*topostate.Topology, error) {
 	sys, proc := rootOr(o.SysfsRoot, "/sys"), rootOr(o.ProcfsRoot, "/proc")
 	virt := rootOr(o.Virt, VirtAuto)
 	if virt != VirtAuto && virt != VirtNone && virt != VirtVM {
@@ -68,7 +69,7 @@ func collect(o Options) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Topology{SysfsRoot: sys, ProcfsRoot: proc, GPUs: []GPU{}, NICs: []NIC{}, Bridges: []Bridge{}, Paths: []Path{}}
+	t := &topostate.Topology{SysfsRoot: sys, ProcfsRoot: proc, GPUs: []topostate.GPU{}, NICs: []topostate.NIC{}, Bridges: []topostate.Bridge{}, Paths: []topostate.Path{}}
 	notef := func(f string, a ...any) { t.Notes = append(t.Notes, fmt.Sprintf(f, a...)) }
 	t.Virtualization = detectVirt(sys, proc, virt)
 	t.NUMANodes = readNUMA(sys, notef)
@@ -90,18 +91,18 @@ func collect(o Options) (*Topology, error) {
 // pickGPUs takes NVML's GPUs when they are in this tree. NVML's GPUs all
 // missing means the tree was captured elsewhere (--path.sysfs on another
 // machine): the tree's own GPUs are judged then, by PCI ID.
-func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...any)) ([]GPU, string) {
-	var found []GPU
+func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...any)) ([]topostate.GPU, string) {
+	var found []topostate.GPU
 	inNVML := map[string]bool{}
 	for _, h := range hints {
 		id := NormalizeBusID(h.BusID)
 		inNVML[id] = true
 		d, ok := pci.devs[id]
 		if !ok {
-			notef("NVML GPU %d (%s) is not under %s/bus/pci/devices", h.Index, id, sys)
+			notef("NVML topostate.GPU %d (%s) is not under %s/bus/pci/devices", h.Index, id, sys)
 			continue
 		}
-		g := GPU{Index: h.Index, PCIFunction: d.fn, SwitchLinks: h.SwitchLinks}
+		g := topostate.GPU{Index: h.Index, PCIFunction: d.fn, SwitchLinks: h.SwitchLinks}
 		for peer, n := range h.PeerLinks {
 			if g.PeerLinks == nil {
 				g.PeerLinks = map[string]int{}
@@ -123,10 +124,10 @@ func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...a
 	if len(hints) > 0 {
 		notef("none of NVML's GPUs is in %s: judging the GPUs found there by PCI ID instead", sys)
 	}
-	out := []GPU{}
+	out := []topostate.GPU{}
 	for _, id := range pci.sorted() {
 		if d := pci.devs[id]; isNVIDIAGPU(d) {
-			out = append(out, GPU{Index: len(out), PCIFunction: d.fn})
+			out = append(out, topostate.GPU{Index: len(out), PCIFunction: d.fn})
 		}
 	}
 	return out, "sysfs"
@@ -135,10 +136,10 @@ func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...a
 func isNVIDIAGPU(d *pciDev) bool { return d.vendor == vendorNVIDIA && isGPUClass(d.class) }
 
 // placeNICs fills each RDMA device's PCI data and orders them as
-// nvidia-smi's NIC legend does.
-func placeNICs(pci *pciTree, nics []NIC, netdevs map[string][]string, notef func(string, ...any)) []NIC {
+// nvidia-smi's topostate.NIC legend does.
+func placeNICs(pci *pciTree, nics []topostate.NIC, netdevs map[string][]string, notef func(string, ...any)) []topostate.NIC {
 	sort.Slice(nics, func(i, j int) bool { return naturalLess(nics[i].Name, nics[j].Name) })
-	out := []NIC{}
+	out := []topostate.NIC{}
 	for _, n := range nics {
 		if n.Error != "" {
 			notef("%s", n.Error)
@@ -159,11 +160,11 @@ func placeNICs(pci *pciTree, nics []NIC, netdevs map[string][]string, notef func
 	return out
 }
 
-// readBridges decodes every bridge above a GPU or NIC once.
-func readBridges(pci *pciTree, t *Topology) []Bridge {
+// readBridges decodes every bridge above a topostate.GPU or topostate.NIC once.
+func readBridges(pci *pciTree, t *topostate.Topology) []topostate.Bridge {
 	seen := map[string]bool{}
-	var out []Bridge
-	visit := func(fn PCIFunction) {
+	var out []topostate.Bridge
+	visit := func(fn topostate.PCIFunction) {
 		for i, id := range fn.Upstream {
 			if seen[id] {
 				continue
@@ -180,16 +181,16 @@ func readBridges(pci *pciTree, t *Topology) []Bridge {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].BusID < out[j].BusID })
 	if out == nil {
-		out = []Bridge{}
+		out = []topostate.Bridge{}
 	}
 	return out
 }
 
-// readBridge reads one bridge's ACS. depth is its position below the host
+// readBridge reads one bridge's topostate.ACS. depth is its position below the host
 // bridge: the first is the root port, then switch ports alternate upstream
 // and downstream.
-func readBridge(pci *pciTree, id string, depth int) Bridge {
-	b := Bridge{BusID: id, Role: "switch_downstream"}
+func readBridge(pci *pciTree, id string, depth int) topostate.Bridge {
+	b := topostate.Bridge{BusID: id, Role: "switch_downstream"}
 	switch {
 	case depth == 0:
 		b.Role = "root_port"
@@ -198,7 +199,7 @@ func readBridge(pci *pciTree, id string, depth int) Bridge {
 	}
 	d, ok := pci.devs[id]
 	if !ok {
-		b.ACS = ACSState{Status: "unknown", Reason: id + " is not under bus/pci/devices"}
+		b.ACS = topostate.ACSState{Status: "unknown", Reason: id + " is not under bus/pci/devices"}
 		return b
 	}
 	b.Vendor, b.Device = d.fn.Vendor, d.fn.Device
@@ -206,32 +207,32 @@ func readBridge(pci *pciTree, id string, depth int) Bridge {
 	cfg, ok, err := readConfig(file)
 	switch {
 	case err != nil:
-		b.ACS = ACSState{Status: "unknown", Reason: err.Error()}
+		b.ACS = topostate.ACSState{Status: "unknown", Reason: err.Error()}
 		return b
 	case !ok:
-		b.ACS = ACSState{Status: "unknown", Reason: file + " does not exist"}
+		b.ACS = topostate.ACSState{Status: "unknown", Reason: file + " does not exist"}
 		return b
 	}
 	acs, err := DecodeACS(cfg)
 	switch {
 	case err != nil:
-		b.ACS = ACSState{Status: "unknown", Reason: file + ": " + err.Error()}
+		b.ACS = topostate.ACSState{Status: "unknown", Reason: file + ": " + err.Error()}
 	case acs == nil && len(cfg) <= confSpaceBasic:
-		b.ACS = ACSState{Status: "absent", Reason: "no PCIe extended config space (" + strconv.Itoa(len(cfg)) + " bytes)"}
+		b.ACS = topostate.ACSState{Status: "absent", Reason: "no PCIe extended config space (" + strconv.Itoa(len(cfg)) + " bytes)"}
 	case acs == nil:
-		b.ACS = ACSState{Status: "absent", Reason: "no ACS in the extended capability list"}
+		b.ACS = topostate.ACSState{Status: "absent", Reason: "no topostate.ACS in the extended capability list"}
 	default:
-		b.ACS = ACSState{Status: "present", ACS: acs}
+		b.ACS = topostate.ACSState{Status: "present", ACS: acs}
 	}
 	return b
 }
 
 // classifyAll computes every pair of GPUs and NICs, GPUs first.
-func classifyAll(pci *pciTree, t *Topology) []Path {
+func classifyAll(pci *pciTree, t *topostate.Topology) []topostate.Path {
 	type ep struct {
 		name string
-		fn   PCIFunction
-		gpu  *GPU
+		fn   topostate.PCIFunction
+		gpu  *topostate.GPU
 	}
 	var eps []ep
 	for i := range t.GPUs {
@@ -242,14 +243,14 @@ func classifyAll(pci *pciTree, t *Topology) []Path {
 			eps = append(eps, ep{n.Name, n.PCIFunction, nil})
 		}
 	}
-	out := []Path{}
+	out := []topostate.Path{}
 	for i := range eps {
 		for j := i + 1; j < len(eps); j++ {
 			a, b := eps[i], eps[j]
-			p := Path{A: a.name, B: b.name, ABusID: a.fn.BusID, BBusID: b.fn.BusID}
+			p := topostate.Path{A: a.name, B: b.name, ABusID: a.fn.BusID, BBusID: b.fn.BusID}
 			da, db := pci.devs[a.fn.BusID], pci.devs[b.fn.BusID]
 			if da == nil || db == nil {
-				p.PCIe = PathUnknown
+				p.PCIe = topostate.PathUnknown
 			} else {
 				p.PCIe, p.Bridges = classifyPCIe(da, db, len(t.NUMANodes))
 			}
@@ -266,8 +267,8 @@ func classifyAll(pci *pciTree, t *Topology) []Path {
 }
 
 // endpoints lists the GPUs' and placed NICs' PCI data.
-func endpoints(t *Topology) []*PCIFunction {
-	var devs []*PCIFunction
+func endpoints(t *topostate.Topology) []*topostate.PCIFunction {
+	var devs []*topostate.PCIFunction
 	for i := range t.GPUs {
 		devs = append(devs, &t.GPUs[i].PCIFunction)
 	}

@@ -2,6 +2,7 @@ package topo
 
 import (
 	"context"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func flat(t *testing.T, name, prefix string) *fstree.Tree {
 }
 
 // prometheus/procfs's fixtures were captured from real hosts: an AMD box
-// (numa_node -1, an IOMMU group, an NVMe behind a root port) and an Intel
+// (numa_node -1, an topostate.IOMMU group, an NVMe behind a root port) and an Intel
 // E810 on NUMA 1, plus three RDMA devices without device links.
 func TestProcfsFixtures(t *testing.T) {
 	tr := flat(t, "sysfs/procfs_fixtures_sys_bus_pci_devices.txt", "")
@@ -77,7 +78,7 @@ func TestGpudIBTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bond, broken *NIC
+	var bond, broken *topostate.NIC
 	active := 0
 	for i := range tp.NICs {
 		n := &tp.NICs[i]
@@ -165,7 +166,7 @@ func TestVirtualization(t *testing.T) {
 }
 
 func TestIOMMUAndPeerMem(t *testing.T) {
-	build := func(groupType, cmdline, driver, kernel string, peermem string) *Topology {
+	build := func(groupType, cmdline, driver, kernel string, peermem string) *topostate.Topology {
 		m := sysfake.New()
 		addAll(t, m, sysfake.PCI{BusID: "0000:00:01.0", Parent: "pci0000:00"})
 		g := gpu("0000:01:00.0", "0000:00:01.0", 0)
@@ -188,7 +189,7 @@ func TestIOMMUAndPeerMem(t *testing.T) {
 	prop := "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08  Release Build"
 	for _, c := range []struct {
 		name          string
-		tp            *Topology
+		tp            *topostate.Topology
 		mode, module  string
 		dmabuf        bool
 		translatedLen int
@@ -199,7 +200,7 @@ func TestIOMMUAndPeerMem(t *testing.T) {
 		{"old kernel", build("", "", "", "5.4.0", ""), "unknown", "", false, 0},
 	} {
 		if c.tp.IOMMU.Mode != c.mode || len(c.tp.IOMMU.Translated) != c.translatedLen {
-			t.Errorf("%s: IOMMU %+v", c.name, c.tp.IOMMU)
+			t.Errorf("%s: topostate.IOMMU %+v", c.name, c.tp.IOMMU)
 		}
 		if c.tp.PeerMem.Module != c.module || c.tp.PeerMem.DMABuf != c.dmabuf || c.tp.PeerMem.DMABufReason == "" {
 			t.Errorf("%s: peer memory %+v", c.name, c.tp.PeerMem)
@@ -215,7 +216,7 @@ func TestIOMMUAndPeerMem(t *testing.T) {
 // What a non-root reader gets (64 bytes) is "unknown", what a conventional
 // device has (256 bytes) is "absent", and a real redirecting config (the
 // Haswell-E root port of pciutils' cap-aer-root, used here as a switch's
-// downstream port) is found on the path between a GPU and a NIC.
+// downstream port) is found on the path between a topostate.GPU and a topostate.NIC.
 func TestBridgeConfigReadability(t *testing.T) {
 	real := parseLspci(t, readTestdata(t, "acs/pciutils_test_cap-aer-root.txt"))[0].config
 	m := sysfake.New()
@@ -241,7 +242,7 @@ func TestBridgeConfigReadability(t *testing.T) {
 		t.Errorf("real redirecting config: %+v", b.ACS)
 	}
 	p := findPath(tp, "GPU0", "mlx5_0")
-	if p == nil || p.Type != PathPIX || strings.Join(p.Bridges, ",") != "0000:03:08.0,0000:02:00.0,0000:03:10.0" {
+	if p == nil || p.Type != topostate.PathPIX || strings.Join(p.Bridges, ",") != "0000:03:08.0,0000:02:00.0,0000:03:10.0" {
 		t.Errorf("GPU0-mlx5_0 = %+v", p)
 	}
 }

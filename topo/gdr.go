@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,10 +20,10 @@ var peerMemFiles = []struct{ rel, module string }{
 // readPeerMem finds the peer-memory module, and whether the DMA-BUF path
 // (which needs no module) is plausible. NCCL's real DMA-BUF test calls
 // ibv_reg_dmabuf_mr, which no file shows; what files do show is its two
-// preconditions: the open GPU kernel module, and a kernel with RDMA DMA-BUF
+// preconditions: the open topostate.GPU kernel module, and a kernel with RDMA DMA-BUF
 // support (5.12 or later).
-func readPeerMem(sysfs, procfs string) PeerMem {
-	var p PeerMem
+func readPeerMem(sysfs, procfs string) topostate.PeerMem {
+	var p topostate.PeerMem
 	for _, f := range peerMemFiles {
 		path := filepath.Join(sysfs, filepath.FromSlash(f.rel))
 		if v, ok, _ := readAttr(path); ok {

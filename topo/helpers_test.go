@@ -2,6 +2,7 @@ package topo
 
 import (
 	"context"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,7 +24,7 @@ func writeTree(t *testing.T, tr *fstree.Tree) (string, string) {
 
 // simTopology collects a simulated model, with NVML's view of its GPUs
 // (18 NVSwitch links each on Hopper) as the collector would pass it.
-func simTopology(t *testing.T, raw string, links int) *Topology {
+func simTopology(t *testing.T, raw string, links int) *topostate.Topology {
 	t.Helper()
 	spec, err := simulate.Parse(raw)
 	if err != nil {

@@ -4,6 +4,7 @@ package topo
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"path/filepath"
 	"sort"
@@ -14,7 +15,7 @@ import (
 // readIB lists the RDMA devices with prometheus/procfs, one device at a
 // time: its InfiniBandClass gives up on the whole class when one device
 // lacks a file, and one odd HCA must not hide the others.
-func readIB(root string) ([]NIC, error) {
+func readIB(root string) ([]topostate.NIC, error) {
 	dir := filepath.Join(root, "class", "infiniband")
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		return nil, nil
@@ -27,9 +28,9 @@ func readIB(root string) ([]NIC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", dir, err)
 	}
-	var out []NIC
+	var out []topostate.NIC
 	for _, name := range names {
-		nic := NIC{Name: name, PCIFunction: PCIFunction{NUMANode: -1}}
+		nic := topostate.NIC{Name: name, PCIFunction: topostate.PCIFunction{NUMANode: -1}}
 		if target, err := os.Readlink(filepath.Join(dir, name, "device")); err == nil {
 			nic.BusID = NormalizeBusID(filepath.Base(target))
 		}
@@ -41,7 +42,7 @@ func readIB(root string) ([]NIC, error) {
 		}
 		nic.HCAType, nic.FWVersion, nic.BoardID = dev.HCAType, dev.FirmwareVersion, dev.BoardID
 		for _, p := range dev.Ports {
-			nic.Ports = append(nic.Ports, IBPort{
+			nic.Ports = append(nic.Ports, topostate.IBPort{
 				Port: int(p.Port), State: p.State, StateID: int(p.StateID),
 				PhysState: p.PhysState, PhysStateID: int(p.PhysStateID),
 				// procfs gives bytes per second; IB speaks Gb/s.

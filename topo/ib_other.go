@@ -2,5 +2,7 @@
 
 package topo
 
+import "github.com/gpuprobe/gpuprobe/state/topostate"
+
 // readIB needs Linux's sysfs; elsewhere there are no RDMA devices to read.
-func readIB(string) ([]NIC, error) { return nil, nil }
+func readIB(string) ([]topostate.NIC, error) { return nil, nil }

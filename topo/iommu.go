@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"path/filepath"
 	"sort"
@@ -8,16 +9,16 @@ import (
 )
 
 // readIOMMU works out whether DMA from the GPUs and NICs is translated.
-// Each IOMMU group's default domain type says it directly (kernel 5.11+:
+// Each topostate.IOMMU group's default domain type says it directly (kernel 5.11+:
 // "identity" is passthrough, "DMA"/"DMA-FQ" translate); on older kernels
 // the command line (iommu=pt) is all there is.
-func readIOMMU(sysfs, procfs string, devs []*PCIFunction) IOMMU {
-	out := IOMMU{Cmdline: iommuCmdline(procfs)}
+func readIOMMU(sysfs, procfs string, devs []*topostate.PCIFunction) topostate.IOMMU {
+	out := topostate.IOMMU{Cmdline: iommuCmdline(procfs)}
 	groups := filepath.Join(sysfs, "kernel", "iommu_groups")
 	entries, err := os.ReadDir(groups)
 	if err != nil || len(entries) == 0 {
 		out.Mode = "off"
-		out.Evidence = "no IOMMU groups in " + groups
+		out.Evidence = "no topostate.IOMMU groups in " + groups
 		return out
 	}
 	types := map[string]int{}
@@ -42,7 +43,7 @@ func readIOMMU(sysfs, procfs string, devs []*PCIFunction) IOMMU {
 	switch {
 	case len(types) == 0 && unknown == 0:
 		out.Mode = "passthrough"
-		out.Evidence = "no GPU or NIC is in an IOMMU group (" + groups + ")"
+		out.Evidence = "no topostate.GPU or topostate.NIC is in an topostate.IOMMU group (" + groups + ")"
 	case len(types) == 0 && pt:
 		out.Mode = "passthrough"
 		out.Evidence = "kernel command line has " + strings.Join(out.Cmdline, " ") + " (no group type files: kernel older than 5.11)"

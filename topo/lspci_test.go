@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ type lspciDev struct {
 	secondary  int // -1: not a bridge
 	numa       int
 	driver     string
-	acsOffset  int // 0: no ACS block printed
+	acsOffset  int // 0: no topostate.ACS block printed
 	acsCap     uint16
 	acsCtl     uint16
 	capLine    string
@@ -104,20 +105,23 @@ func parseLspci(t testing.TB, text string) []*lspciDev {
 // acsFromFlags reads lspci's "SrcValid+ TransBlk- ..." back into bits.
 func acsFromFlags(t testing.TB, s string) uint16 {
 	t.Helper()
+	bits := map[string]uint16{}
+	for i := range 7 {
+		for _, f := range strings.Fields(topostate.FormatACSFlags(1 << i)) {
+			if name, on := strings.CutSuffix(f, "+"); on {
+				bits[name] = 1 << i
+			}
+		}
+	}
 	var v uint16
 	for _, f := range strings.Fields(s) {
 		name, sign := f[:len(f)-1], f[len(f)-1]
-		found := false
-		for _, b := range acsBitNames {
-			if b.name == name {
-				found = true
-				if sign == '+' {
-					v |= b.bit
-				}
-			}
-		}
+		b, found := bits[name]
 		if !found {
 			t.Fatalf("unknown ACS flag %q", f)
+		}
+		if sign == '+' {
+			v |= b
 		}
 	}
 	return v

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -77,7 +78,7 @@ func TestMatrixJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Matrix
+	var back topostate.Matrix
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestCaptureVocabulary(t *testing.T) {
 		t.Fatalf("%d captures, want 14", len(files))
 	}
 	ours := map[string]string{}
-	for _, l := range legend {
+	for _, l := range (&topostate.Topology{}).Matrix().Legend {
 		ours[l.Value] = l.Meaning
 	}
 	row := regexp.MustCompile(`^\s*#?\s*(GPU\d+|NIC\d+|mlx\d_\d+)\s+(.*)$`)
@@ -124,7 +125,7 @@ func TestCaptureVocabulary(t *testing.T) {
 			for _, c := range strings.Fields(m[2]) {
 				switch {
 				case c == "X":
-				case PathRank(c) < 6 && (PathRank(c) > 0 || regexp.MustCompile(`^NV\d+$`).MatchString(c)):
+				case topostate.PathRank(c) < 6 && (topostate.PathRank(c) > 0 || regexp.MustCompile(`^NV\d+$`).MatchString(c)):
 					cells++
 				default:
 					// the affinity columns: CPU lists, NUMA ids, N/A

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,13 +12,13 @@ import (
 // readNUMA lists the NUMA nodes with their CPUs. A machine without the
 // directory (a kernel without NUMA) has one node in effect; that is
 // reported as no nodes, and callers treat fewer than two alike.
-func readNUMA(sysfs string, notef func(string, ...any)) []NUMANode {
+func readNUMA(sysfs string, notef func(string, ...any)) []topostate.NUMANode {
 	dir := filepath.Join(sysfs, "devices", "system", "node")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
-	var out []NUMANode
+	var out []topostate.NUMANode
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), "node")
 		if !ok {
@@ -27,7 +28,7 @@ func readNUMA(sysfs string, notef func(string, ...any)) []NUMANode {
 		if err != nil {
 			continue
 		}
-		n := NUMANode{ID: id}
+		n := topostate.NUMANode{ID: id}
 		file := filepath.Join(dir, e.Name(), "cpulist")
 		if s, ok, err := readAttr(file); err != nil {
 			notef("%v", err)

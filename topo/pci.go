@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,7 +12,7 @@ import (
 // pciDev is one PCI function as read from sysfs, with its place in the
 // hierarchy.
 type pciDev struct {
-	fn     PCIFunction
+	fn     topostate.PCIFunction
 	vendor uint32
 	class  uint32
 	dir    string // the device's real directory
@@ -62,7 +63,7 @@ func readPCI(sysfs string) (*pciTree, error) {
 
 func readPCIDev(t *pciTree, base, name string) *pciDev {
 	link := filepath.Join(base, name)
-	d := &pciDev{fn: PCIFunction{BusID: NormalizeBusID(name), NUMANode: -1}, dir: link}
+	d := &pciDev{fn: topostate.PCIFunction{BusID: NormalizeBusID(name), NUMANode: -1}, dir: link}
 	if target, err := os.Readlink(link); err == nil {
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(base, target)
@@ -128,8 +129,8 @@ func readPCIDev(t *pciTree, base, name string) *pciDev {
 	return d
 }
 
-func readLink(t *pciTree, dir string, attr func(string) string) *Link {
-	l := &Link{}
+func readLink(t *pciTree, dir string, attr func(string) string) *topostate.Link {
+	l := &topostate.Link{}
 	for _, f := range []struct {
 		file  string
 		speed *string
@@ -156,7 +157,7 @@ func readLink(t *pciTree, dir string, attr func(string) string) *Link {
 			*f.width = w
 		}
 	}
-	if *l == (Link{}) {
+	if *l == (topostate.Link{}) {
 		return nil
 	}
 	return l

@@ -3,14 +3,15 @@ package topo
 import (
 	"context"
 	"encoding/json"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"strings"
 	"testing"
 )
 
 // TestRealMachine reads this machine's own /sys and /proc. On the CI host
-// (a VM with virtio devices only, no GPU, no InfiniBand) that is the case of
-// "nothing to judge", which must come out clean; on a GPU node it checks
+// (a VM with virtio devices only, no topostate.GPU, no InfiniBand) that is the case of
+// "nothing to judge", which must come out clean; on a topostate.GPU node it checks
 // that everything real sysfs offers is read without a hitch. It never
 // skips silently: without /sys it fails unless GPUPROBE_SKIP_REAL_SYSFS=1.
 func TestRealMachine(t *testing.T) {
@@ -48,13 +49,13 @@ func TestRealMachine(t *testing.T) {
 		}
 	}
 	for _, p := range tp.Paths {
-		if p.Type == PathUnknown {
+		if p.Type == topostate.PathUnknown {
 			t.Errorf("path %s-%s unclassified", p.A, p.B)
 		}
 	}
 	for _, b := range tp.Bridges {
 		if b.ACS.Status == "unknown" && os.Geteuid() == 0 {
-			t.Errorf("bridge %s: ACS unknown as root: %s", b.BusID, b.ACS.Reason)
+			t.Errorf("bridge %s: topostate.ACS unknown as root: %s", b.BusID, b.ACS.Reason)
 		}
 	}
 	if len(tp.GPUs) == 0 {
@@ -79,13 +80,13 @@ func TestRealMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := captured.Relocate("/sys", "/proc"); err != nil {
+	if err := Relocate(captured, "/sys", "/proc"); err != nil {
 		t.Fatal(err)
 	}
 	if c, _ := json.Marshal(captured); string(c) != string(b) {
 		t.Errorf("the capture of this machine reads differently:\n%s\n%s", b, c)
 	}
-	var back Topology
+	var back topostate.Topology
 	if err := json.Unmarshal(b, &back); err != nil || back.Virtualization != tp.Virtualization || len(back.GPUs) != len(tp.GPUs) {
 		t.Errorf("JSON round trip: %v", err)
 	}

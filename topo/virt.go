@@ -3,13 +3,14 @@ package topo
 import (
 	"bufio"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 )
 
-// Virtualization modes for Options.Virt.
+// topostate.Virtualization modes for Options.Virt.
 const (
 	VirtAuto = "auto"
 	VirtNone = "none"
@@ -34,19 +35,19 @@ var dmiFiles = []string{"product_name", "sys_vendor", "board_vendor", "bios_vend
 // order follows systemd-detect-virt: DMI first (a hypervisor that borrows
 // KVM still names itself there), then the SMBIOS "virtual machine" bit,
 // then the CPU's hypervisor flag, then Xen and device-tree markers.
-func detectVirt(sysfs, procfs, override string) Virtualization {
+func detectVirt(sysfs, procfs, override string) topostate.Virtualization {
 	v := detectVirtAuto(sysfs, procfs)
 	switch override {
 	case VirtNone, VirtVM:
-		return Virtualization{Kind: override, Source: "flag",
+		return topostate.Virtualization{Kind: override, Source: "flag",
 			Evidence: fmt.Sprintf("--virt=%s (detection said %s: %s)", override, v.Kind, v.Evidence)}
 	}
 	return v
 }
 
-func detectVirtAuto(sysfs, procfs string) Virtualization {
-	vm := func(name, evidence string) Virtualization {
-		return Virtualization{Kind: VirtVM, Hypervisor: name, Source: "detected", Evidence: evidence}
+func detectVirtAuto(sysfs, procfs string) topostate.Virtualization {
+	vm := func(name, evidence string) topostate.Virtualization {
+		return topostate.Virtualization{Kind: VirtVM, Hypervisor: name, Source: "detected", Evidence: evidence}
 	}
 	dmiDir := filepath.Join(sysfs, "class", "dmi", "id")
 	var dmiSeen string
@@ -73,7 +74,7 @@ func detectVirtAuto(sysfs, procfs string) Virtualization {
 			if d.name == "amazon" {
 				pn, _, _ := readAttr(filepath.Join(dmiDir, "product_name"))
 				if (smbiosKnown && !smbiosVM) || strings.HasSuffix(pn, ".metal") {
-					return Virtualization{Kind: VirtNone, Source: "detected",
+					return topostate.Virtualization{Kind: VirtNone, Source: "detected",
 						Evidence: fmt.Sprintf("DMI %s %q on a metal instance (product_name %q)", f, val, pn)}
 				}
 			}
@@ -114,7 +115,7 @@ func detectVirtAuto(sysfs, procfs string) Virtualization {
 	} else {
 		ev = append(ev, "no DMI in "+dmiDir)
 	}
-	return Virtualization{Kind: VirtNone, Source: "detected", Evidence: strings.Join(ev, ", ")}
+	return topostate.Virtualization{Kind: VirtNone, Source: "detected", Evidence: strings.Join(ev, ", ")}
 }
 
 // cpuFlag reports whether the first "flags" line of cpuinfo lists flag.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"io"
 	"path/filepath"
 	"strings"
@@ -80,10 +81,10 @@ func (c *cli) captureTopo(o collect.Options, dir string) error {
 
 // topoDoc is --format json: the matrix as data, and everything behind it.
 type topoDoc struct {
-	Host      string         `json:"host"`
-	Simulated string         `json:"simulated,omitempty"`
-	Matrix    topo.Matrix    `json:"matrix"`
-	Topology  *topo.Topology `json:"topology"`
+	Host      string              `json:"host"`
+	Simulated string              `json:"simulated,omitempty"`
+	Matrix    topostate.Matrix    `json:"matrix"`
+	Topology  *topostate.Topology `json:"topology"`
 }
 
 func writeTopoJSON(w io.Writer, n *state.Node) error {
@@ -132,7 +133,7 @@ func writeTopoText(w io.Writer, n *state.Node, verbose bool) error {
 }
 
 // acsMark flags a bridge whose ACS redirects or cannot be read.
-func acsMark(br *topo.Bridge) string {
+func acsMark(br *topostate.Bridge) string {
 	switch {
 	case br == nil || br.ACS.Status == "unknown":
 		return " [ACS ?]"
@@ -183,7 +184,7 @@ func topoSummary(n *state.Node) []string {
 	return out
 }
 
-func acsLine(t *topo.Topology) string {
+func acsLine(t *topostate.Topology) string {
 	var redirect, unknown []string
 	for _, br := range t.Bridges {
 		switch {

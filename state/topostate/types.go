@@ -1,4 +1,10 @@
-package topo
+package topostate
+
+import (
+	"strconv"
+
+	"github.com/gpuprobe/gpuprobe/busid"
+)
 
 // Topology is what Collect found. It is plain data: it serialises to JSON
 // inside the node state, and a check never needs anything else.
@@ -197,7 +203,7 @@ func (p PeerMem) Loaded() bool { return p.Module != "" }
 
 // GPU returns the GPU with this bus ID, or nil.
 func (t *Topology) GPU(busID string) *GPU {
-	id := NormalizeBusID(busID)
+	id := busid.Canonical(busID)
 	for i := range t.GPUs {
 		if t.GPUs[i].BusID == id {
 			return &t.GPUs[i]
@@ -208,7 +214,7 @@ func (t *Topology) GPU(busID string) *GPU {
 
 // Bridge returns the bridge with this bus ID, or nil.
 func (t *Topology) Bridge(busID string) *Bridge {
-	id := NormalizeBusID(busID)
+	id := busid.Canonical(busID)
 	for i := range t.Bridges {
 		if t.Bridges[i].BusID == id {
 			return &t.Bridges[i]
@@ -221,7 +227,7 @@ func (t *Topology) Bridge(busID string) *Bridge {
 func (t *Topology) Label(busID string) string {
 	for _, g := range t.GPUs {
 		if g.BusID == busID {
-			return "GPU" + itoa(g.Index)
+			return "GPU" + strconv.Itoa(g.Index)
 		}
 	}
 	for _, n := range t.NICs {

@@ -1,8 +1,9 @@
-package topo
+package topostate
 
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -56,7 +57,7 @@ func (t *Topology) Matrix() Matrix {
 	var devs []dev
 	m := Matrix{Columns: []string{}, Rows: []MatrixRow{}, NICLegend: []NICLabel{}, Legend: legend}
 	for _, g := range t.GPUs {
-		l := "GPU" + itoa(g.Index)
+		l := "GPU" + strconv.Itoa(g.Index)
 		devs = append(devs, dev{l, l, g.BusID})
 	}
 	k := 0
@@ -64,7 +65,7 @@ func (t *Topology) Matrix() Matrix {
 		if n.BusID == "" {
 			continue
 		}
-		l := "NIC" + itoa(k)
+		l := "NIC" + strconv.Itoa(k)
 		k++
 		devs = append(devs, dev{l, n.Name, n.BusID})
 		m.NICLegend = append(m.NICLegend, NICLabel{l, n.Name})
@@ -94,7 +95,7 @@ func (t *Topology) Matrix() Matrix {
 				row.CPUAffinity = g.LocalCPUs
 			}
 			if g.NUMANode >= 0 {
-				row.NUMAAffinity = itoa(g.NUMANode)
+				row.NUMAAffinity = strconv.Itoa(g.NUMANode)
 			}
 		}
 		m.Rows = append(m.Rows, row)
