@@ -30,7 +30,7 @@ func simNode(t *testing.T, spec string, mutate func(*topostate.Topology)) *state
 		if err != nil {
 			t.Fatal(err)
 		}
-		sys, proc, cleanup, err := toposim.Materialize(s)
+		fsys, err := toposim.FS(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,8 +38,7 @@ func simNode(t *testing.T, spec string, mutate func(*topostate.Topology)) *state
 		for i, id := range []string{"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0", "0000:5d:00.0", "0000:9b:00.0", "0000:bb:00.0", "0000:cb:00.0", "0000:db:00.0"} {
 			hints = append(hints, topo.GPUHint{Index: i, BusID: id, SwitchLinks: 18})
 		}
-		tp, err := topo.Collect(context.Background(), topo.Options{SysfsRoot: sys, ProcfsRoot: proc, GPUs: hints, NVLinkKnown: true})
-		cleanup()
+		tp, err := topo.Collect(context.Background(), topo.Options{FS: fsys, GPUs: hints, NVLinkKnown: true})
 		if err != nil {
 			t.Fatal(err)
 		}

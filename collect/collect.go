@@ -10,15 +10,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // Options select what to collect and from where. Each collector's file adds
 // the fields it needs.
 type Options struct {
-	// Simulate is a parsed --simulate spec; nil for real hardware.
-	Simulate *simulate.Spec
+	// Sources are where to read from; the zero value is this node.
+	Sources Sources
 	// CallTimeout bounds each NVML call.
 	CallTimeout time.Duration
 	// Version is gpuprobe's own version, recorded in the state.
@@ -70,11 +69,9 @@ var collectors []collector
 // Node collects the whole node state under ctx's deadline.
 func Node(ctx context.Context, opts Options) *state.Node {
 	n := &state.Node{SchemaVersion: state.SchemaVersion, Host: HostName(os.Getenv, os.Hostname), CollectedAt: time.Now().UTC(), GpuprobeVersion: opts.Version}
-	if opts.Simulate != nil {
-		// The node keeps its own name; Simulated says which model it plays,
-		// so reports from many simulated nodes stay apart.
-		n.Simulated = opts.Simulate.Raw
-	}
+	// A simulated node keeps its own name; Simulated says which model it
+	// plays, so reports from many simulated nodes stay apart.
+	n.Simulated = opts.Sources.Simulated
 	n.Sources = append(n.Sources, timed(ctx, nvmlCollector, n, opts))
 	sources := make([]state.Source, len(collectors))
 	var wg sync.WaitGroup

@@ -3,30 +3,34 @@ package collect
 import (
 	"context"
 
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/gpuprobe/gpuprobe/nvml"
-	"github.com/gpuprobe/gpuprobe/nvml/sim"
+
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
 func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source {
 	nopts := nvml.Options{CallTimeout: opts.CallTimeout}
-	if opts.Simulate != nil {
-		sys, err := sim.New(opts.Simulate)
-		if err != nil {
-			n.NVML = &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
-		} else {
-			n.NVML = nvml.Collect(ctx, sys.Lib, nopts)
-			describeProcesses(ctx, n, func(_ context.Context, pid int32) (string, string, string) {
-				o := sys.Owners[uint32(pid)]
-				return o.User, simExe(o.Command), optional(opts.ProcessCommandLines, o.Command)
-			})
-		}
-	} else if lib, err := nvml.Open(); err != nil {
-		n.NVML = &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
-	} else {
+	open := opts.Sources.OpenNVML
+	if open == nil {
+		// Only the real library has the entry points go-nvml cannot route
+		// through a mock (nvmlDeviceGetGpuFabricInfoV).
 		nopts.Real = true
-		n.NVML = nvml.Collect(ctx, lib, nopts)
-		describeProcesses(ctx, n, hostProcesses(opts))
+		open = func() (gonvml.Interface, error) { return nvml.Open() }
 	}
+	lib, err := open()
+	if err != nil {
+		n.NVML = &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
+		return state.Source{Error: err.Error()}
+	}
+	n.NVML = nvml.Collect(ctx, lib, nopts)
+	lookup := opts.Sources.Process
+	if lookup == nil {
+		lookup = hostProcesses(opts)
+	}
+	describeProcesses(ctx, n, func(ctx context.Context, pid int32) (string, string, string) {
+		user, exe, cmdline := lookup(ctx, pid)
+		return user, exe, optional(opts.ProcessCommandLines, cmdline)
+	})
 	return state.Source{OK: n.NVML.Available, Error: n.NVML.Error}
 }

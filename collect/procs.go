@@ -114,15 +114,6 @@ func nssUser(uid string) (string, error) {
 	return u.Username, nil
 }
 
-// simExe is the executable name of a simulated command line.
-func simExe(cmdline string) string {
-	f := strings.Fields(cmdline)
-	if len(f) == 0 {
-		return ""
-	}
-	return filepath.Base(f[0])
-}
-
 func optional(ok bool, s string) string {
 	if ok {
 		return s

@@ -91,8 +91,8 @@ func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string
 	go func() {
 		var r result
 		r.conf = readSlurmConf(confPath, h)
-		r.devs = gpuDeviceFiles(ctx, st, r.conf, h, o.Simulate == nil)
-		if o.Simulate == nil {
+		r.devs = gpuDeviceFiles(ctx, st, r.conf, h, o.Sources.Simulated == "")
+		if o.Sources.Simulated == "" {
 			// Simulated GPUs have made-up bus IDs and PIDs: looking them up on
 			// this machine would find some other device or process.
 			r.cpus = gpuLocalCPUs(n, h)

@@ -45,7 +45,7 @@ func realSlurmHost(o Options) slurmHost {
 	if h.sys == "" {
 		h.sys = "/sys"
 	}
-	if o.Simulate != nil {
+	if o.Sources.Simulated != "" {
 		h.devGlob = ""
 	}
 	return h

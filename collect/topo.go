@@ -3,80 +3,28 @@ package collect
 import (
 	"context"
 	"strings"
-	"sync"
 
-	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state"
 	"github.com/gpuprobe/gpuprobe/topo"
-	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
 )
 
 func init() { collectors = append(collectors, collector{name: "topo", run: collectTopo}) }
 
 // collectTopo reads the PCIe/NUMA/IB topology. It takes the GPUs' bus IDs
 // and NVLink counts from NVML when NVML answered, and lets topo find the
-// GPUs in sysfs when it did not. Under --simulate it reads a generated tree
-// that matches the NVML simulation.
+// GPUs in sysfs when it did not.
 func collectTopo(ctx context.Context, n *state.Node, o Options) state.Source {
-	opts := topo.Options{SysfsRoot: o.SysfsRoot, ProcfsRoot: o.ProcfsRoot, Virt: o.Virt}
+	opts := topo.Options{SysfsRoot: o.SysfsRoot, ProcfsRoot: o.ProcfsRoot, Virt: o.Virt, FS: o.Sources.Root}
 	opts.GPUs, opts.NVLinkKnown = gpuHints(n.NVML)
-	if o.Simulate != nil {
-		sys, proc, err := simulatedTree(o.Simulate)
-		if err != nil {
-			return state.Source{Error: err.Error()}
-		}
-		opts.SysfsRoot, opts.ProcfsRoot = sys, proc
-	}
 	t, err := topo.Collect(ctx, opts)
 	if err != nil {
 		return state.Source{Error: err.Error()}
 	}
-	if o.Simulate != nil {
-		if err := topo.Relocate(t, "/sys", "/proc"); err != nil {
-			return state.Source{Error: err.Error()}
-		}
-		t.SysfsRoot, t.ProcfsRoot = "simulated:/sys", "simulated:/proc"
+	if o.Sources.Simulated != "" {
+		t.SysfsRoot, t.ProcfsRoot = "simulated:"+t.SysfsRoot, "simulated:"+t.ProcfsRoot
 	}
 	n.Topology = t
 	return state.Source{OK: true}
-}
-
-// simTrees caches the generated sysfs trees per spec: a daemon would
-// otherwise write ~700 files every cycle, and an abandoned cycle would leave
-// its tree behind. Close removes them.
-var simTrees = struct {
-	sync.Mutex
-	m map[string]simTree
-}{m: map[string]simTree{}}
-
-type simTree struct {
-	sys, proc string
-	cleanup   func()
-}
-
-func simulatedTree(spec *simulate.Spec) (string, string, error) {
-	simTrees.Lock()
-	defer simTrees.Unlock()
-	if t, ok := simTrees.m[spec.Raw]; ok {
-		return t.sys, t.proc, nil
-	}
-	sys, proc, cleanup, err := toposim.Materialize(spec)
-	if err != nil {
-		return "", "", err
-	}
-	simTrees.m[spec.Raw] = simTree{sys, proc, cleanup}
-	return sys, proc, nil
-}
-
-// Close removes what collection left on disk (the simulated trees). Every
-// command calls it on the way out.
-func Close() {
-	simTrees.Lock()
-	defer simTrees.Unlock()
-	for k, t := range simTrees.m {
-		t.cleanup()
-		delete(simTrees.m, k)
-	}
 }
 
 // gpuHints turns NVML's GPUs into topo's hints: bus IDs, and NVLinks that

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/gpuprobe/gpuprobe/simnode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,10 @@ func daemonFor(t testing.TB, spec string, perLink bool) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	src, err := simnode.Sources(s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	all, _ := check.Select(nil, nil)
 	var checks []check.Check
 	for _, c := range all {
@@ -42,7 +47,7 @@ func daemonFor(t testing.TB, spec string, perLink bool) *Daemon {
 		Interval: time.Hour,
 		Timeout:  10 * time.Second,
 		Collect: func(ctx context.Context) *state.Node {
-			n := collect.Node(ctx, collect.Options{Simulate: s, CallTimeout: 5 * time.Second})
+			n := collect.Node(ctx, collect.Options{Sources: src, CallTimeout: 5 * time.Second})
 			n.Sources = nil // durations vary run to run
 			return n
 		},

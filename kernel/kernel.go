@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/rootfs"
 	"github.com/gpuprobe/gpuprobe/state"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +27,13 @@ import (
 type Options struct {
 	Kmsg   string // default /dev/kmsg
 	Procfs string // default /proc
+	// Log, when set, is the kernel log to read instead of Kmsg: kmsg
+	// records or dmesg lines, one per line (a saved log, a simulated node).
+	// LogName names it in the state.
+	Log     func() (io.ReadCloser, error)
+	LogName string
+	// FS is the tree Procfs is read from (see rootfs); nil is this machine's.
+	FS fs.FS
 }
 
 // Collect reads everything, each read bounded by ctx.
@@ -35,19 +44,25 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 	if o.Procfs == "" {
 		o.Procfs = "/proc"
 	}
+	files := rootfs.FS{Tree: o.FS}
 	st := &state.Kernel{XIDSource: o.Kmsg, XIDs: []state.XIDEvent{}}
-	up, err := withDeadline(ctx, filepath.Join(o.Procfs, "uptime"), func() (float64, error) { return Uptime(o.Procfs) })
+	up, err := withDeadline(ctx, filepath.Join(o.Procfs, "uptime"), func() (float64, error) { return Uptime(files, o.Procfs) })
 	if err == nil {
 		st.UptimeSeconds = up
 	}
 	boot := time.Now().Add(-time.Duration(up * float64(time.Second)))
-	evs, err := withDeadline(ctx, o.Kmsg, func() ([]state.XIDEvent, error) { return ReadKmsg(o.Kmsg, boot) })
+	read := func() ([]state.XIDEvent, error) { return ReadKmsg(o.Kmsg, boot) }
+	if o.Log != nil {
+		st.XIDSource = o.LogName
+		read = func() ([]state.XIDEvent, error) { return readLog(o.Log, boot) }
+	}
+	evs, err := withDeadline(ctx, st.XIDSource, read)
 	if err != nil {
 		st.XIDError = err.Error()
 	} else {
 		st.XIDs = evs
 	}
-	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(o.Procfs) })
+	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(files, o.Procfs) })
 	if err != nil {
 		st.ModuleError = err.Error()
 	} else {
@@ -115,7 +130,12 @@ func isKmsgRecord(b []byte) bool {
 
 // readLines reads a file of kmsg records or dmesg lines, one per line.
 func readLines(path string, boot time.Time) ([]state.XIDEvent, error) {
-	f, err := os.Open(path)
+	return readLog(func() (io.ReadCloser, error) { return os.Open(path) }, boot)
+}
+
+// readLog reads kmsg records or dmesg lines, one per line, at most 64 MiB.
+func readLog(open func() (io.ReadCloser, error), boot time.Time) ([]state.XIDEvent, error) {
+	f, err := open()
 	if err != nil {
 		return nil, err
 	}
@@ -137,9 +157,9 @@ func readLines(path string, boot time.Time) ([]state.XIDEvent, error) {
 //
 //	NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024
 //	NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  560.35.03  Release Build  (dvs-builder@U16-I3-B03-4-3)  ...
-func ModuleVersion(procfs string) (string, error) {
+func ModuleVersion(files rootfs.FS, procfs string) (string, error) {
 	p := filepath.Join(procfs, "driver", "nvidia", "version")
-	data, err := os.ReadFile(p)
+	data, err := files.ReadFile(p)
 	if err != nil {
 		return "", fmt.Errorf("nvidia kernel module not loaded? %w", err)
 	}
@@ -165,9 +185,9 @@ func ParseModuleVersion(text string) string {
 }
 
 // Uptime reads /proc/uptime in seconds.
-func Uptime(procfs string) (float64, error) {
+func Uptime(files rootfs.FS, procfs string) (float64, error) {
 	p := filepath.Join(procfs, "uptime")
-	data, err := os.ReadFile(p)
+	data, err := files.ReadFile(p)
 	if err != nil {
 		return 0, err
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/gpuprobe/gpuprobe/simulate"
 )
 
 func TestParseModuleVersion(t *testing.T) {
@@ -68,24 +66,6 @@ func TestReadRealKmsg(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("reading /dev/kmsg blocked")
-	}
-}
-
-func TestSimulatedXID(t *testing.T) {
-	spec, err := simulate.Parse("dgx-h100:xid=79@2,xid=13@0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := Simulated(spec, []string{"0000:19:00.0", "0000:3b:00.0", "0000:4c:00.0"}, "550.54.15")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(st.XIDs) != 2 || st.XIDs[0].Code != 79 || !st.XIDs[0].MatchGPU("0000:4c:00.0") || !st.XIDs[0].FellOffBus {
-		t.Errorf("xids = %+v", st.XIDs)
-	}
-	bad, _ := simulate.Parse("dgx-h100:xid=abc@1")
-	if _, err := Simulated(bad, []string{"0000:19:00.0", "0000:3b:00.0"}, ""); err == nil {
-		t.Error("bad xid fault accepted")
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/gpuprobe/gpuprobe/simnode"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,15 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files")
 
+func simSources(t *testing.T, s *simulate.Spec) collect.Sources {
+	t.Helper()
+	src, err := simnode.Sources(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
 // document judges a simulated node with the time and duration pinned, so the
 // rendering is all that varies.
 func document(t *testing.T, spec string, patterns ...string) docWithNode {
@@ -26,7 +36,7 @@ func document(t *testing.T, spec string, patterns ...string) docWithNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := collect.Node(context.Background(), collect.Options{Simulate: s, Version: "test"})
+	n := collect.Node(context.Background(), collect.Options{Sources: simSources(t, s), Version: "test"})
 	n.CollectedAt = time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
 	n.Host = "gpu042" // the machine's own name varies; the layout is what is tested
 	if patterns == nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/rootfs"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -26,6 +28,10 @@ type Options struct {
 	// NVLinkKnown says the hints carry NVLink counts (NVML answered the
 	// NVLink calls), so a pair without links really has none.
 	NVLinkKnown bool
+	// FS is the tree to read, rooted at "/" (SysfsRoot and ProcfsRoot name
+	// places inside it); nil is this machine's own filesystem. A simulated
+	// node hands an in-memory tree here.
+	FS fs.FS
 }
 
 // GPUHint is what NVML knows about one topostate.GPU.
@@ -61,29 +67,30 @@ func rootOr(s, def string) string {
 
 func collect(o Options) (*topostate.Topology, error) {
 	sys, proc := rootOr(o.SysfsRoot, "/sys"), rootOr(o.ProcfsRoot, "/proc")
+	fsr := fsReader{rootfs.FS{Tree: o.FS}}
 	virt := rootOr(o.Virt, VirtAuto)
 	if virt != VirtAuto && virt != VirtNone && virt != VirtVM {
 		return nil, fmt.Errorf("virtualization mode %q: want auto, none or vm", o.Virt)
 	}
-	pci, err := readPCI(sys)
+	pci, err := fsr.readPCI(sys)
 	if err != nil {
 		return nil, err
 	}
 	t := &topostate.Topology{SysfsRoot: sys, ProcfsRoot: proc, GPUs: []topostate.GPU{}, NICs: []topostate.NIC{}, Bridges: []topostate.Bridge{}, Paths: []topostate.Path{}}
 	notef := func(f string, a ...any) { t.Notes = append(t.Notes, fmt.Sprintf(f, a...)) }
-	t.Virtualization = detectVirt(sys, proc, virt)
-	t.NUMANodes = readNUMA(sys, notef)
+	t.Virtualization = fsr.detectVirt(sys, proc, virt)
+	t.NUMANodes = fsr.readNUMA(sys, notef)
 	t.GPUs, t.GPUSource = pickGPUs(pci, o.GPUs, sys, notef)
 	t.NVLinkKnown = o.NVLinkKnown && t.GPUSource == "nvml"
-	nics, err := readIB(sys)
+	nics, err := fsr.readIB(sys)
 	if err != nil {
 		notef("InfiniBand: %v", err)
 	}
-	t.NICs = placeNICs(pci, nics, readNetDevs(sys), notef)
+	t.NICs = placeNICs(pci, nics, fsr.readNetDevs(sys), notef)
 	t.Bridges = readBridges(pci, t)
 	t.Paths = classifyAll(pci, t)
-	t.IOMMU = readIOMMU(sys, proc, endpoints(t))
-	t.PeerMem = readPeerMem(sys, proc)
+	t.IOMMU = fsr.readIOMMU(sys, proc, endpoints(t))
+	t.PeerMem = fsr.readPeerMem(sys, proc)
 	t.Notes = append(pci.notes, t.Notes...)
 	return t, nil
 }
@@ -204,7 +211,7 @@ func readBridge(pci *pciTree, id string, depth int) topostate.Bridge {
 	}
 	b.Vendor, b.Device = d.fn.Vendor, d.fn.Device
 	file := filepath.Join(d.dir, "config")
-	cfg, ok, err := readConfig(file)
+	cfg, ok, err := pci.fsr.readConfig(file)
 	switch {
 	case err != nil:
 		b.ACS = topostate.ACSState{Status: "unknown", Reason: err.Error()}

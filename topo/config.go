@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 )
 
 // readConfig reads a device's config space. The kernel returns as many
 // bytes as the reader may see (64 without CAP_SYS_ADMIN), so the length
 // read is itself the answer to "how much do we know".
-func readConfig(path string) ([]byte, bool, error) {
-	f, err := os.Open(path)
+func (fsr fsReader) readConfig(path string) ([]byte, bool, error) {
+	f, err := fsr.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

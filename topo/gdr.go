@@ -22,24 +22,24 @@ var peerMemFiles = []struct{ rel, module string }{
 // ibv_reg_dmabuf_mr, which no file shows; what files do show is its two
 // preconditions: the open topostate.GPU kernel module, and a kernel with RDMA DMA-BUF
 // support (5.12 or later).
-func readPeerMem(sysfs, procfs string) topostate.PeerMem {
+func (fsr fsReader) readPeerMem(sysfs, procfs string) topostate.PeerMem {
 	var p topostate.PeerMem
 	for _, f := range peerMemFiles {
 		path := filepath.Join(sysfs, filepath.FromSlash(f.rel))
-		if v, ok, _ := readAttr(path); ok {
+		if v, ok, _ := fsr.readAttr(path); ok {
 			p.Module, p.Path, p.Version = f.module, path, v
 			break
 		}
 	}
 	verFile := filepath.Join(procfs, "driver", "nvidia", "version")
-	ver, ok, _ := readAttr(verFile)
+	ver, ok, _ := fsr.readAttr(verFile)
 	if !ok {
 		p.DMABufReason = "NVIDIA kernel module not loaded (no " + verFile + ")"
 		return p
 	}
 	p.Driver, _, _ = strings.Cut(ver, "\n")
 	open := strings.Contains(p.Driver, "Open Kernel Module")
-	rel, _, _ := readAttr(filepath.Join(procfs, "sys", "kernel", "osrelease"))
+	rel, _, _ := fsr.readAttr(filepath.Join(procfs, "sys", "kernel", "osrelease"))
 	major, minor, kerr := kernelVersion(rel)
 	switch {
 	case !open:

@@ -2,7 +2,6 @@ package topo
 
 import (
 	"github.com/gpuprobe/gpuprobe/state/topostate"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,10 +11,10 @@ import (
 // Each topostate.IOMMU group's default domain type says it directly (kernel 5.11+:
 // "identity" is passthrough, "DMA"/"DMA-FQ" translate); on older kernels
 // the command line (iommu=pt) is all there is.
-func readIOMMU(sysfs, procfs string, devs []*topostate.PCIFunction) topostate.IOMMU {
-	out := topostate.IOMMU{Cmdline: iommuCmdline(procfs)}
+func (fsr fsReader) readIOMMU(sysfs, procfs string, devs []*topostate.PCIFunction) topostate.IOMMU {
+	out := topostate.IOMMU{Cmdline: fsr.iommuCmdline(procfs)}
 	groups := filepath.Join(sysfs, "kernel", "iommu_groups")
-	entries, err := os.ReadDir(groups)
+	entries, err := fsr.ReadDir(groups)
 	if err != nil || len(entries) == 0 {
 		out.Mode = "off"
 		out.Evidence = "no topostate.IOMMU groups in " + groups
@@ -28,7 +27,7 @@ func readIOMMU(sysfs, procfs string, devs []*topostate.PCIFunction) topostate.IO
 			continue
 		}
 		file := filepath.Join(groups, d.IOMMUGroup, "type")
-		t, ok, _ := readAttr(file)
+		t, ok, _ := fsr.readAttr(file)
 		if !ok {
 			unknown++
 			continue
@@ -73,8 +72,8 @@ func typeList(types map[string]int) string {
 }
 
 // iommuCmdline picks the IOMMU-related kernel parameters.
-func iommuCmdline(procfs string) []string {
-	line, _, _ := readAttr(filepath.Join(procfs, "cmdline"))
+func (fsr fsReader) iommuCmdline(procfs string) []string {
+	line, _, _ := fsr.readAttr(filepath.Join(procfs, "cmdline"))
 	var out []string
 	for _, f := range strings.Fields(line) {
 		for _, p := range []string{"iommu=", "intel_iommu=", "amd_iommu=", "iommu.passthrough=", "iommu.strict="} {

@@ -1,7 +1,6 @@
 package topo
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,16 +10,16 @@ import (
 // /sys/class/net/*/device. Virtual interfaces have no device link; a
 // virtio NIC's link points at the virtio device, whose parent is the PCI
 // function, so the nearest PCI address on the resolved path is taken.
-func readNetDevs(sysfs string) map[string][]string {
+func (fsr fsReader) readNetDevs(sysfs string) map[string][]string {
 	dir := filepath.Join(sysfs, "class", "net")
-	entries, err := os.ReadDir(dir)
+	entries, err := fsr.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	out := map[string][]string{}
 	for _, e := range entries {
 		link := filepath.Join(dir, e.Name(), "device")
-		target, err := os.Readlink(link)
+		target, err := fsr.Readlink(link)
 		if err != nil {
 			continue
 		}

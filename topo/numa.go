@@ -2,7 +2,6 @@ package topo
 
 import (
 	"github.com/gpuprobe/gpuprobe/state/topostate"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -12,9 +11,9 @@ import (
 // readNUMA lists the NUMA nodes with their CPUs. A machine without the
 // directory (a kernel without NUMA) has one node in effect; that is
 // reported as no nodes, and callers treat fewer than two alike.
-func readNUMA(sysfs string, notef func(string, ...any)) []topostate.NUMANode {
+func (fsr fsReader) readNUMA(sysfs string, notef func(string, ...any)) []topostate.NUMANode {
 	dir := filepath.Join(sysfs, "devices", "system", "node")
-	entries, err := os.ReadDir(dir)
+	entries, err := fsr.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
@@ -30,7 +29,7 @@ func readNUMA(sysfs string, notef func(string, ...any)) []topostate.NUMANode {
 		}
 		n := topostate.NUMANode{ID: id}
 		file := filepath.Join(dir, e.Name(), "cpulist")
-		if s, ok, err := readAttr(file); err != nil {
+		if s, ok, err := fsr.readAttr(file); err != nil {
 			notef("%v", err)
 		} else if ok {
 			cpus, err := ParseCPUList(s)

@@ -3,7 +3,6 @@ package topo
 import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,6 +22,7 @@ type pciDev struct {
 
 // pciTree is every PCI function under <sysfs>/bus/pci/devices.
 type pciTree struct {
+	fsr   fsReader
 	devs  map[string]*pciDev
 	notes []string
 }
@@ -44,13 +44,13 @@ func (t *pciTree) sorted() []string {
 // readPCI lists the PCI functions. The directory missing altogether is an
 // error (a wrong --path.sysfs must not look like a node without devices);
 // a device that cannot be read fully becomes a note.
-func readPCI(sysfs string) (*pciTree, error) {
+func (fsr fsReader) readPCI(sysfs string) (*pciTree, error) {
 	base := filepath.Join(sysfs, "bus", "pci", "devices")
-	entries, err := os.ReadDir(base)
+	entries, err := fsr.ReadDir(base)
 	if err != nil {
 		return nil, fmt.Errorf("listing PCI devices: %w", err)
 	}
-	t := &pciTree{devs: map[string]*pciDev{}}
+	t := &pciTree{fsr: fsr, devs: map[string]*pciDev{}}
 	for _, e := range entries {
 		if !isBusID(e.Name()) {
 			continue
@@ -64,7 +64,7 @@ func readPCI(sysfs string) (*pciTree, error) {
 func readPCIDev(t *pciTree, base, name string) *pciDev {
 	link := filepath.Join(base, name)
 	d := &pciDev{fn: topostate.PCIFunction{BusID: NormalizeBusID(name), NUMANode: -1}, dir: link}
-	if target, err := os.Readlink(link); err == nil {
+	if target, err := t.fsr.Readlink(link); err == nil {
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(base, target)
 		}
@@ -80,7 +80,7 @@ func readPCIDev(t *pciTree, base, name string) *pciDev {
 		d.fn.Upstream = append([]string(nil), d.chain[1:len(d.chain)-1]...)
 	}
 	attr := func(file string) string {
-		v, ok, err := readAttr(filepath.Join(d.dir, file))
+		v, ok, err := t.fsr.readAttr(filepath.Join(d.dir, file))
 		if err != nil {
 			t.notef("%v", err)
 		}
@@ -120,10 +120,10 @@ func readPCIDev(t *pciTree, base, name string) *pciDev {
 		}
 	}
 	d.fn.Link = readLink(t, d.dir, attr)
-	if target, err := os.Readlink(filepath.Join(d.dir, "driver")); err == nil {
+	if target, err := t.fsr.Readlink(filepath.Join(d.dir, "driver")); err == nil {
 		d.fn.Driver = filepath.Base(target)
 	}
-	if target, err := os.Readlink(filepath.Join(d.dir, "iommu_group")); err == nil {
+	if target, err := t.fsr.Readlink(filepath.Join(d.dir, "iommu_group")); err == nil {
 		d.fn.IOMMUGroup = filepath.Base(target)
 	}
 	return d

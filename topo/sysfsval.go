@@ -4,15 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"strconv"
 	"strings"
 )
 
 // readAttr reads a sysfs attribute, trimmed. ok is false when it does not
 // exist; any other failure is an error naming the file.
-func readAttr(path string) (string, bool, error) {
-	b, err := os.ReadFile(path)
+func (fsr fsReader) readAttr(path string) (string, bool, error) {
+	b, err := fsr.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", false, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -35,8 +34,8 @@ var dmiFiles = []string{"product_name", "sys_vendor", "board_vendor", "bios_vend
 // order follows systemd-detect-virt: DMI first (a hypervisor that borrows
 // KVM still names itself there), then the SMBIOS "virtual machine" bit,
 // then the CPU's hypervisor flag, then Xen and device-tree markers.
-func detectVirt(sysfs, procfs, override string) topostate.Virtualization {
-	v := detectVirtAuto(sysfs, procfs)
+func (fsr fsReader) detectVirt(sysfs, procfs, override string) topostate.Virtualization {
+	v := fsr.detectVirtAuto(sysfs, procfs)
 	switch override {
 	case VirtNone, VirtVM:
 		return topostate.Virtualization{Kind: override, Source: "flag",
@@ -45,15 +44,15 @@ func detectVirt(sysfs, procfs, override string) topostate.Virtualization {
 	return v
 }
 
-func detectVirtAuto(sysfs, procfs string) topostate.Virtualization {
+func (fsr fsReader) detectVirtAuto(sysfs, procfs string) topostate.Virtualization {
 	vm := func(name, evidence string) topostate.Virtualization {
 		return topostate.Virtualization{Kind: VirtVM, Hypervisor: name, Source: "detected", Evidence: evidence}
 	}
 	dmiDir := filepath.Join(sysfs, "class", "dmi", "id")
 	var dmiSeen string
-	smbiosVM, smbiosKnown := smbiosVMBit(sysfs)
+	smbiosVM, smbiosKnown := fsr.smbiosVMBit(sysfs)
 	for _, f := range dmiFiles {
-		val, ok, _ := readAttr(filepath.Join(dmiDir, f))
+		val, ok, _ := fsr.readAttr(filepath.Join(dmiDir, f))
 		if !ok || val == "" {
 			continue
 		}
@@ -61,7 +60,7 @@ func detectVirtAuto(sysfs, procfs string) topostate.Virtualization {
 			dmiSeen = fmt.Sprintf("DMI %s %q", f, val)
 		}
 		if f == "product_name" && val == "Virtual Machine" {
-			if sv, _, _ := readAttr(filepath.Join(dmiDir, "sys_vendor")); sv == "Microsoft Corporation" {
+			if sv, _, _ := fsr.readAttr(filepath.Join(dmiDir, "sys_vendor")); sv == "Microsoft Corporation" {
 				return vm("microsoft", fmt.Sprintf("DMI product_name %q by %q (%s)", val, sv, dmiDir))
 			}
 		}
@@ -72,7 +71,7 @@ func detectVirtAuto(sysfs, procfs string) topostate.Virtualization {
 			// EC2 names itself the same on metal instances; the SMBIOS bit
 			// and the ".metal" product name tell them apart.
 			if d.name == "amazon" {
-				pn, _, _ := readAttr(filepath.Join(dmiDir, "product_name"))
+				pn, _, _ := fsr.readAttr(filepath.Join(dmiDir, "product_name"))
 				if (smbiosKnown && !smbiosVM) || strings.HasSuffix(pn, ".metal") {
 					return topostate.Virtualization{Kind: VirtNone, Source: "detected",
 						Evidence: fmt.Sprintf("DMI %s %q on a metal instance (product_name %q)", f, val, pn)}
@@ -85,22 +84,22 @@ func detectVirtAuto(sysfs, procfs string) topostate.Virtualization {
 		return vm("", "SMBIOS BIOS characteristics: virtual machine bit set ("+filepath.Join(sysfs, "firmware/dmi/entries/0-0/raw")+")")
 	}
 	cpuinfo := filepath.Join(procfs, "cpuinfo")
-	flag, cpuErr := cpuFlag(cpuinfo, "hypervisor")
+	flag, cpuErr := fsr.cpuFlag(cpuinfo, "hypervisor")
 	if flag {
 		name := ""
-		if t, ok, _ := readAttr(filepath.Join(sysfs, "hypervisor", "type")); ok {
+		if t, ok, _ := fsr.readAttr(filepath.Join(sysfs, "hypervisor", "type")); ok {
 			name = t
 		}
 		return vm(name, "CPU flag \"hypervisor\" in "+cpuinfo)
 	}
-	if t, ok, _ := readAttr(filepath.Join(sysfs, "hypervisor", "type")); ok && t != "" {
+	if t, ok, _ := fsr.readAttr(filepath.Join(sysfs, "hypervisor", "type")); ok && t != "" {
 		// Xen's control domain runs on the hardware and has the same file.
-		if caps, _, _ := readAttr(filepath.Join(procfs, "xen", "capabilities")); !strings.Contains(caps, "control_d") {
+		if caps, _, _ := fsr.readAttr(filepath.Join(procfs, "xen", "capabilities")); !strings.Contains(caps, "control_d") {
 			return vm(t, fmt.Sprintf("%s is %q", filepath.Join(sysfs, "hypervisor", "type"), t))
 		}
 	}
 	dt := filepath.Join(sysfs, "firmware", "devicetree", "base", "hypervisor", "compatible")
-	if c, ok, _ := readAttr(dt); ok {
+	if c, ok, _ := fsr.readAttr(dt); ok {
 		return vm(strings.TrimRight(c, "\x00"), "device tree "+dt)
 	}
 	var ev []string
@@ -119,8 +118,8 @@ func detectVirtAuto(sysfs, procfs string) topostate.Virtualization {
 }
 
 // cpuFlag reports whether the first "flags" line of cpuinfo lists flag.
-func cpuFlag(path, flag string) (bool, error) {
-	f, err := os.Open(path)
+func (fsr fsReader) cpuFlag(path, flag string) (bool, error) {
+	f, err := fsr.Open(path)
 	if err != nil {
 		return false, fmt.Errorf("%s not readable", path)
 	}
@@ -157,8 +156,8 @@ func hasCPUFlag(r io.Reader, flag string) (bool, error) {
 
 // smbiosVMBit reads the SMBIOS type 0 structure's BIOS Characteristics
 // Extension Byte 2, bit 4, "system is a virtual machine" (DSP0134 7.1.2.2).
-func smbiosVMBit(sysfs string) (vm, known bool) {
-	raw, err := os.ReadFile(filepath.Join(sysfs, "firmware", "dmi", "entries", "0-0", "raw"))
+func (fsr fsReader) smbiosVMBit(sysfs string) (vm, known bool) {
+	raw, err := fsr.ReadFile(filepath.Join(sysfs, "firmware", "dmi", "entries", "0-0", "raw"))
 	if err != nil || len(raw) < 0x14 || raw[0] != 0 || raw[1] < 0x14 {
 		return false, false
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/gpuprobe/gpuprobe/simnode"
 	"io"
 	"testing"
 	"time"
@@ -18,6 +19,10 @@ import (
 // cost of judging.
 func BenchmarkCheckSimulatedDGXH100(b *testing.B) {
 	spec, err := simulate.Parse("dgx-h100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	src, err := simnode.Sources(spec)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,7 +44,7 @@ func BenchmarkCheckSimulatedDGXH100(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				start := time.Now()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				n := collect.Node(ctx, collect.Options{Simulate: spec, CallTimeout: 10 * time.Second})
+				n := collect.Node(ctx, collect.Options{Sources: src, CallTimeout: 10 * time.Second})
 				rs := check.Run(ctx, n, cfg, checks)
 				if err := report.New(n, rs, false, time.Since(start)).WriteJSON(io.Discard); err != nil {
 					b.Fatal(err)

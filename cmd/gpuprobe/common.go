@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/readlimit"
+	"github.com/gpuprobe/gpuprobe/simnode"
 	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -68,7 +69,11 @@ func (f *collectFlags) options() (collect.Options, error) {
 		if err != nil {
 			return o, err
 		}
-		o.Simulate = s
+		// Simulation is wired here, at the edge: the collectors get mocks
+		// and an in-memory tree and never know.
+		if o.Sources, err = simnode.Sources(s); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }

@@ -6,16 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/version"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/gpuprobe/gpuprobe/collect"
 )
 
 // Exit codes: 0 nothing failed, 1 a check failed, 2 gpuprobe could not run.
@@ -41,34 +36,13 @@ type cli struct {
 var registrars []func(*cli)
 
 func main() {
-	go cleanupOnSignal()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv))
-}
-
-// gracefulSignals is set by commands that handle SIGTERM themselves (serve
-// shuts its server down and cleans up on the way out).
-var gracefulSignals atomic.Bool
-
-// cleanupOnSignal removes what the run left on disk (simulated trees) when
-// SIGTERM, SIGINT or SIGHUP ends it, then exits as the signal would have
-// (128+n): a killed health check must leave nothing behind.
-func cleanupOnSignal() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	for s := range ch {
-		if gracefulSignals.Load() {
-			continue
-		}
-		collect.Close()
-		os.Exit(128 + int(s.(syscall.Signal)))
-	}
 }
 
 type terminated int
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) (code int) {
 	c := &cli{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
-	defer collect.Close()
 	app := kingpin.New(programName, "Node-side GPU and NCCL diagnostics for Slurm GPU clusters.")
 	app.Version(version.Print(programName))
 	app.UsageWriter(stdout)

@@ -170,7 +170,6 @@ func (c *cli) runServe(f *serveFlags) error {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	gracefulSignals.Store(true)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if f.collect.simulate == "" && f.collect.simulateFile == "" {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
+	"github.com/gpuprobe/gpuprobe/topo/fstree"
 	"io"
 	"path/filepath"
 	"strings"
@@ -58,21 +60,27 @@ func registerTopo(c *cli) {
 
 // captureTopo writes a capture of the tree topo would read.
 func (c *cli) captureTopo(o collect.Options, dir string) error {
-	sys, proc := o.SysfsRoot, o.ProcfsRoot
-	if o.Simulate != nil {
-		s, p, cleanup, err := toposim.Materialize(o.Simulate)
+	if o.Sources.Simulated != "" {
+		// The simulated tree is written straight where the user asked.
+		spec, err := simulate.Parse(o.Sources.Simulated)
+		var t *fstree.Tree
+		if err == nil {
+			t, err = toposim.Build(spec)
+		}
+		if err == nil {
+			err = t.Write(dir)
+		}
 		if err != nil {
 			return c.usageError("%v", err)
 		}
-		defer cleanup()
-		sys, proc = s, p
-	}
-	notes, err := topo.Capture(sys, proc, dir)
-	if err != nil {
-		return c.usageError("%v", err)
-	}
-	for _, n := range notes {
-		fmt.Fprintf(c.stderr, "%s: capture: %s\n", programName, n)
+	} else {
+		notes, err := topo.Capture(o.SysfsRoot, o.ProcfsRoot, dir)
+		if err != nil {
+			return c.usageError("%v", err)
+		}
+		for _, n := range notes {
+			fmt.Fprintf(c.stderr, "%s: capture: %s\n", programName, n)
+		}
 	}
 	fmt.Fprintf(c.stdout, "captured the topology files to %s; judge them anywhere with:\n  gpuprobe topo --path.sysfs %s --path.procfs %s\n",
 		dir, filepath.Join(dir, "sys"), filepath.Join(dir, "proc"))

@@ -7,11 +7,13 @@ package fstree
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing/fstest"
 )
 
 type kind int
@@ -122,6 +124,27 @@ func (t *Tree) Merge(o *Tree) {
 	for k, v := range o.nodes {
 		t.nodes[k] = v
 	}
+}
+
+// FS is the tree as a read-only in-memory filesystem, symlinks included
+// (fs.ReadLinkFS; paths through a link resolve). Collectors read it exactly
+// as they read a mounted sysfs: nothing is written anywhere.
+func (t *Tree) FS() (fs.FS, error) {
+	m := fstest.MapFS{}
+	for p, n := range t.nodes {
+		if strings.HasPrefix(p, "\x00bad/") {
+			return nil, fmt.Errorf("fstree: path %q leaves the tree", strings.TrimPrefix(p, "\x00bad/"))
+		}
+		switch n.kind {
+		case fileKind:
+			m[p] = &fstest.MapFile{Data: n.data, Mode: 0o444}
+		case linkKind:
+			m[p] = &fstest.MapFile{Data: []byte(n.target), Mode: fs.ModeSymlink | 0o777}
+		case dirKind:
+			m[p] = &fstest.MapFile{Mode: fs.ModeDir | 0o555}
+		}
+	}
+	return m, nil
 }
 
 // Write materialises the tree under root, which must exist. Directories are

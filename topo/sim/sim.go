@@ -13,7 +13,7 @@ package sim
 
 import (
 	"fmt"
-	"os"
+	"io/fs"
 	"strconv"
 	"strings"
 
@@ -208,6 +208,8 @@ func host(mc *sysfake.Machine, m model, f faults, groups int) {
 	mc.File("proc/cpuinfo", strings.TrimRight(cpuinfo.String(), "\n"))
 	mc.File("proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-"+m.Kernel+" root=/dev/mapper/vg-root ro intel_iommu=on iommu=pt")
 	mc.File("proc/sys/kernel/osrelease", m.Kernel)
+	// A day up, so the simulated XIDs (logged an hour ago) have a time.
+	mc.File("proc/uptime", "86400.00 171234.56")
 	for g := 1; g <= groups; g++ {
 		mc.File(fmt.Sprintf("sys/kernel/iommu_groups/%d/type", g), "identity")
 	}
@@ -270,21 +272,12 @@ func normBusID(s string) (string, error) {
 	return fmt.Sprintf("%04x:%02x:%02x.%x", dom, bus, dev, fn), nil
 }
 
-// Materialize writes the tree to a new temporary directory and returns the
-// sysfs and procfs roots and a cleanup that removes it.
-func Materialize(spec *simulate.Spec) (sysfs, procfs string, cleanup func(), err error) {
+// FS is the simulated node's tree in memory, rooted at "/": its sysfs is at
+// /sys and its procfs at /proc.
+func FS(spec *simulate.Spec) (fs.FS, error) {
 	t, err := Build(spec)
 	if err != nil {
-		return "", "", nil, err
+		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "gpuprobe-sim-sysfs-")
-	if err != nil {
-		return "", "", nil, fmt.Errorf("simulate: %w", err)
-	}
-	cleanup = func() { os.RemoveAll(dir) }
-	if err := t.Write(dir); err != nil {
-		cleanup()
-		return "", "", nil, fmt.Errorf("simulate: writing the sysfs tree: %w", err)
-	}
-	return dir + "/sys", dir + "/proc", cleanup, nil
+	return t.FS()
 }

@@ -1,4 +1,4 @@
-package collect
+package simnode
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/simulate"
 )
 
@@ -19,7 +20,11 @@ func TestSimulatedTopologyMatchesNVML(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := Node(context.Background(), Options{Simulate: spec, CallTimeout: time.Second})
+		src, err := Sources(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := collect.Node(context.Background(), collect.Options{Sources: src, CallTimeout: time.Second})
 		tp := n.Topology
 		if tp == nil {
 			t.Fatalf("%s: no topology: %+v", model, n.Sources)
