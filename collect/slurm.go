@@ -81,7 +81,6 @@ func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string
 	type result struct {
 		conf  *slurmstate.Conf
 		devs  []slurmstate.DeviceFile
-		cpus  []slurmstate.GPUCPUs
 		procs []slurmstate.Process
 		task  *slurmstate.Task
 		host  *slurmstate.Host
@@ -95,7 +94,6 @@ func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string
 		if o.Sources.Simulated == "" {
 			// Simulated GPUs have made-up bus IDs and PIDs: looking them up on
 			// this machine would find some other device or process.
-			r.cpus = gpuLocalCPUs(n, h)
 			if st.InJob {
 				r.procs = gpuProcesses(n, h)
 			}
@@ -108,7 +106,7 @@ func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string
 	}()
 	select {
 	case r := <-done:
-		st.Conf, st.Devices, st.GPUCPUs, st.Processes, st.Task, st.Host = r.conf, r.devs, r.cpus, r.procs, r.task, r.host
+		st.Conf, st.Devices, st.Processes, st.Task, st.Host = r.conf, r.devs, r.procs, r.task, r.host
 		st.Errors = append(st.Errors, r.errs...)
 	case <-ctx.Done():
 		st.Errors = append(st.Errors, "Slurm files and lookups did not finish before the collection deadline")

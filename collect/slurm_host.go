@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/deadline"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"net"
 	"os"
@@ -73,30 +73,6 @@ func probeDevice(path string) error {
 	return unix.Close(fd)
 }
 
-// withTimeout runs f, giving up after d: an open() on a wedged driver or an
-// NSS lookup against a dead LDAP server blocks in the kernel or in C, where
-// no context reaches.
-func withTimeout[T any](d time.Duration, f func() (T, error)) (T, error) {
-	type r struct {
-		v   T
-		err error
-	}
-	ch := make(chan r, 1)
-	go func() {
-		v, err := f()
-		ch <- r{v, err}
-	}()
-	select {
-	case x := <-ch:
-		return x.v, x.err
-	case <-time.After(d):
-		var zero T
-		return zero, errTimeout
-	}
-}
-
-var errTimeout = errors.New("timed out")
-
 // gpuDeviceFiles lists the GPU device files Slurm's gres.conf names for this
 // node and those the driver created, with whether this task may open them.
 // The open probe only runs inside a job, where it tells a device cgroup.
@@ -140,7 +116,9 @@ func gpuDeviceFiles(ctx context.Context, st *slurmstate.State, conf *slurmstate.
 		d.Major, d.Minor = int(unix.Major(uint64(sb.Rdev))), int(unix.Minor(uint64(sb.Rdev)))
 		d.Access = ""
 		if st.InJob && d.Char {
-			_, err := withTimeout(h.timeout, func() (struct{}, error) { return struct{}{}, h.probe(p) })
+			// deadline.Do by path: an open() on a wedged driver blocks in the
+			// kernel; a device whose earlier open is still stuck is not tried again.
+			_, err := deadline.Do(ctx, "open "+p, h.timeout, func() (struct{}, error) { return struct{}{}, h.probe(p) })
 			switch {
 			case err == nil, errors.Is(err, unix.ENXIO), errors.Is(err, unix.ENODEV):
 				d.Access = "ok"
@@ -148,7 +126,7 @@ func gpuDeviceFiles(ctx context.Context, st *slurmstate.State, conf *slurmstate.
 				d.Access, d.Error = "denied", "operation not permitted (device cgroup)"
 			case errors.Is(err, unix.EACCES):
 				d.Access, d.Error = "denied", "permission denied (file mode)"
-			case errors.Is(err, errTimeout):
+			case errors.Is(err, deadline.ErrTimeout), errors.Is(err, deadline.ErrBusy):
 				d.Access, d.Error = "timeout", "open() did not return within "+h.timeout.String()
 			default:
 				d.Access, d.Error = "error", err.Error()
@@ -167,45 +145,6 @@ func devNum(p string) int {
 	}
 	n, _ := strconv.Atoi(p[i:])
 	return n
-}
-
-// gpuLocalCPUs reads each GPU's local_cpulist and numa_node from sysfs. NVML's
-// CPU affinity is narrowed to the caller's cpuset inside a job step; sysfs
-// is not, so it shows the far socket a misbound task is on.
-func gpuLocalCPUs(n *state.Node, h slurmHost) []slurmstate.GPUCPUs {
-	if n.NVML == nil {
-		return nil
-	}
-	var out []slurmstate.GPUCPUs
-	for _, g := range n.NVML.GPUs {
-		bdf := sysfsBDF(g.PCIBusID)
-		if bdf == "" {
-			continue
-		}
-		dir := filepath.Join(h.sys, "bus", "pci", "devices", bdf)
-		data, err := h.readFile(filepath.Join(dir, "local_cpulist"))
-		if err != nil {
-			continue
-		}
-		c := slurmstate.GPUCPUs{PCIBusID: g.PCIBusID}
-		c.CPUs, _ = cpulist.Parse(strings.TrimSpace(string(data)))
-		if nd, err := h.readFile(filepath.Join(dir, "numa_node")); err == nil {
-			if v, err := strconv.Atoi(strings.TrimSpace(string(nd))); err == nil && v >= 0 {
-				c.NUMANode = &v
-			}
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-// sysfsBDF turns NVML's "00000000:19:00.0" into sysfs's "0000:19:00.0".
-func sysfsBDF(busID string) string {
-	b := strings.ToLower(busID)
-	if len(b) < 12 {
-		return ""
-	}
-	return b[len(b)-12:]
 }
 
 var cgroupJobRe = regexp.MustCompile(`/job_([0-9]+)(?:/|$)`)
@@ -268,7 +207,7 @@ func statusUID(status string) (int, bool) {
 func readTask(ctx context.Context, h slurmHost) (*slurmstate.Task, []string) {
 	var errs []string
 	t := &slurmstate.Task{PID: h.pid(), UID: h.uid()}
-	if name, err := withTimeout(h.timeout, func() (string, error) { return h.lookupID(strconv.Itoa(t.UID)) }); err == nil {
+	if name, err := deadline.Do(ctx, "user lookup", h.timeout, func() (string, error) { return h.lookupID(strconv.Itoa(t.UID)) }); err == nil {
 		t.User = name
 	}
 	cpus, err := h.affinity()

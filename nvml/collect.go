@@ -6,6 +6,7 @@ package nvml
 import (
 	"context"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/busid"
 	"strings"
 	"sync"
 	"time"
@@ -135,14 +136,8 @@ func lookupSymbols(lib gonvml.Interface) symbols {
 	return s
 }
 
-// normBusID turns NVML's "00000000:18:00.0" into sysfs's "0000:18:00.0".
-func normBusID(raw string) string {
-	id := strings.ToLower(strings.TrimRight(raw, "\x00"))
-	if i := strings.IndexByte(id, ':'); i > 4 && strings.Count(id, ":") == 2 {
-		id = id[i-4:]
-	}
-	return id
-}
+// normBusID turns NVML's "00000000:18:00.0" into the canonical "0000:18:00.0".
+func normBusID(raw string) string { return busid.Canonical(strings.TrimRight(raw, "\x00")) }
 
 func cString[T ~int8 | ~uint8](b []T) string {
 	var sb strings.Builder

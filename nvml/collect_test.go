@@ -171,7 +171,7 @@ func TestNormBusID(t *testing.T) {
 }
 
 func TestCPUList(t *testing.T) {
-	if got := cpuList([]uint{0b1011, 1 << 63}); got != "0-1,3,127" {
+	if got := cpuList([]uint{0b1011, 1 << 63}); got != "0,1,3,127" {
 		t.Errorf("cpuList = %q", got)
 	}
 }

@@ -2,7 +2,7 @@ package nvml
 
 import (
 	"fmt"
-	"strings"
+	"github.com/gpuprobe/gpuprobe/cpulist"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -392,29 +392,13 @@ func (d *device) fabric() {
 	d.gpu.Fabric = f
 }
 
+// cpuList turns NVML's CPU bitmask into the list form sysfs and Slurm use.
 func cpuList(words []uint) string {
-	var parts []string
-	start := -1
-	flush := func(end int) {
-		if start < 0 {
-			return
-		}
-		if start == end {
-			parts = append(parts, fmt.Sprint(start))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", start, end))
-		}
-		start = -1
-	}
-	n := len(words) * 64
-	for cpu := 0; cpu < n; cpu++ {
-		set := words[cpu/64]&(1<<(uint(cpu)%64)) != 0
-		if set && start < 0 {
-			start = cpu
-		} else if !set {
-			flush(cpu - 1)
+	var cpus []int
+	for cpu := 0; cpu < len(words)*64; cpu++ {
+		if words[cpu/64]&(1<<(uint(cpu)%64)) != 0 {
+			cpus = append(cpus, cpu)
 		}
 	}
-	flush(n - 1)
-	return strings.Join(parts, ",")
+	return cpulist.Format(cpus)
 }

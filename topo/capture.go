@@ -3,6 +3,7 @@ package topo
 import (
 	"errors"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/busid"
 	"io"
 	"io/fs"
 	"os"
@@ -38,7 +39,7 @@ func Capture(sysfs, procfs, dst string) ([]string, error) {
 			c.copy(sys, real+"/"+a)
 		}
 		for dir := filepath.Dir(real); strings.HasPrefix(dir, "devices/pci"); dir = filepath.Dir(dir) {
-			if isBusID(filepath.Base(dir)) {
+			if busid.Valid(filepath.Base(dir)) {
 				for _, a := range pciAttrs {
 					c.copy(sys, dir+"/"+a)
 				}

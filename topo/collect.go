@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/busid"
 	"github.com/gpuprobe/gpuprobe/rootfs"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"io/fs"
@@ -102,7 +103,7 @@ func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...a
 	var found []topostate.GPU
 	inNVML := map[string]bool{}
 	for _, h := range hints {
-		id := NormalizeBusID(h.BusID)
+		id := busid.Canonical(h.BusID)
 		inNVML[id] = true
 		d, ok := pci.devs[id]
 		if !ok {
@@ -114,7 +115,7 @@ func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...a
 			if g.PeerLinks == nil {
 				g.PeerLinks = map[string]int{}
 			}
-			g.PeerLinks[NormalizeBusID(peer)] += n
+			g.PeerLinks[busid.Canonical(peer)] += n
 		}
 		found = append(found, g)
 	}

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/gpuprobe/gpuprobe/busid"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -28,8 +29,8 @@ func (fsr fsReader) readNetDevs(sysfs string) map[string][]string {
 		}
 		parts := strings.Split(filepath.ToSlash(filepath.Clean(target)), "/")
 		for i := len(parts) - 1; i >= 0; i-- {
-			if isBusID(parts[i]) {
-				id := NormalizeBusID(parts[i])
+			if busid.Valid(parts[i]) {
+				id := busid.Canonical(parts[i])
 				out[id] = append(out[id], e.Name())
 				break
 			}

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"github.com/gpuprobe/gpuprobe/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"path/filepath"
 	"sort"
@@ -32,11 +33,11 @@ func (fsr fsReader) readNUMA(sysfs string, notef func(string, ...any)) []toposta
 		if s, ok, err := fsr.readAttr(file); err != nil {
 			notef("%v", err)
 		} else if ok {
-			cpus, err := ParseCPUList(s)
+			cpus, err := cpulist.Parse(s)
 			if err != nil {
 				notef("%s: %v", file, err)
 			} else {
-				n.CPUList = FormatCPUList(cpus)
+				n.CPUList = cpulist.Format(cpus)
 			}
 		}
 		out = append(out, n)

@@ -1,60 +1,10 @@
 package topo
 
 import (
-	"reflect"
+	"github.com/gpuprobe/gpuprobe/busid"
 	"strings"
 	"testing"
 )
-
-func TestParseCPUList(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []int
-		out  string
-	}{
-		{"0-3,8-9\n", []int{0, 1, 2, 3, 8, 9}, "0-3,8-9"},
-		{"", nil, ""},
-		{"5", []int{5}, "5"},
-		{"0-55,112-167", nil, "0-55,112-167"},
-		{"3,1,2", []int{1, 2, 3}, "1-3"},
-		{"0-7:2", []int{0, 2, 4, 6}, "0,2,4,6"},
-		{"0-3,2-5", []int{0, 1, 2, 3, 4, 5}, "0-5"},
-	} {
-		got, err := ParseCPUList(c.in)
-		if err != nil {
-			t.Errorf("%q: %v", c.in, err)
-			continue
-		}
-		if c.want != nil && !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%q = %v, want %v", c.in, got, c.want)
-		}
-		if f := FormatCPUList(got); f != c.out {
-			t.Errorf("%q formats as %q, want %q", c.in, f, c.out)
-		}
-	}
-	for _, bad := range []string{"a", "3-1", "0-", "-1", "0-4294967295", "1,,2", "0-3:0"} {
-		if _, err := ParseCPUList(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
-func FuzzParseCPUList(f *testing.F) {
-	for _, s := range []string{"0-55,112-167", "", "1", "0-7:2", "3-1", "0-65535"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		cpus, err := ParseCPUList(s)
-		if err != nil {
-			return
-		}
-		// Formatting and parsing again must give the same set.
-		again, err := ParseCPUList(FormatCPUList(cpus))
-		if err != nil || !reflect.DeepEqual(again, cpus) && !(len(again) == 0 && len(cpus) == 0) {
-			t.Fatalf("%q -> %v -> %q -> %v, %v", s, cpus, FormatCPUList(cpus), again, err)
-		}
-	})
-}
 
 func TestSysfsValues(t *testing.T) {
 	if v, err := ParseHexID("0x10de\n"); err != nil || v != 0x10de {
@@ -108,9 +58,9 @@ func FuzzSysfsValues(f *testing.F) {
 		if w, ok, err := ParseLinkWidth(s); err == nil && ok && (w <= 0 || w > 32) {
 			t.Fatalf("width %d from %q", w, s)
 		}
-		if b, err := ParseBusID(s); err == nil {
+		if b, err := busid.Parse(s); err == nil {
 			// A parsed address prints in sysfs form and parses back the same.
-			if b2, err := ParseBusID(b.String()); err != nil || b2 != b {
+			if b2, err := busid.Parse(b.String()); err != nil || b2 != b {
 				t.Fatalf("%q -> %v -> %v, %v", s, b, b2, err)
 			}
 		}
@@ -119,16 +69,10 @@ func FuzzSysfsValues(f *testing.F) {
 }
 
 func TestBusIDs(t *testing.T) {
-	for in, want := range map[string]string{
-		"00000000:3B:00.0": "0000:3b:00.0", "19:00.0": "0000:19:00.0", "0000:19:00.0": "0000:19:00.0", "pci0000:15": "pci0000:15",
-	} {
-		if got := NormalizeBusID(in); got != want {
-			t.Errorf("%q -> %q, want %q", in, got, want)
-		}
-	}
-	for _, bad := range []string{"0000:19:00", "0000:19:20.0", "0000:19:00.8", "0000:100:00.0", "x:y:z.w"} {
-		if _, err := ParseBusID(bad); err == nil {
-			t.Errorf("%q accepted", bad)
+	// sysfs directory names: a PCI function has a domain and a function.
+	for name, want := range map[string]bool{"0000:19:00.0": true, "pci0000:15": false, "0000:19:00": false, "0000:19:20.0": false, "0000:19:00.8": false} {
+		if busid.Valid(name) != want {
+			t.Errorf("busid.Valid(%q) = %v", name, !want)
 		}
 	}
 	if !naturalLess("mlx5_2", "mlx5_10") || naturalLess("mlx5_10", "mlx5_2") || !naturalLess("mlx4_0", "mlx5_0") {

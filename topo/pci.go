@@ -2,6 +2,8 @@ package topo
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"path/filepath"
 	"sort"
@@ -52,7 +54,7 @@ func (fsr fsReader) readPCI(sysfs string) (*pciTree, error) {
 	}
 	t := &pciTree{fsr: fsr, devs: map[string]*pciDev{}}
 	for _, e := range entries {
-		if !isBusID(e.Name()) {
+		if !busid.Valid(e.Name()) {
 			continue
 		}
 		d := readPCIDev(t, base, e.Name())
@@ -63,7 +65,7 @@ func (fsr fsReader) readPCI(sysfs string) (*pciTree, error) {
 
 func readPCIDev(t *pciTree, base, name string) *pciDev {
 	link := filepath.Join(base, name)
-	d := &pciDev{fn: topostate.PCIFunction{BusID: NormalizeBusID(name), NUMANode: -1}, dir: link}
+	d := &pciDev{fn: topostate.PCIFunction{BusID: busid.Canonical(name), NUMANode: -1}, dir: link}
 	if target, err := t.fsr.Readlink(link); err == nil {
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(base, target)
@@ -112,11 +114,11 @@ func readPCIDev(t *pciTree, base, name string) *pciDev {
 		d.fn.NUMANode = n
 	}
 	if s := attr("local_cpulist"); s != "" {
-		cpus, err := ParseCPUList(s)
+		cpus, err := cpulist.Parse(s)
 		if err != nil {
 			t.notef("%s/local_cpulist: %v", d.dir, err)
 		} else {
-			d.fn.LocalCPUs = FormatCPUList(cpus)
+			d.fn.LocalCPUs = cpulist.Format(cpus)
 		}
 	}
 	d.fn.Link = readLink(t, d.dir, attr)
@@ -172,7 +174,7 @@ func hierarchy(dir string) []string {
 	parts := strings.Split(filepath.ToSlash(dir), "/")
 	start := -1
 	for i, p := range parts {
-		if strings.HasPrefix(p, "pci") && !isBusID(p) && strings.Contains(p, ":") {
+		if strings.HasPrefix(p, "pci") && !busid.Valid(p) && strings.Contains(p, ":") {
 			start = i
 		}
 	}
@@ -181,7 +183,7 @@ func hierarchy(dir string) []string {
 	}
 	chain := parts[start:]
 	for _, p := range chain[1:] {
-		if !isBusID(p) {
+		if !busid.Valid(p) {
 			return nil
 		}
 	}

@@ -3,6 +3,7 @@ package topo
 import (
 	"errors"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/cpulist"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -39,7 +40,7 @@ func ParseHexID(s string) (uint32, error) {
 // gave no proximity.
 func ParseNUMANode(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < -1 || n >= maxCPU {
+	if err != nil || n < -1 || n >= cpulist.Max {
 		return -1, fmt.Errorf("numa_node %q: want a node number or -1", s)
 	}
 	return n, nil

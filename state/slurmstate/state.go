@@ -19,7 +19,9 @@ type State struct {
 	// Devices are the GPU device files (gres.conf File=, /dev/nvidia*) as
 	// this task sees them: a device cgroup answers EPERM on open.
 	Devices []DeviceFile `json:"devices,omitempty"`
-	// GPUCPUs are the CPUs local to each GPU from sysfs, which unlike NVML's
+	// GPUCPUs are kept for snapshots of gpuprobe before 0.2, which read
+	// local_cpulist here as well as in the topology; the checks now take it
+	// from the topology. The CPUs local to each GPU from sysfs, which unlike NVML's
 	// answer is not narrowed to the task's cpuset.
 	GPUCPUs []GPUCPUs `json:"gpu_cpus,omitempty"`
 	// Processes are the compute processes NVML listed, with their owners.

@@ -13,6 +13,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/busid"
 	"io/fs"
 	"strconv"
 	"strings"
@@ -242,11 +243,11 @@ func readFaults(spec *simulate.Spec, m model) (faults, error) {
 	for _, fl := range spec.Has("acs-redirect") {
 		f.acsBridge = m.switches()[0].down[0]
 		if fl.Value != "" {
-			id, err := normBusID(fl.Value)
+			id, err := busid.Parse(fl.Value)
 			if err != nil {
 				return f, fmt.Errorf("fault acs-redirect=%s: %w", fl.Value, err)
 			}
-			f.acsBridge = id
+			f.acsBridge = id.String()
 		}
 	}
 	f.noPeermem = len(spec.Has("no-peermem")) > 0
@@ -257,19 +258,6 @@ func readFaults(spec *simulate.Spec, m model) (faults, error) {
 		}
 	}
 	return f, nil
-}
-
-// normBusID accepts "17:00.0" and "0000:17:00.0".
-func normBusID(s string) (string, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	if strings.Count(s, ":") == 1 {
-		s = "0000:" + s
-	}
-	var dom, bus, dev, fn int
-	if n, err := fmt.Sscanf(s, "%04x:%02x:%02x.%x", &dom, &bus, &dev, &fn); err != nil || n != 4 {
-		return "", fmt.Errorf("want a PCI bus ID like 0000:17:00.0")
-	}
-	return fmt.Sprintf("%04x:%02x:%02x.%x", dom, bus, dev, fn), nil
 }
 
 // FS is the simulated node's tree in memory, rooted at "/": its sysfs is at
