@@ -229,19 +229,6 @@ func (b bitset) has(i int64) bool {
 	return b[i>>6]&(1<<(uint(i)&63)) != 0
 }
 
-// covers reports whether 0..n-1 are all set.
-func (b bitset) covers(n int64) bool {
-	if n <= 0 || n > maxRankTracked {
-		return false
-	}
-	for i := int64(0); i < n; i++ {
-		if !b.has(i) {
-			return false
-		}
-	}
-	return true
-}
-
 // netConnStats counts NET connection lines over the whole log, by module
 // class and GDR.
 type netConnStats struct {
@@ -268,18 +255,4 @@ func (s *netConnStats) countName(b []byte) {
 type nameCount struct {
 	name string
 	n    int64
-}
-
-func (s *netConnStats) total() (n int64) {
-	for c := range s.n {
-		n += s.n[c][0] + s.n[c][1]
-	}
-	return n
-}
-
-func (s *netConnStats) gdr() (n int64) {
-	for c := range s.n {
-		n += s.n[c][1]
-	}
-	return n
 }

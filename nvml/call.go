@@ -2,7 +2,10 @@ package nvml
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/deadline"
+	"strconv"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -30,12 +33,14 @@ type guard struct {
 	errs    *[]state.CallError // where failures go
 	unsupp  *[]string
 	stopped string // why later calls are refused; empty while healthy
+	// lib names the library instance for deadline.Do: the real driver is
+	// one per process, a mock is new for every simulated collection.
+	lib string
 }
 
 type result[T any] struct {
 	v   T
 	ret gonvml.Return
-	err error
 }
 
 // call runs f under the guard's deadline and files its outcome. name is the
@@ -49,32 +54,36 @@ func call[T any](g *guard, name string, f func() (T, gonvml.Return)) (T, outcome
 		g.stop(name, "run deadline reached before the call", true)
 		return zero, failed
 	}
-	ch := make(chan result[T], 1)
-	go func() {
+	// deadline.Do keyed by device: a call that hangs is abandoned (a cgo
+	// call cannot be cancelled), and until it returns every later call on
+	// that device — in this run and in the daemon's next cycles — is refused
+	// at once instead of leaving one more thread behind each time.
+	r, err := deadline.Do(g.ctx, g.source(), g.timeout, func() (result[T], error) {
 		var r result[T]
-		defer func() {
-			if p := recover(); p != nil {
-				r.err = fmt.Errorf("panic in %s: %v", name, p)
-			}
-			ch <- r
-		}()
 		r.v, r.ret = f()
-	}()
-	timer := time.NewTimer(g.timeout)
-	defer timer.Stop()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			g.fail(name, r.err.Error(), false)
-			return zero, failed
-		}
-		return r.v, g.classify(name, r.ret)
-	case <-timer.C:
-		g.stop(name, fmt.Sprintf("no answer within %s", g.timeout), true)
-	case <-g.ctx.Done():
+		return r, nil
+	})
+	switch {
+	case errors.Is(err, deadline.ErrBusy):
+		g.stop(name, "an earlier call on this device has not returned (the driver is wedged)", true)
+	case errors.Is(err, deadline.ErrTimeout) && g.ctx.Err() != nil:
 		g.stop(name, "no answer before the run deadline", true)
+	case errors.Is(err, deadline.ErrTimeout):
+		g.stop(name, fmt.Sprintf("no answer within %s", g.timeout), true)
+	case err != nil: // a panic in the binding
+		g.fail(name, fmt.Sprintf("%s: %v", name, err), false)
+	default:
+		return r.v, g.classify(name, r.ret)
 	}
 	return zero, failed
+}
+
+// source names the device (or the system) for deadline.Do.
+func (g *guard) source() string {
+	if g.gpu == nil {
+		return g.lib + ":system"
+	}
+	return g.lib + ":gpu" + strconv.Itoa(g.gpu.Index)
 }
 
 func (g *guard) classify(name string, ret gonvml.Return) outcome {

@@ -37,7 +37,8 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 		opts.CallTimeout = DefaultCallTimeout
 	}
 	st := &state.NVML{GPUs: []state.GPU{}}
-	sys := &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &st.Errors}
+	libName := fmt.Sprintf("nvml@%p", lib)
+	sys := &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &st.Errors, lib: libName}
 
 	ret, o := call(sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {
 		r := lib.Init()
@@ -84,7 +85,7 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 			defer wg.Done()
 			gpu := &st.GPUs[i]
 			gpu.Index = i
-			g := &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: gpu, errs: &gpu.Errors, unsupp: &gpu.Unsupported}
+			g := &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: gpu, errs: &gpu.Errors, unsupp: &gpu.Unsupported, lib: libName}
 			dev, o := call(g, "nvmlDeviceGetHandleByIndex", func() (gonvml.Device, gonvml.Return) {
 				return lib.DeviceGetHandleByIndex(i)
 			})

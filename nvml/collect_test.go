@@ -3,7 +3,10 @@ package nvml
 import (
 	"context"
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/state"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,6 +119,46 @@ func TestCollectHungCallEndsByDeadline(t *testing.T) {
 	}
 	if len(st.GPUs[1].Errors) != 0 || st.GPUs[1].Thermal == nil {
 		t.Errorf("GPU 1 affected: %+v", st.GPUs[1].Errors)
+	}
+}
+
+// The daemon collects from the same library every cycle. A device whose
+// call is still hung is not called again: 50 more collections cost no
+// goroutine (before, each left one more call behind, an OS thread with cgo).
+func TestHungDeviceIsNotCalledAgainInLaterCollections(t *testing.T) {
+	sys := simSystem(t, "dgx-h100")
+	var calls atomic.Int32
+	release := make(chan struct{})
+	defer close(release)
+	sys.Devices[4].GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) {
+		calls.Add(1)
+		<-release
+		return 30, gonvml.SUCCESS
+	}
+	collect := func() *state.NVML {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return Collect(ctx, sys.Lib, Options{CallTimeout: 100 * time.Millisecond})
+	}
+	first := collect()
+	if e := first.GPUs[4].ErrorFor("nvmlDeviceGetTemperature"); e == nil || !e.Timeout {
+		t.Fatalf("first collection: %+v", first.GPUs[4].Errors)
+	}
+	before := runtime.NumGoroutine()
+	for i := 0; i < 50; i++ {
+		st := collect()
+		if len(st.GPUs[4].Errors) == 0 || st.GPUs[4].Thermal != nil {
+			t.Fatalf("collection %d judged the wedged GPU 4 as answering: %+v", i, st.GPUs[4])
+		}
+		if st.GPUs[3].Thermal == nil {
+			t.Fatalf("collection %d: GPU 3 affected: %+v", i, st.GPUs[3].Errors)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the hung call was issued %d times, want 1", n)
+	}
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Errorf("goroutines grew from %d to %d over 50 collections", before, after)
 	}
 }
 

@@ -116,7 +116,7 @@ func (d *device) migDevices() {
 		return
 	}
 	for i := 0; i < n; i++ {
-		quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors}
+		quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors, lib: d.g.lib}
 		m, o := call(quiet, "nvmlDeviceGetMigDeviceHandleByIndex", func() (gonvml.Device, gonvml.Return) {
 			h, r := d.dev.GetMigDeviceHandleByIndex(i)
 			if r == gonvml.ERROR_NOT_FOUND || r == gonvml.ERROR_INVALID_ARGUMENT {
@@ -288,7 +288,7 @@ func (d *device) nvlinks() {
 		return
 	}
 	var links []state.NVLink
-	quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors}
+	quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors, lib: d.g.lib}
 	for link := 0; link < gonvml.NVLINK_MAX_LINKS; link++ {
 		l := link
 		st, o := call(quiet, "nvmlDeviceGetNvLinkState", func() (gonvml.EnableState, gonvml.Return) {

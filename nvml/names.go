@@ -73,16 +73,6 @@ func ClockEventNames(mask uint64) []string {
 	return out
 }
 
-// ClockEventBit returns the mask bit for a reason name (for simulation).
-func ClockEventBit(name string) uint64 {
-	for _, r := range clockEventReasons {
-		if r.name == name {
-			return r.bit
-		}
-	}
-	return 0
-}
-
 // FabricStateName names NVML's fabric registration state.
 func FabricStateName(s uint32) string {
 	switch s {

@@ -153,10 +153,3 @@ func (c *connCap) track(conn net.Conn, s http.ConnState) {
 		delete(c.open, conn)
 	}
 }
-
-// Open is the number of connections being tracked (for tests).
-func (c *connCap) Open() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.open)
-}

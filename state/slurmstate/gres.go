@@ -274,22 +274,6 @@ func (g *GresConf) AutoDetectFor(node string) (string, string) {
 	return "", ""
 }
 
-// DeviceFiles returns the device file of every GPU the records declare, in
-// declaration order, which is the index order Slurm assumes without
-// AutoDetect. For MultipleFiles records the first file (the GPU) counts.
-func DeviceFiles(records []GresRecord) []string {
-	var out []string
-	for _, r := range records {
-		switch {
-		case r.Files != nil:
-			out = append(out, r.Files...)
-		case r.MultipleFiles != nil:
-			out = append(out, r.MultipleFiles[0])
-		}
-	}
-	return out
-}
-
 // GresDevice is one device a gres.conf declares, with the record it came from.
 type GresDevice struct {
 	Where    string `json:"where"`

@@ -146,28 +146,6 @@ func Config(vendor, device uint16, class uint32, acs *ACSRegs) []byte {
 	return b
 }
 
-// SetACSCtl rewrites the ACS control register of a synthesised config
-// (the --simulate acs-redirect fault). It reports whether ACS was found.
-func SetACSCtl(cfg []byte, ctl uint16) bool {
-	off := 0x100
-	for i := 0; i < 64 && off+8 <= len(cfg); i++ {
-		h := binary.LittleEndian.Uint32(cfg[off:])
-		if h == 0 {
-			return false
-		}
-		if uint16(h) == 0x000d {
-			binary.LittleEndian.PutUint16(cfg[off+6:], ctl)
-			return true
-		}
-		next := int(h>>20) &^ 3
-		if next < 0x100 {
-			return false
-		}
-		off = next
-	}
-	return false
-}
-
 // IBPort is one port of an RDMA device, in sysfs spelling.
 type IBPort struct {
 	State     string // "4: ACTIVE"
