@@ -216,8 +216,12 @@ func TestHTTPAttacks(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		t.Logf("responses %v; daemon RSS %.1f MiB before, peak %.1f MiB", codes, rss0, peak)
-		if codes[http.StatusRequestHeaderFieldsTooLarge] < 250 {
-			t.Errorf("responses %v: want 431 Request Header Fields Too Large", codes)
+		// On a loaded machine the server may reset a connection before the
+		// client reads its 431 (it stops reading the header at the limit), so
+		// the count of 431s varies; what must never happen is a request with
+		// a 1 MiB header being served.
+		if codes[http.StatusRequestHeaderFieldsTooLarge] == 0 || codes[http.StatusOK] > 0 {
+			t.Errorf("responses %v: want 431 Request Header Fields Too Large (or a reset), never 200", codes)
 		}
 		if peak > 64 {
 			t.Errorf("daemon RSS peaked at %.1f MiB, want under 64 MiB", peak)
