@@ -39,6 +39,16 @@ type Config struct {
 	NCCL         NCCLConfig         `yaml:"nccl"`
 	Job          JobConfig          `yaml:"job"`
 	Topo         TopoConfig         `yaml:"topo"`
+	Drain        DrainConfig        `yaml:"drain"`
+}
+
+// DrainConfig sets which node checks drain the node under --slurm-drain.
+type DrainConfig struct {
+	// ConfigChecks also drains on findings of the checks that judge the
+	// Slurm configuration (slurm.gres, slurm.topology). Off by default: one
+	// wrong line in a shared gres.conf would drain every node that reads it,
+	// while the GPUs are fine; the finding is reported (and alerted on) either way.
+	ConfigChecks bool `yaml:"config_checks"`
 }
 
 // XIDConfig sets gpu.xid.

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"unicode"
 
@@ -85,6 +86,57 @@ func Decide(n slurmstate.NodeInfo, failing bool, reason string) DrainDecision {
 type DrainFailure struct {
 	ID      string
 	Summary string
+}
+
+// configChecks judge the Slurm configuration, not the node's hardware.
+var configChecks = map[string]bool{"slurm.gres": true, "slurm.topology": true}
+
+// drainFirst orders failures of equal status: a GPU that is gone or has
+// reported a fault the driver says needs a reset comes before a symptom
+// (a link down, a slow link), which is often its consequence.
+var drainFirst = []string{"gpu.driver", "gpu.count", "gpu.xid", "gpu.row_remap", "gpu.ecc", "gpu.retired_pages", "fabric.state", "nvlink.state"}
+
+func drainRank(id string) int {
+	for i, d := range drainFirst {
+		if d == id {
+			return i
+		}
+	}
+	return len(drainFirst)
+}
+
+// DrainFailures picks the results that count against the node under
+// --slurm-drain: node checks that failed or errored (a node that cannot be
+// judged is not healthy), warnings under strict; not job-step checks, and
+// not configuration checks unless cfg.Drain.ConfigChecks. They come most
+// severe first (fail, then error, then warn; catalogue order within), so
+// the drain reason names the worst finding.
+func DrainFailures(rs []Result, cfg *Config) []DrainFailure {
+	scope := map[string]Scope{}
+	for _, ch := range All() {
+		scope[ch.ID] = ch.Scope
+	}
+	var picked []Result
+	for _, r := range rs {
+		if scope[r.ID] == JobScope || configChecks[r.ID] && !cfg.Drain.ConfigChecks {
+			continue
+		}
+		if r.Status == Fail || r.Status == Error || cfg.Strict && r.Status == Warn {
+			picked = append(picked, r)
+		}
+	}
+	sort.SliceStable(picked, func(i, j int) bool {
+		a, b := picked[i], picked[j]
+		if a.Status != b.Status {
+			return a.Status.Worse(b.Status)
+		}
+		return drainRank(a.ID) < drainRank(b.ID)
+	})
+	out := make([]DrainFailure, len(picked))
+	for i, r := range picked {
+		out[i] = DrainFailure{ID: r.ID, Summary: r.Summary}
+	}
+	return out
 }
 
 // DrainReason builds "gpuprobe: <check>: <summary>" for the first failure,

@@ -88,3 +88,34 @@ func TestDrainReason(t *testing.T) {
 		t.Errorf("cut inside a rune or too long: %q", r)
 	}
 }
+
+// The drain reason names the worst finding first, and a gres.conf mistake
+// (one file shared by every node) does not drain unless asked to.
+func TestDrainFailures(t *testing.T) {
+	rs := []Result{
+		{ID: "nvlink.state", Status: Fail, Summary: "GPU 3: 18 of 18 NVLinks down"},
+		{ID: "slurm.gres", Status: Fail, Summary: "gres.conf File #1 ..."},
+		{ID: "gpu.temperature", Status: Warn, Summary: "GPU 2 at 86 °C"},
+		{ID: "gpu.processes", Status: Error, Summary: "no answer"},
+		{ID: "gpu.xid", Status: Fail, Summary: "GPU 3: Xid 79, fallen off the bus"},
+		{ID: "job.visible_devices", Status: Fail, Summary: "job step check"},
+	}
+	ids := func(fs []DrainFailure) string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	cfg := DefaultConfig()
+	if got := ids(DrainFailures(rs, cfg)); got != "gpu.xid,nvlink.state,gpu.processes" {
+		t.Errorf("default: %s", got)
+	}
+	if r := DrainReason(DrainFailures(rs, cfg)); !strings.HasPrefix(r, "gpuprobe: gpu.xid: GPU 3: Xid 79") {
+		t.Errorf("reason %q does not lead with the XID", r)
+	}
+	cfg.Strict, cfg.Drain.ConfigChecks = true, true
+	if got := ids(DrainFailures(rs, cfg)); got != "gpu.xid,nvlink.state,slurm.gres,gpu.processes,gpu.temperature" {
+		t.Errorf("strict, config checks: %s", got)
+	}
+}

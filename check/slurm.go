@@ -140,8 +140,9 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 		v.add(Fail, nil, "declare one File= per GPU, in NVML order",
 			fmt.Sprintf("gres.conf lists %d GPU device files for %s, NVML sees %d GPUs", len(devs), n.Slurm.NodeName, len(gpus)))
 	}
+	autodetect := ad == "nvml" || ad == "nvidia"
 	typeSev := Warn
-	if ad == "nvml" || ad == "nvidia" {
+	if autodetect {
 		typeSev = Fail // slurmd then matches records to GPUs by Type and rejects a mismatch
 	}
 	for i, d := range devs {
@@ -159,7 +160,11 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 			continue
 		}
 		g := &gpus[i]
-		if minor, ok := deviceMinor(d.File, files); ok && g.Minor != nil && *g.Minor != minor {
+		// Under AutoDetect=nvml slurmd merges the File= records into what
+		// NVML found and takes the order from the driver (Slurm's
+		// gpu_nvml.c and gres.c merge; testsuite test39.18), so the order
+		// of the lines is not a mistake there.
+		if minor, ok := deviceMinor(d.File, files); ok && !autodetect && g.Minor != nil && *g.Minor != minor {
 			v.add(Fail, g, fixGresOrder,
 				fmt.Sprintf("gres.conf File #%d (%s, %s) is device minor %d, but this GPU is minor %d: Slurm binds jobs to another GPU than SLURM_STEP_GPUS says", i+1, d.File, d.Where, minor, *g.Minor))
 		}

@@ -172,6 +172,10 @@ func TestSlurmGres(t *testing.T) {
 			status: Fail, summary: "File=/dev/nvidia3 is not a character device"},
 		{name: "missing device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurmstate.DeviceFile) { d.Exist = false })),
 			status: Fail, summary: "File=/dev/nvidia3 does not exist"},
+		// The same swapped minors, but slurmd orders the devices by NVML
+		// itself under AutoDetect=nvml: no finding (it used to fail and drain).
+		{name: "File order does not matter under AutoDetect=nvml", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=nvml\nName=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurmstate.DeviceFile) { d.Minor = 9 })),
+			status: Pass},
 		{name: "stat'ed minor beats the name", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurmstate.DeviceFile) { d.Minor = 9 })),
 			status: Fail, summary: "is device minor 9, but this GPU is minor 3", devices: []int{3}},
 		{name: "duplicate file", node: gresNode("gpu002", 2, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:2\n", gres: "Name=gpu File=/dev/nvidia0\nName=gpu File=/dev/nvidia0\n"}, nil),

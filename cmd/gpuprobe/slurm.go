@@ -30,6 +30,7 @@ type slurmFlags struct {
 	slurmConf    string
 
 	// set by configure for after
+	cfg          *check.Config
 	start        time.Time
 	scontrolPath string
 	watchdog     *time.Timer
@@ -70,6 +71,7 @@ func (s *slurmFlags) register(cmd *kingpin.CmdClause) {
 
 func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Options) error {
 	s.start = time.Now()
+	s.cfg = cfg
 	if err := cfg.Job.Validate(); err != nil {
 		return err
 	}
@@ -132,7 +134,7 @@ func (s *slurmFlags) after(c *cli, n *state.Node, doc *report.Document) (int, er
 		c.log.Error("slurm-drain: cannot tell this node's Slurm name (no SLURMD_NODENAME, no host name)")
 		return exitFailed, nil
 	}
-	fails := drainFailures(doc)
+	fails := drainFailures(doc, s.cfg)
 	remaining := s.deadline - time.Since(s.start)
 	if remaining < time.Second {
 		c.log.Error("slurm-drain: no time left for scontrol", zap.Duration("deadline", s.deadline))
@@ -172,24 +174,18 @@ func (s *slurmFlags) after(c *cli, n *state.Node, doc *report.Document) (int, er
 	return 0, nil
 }
 
-// drainFailures are the node checks that count against the node: failures
-// and errors (a node that cannot be judged is not healthy), and warnings
-// under --strict.
-func drainFailures(doc *report.Document) []check.DrainFailure {
-	scope := map[string]check.Scope{}
-	for _, ch := range check.All() {
-		scope[ch.ID] = ch.Scope
+// drainFailures are check.DrainFailures of the run, made safe to show: the
+// summary may quote a user's process name, and a drain reason is read by
+// everyone in sinfo -R.
+func drainFailures(doc *report.Document, cfg *check.Config) []check.DrainFailure {
+	if cfg == nil {
+		cfg = check.DefaultConfig()
 	}
-	var out []check.DrainFailure
-	for _, r := range doc.Checks {
-		if scope[r.ID] == check.JobScope {
-			continue
-		}
-		if r.Status == check.Fail || r.Status == check.Error || doc.Strict && r.Status == check.Warn {
-			// safetext: the summary may quote a user's process name, and a
-			// drain reason is read by everyone in sinfo -R.
-			out = append(out, check.DrainFailure{ID: safetext.Clean(r.ID), Summary: safetext.Clean(r.Summary)})
-		}
+	c := *cfg
+	c.Strict = c.Strict || doc.Strict
+	out := check.DrainFailures(doc.Checks, &c)
+	for i := range out {
+		out[i].ID, out[i].Summary = safetext.Clean(out[i].ID), safetext.Clean(out[i].Summary)
 	}
 	return out
 }

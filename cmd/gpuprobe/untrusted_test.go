@@ -50,7 +50,7 @@ func TestUntrustedTextEscapedInReportAndDrainReason(t *testing.T) {
 	_, jsonOut, _ := runCLI(t, "check", "--from-snapshot", p, "--expect-idle", "--format", "json")
 	var doc report.Document
 	json.Unmarshal([]byte(jsonOut), &doc)
-	reason := check.DrainReason(drainFailures(&doc))
+	reason := check.DrainReason(drainFailures(&doc, nil))
 	if !strings.Contains(reason, "gpu.processes") || hasRaw(reason) {
 		t.Errorf("drain reason %q: want gpu.processes with no raw control/bidi characters", reason)
 	}
