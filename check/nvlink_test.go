@@ -96,6 +96,16 @@ func TestXID(t *testing.T) {
 		{name: "unknown bus still reported", node: withXIDs(ev(79, "0000:99:00", time.Hour)), status: Fail, summary: "PCI 0000:99:00: Xid 79"},
 		{name: "unreadable log is an error", node: healthy(func(n *state.Node) { n.Kernel = &state.Kernel{XIDError: "cannot read /dev/kmsg: permission denied"} }),
 			status: Error, summary: "permission denied"},
+		// srun gpuprobe check as an ordinary user on Debian/Ubuntu
+		// (kernel.dmesg_restrict=1): not the node's fault, so not an error.
+		{name: "user refused by dmesg_restrict", node: healthy(func(n *state.Node) {
+			uid := 1000
+			n.Kernel = &state.Kernel{XIDError: "cannot read /dev/kmsg: permission denied", XIDDenied: true, ReaderUID: &uid}
+		}), status: Skip, summary: "readable only by root here (uid 1000"},
+		{name: "root refused is still an error", node: healthy(func(n *state.Node) {
+			uid := 0
+			n.Kernel = &state.Kernel{XIDError: "cannot read /dev/kmsg: operation not permitted", XIDDenied: true, ReaderUID: &uid}
+		}), status: Error, summary: "operation not permitted"},
 		{name: "no driver, nothing logged", node: healthy(func(n *state.Node) {
 			n.NVML = &state.NVML{}
 			n.Kernel = kernelState(1, nil)

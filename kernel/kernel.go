@@ -59,6 +59,10 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 	evs, err := withDeadline(ctx, st.XIDSource, read)
 	if err != nil {
 		st.XIDError = err.Error()
+		if errors.Is(err, fs.ErrPermission) {
+			uid := os.Geteuid()
+			st.XIDDenied, st.ReaderUID = true, &uid
+		}
 	} else {
 		st.XIDs = evs
 	}

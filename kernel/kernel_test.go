@@ -2,9 +2,12 @@ package kernel
 
 import (
 	"context"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,4 +82,16 @@ func FuzzParseModuleVersion(f *testing.F) {
 			t.Fatalf("version %q does not start with a digit", v)
 		}
 	})
+}
+
+// A refused log is recorded as refused, with who asked, so the check can
+// tell an ordinary user's in-job run from a root run on a broken node.
+func TestRefusedLogIsRecordedAsDenied(t *testing.T) {
+	denied := func() (io.ReadCloser, error) {
+		return nil, &fs.PathError{Op: "open", Path: "/dev/kmsg", Err: syscall.EACCES}
+	}
+	st := Collect(context.Background(), Options{Procfs: t.TempDir(), Log: denied, LogName: "/dev/kmsg"})
+	if !st.XIDDenied || st.ReaderUID == nil || *st.ReaderUID != os.Geteuid() || st.XIDError == "" {
+		t.Fatalf("state = %+v", st)
+	}
 }

@@ -14,6 +14,12 @@ type Kernel struct {
 	// XIDError is why the log could not be read (no permission, ...). A
 	// check must report it, never treat an unreadable log as a clean one.
 	XIDError string `json:"xid_error,omitempty"`
+	// XIDDenied says the log was refused for lack of permission, and
+	// ReaderUID is the effective uid that asked: an ordinary user in a job
+	// step cannot read it where kernel.dmesg_restrict=1 (Debian and Ubuntu's
+	// default), which says nothing about the node.
+	XIDDenied bool `json:"xid_denied,omitempty"`
+	ReaderUID *int `json:"reader_uid,omitempty"`
 	// ModuleVersion is the nvidia.ko version from /proc/driver/nvidia/version.
 	ModuleVersion string  `json:"module_version,omitempty"`
 	ModuleError   string  `json:"module_error,omitempty"`
