@@ -290,8 +290,13 @@ func checkCUDACompat(n *state.Node, cfg *Config) Result {
 	}
 	rMaj, rMin, ok1 := majorMinor(rt.Version)
 	dMaj, dMin, ok2 := majorMinor(drv)
-	if !ok1 || !ok2 {
-		return Result{Status: Error, Summary: fmt.Sprintf("cannot compare CUDA runtime %q with driver CUDA %q", rt.Version, drv)}
+	if !ok1 {
+		// A value the user or a module file set (CUDA_VERSION=garbage)
+		// says nothing about the node or the job's real runtime.
+		return Result{Status: Skip, Summary: fmt.Sprintf("%s is %q, not a CUDA version: cannot compare it with the driver's CUDA %s", rt.From, rt.Version, drv)}
+	}
+	if !ok2 {
+		return Result{Status: Error, Summary: fmt.Sprintf("cannot read the driver's CUDA version %q", drv)}
 	}
 	what := fmt.Sprintf("CUDA runtime %s (%s)", rt.Version, rt.From)
 	have := fmt.Sprintf("this node's driver %s supports CUDA %s", orNA(n.NVML.DriverVersion), drv)

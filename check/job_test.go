@@ -272,7 +272,10 @@ func TestCUDACompat(t *testing.T) {
 		{name: "newer minor", node: jobNode(step(0, 1), rt("12.6")), status: Warn, summary: "minor-version compatibility"},
 		{name: "pre-11 minor", node: jobNode(step(0, 1), func(n *state.Node) { rt("10.2")(n); n.NVML.CUDADriverVersion = "10.1" }), status: Fail, summary: "no minor-version compatibility"},
 		{name: "major only from libcudart.so.12", node: jobNode(step(0, 1), func(n *state.Node) { rt("12")(n); old(n) }), status: Fail},
-		{name: "garbage", node: jobNode(step(0, 1), rt("twelve")), status: Error},
+		// CUDA_VERSION=garbage used to be an ERROR and exit 1: the user's
+		// variable says nothing about the node.
+		{name: "garbage", node: jobNode(step(0, 1), rt("twelve")), status: Skip, summary: `is "twelve", not a CUDA version`},
+		{name: "driver's version unreadable", node: jobNode(step(0, 1), func(n *state.Node) { rt("12.4")(n); n.NVML.CUDADriverVersion = "x" }), status: Error},
 	})
 }
 
