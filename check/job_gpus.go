@@ -30,6 +30,15 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		v.add(Fail, nil, "fix CUDA_VISIBLE_DEVICES: indexes, GPU-<uuid> or MIG-<uuid>, comma-separated",
 			fmt.Sprintf("CUDA_VISIBLE_DEVICES=%q: entry %q is invalid, so CUDA ignores it and the %d after it", cvd.Raw, cvd.Invalid, cvd.Hidden))
 	}
+	// Slurm never sets these to something unreadable: a value that does not
+	// parse was set by hand, and what the step was given is then unknown
+	// (it used to pass as "no GPUs allocated").
+	for _, e := range env.Errors {
+		if strings.Contains(e.Var, "GPU") {
+			v.add(Error, nil, "unset "+e.Var+" in the job script: Slurm sets it from --gres/--gpus",
+				fmt.Sprintf("%s=%q does not parse (%s): the GPUs allocated to this step are unknown", e.Var, e.Value, e.Error))
+		}
+	}
 	seen := map[int]string{}
 	for _, r := range t.resolved {
 		switch {

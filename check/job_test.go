@@ -90,6 +90,10 @@ func TestVisibleDevices(t *testing.T) {
 	}
 	mixed := func(n *state.Node) { n.NVML.GPUs[1].Name = "NVIDIA A100-SXM4-80GB" }
 	runCases(t, checkVisibleDevices, []checkCase{
+		{name: "SLURM_STEP_GPUS=-1 is not 'no GPUs'", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=-1"), nil),
+			status: Error, summary: `SLURM_STEP_GPUS="-1" does not parse`},
+		{name: "SLURM_STEP_GPUS beyond any machine", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0-4294967295"), nil),
+			status: Error, summary: "SLURM_STEP_GPUS="},
 		{name: "srun --gres=gpu:2, global indexes", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2"), nil),
 			status: Pass, summary: "sees GPU 0,1, as allocated (SLURM_STEP_GPUS=0,1); no device cgroup"},
 		{name: "second job on GPUs 2,3", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=2,3", "SLURM_STEP_GPUS=2,3"), nil), status: Pass, summary: "sees GPU 2,3"},
