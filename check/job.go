@@ -73,6 +73,21 @@ func idents(n *state.Node) []slurmstate.GPUIdent {
 	return out
 }
 
+// cpuOnlyStep reports a job step that was given no GPU: Slurm set none of
+// its GPU variables (SLURM_STEP_GPUS, SLURM_JOB_GPUS, SLURM_GPUS_ON_NODE,
+// CUDA_VISIBLE_DEVICES; srun(1), "OUTPUT ENVIRONMENT VARIABLES"). Without
+// ConstrainDevices such a step can open every GPU, but it did not ask for
+// any: judging its CPUs against the GPUs' would be a false alarm.
+func cpuOnlyStep(n *state.Node) bool {
+	e := n.Slurm.Env
+	if e == nil {
+		return false
+	}
+	gpus, _ := e.AllocatedGPUs()
+	return len(gpus) == 0 && e.StepGPUs == nil && e.JobGPUs == nil && (e.GPUsOnNode == nil || *e.GPUsOnNode == 0) &&
+		e.GPUsPerTask == "" && (e.CUDAVisible == nil || !e.CUDAVisible.Set)
+}
+
 func visibleGPUs(n *state.Node) taskGPUs {
 	var t taskGPUs
 	cvd := n.Slurm.Env.CUDAVisible

@@ -9,9 +9,14 @@ import (
 
 const fixNUMA = "bind each task near its GPUs: srun --gpu-bind=closest with --cpu-bind=cores (task/affinity or task/cgroup), or gres.conf Cores= that match the GPUs' NUMA nodes"
 
+const cpuOnlySummary = "a CPU-only step: Slurm allocated it no GPU (no SLURM_STEP_GPUS, SLURM_JOB_GPUS, SLURM_GPUS_ON_NODE or CUDA_VISIBLE_DEVICES)"
+
 func checkNUMAAffinity(n *state.Node, cfg *Config) Result {
 	if r, skip := jobNVMLSkip(n, cfg); skip {
 		return r
+	}
+	if cpuOnlyStep(n) {
+		return Result{Status: Skip, Summary: cpuOnlySummary}
 	}
 	if n.Slurm.Task == nil || len(n.Slurm.Task.CPUs) == 0 {
 		return Result{Status: Skip, Summary: "the task's CPU mask was not collected"}
@@ -57,6 +62,9 @@ func checkNUMAAffinity(n *state.Node, cfg *Config) Result {
 func checkCPUsPerGPU(n *state.Node, cfg *Config) Result {
 	if r, skip := jobNVMLSkip(n, cfg); skip {
 		return r
+	}
+	if cpuOnlyStep(n) {
+		return Result{Status: Skip, Summary: cpuOnlySummary}
 	}
 	min := cfg.Job.MinCPUsPerGPU
 	if min <= 0 {

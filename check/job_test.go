@@ -260,6 +260,29 @@ func TestNCCLEnv(t *testing.T) {
 	})
 }
 
+// srun -n1 -c2 ./preprocess.py on a GPU node, no --gres: the step asked for
+// no GPU, so "0.2 CPUs per GPU ... starve the GPUs" and a NUMA warning were
+// false alarms.
+func TestCPUOnlyStep(t *testing.T) {
+	cpuOnly := jobNode(step(0, 1, "SLURM_CPUS_PER_TASK=2"), func(n *state.Node) {
+		n.Slurm.Task = &slurmstate.Task{CPUs: []int{100, 101}}
+	})
+	cfg := DefaultConfig()
+	cfg.Job.MinCPUsPerGPU = 4
+	for _, c := range []func(*state.Node, *Config) Result{checkCPUsPerGPU, checkNUMAAffinity} {
+		if r := c(cpuOnly, cfg); r.Status != Skip || !strings.Contains(r.Summary, "CPU-only step") {
+			t.Errorf("%+v", r)
+		}
+	}
+	// The same step with one GPU is judged.
+	withGPU := jobNode(step(0, 1, "SLURM_CPUS_PER_TASK=2", "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0"), func(n *state.Node) {
+		n.Slurm.Task = &slurmstate.Task{CPUs: []int{100, 101}}
+	})
+	if r := checkCPUsPerGPU(withGPU, cfg); r.Status != Warn {
+		t.Errorf("with a GPU: %+v", r)
+	}
+}
+
 func TestCUDACompat(t *testing.T) {
 	rt := func(v string) func(n *state.Node) {
 		return func(n *state.Node) {
