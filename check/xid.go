@@ -40,7 +40,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	last := map[key]state.XIDEvent{}
 	var keys []key
 	for _, ev := range k.XIDs {
-		if ignored(ev.Code, cfg.XID.Ignore) {
+		// NVIDIA's IGNORE codes (63, 92: a row remap recorded, a high SBE
+		// rate) are no finding of their own: gpu.row_remap and gpu.ecc judge
+		// those conditions from NVML's counters, which a reset clears.
+		if ignored(ev.Code, cfg.XID.Ignore) || !ev.FellOffBus && XIDLookup(ev.Code, cfg.XID.Critical).Severity == XIDIgnored {
 			continue
 		}
 		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
