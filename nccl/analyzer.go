@@ -187,16 +187,18 @@ func (a *Analyzer) plainLine(b []byte) {
 // line that completes it: the buffer is reused once the batch is merged,
 // so every slice of the record must point into the copy.
 func (a *Analyzer) own(r *rawRecord) *pendingHead {
-	buf := append([]byte(nil), r.key...)
-	sub := func(s []byte) []byte {
-		off := cap(r.key) - cap(s)
-		if len(s) == 0 || off < 0 || off+len(s) > len(buf) {
+	// Each field is copied on its own: the record may wait across batches,
+	// and the buffer its slices point into is reused once its batch is
+	// merged. Torn and dangling records are rare, so the copies cost nothing.
+	cp := func(s []byte) []byte {
+		if len(s) == 0 {
 			return nil
 		}
-		return buf[off : off+len(s)]
+		return append([]byte(nil), s...)
 	}
-	p := &pendingHead{buf: buf, at: a.cur, rec: *r}
-	p.rec.host, p.rec.pid, p.rec.prefix, p.rec.tag, p.rec.msg, p.rec.key = sub(r.host), sub(r.pid), sub(r.prefix), sub(r.tag), sub(r.msg), buf
+	p := &pendingHead{at: a.cur, rec: *r}
+	p.rec.host, p.rec.pid, p.rec.prefix, p.rec.tag, p.rec.msg, p.rec.key = cp(r.host), cp(r.pid), cp(r.prefix), cp(r.tag), cp(r.msg), cp(r.key)
+	p.buf = p.rec.key
 	return p
 }
 
