@@ -59,9 +59,12 @@ var (
 		"hw_thermal_slowdown":     "check cooling: fans, airflow, inlet temperature, heatsink contact",
 		"hw_power_brake_slowdown": "check power supplies and the power brake signal (PSU or PDU fault)",
 	}
+	// sw_power_cap is not here: it is what every busy GPU running at its
+	// power limit reports (nvidia-smi -q: "SW Power Cap ... the GPU is
+	// consuming too much power" at the limit); whether the limit itself was
+	// lowered is gpu.power's question.
 	swThrottle = map[string]string{
 		"sw_thermal_slowdown": "check cooling; the GPU is near its thermal limit",
-		"sw_power_cap":        "check the power limit (nvidia-smi -q -d POWER); raise it if it was capped",
 	}
 )
 
@@ -77,8 +80,21 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		flagged := false
+		active := map[string]bool{}
+		for _, r := range g.ClockEvents.Reasons {
+			active[r] = true
+		}
 		for _, r := range g.ClockEvents.Reasons {
 			if fix, ok := hwThrottle[r]; ok {
+				// HW slowdown on its own, in one sample, can be the board
+				// changing P-state or clocks (DCGM's health docs; gpud asks
+				// for a rate over a window): warn. With its thermal or
+				// power-brake cause it is real.
+				if r == "hw_slowdown" && !active["hw_thermal_slowdown"] && !active["hw_power_brake_slowdown"] {
+					v.add(Warn, g, fix, r+" active in this sample (no thermal or power-brake cause reported; transient during clock changes, persistent means a board fault)")
+					flagged = true
+					continue
+				}
 				v.add(Fail, g, fix, r+" active")
 				flagged = true
 			} else if fix, ok := swThrottle[r]; ok {

@@ -15,7 +15,7 @@ func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source 
 	if open == nil {
 		// Only the real library has the entry points go-nvml cannot route
 		// through a mock (nvmlDeviceGetGpuFabricInfoV).
-		nopts.Real = true
+		nopts.Real, nopts.Library = true, "nvml"
 		open = func() (gonvml.Interface, error) { return nvml.Open() }
 	}
 	lib, err := open()

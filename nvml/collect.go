@@ -9,6 +9,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/busid"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -23,7 +24,14 @@ type Options struct {
 	// Real is true for the real library. Entry points that go-nvml cannot
 	// route through a mock (nvmlDeviceGetGpuFabricInfoV) are used only then.
 	Real bool
+	// Library names the library for deadline.Do across collections: a
+	// device whose call is still hung is not called again by a later
+	// collection of the same library. Empty: this collection alone (a mock
+	// is new every time, and an address could be reused by the next one).
+	Library string
 }
+
+var collections atomic.Int64
 
 // DefaultCallTimeout is long enough for a cold NVML on a busy 8-GPU node
 // (persistence off costs seconds on the first call) yet well inside Slurm's
@@ -37,7 +45,10 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 		opts.CallTimeout = DefaultCallTimeout
 	}
 	st := &state.NVML{GPUs: []state.GPU{}}
-	libName := fmt.Sprintf("nvml@%p", lib)
+	libName := opts.Library
+	if libName == "" {
+		libName = fmt.Sprintf("nvml#%d", collections.Add(1))
+	}
 	sys := &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &st.Errors, lib: libName}
 
 	ret, o := call(sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {

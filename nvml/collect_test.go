@@ -138,7 +138,7 @@ func TestHungDeviceIsNotCalledAgainInLaterCollections(t *testing.T) {
 	collect := func() *state.NVML {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		return Collect(ctx, sys.Lib, Options{CallTimeout: 100 * time.Millisecond})
+		return Collect(ctx, sys.Lib, Options{CallTimeout: 100 * time.Millisecond, Library: t.Name()})
 	}
 	first := collect()
 	if e := first.GPUs[4].ErrorFor("nvmlDeviceGetTemperature"); e == nil || !e.Timeout {

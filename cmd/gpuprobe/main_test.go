@@ -223,7 +223,7 @@ func TestSimulatedFaultsFailTheirCheck(t *testing.T) {
 		{"nvlink-down=3", nil, "nvlink.state"},
 		{"fabric-incomplete", nil, "fabric.state"},
 		{"xid=79@2", nil, "gpu.xid"},
-		{"hw-slowdown=5", nil, "gpu.throttle"},
+		{"hw-slowdown=5", []string{"--strict"}, "gpu.throttle"}, // one sample alone warns
 		{"pcie-x8=1", nil, "gpu.pcie_link"},
 		{"leftover-process=0", []string{"--expect-idle"}, "gpu.processes"},
 		{"ecc-uncorrectable=4", nil, "gpu.ecc"},
