@@ -109,19 +109,19 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 	return v.result(fmt.Sprintf("no hardware or thermal slowdown on %d GPUs", len(gpus)))
 }
 
-func busy(g *state.GPU) bool {
-	if len(g.Processes) > 0 {
-		return true
-	}
+// gpuIdle reads NVML's GPU-idle clock event reason ("nothing is running on
+// the GPU and the clocks are dropping to idle"); known is false when the
+// reasons were not read.
+func gpuIdle(g *state.GPU) (idle, known bool) {
 	if g.ClockEvents == nil {
-		return false
+		return false, false
 	}
 	for _, r := range g.ClockEvents.Reasons {
 		if r == "gpu_idle" {
-			return false
+			return true, true
 		}
 	}
-	return true
+	return false, true
 }
 
 func checkPCIeLink(n *state.Node, cfg *Config) Result {
@@ -130,6 +130,7 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 	}
 	v := verdict{id: "gpu.pcie_link"}
 	gpus := usable(n)
+	unjudged := 0 // reduced links on GPUs whose idleness is unknown
 	uptime := 0.0
 	if n.Kernel != nil {
 		uptime = n.Kernel.UptimeSeconds
@@ -141,16 +142,27 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		ok := true
-		if p.CurrentWidth < p.MaxWidth {
-			v.add(Fail, g, "reseat the GPU or its riser/cable; check the PCIe switch port (lspci -vv LnkSta)",
-				fmt.Sprintf("PCIe link x%d of x%d", p.CurrentWidth, p.MaxWidth))
-			ok = false
-		}
-		// Idle GPUs drop their link generation on purpose to save power.
-		if p.CurrentGen < p.MaxGen && busy(g) {
-			v.add(Warn, g, "check the slot, riser and BIOS PCIe speed setting; reseat the GPU",
-				fmt.Sprintf("PCIe Gen%d of Gen%d while busy", p.CurrentGen, p.MaxGen))
-			ok = false
+		// nvidia-smi -q documents the current generation and width as
+		// "may be reduced when the GPU is not in use": a reduced link is
+		// judged only on a GPU NVML says is working (no GPU-idle clock
+		// event). A process holding a context on an idle GPU is not work.
+		idle, known := gpuIdle(g)
+		reduced := p.CurrentWidth < p.MaxWidth || p.CurrentGen < p.MaxGen
+		switch {
+		case !reduced || idle:
+		case !known:
+			unjudged++
+		default:
+			if p.CurrentWidth < p.MaxWidth {
+				v.add(Fail, g, "reseat the GPU or its riser/cable; check the PCIe switch port (lspci -vv LnkSta)",
+					fmt.Sprintf("PCIe link x%d of x%d while busy", p.CurrentWidth, p.MaxWidth))
+				ok = false
+			}
+			if p.CurrentGen < p.MaxGen {
+				v.add(Warn, g, "check the slot, riser and BIOS PCIe speed setting; reseat the GPU",
+					fmt.Sprintf("PCIe Gen%d of Gen%d while busy", p.CurrentGen, p.MaxGen))
+				ok = false
+			}
 		}
 		if p.ReplayCounter != nil && uptime > 0 && cfg.PCIe.ReplayRatePerMinuteWarn > 0 {
 			rate := float64(*p.ReplayCounter) / (uptime / 60)
@@ -164,7 +176,11 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 			v.add(Pass, g, "", "")
 		}
 	}
-	return v.result(fmt.Sprintf("PCIe links at full width on %d GPUs", len(gpus)))
+	summary := fmt.Sprintf("PCIe links at full width on %d GPUs", len(gpus)-unjudged)
+	if unjudged > 0 {
+		summary += fmt.Sprintf("; %d reduced link(s) not judged: whether the GPU is idle is unknown (no clock event reasons)", unjudged)
+	}
+	return v.result(summary)
 }
 
 func checkPersistence(n *state.Node, cfg *Config) Result {

@@ -76,7 +76,21 @@ func TestThrottle(t *testing.T) {
 func TestPCIeLink(t *testing.T) {
 	runCases(t, checkPCIeLink, []checkCase{
 		{name: "full", node: healthy(nil), status: Pass},
-		{name: "x8 of x16", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].PCIe.CurrentWidth = 8 }), status: Fail, summary: "PCIe link x8 of x16", devices: []int{1}},
+		// nvidia-smi: width, like generation, may be reduced while idle.
+		{name: "idle GPU at x8 is fine", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].PCIe.CurrentWidth = 8 }), status: Pass},
+		{name: "busy GPU at x8 of x16 fails", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[1].PCIe.CurrentWidth = 8
+			n.NVML.GPUs[1].ClockEvents.Reasons = nil
+		}), status: Fail, summary: "PCIe link x8 of x16 while busy", devices: []int{1}},
+		// An idle process holding a context is not work: no Gen warning.
+		{name: "idle GPU with a process at gen1 is fine", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].PCIe.CurrentGen = 1
+			n.NVML.GPUs[0].Processes = []state.Process{{PID: 7}}
+		}), status: Pass},
+		{name: "unknown idleness is not judged", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].PCIe.CurrentWidth = 8
+			n.NVML.GPUs[0].ClockEvents = nil
+		}), status: Pass, summary: "whether the GPU is idle is unknown"},
 		{name: "idle GPU at gen1 is fine", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].PCIe.CurrentGen = 1 }), status: Pass},
 		{name: "busy GPU below max gen warns", node: healthy(func(n *state.Node) {
 			n.NVML.GPUs[0].PCIe.CurrentGen = 3

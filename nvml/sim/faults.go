@@ -107,9 +107,11 @@ func init() {
 			}
 			return nil
 		}))
-	register("pcie-x8", "GPU", "the GPU's PCIe link trained at x8 of x16",
+	register("pcie-x8", "GPU", "the GPU's PCIe link trained at x8 of x16 while the GPU is working (an idle GPU may narrow its link on purpose)",
 		perGPU(func(d *server.Device, _ simulate.Fault) error {
 			d.GetCurrPcieLinkWidthFunc = func() (int, gonvml.Return) { return 8, gonvml.SUCCESS }
+			// Busy: no GPU-idle clock event, so the narrow link is judged.
+			d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) { return 0, gonvml.SUCCESS }
 			return nil
 		}))
 	register("leftover-process", "GPU", "a compute process holds 4 GiB on the GPU (a job that did not clean up)",
