@@ -128,7 +128,11 @@ type ECCConfig struct {
 	// since the last reset may have corrupted a job's data.
 	VolatileUncorrectedFail uint64 `yaml:"volatile_uncorrected_fail"`
 	// AggregateUncorrectedWarn: warn when the lifetime uncorrectable count
-	// reaches this. Default 1: the GPU has a history worth watching.
+	// reaches this. Default 0 (off): the aggregate counter never resets, so
+	// any threshold warns for the rest of the GPU's life (with --strict, a
+	// drain that never lifts), while what an uncorrectable error demands —
+	// a reset, a row remap — is judged from the volatile count and
+	// gpu.row_remap. Sites that want the history flagged set it.
 	AggregateUncorrectedWarn uint64 `yaml:"aggregate_uncorrected_warn"`
 	// VolatileCorrectedWarn: warn when corrected errors since reset reach
 	// this. Default 10000: hardware fixes them, but a storm predicts remaps.
@@ -138,7 +142,7 @@ type ECCConfig struct {
 // DefaultConfig returns the documented defaults.
 func DefaultConfig() *Config {
 	return &Config{
-		ECC:          ECCConfig{VolatileUncorrectedFail: 1, AggregateUncorrectedWarn: 1, VolatileCorrectedWarn: 10000},
+		ECC:          ECCConfig{VolatileUncorrectedFail: 1, VolatileCorrectedWarn: 10000},
 		RetiredPages: RetiredPagesConfig{Max: 60},
 		PCIe:         PCIeConfig{ReplayRatePerMinuteWarn: 8},
 		Processes:    ProcessesConfig{IdleMemoryMiB: 1024},

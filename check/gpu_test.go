@@ -103,8 +103,12 @@ func TestECC(t *testing.T) {
 			status: Fail, summary: "GPU 1 (0000:11:00.0): 3 uncorrectable ECC errors since the last reset", devices: []int{1}},
 		{name: "threshold raised", node: node(func(n *state.Node) { n.NVML.GPUs[1].ECC.Volatile.Uncorrected = u64(3) }),
 			cfg: func(c *Config) { c.ECC.VolatileUncorrectedFail = 5 }, status: Pass},
-		{name: "lifetime history warns", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Aggregate.Uncorrected = u64(1) }),
-			status: Warn, summary: "1 uncorrectable ECC errors in the GPU's lifetime", devices: []int{0}},
+		// The lifetime count never resets: by default it is no finding (it
+		// warned forever, and drained for good under --strict).
+		{name: "lifetime history alone passes", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Aggregate.Uncorrected = u64(1) }),
+			status: Pass},
+		{name: "lifetime history warns when asked", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Aggregate.Uncorrected = u64(1) }),
+			cfg: func(c *Config) { c.ECC.AggregateUncorrectedWarn = 1 }, status: Warn, summary: "1 uncorrectable ECC errors in the GPU's lifetime", devices: []int{0}},
 		{name: "corrected storm warns", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Volatile.Corrected = u64(20000) }),
 			status: Warn, summary: "20000 corrected", devices: []int{0}},
 		{name: "ecc disabled", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.EnabledCurrent = false }),
