@@ -237,9 +237,12 @@ func checkGPUMemory(n *state.Node, cfg *Config) Result {
 			missing(&v, g, "nvmlDeviceGetMemoryInfo", "memory size")
 			continue
 		}
-		if g.Memory.TotalBytes < min {
+		// The size a card is sold by includes what the driver and firmware
+		// reserve (NVML memory v2's "reserved"): a real "80 GB" H100 shows
+		// 81,559 MiB total and 551 MiB reserved, and must meet "80G".
+		if have := g.Memory.TotalBytes + g.Memory.ReservedBytes; have < min {
 			v.add(Fail, g, "request GPUs with more memory (a --constraint or --gres=gpu:<type>:N for the larger model, or a partition that has them)",
-				fmt.Sprintf("%d MiB, below the required %s (%d MiB)", g.Memory.TotalBytes>>20, cfg.Job.MinGPUMemory, min>>20))
+				fmt.Sprintf("%d MiB (%d MiB usable + %d reserved by the driver), below the required %s (%d MiB)", have>>20, g.Memory.TotalBytes>>20, g.Memory.ReservedBytes>>20, cfg.Job.MinGPUMemory, min>>20))
 			continue
 		}
 		v.add(Pass, g, "", "")

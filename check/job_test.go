@@ -311,7 +311,12 @@ func TestGPUMemory(t *testing.T) {
 	runCases(t, checkGPUMemory, []checkCase{
 		{name: "no minimum", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), nil), status: Skip, summary: "no minimum"},
 		{name: "enough", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), nil), cfg: func(c *Config) { c.Job.MinGPUMemory = "80GB" }, status: Pass, summary: "2 GPU(s) with at least 80GB"},
-		{name: "too small", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), small), cfg: func(c *Config) { c.Job.MinGPUMemory = "80GiB" }, status: Fail, summary: "40960 MiB, below the required 80GiB", devices: []int{1}},
+		{name: "too small", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1"), small), cfg: func(c *Config) { c.Job.MinGPUMemory = "80GiB" }, status: Fail, summary: "40960 MiB (40960 MiB usable + 0 reserved by the driver), below the required 80GiB", devices: []int{1}},
+		// A real H100 80GB (nvidia-smi -q: 81559 MiB total, 551 MiB
+		// reserved) meets --min-gpu-memory 80G; it used to fail.
+		{name: "real 80 GB H100 meets 80G", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), func(n *state.Node) {
+			n.NVML.GPUs[0].Memory = &state.Memory{TotalBytes: 81559 << 20, ReservedBytes: 551 << 20}
+		}), cfg: func(c *Config) { c.Job.MinGPUMemory = "80G" }, status: Pass},
 		{name: "the small one is not ours", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), small), cfg: func(c *Config) { c.Job.MinGPUMemory = "81920" }, status: Pass},
 		{name: "bad size", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), nil), cfg: func(c *Config) { c.Job.MinGPUMemory = "lots" }, status: Error},
 	})

@@ -17,6 +17,9 @@ type Model struct {
 	// Fabric is NVSwitch fabric registration through NVML (Hopper and later).
 	Fabric bool
 
+	// TotalMiB is the framebuffer NVML reports as total (0: the mock's own);
+	// a real H100 80GB shows 81,559 MiB (../shared/realdata/nvsmi captures).
+	TotalMiB     uint64
 	PowerLimitMW uint32
 	IdleMW       uint32
 	ReservedMiB  uint64
@@ -41,7 +44,7 @@ var sapphireRapids112 = [2][2][2]int{{{0, 55}, {112, 167}}, {{56, 111}, {168, 22
 
 var table = map[string]Model{
 	"dgx-h100": {Product: "DGX H100", BusIDs: hgxBusIDs, CPUs: sapphireRapids112,
-		NVLinks: 18, NVLinkVersion: 4, Fabric: true,
+		NVLinks: 18, NVLinkVersion: 4, Fabric: true, TotalMiB: 81559,
 		PowerLimitMW: 700000, IdleMW: 67740, ReservedMiB: 551, SlowdownC: 90, ShutdownC: 92, PCIeGen: 5,
 		GPUDevice: 0x2330, NICDevice: 0x1021, HCAType: "MT4129", FW: "28.39.1002", Rate: "400 Gb/sec (4X NDR)",
 		Driver: "550.54.15", Kernel: "5.15.0-1042-nvidia"},

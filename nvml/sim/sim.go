@@ -75,6 +75,9 @@ func (m model) dress(d *server.Device, i int) {
 	d.UUID = fmt.Sprintf("GPU-%08x-%04x-4%03x-8%03x-%012x", 0x5e1a0000+i, 0x1000+i*0x11, i, i, 0x00005e1a0000+i)
 	d.PciBusID = m.BusIDs[i]
 	total := d.MemoryInfo.Total
+	if m.TotalMiB > 0 {
+		total = m.TotalMiB << 20
+	}
 	reserved := m.ReservedMiB << 20
 	d.MemoryInfo = gonvml.Memory{Total: total, Used: reserved, Free: total - reserved}
 	serial := fmt.Sprintf("16523230%05d", 1000+i)
