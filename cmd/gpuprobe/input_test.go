@@ -228,3 +228,21 @@ func TestNCCLLogFIFOEndsByTimeout(t *testing.T) {
 		t.Errorf("a log that could not be read passed:\n%s", out)
 	}
 }
+
+// The bug: 'check --textfile F --checks gpu.ecc' wrote
+// gpuprobe_node_healthy 1 while an NVLink was down.
+func TestTextfileRefusesASubsetOfChecks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gpuprobe.prom")
+	code, _, errs := runCLI(t, "check", "--simulate", "dgx-h100:nvlink-down=3", "--checks", "gpu.ecc", "--textfile", path)
+	if code != exitUsage || !strings.Contains(errs, "--textfile") || !strings.Contains(errs, "subset") {
+		t.Fatalf("exit %d, %q", code, errs)
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Error("a textfile was written")
+	}
+	code, _, errs = runCLI(t, "check", "--simulate", "dgx-h100:nvlink-down=3", "--textfile", path)
+	data, err := os.ReadFile(path)
+	if code != 1 || err != nil || !strings.Contains(string(data), "gpuprobe_node_healthy 0") {
+		t.Fatalf("full run: exit %d, %v, %s", code, err, errs)
+	}
+}

@@ -21,9 +21,15 @@ func init() {
 			path = "" // flags are registered anew for every run; forget the last run's value
 			cmd.Flag("textfile", "Also write the metrics to FILE for node_exporter's textfile collector (atomically: temp file + rename; FILE must be a regular file or missing, never a symlink or device).").PlaceHolder("FILE").StringVar(&path)
 		},
-		configure: func(*checkFlags, *check.Config, *collect.Options) error {
+		configure: func(f *checkFlags, cfg *check.Config, _ *collect.Options) error {
 			if path == "" {
 				return nil
+			}
+			// The textfile carries gpuprobe_node_healthy, which a subset of
+			// the checks cannot decide: with --checks gpu.ecc it said 1
+			// while an NVLink was down.
+			if len(f.checks)+len(f.skip)+len(cfg.Checks)+len(cfg.Skip) > 0 {
+				return fmt.Errorf("--textfile: the metrics say whether the node is healthy, which a subset of the checks (--checks, --skip or the config's checks/skip) cannot decide; write the textfile from a run of every check")
 			}
 			// Refuse a device, FIFO, socket or symlink before the run, not after.
 			if err := safefile.CheckTarget(path); err != nil {
