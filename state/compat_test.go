@@ -10,14 +10,7 @@ import (
 // Slurm and topology each had their own package) still loads field for
 // field: the move kept every JSON name.
 func TestSnapshotFromBeforeTheSchemaMoveLoads(t *testing.T) {
-	data, err := os.ReadFile("testdata/snapshot-v1-sim-dgx-h100.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n Node
-	if err := json.Unmarshal(data, &n); err != nil {
-		t.Fatal(err)
-	}
+	n := loadFixture(t)
 	switch {
 	case n.NVML == nil || len(n.NVML.GPUs) != 8 || n.NVML.GPUs[3].PCIBusID != "0000:5d:00.0":
 		t.Errorf("nvml: %+v", n.NVML)
@@ -30,4 +23,17 @@ func TestSnapshotFromBeforeTheSchemaMoveLoads(t *testing.T) {
 	case n.Slurm == nil || n.Slurm.NodeName == "" || n.Slurm.Conf == nil:
 		t.Errorf("slurm: %+v", n.Slurm)
 	}
+}
+
+func loadFixture(t *testing.T) *Node {
+	t.Helper()
+	data, err := os.ReadFile("testdata/snapshot-v1-sim-dgx-h100.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n Node
+	if err := json.Unmarshal(data, &n); err != nil {
+		t.Fatal(err)
+	}
+	return &n
 }

@@ -2,21 +2,12 @@ package state
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 )
 
 func TestValidateFixture(t *testing.T) {
-	data, err := os.ReadFile("testdata/snapshot-v1-sim-dgx-h100.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n Node
-	if err := json.Unmarshal(data, &n); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Validate(); err != nil {
+	if err := loadFixture(t).Validate(); err != nil {
 		t.Fatalf("a snapshot written by gpuprobe fails validation: %v", err)
 	}
 }
