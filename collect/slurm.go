@@ -90,8 +90,8 @@ func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string
 	go func() {
 		var r result
 		r.conf = readSlurmConf(confPath, h)
-		r.devs = gpuDeviceFiles(ctx, st, r.conf, h, o.Sources.Simulated == "")
-		if o.Sources.Simulated == "" {
+		r.devs = gpuDeviceFiles(ctx, st, r.conf, h, !o.Sources.ForeignGPUs)
+		if !o.Sources.ForeignGPUs {
 			// Simulated GPUs have made-up bus IDs and PIDs: looking them up on
 			// this machine would find some other device or process.
 			if st.InJob {

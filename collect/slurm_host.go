@@ -45,7 +45,7 @@ func realSlurmHost(o Options) slurmHost {
 	if h.sys == "" {
 		h.sys = "/sys"
 	}
-	if o.Sources.Simulated != "" {
+	if o.Sources.ForeignGPUs {
 		h.devGlob = ""
 	}
 	return h

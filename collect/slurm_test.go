@@ -177,7 +177,7 @@ func TestGatherSlurmHealthCheckEnvironment(t *testing.T) {
 func TestGatherSlurmSimulationReadsRealEnvOnly(t *testing.T) {
 	root := fakeTree(t, map[string]string{"sys/bus/pci/devices/0000:19:00.0/local_cpulist": "0-3\n", "proc/777/status": "Uid:\t0\n"})
 	n := &state.Node{NVML: &state.NVML{Available: true, GPUs: []state.GPU{{Index: 0, PCIBusID: "00000000:19:00.0", Processes: []state.Process{{PID: 777}}}}}}
-	st := gatherSlurm(context.Background(), n, Options{Sources: Sources{Simulated: "dgx-h100"}}, []string{"SLURM_JOB_ID=5", "CUDA_VISIBLE_DEVICES=0,1"}, testHost(root))
+	st := gatherSlurm(context.Background(), n, Options{Sources: Sources{ForeignGPUs: true}}, []string{"SLURM_JOB_ID=5", "CUDA_VISIBLE_DEVICES=0,1"}, testHost(root))
 	if !st.InJob || len(st.Env.CUDAVisible.Entries) != 2 {
 		t.Errorf("the real job environment must be read under --simulate: %+v", st.Env)
 	}

@@ -28,8 +28,14 @@ type Sources struct {
 	// Process names the owner, executable and command line of a PID; nil
 	// reads /proc and asks NSS for the user name.
 	Process func(ctx context.Context, pid int32) (user, exe, cmdline string)
-	// Simulated is the --simulate spec the sources stand for; "" for this
-	// node. The GPUs of a simulation are not this machine's, so the Slurm
-	// collector does not look their device files and processes up here.
+	// ForeignGPUs says the GPUs OpenNVML reports are not this machine's
+	// devices (a simulation): their /dev files and processes are not looked
+	// up here, where they would find some other device or process.
+	ForeignGPUs bool
+	// RootLabel names Root in the state ("simulated"); empty records the
+	// paths as they are.
+	RootLabel string
+	// Simulated is the --simulate spec the sources stand for, recorded in
+	// the state so every report says so; "" for this node.
 	Simulated string
 }

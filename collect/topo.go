@@ -20,8 +20,8 @@ func collectTopo(ctx context.Context, n *state.Node, o Options) state.Source {
 	if err != nil {
 		return state.Source{Error: err.Error()}
 	}
-	if o.Sources.Simulated != "" {
-		t.SysfsRoot, t.ProcfsRoot = "simulated:"+t.SysfsRoot, "simulated:"+t.ProcfsRoot
+	if l := o.Sources.RootLabel; l != "" {
+		t.SysfsRoot, t.ProcfsRoot = l+":"+t.SysfsRoot, l+":"+t.ProcfsRoot
 	}
 	n.Topology = t
 	return state.Source{OK: true}

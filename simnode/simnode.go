@@ -66,7 +66,9 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 			o := owners[uint32(pid)]
 			return o.User, exe(o.Command), o.Command
 		},
-		Simulated: spec.Raw,
+		ForeignGPUs: true,
+		RootLabel:   "simulated",
+		Simulated:   spec.Raw,
 	}, nil
 }
 
