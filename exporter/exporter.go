@@ -139,6 +139,11 @@ func renderState(em emitter, s *Snapshot, perLink bool) {
 			em.gauge(dCheckStatus, statusValue(r.Status), r.ID)
 			healthy = healthy && r.Status != check.Fail && r.Status != check.Error
 		}
-		em.gauge(dNodeHealthy, b2f(healthy))
+		// Stale data is the last good verdict, not today's: a node whose
+		// collection fails or overruns cannot be judged, and a node that
+		// cannot be judged is not healthy (as the exit code and the drain
+		// say). Otherwise a wedged node kept reporting yesterday's 1 and
+		// GpuprobeNodeUnhealthy stayed quiet.
+		em.gauge(dNodeHealthy, b2f(healthy && !s.Stale))
 	}
 }

@@ -168,9 +168,11 @@ func TestFailedCycleServesPreviousDataAsStale(t *testing.T) {
 		t.Fatalf("after an overrun: success=%v stale=%v same node=%v", s.Success, s.Stale, s.Node == good.Node)
 	}
 	var buf bytes.Buffer
-	out, _ := testutil.CollectAndFormat(d.Exporter, expfmt.TypeTextPlain, "gpuprobe_collect_success", "gpuprobe_collect_stale", "gpuprobe_collect_failures_total")
+	out, _ := testutil.CollectAndFormat(d.Exporter, expfmt.TypeTextPlain, "gpuprobe_collect_success", "gpuprobe_collect_stale", "gpuprobe_collect_failures_total", "gpuprobe_node_healthy")
 	buf.Write(out)
-	for _, want := range []string{"gpuprobe_collect_success 0", "gpuprobe_collect_stale 1", "gpuprobe_collect_failures_total 1"} {
+	// The healthy node's last verdict is not carried over as 1: a node
+	// that cannot be judged now is not reported healthy.
+	for _, want := range []string{"gpuprobe_collect_success 0", "gpuprobe_collect_stale 1", "gpuprobe_collect_failures_total 1", "gpuprobe_node_healthy 0"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("missing %q in\n%s", want, buf.String())
 		}
