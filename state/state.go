@@ -32,6 +32,8 @@ type Node struct {
 	Slurm *slurmstate.State `json:"slurm,omitempty"`
 	// Topology is the PCIe/NUMA/InfiniBand/GPUDirect view read from sysfs.
 	Topology *topostate.Topology `json:"topology,omitempty"`
+	// JobPerf is a running job sampled by `gpuprobe job` (state/jobperf.go).
+	JobPerf *JobPerf `json:"job_perf,omitempty"`
 
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.
@@ -96,6 +98,7 @@ type GPU struct {
 	PCIe            *PCIe         `json:"pcie,omitempty"`
 	Thermal         *Thermal      `json:"thermal,omitempty"`
 	Power           *Power        `json:"power,omitempty"`
+	Utilization     *Utilization  `json:"utilization,omitempty"`
 	Processes       []Process     `json:"processes,omitempty"`
 	ProcessesKnown  bool          `json:"processes_known,omitempty"`
 	NUMANode        *int          `json:"numa_node,omitempty"`
@@ -200,6 +203,18 @@ type Process struct {
 	// CommandLine is the full command line, cut to 120 characters; only
 	// collected when asked (serve --web.expose-process-details).
 	CommandLine string `json:"command_line,omitempty"`
+	// JobID is the Slurm job whose cgroup holds the process (the job_<id>
+	// component of /proc/PID/cgroup, which slurmstepd, not the user, sets);
+	// empty outside a job.
+	JobID string `json:"job_id,omitempty"`
+}
+
+// Utilization is nvmlDeviceGetUtilizationRates: percent of the driver's
+// last sample period in which a kernel ran (GPU) and in which device memory
+// was read or written (memory).
+type Utilization struct {
+	GPUPercent    uint32 `json:"gpu_percent"`
+	MemoryPercent uint32 `json:"memory_percent"`
 }
 
 // NVLink is one link of a GPU.

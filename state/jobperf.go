@@ -1,0 +1,162 @@
+package state
+
+import "time"
+
+// JobPerf is what `gpuprobe job` measured of one running job on this node
+// over a sampling window: the GPU readings NVML gave at each tick, and the
+// job's CPU, memory and I/O counters from its cgroup and /proc at the
+// window's two ends. Everything is raw: check/ (job.perf.*) decides what is
+// idle, saturated or starved. A nil sub-struct means the source could not be
+// read; Errors then says why.
+type JobPerf struct {
+	JobID string `json:"job_id"`
+	// User owns the job (from the cgroup path's uid or scontrol), "" if unknown.
+	User string `json:"user,omitempty"`
+	// Tasks are how the job's processes were found: "cgroup-v2", "cgroup-v1"
+	// (the job_<id> directory slurmd's cgroup plugins make) or "scontrol"
+	// (`scontrol listpids`, proctrack without cgroups).
+	TasksFrom string `json:"tasks_from"`
+	// CgroupPath is the job's cgroup directory, relative to the cgroup root.
+	CgroupPath string `json:"cgroup_path,omitempty"`
+	// PIDs are the job's processes seen during the window.
+	PIDs []int32 `json:"pids,omitempty"`
+
+	Start           time.Time `json:"start"`
+	WindowSeconds   float64   `json:"window_seconds"`
+	IntervalSeconds float64   `json:"interval_seconds"`
+
+	// GPUsFrom says how the job's GPUs were found: "scontrol" (the job's
+	// GRES index list), "step-env" (SLURM_STEP_GPUS/CUDA_VISIBLE_DEVICES of
+	// the step gpuprobe runs in), "processes" (GPUs running the job's PIDs).
+	GPUsFrom string   `json:"gpus_from,omitempty"`
+	GPUs     []JobGPU `json:"gpus"`
+
+	CPU    *JobCPU    `json:"cpu,omitempty"`
+	Memory *JobMemory `json:"memory,omitempty"`
+	IO     *JobIO     `json:"io,omitempty"`
+
+	Errors []string `json:"errors,omitempty"`
+}
+
+// JobGPU is one of the job's GPUs and what NVML said at each tick.
+type JobGPU struct {
+	Index            int    `json:"index"`
+	UUID             string `json:"uuid,omitempty"`
+	PCIBusID         string `json:"pci_bus_id,omitempty"`
+	Name             string `json:"name,omitempty"`
+	MemoryTotalBytes uint64 `json:"memory_total_bytes,omitempty"`
+	// JobPIDs are the job's processes NVML lists on this GPU (compute
+	// processes, at the last tick).
+	JobPIDs []uint32    `json:"job_pids,omitempty"`
+	Samples []GPUSample `json:"samples"`
+	// Unsupported names calls the GPU answered NOT_SUPPORTED; Errors the
+	// ones that failed.
+	Unsupported []string    `json:"unsupported,omitempty"`
+	Errors      []CallError `json:"errors,omitempty"`
+}
+
+// GPUSample is one tick of one GPU. Nil is "not read" (unsupported or failed).
+type GPUSample struct {
+	At time.Time `json:"at"`
+	// UtilGPUPercent and UtilMemoryPercent are nvmlDeviceGetUtilizationRates:
+	// the percent of the driver's last sample period in which a kernel ran,
+	// and in which device memory was read or written.
+	UtilGPUPercent    *uint32 `json:"util_gpu_percent,omitempty"`
+	UtilMemoryPercent *uint32 `json:"util_memory_percent,omitempty"`
+	MemoryUsedBytes   *uint64 `json:"memory_used_bytes,omitempty"`
+	// PCIe throughput over the driver's 20 ms window, KB/s
+	// (nvmlDeviceGetPcieThroughput).
+	PCIeTxKBps *uint32 `json:"pcie_tx_kbps,omitempty"`
+	PCIeRxKBps *uint32 `json:"pcie_rx_kbps,omitempty"`
+	// NVLink data counters, bytes since the driver loaded, summed over links
+	// (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, which NVML gives in KiB).
+	NVLinkTxBytes   *uint64  `json:"nvlink_tx_bytes,omitempty"`
+	NVLinkRxBytes   *uint64  `json:"nvlink_rx_bytes,omitempty"`
+	PowerWatts      *float64 `json:"power_watts,omitempty"`
+	PowerLimitWatts *float64 `json:"power_limit_watts,omitempty"`
+	SMClockMHz      *uint32  `json:"sm_clock_mhz,omitempty"`
+	MaxSMClockMHz   *uint32  `json:"max_sm_clock_mhz,omitempty"`
+	// ClockEventMask is nvmlDeviceGetCurrentClocksEventReasons.
+	ClockEventMask *uint64 `json:"clock_event_mask,omitempty"`
+	// Processes is per-process SM utilisation where the GPU supports it
+	// (nvmlDeviceGetProcessUtilization), for the samples since the last tick.
+	Processes []ProcessUtil `json:"processes,omitempty"`
+}
+
+// ProcessUtil is one process's share of a GPU in one tick.
+type ProcessUtil struct {
+	PID             uint32 `json:"pid"`
+	SMUtilPercent   uint32 `json:"sm_util_percent"`
+	MemUtilPercent  uint32 `json:"mem_util_percent"`
+	UsedMemoryBytes uint64 `json:"used_memory_bytes,omitempty"`
+	InJob           bool   `json:"in_job,omitempty"`
+}
+
+// JobCPU is the job's CPU allocation on this node and what it used.
+type JobCPU struct {
+	// AllocatedCPUs is the job's cpuset on this node (cpulist format);
+	// AllocatedCount its size. From the cgroup's cpuset, else the union of
+	// the tasks' Cpus_allowed_list.
+	AllocatedCPUs  string `json:"allocated_cpus"`
+	AllocatedCount int    `json:"allocated_count"`
+	// UsedSeconds is CPU time (user+system) the job's tasks used during the
+	// window; From names the counter ("cpu.stat", "cpuacct.usage", "proc").
+	UsedSeconds float64 `json:"used_seconds"`
+	From        string  `json:"from"`
+	// ThrottledSeconds is cpu.stat throttled_usec over the window (a CPU
+	// quota the job ran into); nil where the cgroup has no quota counters.
+	ThrottledSeconds *float64 `json:"throttled_seconds,omitempty"`
+	// PressureSomeSeconds is cpu.pressure "some" total over the window
+	// (cgroup v2 PSI): time some task waited for a CPU.
+	PressureSomeSeconds *float64 `json:"pressure_some_seconds,omitempty"`
+	// RunnableTaskSamples counts, over all ticks, the job's tasks found in
+	// state R (running or runnable).
+	RunnableTaskSamples int `json:"runnable_task_samples"`
+}
+
+// JobMemory is the job's memory on this node at the window's end.
+type JobMemory struct {
+	UsedBytes uint64 `json:"used_bytes"`
+	// PeakBytes is memory.peak / memory.max_usage_in_bytes, nil where absent.
+	PeakBytes *uint64 `json:"peak_bytes,omitempty"`
+	// LimitBytes is memory.max / memory.limit_in_bytes; nil = no limit.
+	LimitBytes *uint64 `json:"limit_bytes,omitempty"`
+	HighBytes  *uint64 `json:"high_bytes,omitempty"`
+	// SwapBytes is memory.swap.current (v2) or memsw - mem usage (v1).
+	SwapBytes *uint64 `json:"swap_bytes,omitempty"`
+	// Events are the cgroup's counters since the job started, as the kernel
+	// names them: memory.events (v2: low, high, max, oom, oom_kill) or
+	// memory.oom_control's oom_kill and memory.failcnt (v1).
+	Events map[string]uint64 `json:"events,omitempty"`
+	// PressureSomeSeconds is memory.pressure "some" total over the window.
+	PressureSomeSeconds *float64 `json:"pressure_some_seconds,omitempty"`
+}
+
+// JobIO is the job's reads over the window and how its tasks waited.
+type JobIO struct {
+	// Ticks is how many times the tasks' states were read; DStateTaskSamples
+	// counts, over all ticks, tasks in state D (uninterruptible sleep: mostly
+	// waiting for storage or a network filesystem).
+	Ticks             int `json:"ticks"`
+	TaskSamples       int `json:"task_samples"`
+	DStateTaskSamples int `json:"d_state_task_samples"`
+	// ReadBytes is /proc/PID/io rchar over the window (every read(2), page
+	// cache and network filesystems included); StorageReadBytes is
+	// read_bytes (what reached a block device).
+	ReadBytes        uint64 `json:"read_bytes"`
+	StorageReadBytes uint64 `json:"storage_read_bytes"`
+	// PressureSomeSeconds is io.pressure "some" total over the window.
+	PressureSomeSeconds *float64 `json:"pressure_some_seconds,omitempty"`
+	// Filesystems are where the tasks' open regular files live, with the
+	// bytes read through them over the window (fdinfo pos advances).
+	Filesystems []JobFilesystem `json:"filesystems,omitempty"`
+}
+
+// JobFilesystem is one mount the job reads from.
+type JobFilesystem struct {
+	Type       string `json:"type"`
+	MountPoint string `json:"mount_point"`
+	Source     string `json:"source,omitempty"`
+	OpenFiles  int    `json:"open_files"`
+	ReadBytes  uint64 `json:"read_bytes"`
+}
