@@ -213,7 +213,10 @@ func checkBottleneck(n *state.Node, cfg *Config) Result {
 		}
 	}
 	if len(used) == 0 {
-		return Result{ID: "perf.bottleneck", Status: Skip, Summary: "none of the job's GPUs is in use (see perf.gpus_used)"}
+		// Nothing runs on the GPUs: judge them all as idle, so a job that
+		// burns its CPUs while its GPUs wait is still called input-bound
+		// (perf.gpus_used says no GPU works at all).
+		used = ls
 	}
 	v := verdict{id: "perf.bottleneck"}
 	for _, l := range used {

@@ -144,7 +144,8 @@ func TestPerfBottleneck(t *testing.T) {
 		{name: "both CPU and I/O", node: perfNode(10, four(8, 48), cpuUse(95), nil, ioUse(4, nil, nfsData)), status: Warn, summary: "input pipeline CPU-bound"},
 		{name: "idle, host not read", node: perfNode(10, four(8, 48), nil, nil, nil), status: Warn, summary: "CPU and I/O counters could not be read"},
 		{name: "unused GPUs are left out of the mean", node: perfNode(10, []gpuTicks{{util: ticks(96, 10), memGiB: 60, procs: 1}, {util: ticks(0, 10), memGiB: 0.5}}, cpuUse(10), nil, ioUse(0, nil)), status: Pass, summary: "GPU-bound: GPU 0 96% busy"},
-		{name: "none in use", node: perfNode(10, []gpuTicks{{util: ticks(0, 10), memGiB: 0.5}}, cpuUse(99), nil, nil), status: Skip, summary: "none of the job's GPUs is in use"},
+		{name: "none in use, CPUs saturated", node: perfNode(10, []gpuTicks{{util: ticks(0, 10), memGiB: 0.5}}, cpuUse(99), nil, nil), status: Warn, summary: "input pipeline CPU-bound: GPU 0 0% busy while the job's 32 CPUs are 99% used"},
+		{name: "none in use, CPUs quiet", node: perfNode(10, []gpuTicks{{util: ticks(0, 10), memGiB: 0.5}}, cpuUse(20), nil, ioUse(0, nil)), status: Warn, summary: "GPU 0 0% busy, mostly idle; the cause is unknown"},
 		{name: "idle threshold from config", node: perfNode(10, four(25, 48), cpuUse(98), nil, ioUse(0, nil)), cfg: func(c *Config) { c.Perf.IdlePercent = 20 }, status: Pass, summary: "no bottleneck found"},
 	})
 }
