@@ -33,6 +33,8 @@ type Book struct {
 	keep       time.Duration
 }
 
+// A nil *Book records nothing and knows no job.
+
 // New returns an empty book with the given bounds (0: the defaults).
 func New(maxJobs, maxSamples int, keep time.Duration) *Book {
 	if maxJobs <= 0 {
@@ -79,7 +81,7 @@ const (
 // process on it. A GPU of a job that runs none of its processes is not
 // seen: the daemon knows a job's GPUs only by their processes.
 func (b *Book) Observe(n *state.Node) {
-	if n == nil || n.NVML == nil {
+	if b == nil || n == nil || n.NVML == nil {
 		return
 	}
 	b.mu.Lock()
@@ -125,6 +127,9 @@ func (b *Book) Observe(n *state.Node) {
 
 // Job returns a copy of a job's record.
 func (b *Book) Job(id string) (*state.JobPerf, bool) {
+	if b == nil {
+		return nil, false
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, ok := b.jobs[id]
