@@ -126,6 +126,8 @@ func ReadKmsg(path string, boot time.Time) ([]state.XIDEvent, error) {
 		}
 		if ev, ok := xid.ParseKmsg(buf[:k], boot); ok {
 			evs = append(evs, ev)
+		} else if xid.IsDriverLoad(buf[:k]) {
+			xid.MarkDriverLoad(evs)
 		}
 	}
 	return evs, nil
@@ -166,6 +168,8 @@ func readLog(open func() (io.ReadCloser, error), boot time.Time) ([]state.XIDEve
 	for _, l := range bytes.Split(data, []byte("\n")) {
 		if ev, ok := xid.ParseKmsg(l, boot); ok {
 			evs = append(evs, ev)
+		} else if xid.IsDriverLoad(l) {
+			xid.MarkDriverLoad(evs)
 		}
 	}
 	return evs, nil
