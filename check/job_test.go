@@ -140,7 +140,7 @@ func TestVisibleDevices(t *testing.T) {
 		{name: "invalid entry hides the rest", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,-1,1", "SLURM_STEP_GPUS=0,1"), nil),
 			status: Fail, summary: `entry "-1" is invalid, so CUDA ignores it and the 1 after it`},
 		{name: "unknown UUID", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=GPU-deadbeef", "SLURM_STEP_GPUS=0"), nil), status: Fail, summary: "no GPU has UUID GPU-deadbeef"},
-		{name: "empty: no GPU at all", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "SLURM_STEP_GPUS=0"), nil), status: Warn, summary: "this single task sees only GPU(s) 0"},
+		{name: "empty: no GPU at all", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "SLURM_STEP_GPUS=0"), nil), status: Warn, summary: "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated GPU 0"}, // it said "sees only GPU(s) 0": the missing GPU, as the one seen
 		{name: "NoDevFiles", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=NoDevFiles", "SLURM_GPUS_ON_NODE=2"), nil), status: Warn, summary: "NoDevFiles"},
 		{name: "Slurm index beyond NVML", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,9", "SLURM_STEP_GPUS=0,9"), nil), status: Fail, summary: "index 9, but NVML sees only 8 GPUs"},
 		{name: "cgroup lets more through", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=4,5"), func(n *state.Node) {
@@ -157,7 +157,16 @@ func TestVisibleDevices(t *testing.T) {
 				n.Slurm.Devices[i].Error = "operation not permitted (device cgroup)"
 			}
 			n.NVML.GPUs = n.NVML.GPUs[:1]
-		}), status: Warn, summary: "this single task sees only"},
+		}), status: Pass, summary: "1 MIG instance(s) not verifiable"}, // counted, not judged (docs/checks.md): it used to warn "sees only 0 of 1"
+		// The user replaced Slurm's 4,5 by 4,6 in the job script: GPU 6 is
+		// not theirs, GPU 5 is unused, and the fix is to stop overwriting
+		// (GPU_DEVICE_ORDINAL keeps Slurm's value), not "request GPUs per task".
+		{name: "overwritten: 4,6 instead of 4,5", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4,6", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Fail, summary: "GPU 6 (00000000:d9:00.0): visible to this task but not allocated to it (SLURM_STEP_GPUS=4,5)", remedy: "do not set CUDA_VISIBLE_DEVICES in the job: Slurm set it to 4,5", devices: []int{6}},
+		{name: "narrowed to 4 of 4,5", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Warn, summary: "this single task cannot use GPU(s) 5 of the allocated 4,5", remedy: "still in GPU_DEVICE_ORDINAL"},
+		{name: "empty hides every GPU", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Warn, summary: "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated GPU 4,5 (SLURM_STEP_GPUS)"},
 	})
 }
 

@@ -77,44 +77,6 @@ func f64(v float64) *float64 { return &v }
 var nfsData = state.JobFilesystem{Type: "nfs4", MountPoint: "/data", Source: "storage:/export/data", OpenFiles: 8, ReadBytes: 900 << 20}
 var ext4Data = state.JobFilesystem{Type: "ext4", MountPoint: "/local", OpenFiles: 8, ReadBytes: 900 << 20}
 
-type perfCase struct {
-	name    string
-	node    *state.Node
-	cfg     func(*Config)
-	status  Status
-	summary string // substring
-	remedy  string // substring; "" = not checked
-	devices []int  // nil = not checked
-}
-
-func runPerfCases(t *testing.T, run func(*state.Node, *Config) Result, cases []perfCase) {
-	t.Helper()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			if c.cfg != nil {
-				c.cfg(cfg)
-			}
-			r := run(c.node, cfg)
-			if r.Status != c.status || !strings.Contains(r.Summary, c.summary) {
-				t.Fatalf("got %s %q, want %s containing %q (details %q)", r.Status, r.Summary, c.status, c.summary, r.Details)
-			}
-			if c.remedy != "" && !strings.Contains(r.Remedy, c.remedy) {
-				t.Errorf("remedy %q, want it to contain %q", r.Remedy, c.remedy)
-			}
-			if c.devices != nil {
-				var got []int
-				for _, d := range r.Devices {
-					got = append(got, d.Index)
-				}
-				if itoaList(got) != itoaList(c.devices) {
-					t.Errorf("devices %v, want %v", got, c.devices)
-				}
-			}
-		})
-	}
-}
-
 func itoaList(l []int) string {
 	s := make([]string, len(l))
 	for i, v := range l {
@@ -124,7 +86,7 @@ func itoaList(l []int) string {
 }
 
 func TestPerfBottleneck(t *testing.T) {
-	runPerfCases(t, checkBottleneck, []perfCase{
+	runCases(t, checkBottleneck, []checkCase{
 		{name: "not sampled", node: &state.Node{}, status: Skip, summary: "no running job sampled"},
 		{name: "no GPU", node: perfNode(10, nil, cpuUse(50), nil, nil), status: Skip, summary: "no GPU on this node"},
 		{name: "too few readings", node: perfNode(2, []gpuTicks{{util: ticks(5, 2), memGiB: 10, procs: 1}}, cpuUse(99), nil, nil), status: Skip, summary: "too few GPU readings"},
@@ -153,7 +115,7 @@ func TestPerfBottleneck(t *testing.T) {
 func TestPerfGPUsUsed(t *testing.T) {
 	oneOfFour := []gpuTicks{{util: ticks(96, 10), memGiB: 56, procs: 1}, {util: ticks(0, 10), memGiB: 0.5}, {util: ticks(0, 10), memGiB: 0.5}, {util: ticks(0, 10), memGiB: 0.5}}
 	dp := []gpuTicks{{util: ticks(96, 10), memGiB: 56, procs: 1}, {util: ticks(2, 10), memGiB: 20, procs: 1}}
-	runPerfCases(t, checkGPUsUsed, []perfCase{
+	runCases(t, checkGPUsUsed, []checkCase{
 		{name: "not sampled", node: &state.Node{}, status: Skip, summary: "no running job sampled"},
 		{name: "all four used", node: perfNode(10, four(60, 40), nil, nil, nil), status: Pass, summary: "the job uses all 4 of its GPUs (0,1,2,3)"},
 		{name: "one of four", node: perfNode(10, oneOfFour, nil, nil, nil), status: Warn, summary: "the job uses 1 of its 4 GPUs (GPU 0 busy; GPU 1,2,3 idle)", remedy: "torchrun", devices: []int{1, 2, 3}},
@@ -164,11 +126,11 @@ func TestPerfGPUsUsed(t *testing.T) {
 }
 
 func TestPerfGPUFit(t *testing.T) {
-	runPerfCases(t, checkGPUFit, []perfCase{
+	runCases(t, checkGPUFit, []checkCase{
 		{name: "busy and full", node: perfNode(10, four(97, 60), nil, nil, nil), status: Pass, summary: "the 4 GPUs are needed"},
 		{name: "oversized", node: perfNode(10, four(16, 7), nil, nil, nil), status: Warn,
 			summary: "the job's work would fit on 1 of its 4 GPUs: together they hold 28.0 GiB (at most 9% of one GPU's memory each) and are 16% busy on average", remedy: "--gpus=1", devices: []int{0, 1, 2, 3}},
-		{name: "oversized by memory but compute needs two", node: perfNode(10, four(29, 7), nil, nil, nil), status: Warn, summary: "would fit on 2 of its 4 GPUs"},
+		{name: "oversized by memory but compute needs two", node: perfNode(10, four(29, 7), nil, nil, nil), status: Warn, summary: "would fit on 2 of its 4 GPUs", devices: []int{0, 1, 2, 3}},
 		{name: "memory at the threshold keeps the GPUs", node: perfNode(10, four(16, 20), nil, nil, nil), status: Pass, summary: "up to 25% of their memory"},
 		{name: "idle by utilisation but not light", node: perfNode(10, four(40, 7), nil, nil, nil), status: Pass, summary: "40% busy on average"},
 		{name: "one GPU", node: perfNode(10, []gpuTicks{{util: ticks(10, 10), memGiB: 2, procs: 1}}, nil, nil, nil), status: Pass, summary: "works on 1 GPU"},
@@ -181,7 +143,7 @@ func TestPerfMemory(t *testing.T) {
 	mem := func(usedGiB float64, swapGiB uint64, events map[string]uint64, pressure *float64) *state.JobMemory {
 		return &state.JobMemory{UsedBytes: uint64(usedGiB * (1 << 30)), LimitBytes: &limit, SwapBytes: u64(swapGiB << 30), Events: events, PressureSomeSeconds: pressure}
 	}
-	runPerfCases(t, checkPerfMemory, []perfCase{
+	runCases(t, checkPerfMemory, []checkCase{
 		{name: "not read", node: perfNode(10, nil, nil, nil, nil), status: Skip, summary: "memory cgroup was not read"},
 		{name: "comfortable", node: perfNode(10, nil, nil, mem(100, 0, nil, nil), nil), status: Pass, summary: "100.0 GiB of the 256.0 GiB limit (39%, page cache included); no swapping"},
 		{name: "at the limit with page cache only", node: perfNode(10, nil, nil, mem(254, 0, nil, f64(0)), nil), status: Pass, summary: "(99%, page cache included)"},
@@ -197,7 +159,7 @@ func TestPerfMemory(t *testing.T) {
 
 func TestPerfThrottle(t *testing.T) {
 	thermal := []uint64{0x40 | 0x8, 0x40 | 0x8, 0x40, 0x40, 0x40, 0, 0, 0x40, 0x40, 0x40}
-	runPerfCases(t, checkPerfThrottle, []perfCase{
+	runCases(t, checkPerfThrottle, []checkCase{
 		{name: "masks not read", node: perfNode(10, four(97, 60), nil, nil, nil), status: Skip, summary: "clock event reasons were not read"},
 		{name: "power cap at full load", node: perfNode(10, []gpuTicks{{util: ticks(97, 10), memGiB: 60, procs: 1, masks: ticks64(0x4, 10)}}, nil, nil, nil), status: Pass, summary: "at the power limit in 10 of 10 busy ticks"},
 		{name: "thermal slowdown", node: perfNode(10, []gpuTicks{{util: ticks(97, 10), memGiB: 60, procs: 1, masks: ticks64(0, 10)}, {util: ticks(97, 10), memGiB: 60, procs: 1, masks: thermal}}, nil, nil, nil), status: Warn,
