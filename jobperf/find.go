@@ -145,21 +145,21 @@ func Find(ctx context.Context, o Options) (*Job, error) {
 		if err != nil {
 			return nil, fmt.Errorf("no --job given: %w", err)
 		}
-		if !j.fromSelf(lines, cg) {
+		if !j.fromSelf(ctx, lines, cg) {
 			return nil, fmt.Errorf("no --job given and %s names no Slurm job_<id> cgroup: run inside the job (srun --overlap --jobid=ID gpuprobe job) or pass --job ID", p)
 		}
 		if j.v2 != "" || len(j.v1) > 0 {
 			j.uidFromPath()
 			return j, nil
 		}
-		tried = append(tried, fmt.Sprintf("%s names job %s, but its cgroup directory is not under any cgroup mount in %s", p, j.id, mi))
-	} else {
-		t, ok := j.search(ctx, cg, o.ProcfsRoot)
-		tried = append(tried, t...)
-		if ok {
-			j.uidFromPath()
-			return j, nil
-		}
+		tried = append(tried, fmt.Sprintf("%s names job %s, but that directory is under no cgroup mount of %s", p, j.id, cg.source))
+	}
+	// The layouts slurmd's plugins make, by job ID.
+	t, ok := j.search(ctx, cg, o.ProcfsRoot)
+	tried = append(tried, t...)
+	if ok {
+		j.uidFromPath()
+		return j, nil
 	}
 
 	if o.ListPIDs == nil {
@@ -236,8 +236,13 @@ func (m *mount) under(p string) string {
 	return path.Join(m.Point, rel)
 }
 
-// fromSelf takes the job from the process's own cgroup lines.
-func (j *Job) fromSelf(lines []procCgroup, cg cgMounts) bool {
+// fromSelf takes the job from the process's own cgroup lines: its ID and
+// the job directory in whichever hierarchy names it. slurmd's v1 plugin uses
+// the same relative path in every controller it manages, so a job found
+// through one v1 line (devices, say) is looked up in every v1 controller
+// gpuprobe reads.
+func (j *Job) fromSelf(ctx context.Context, lines []procCgroup, cg cgMounts) bool {
+	var v2dir, v1dir string
 	for _, l := range lines {
 		id, dir, ok := jobInPath(l.Path)
 		if !ok {
@@ -245,23 +250,30 @@ func (j *Job) fromSelf(lines []procCgroup, cg cgMounts) bool {
 		}
 		j.id = id
 		if len(l.Controllers) == 0 {
-			if cg.v2 != nil {
-				j.v2, j.cgroupPath, j.tasksFrom = cg.v2.under(dir), dir, "cgroup-v2"
-				return true
-			}
-			continue
+			v2dir = dir
+		} else if v1dir == "" {
+			v1dir = dir
 		}
-		for _, c := range l.Controllers {
-			if m := cg.v1[c]; m != nil {
+	}
+	if j.id == "" {
+		return false
+	}
+	if v2dir != "" && cg.v2 != nil && j.r.isDir(ctx, cg.v2.under(v2dir)) {
+		j.v2, j.cgroupPath, j.tasksFrom = cg.v2.under(v2dir), v2dir, "cgroup-v2"
+		return true
+	}
+	if v1dir != "" {
+		for c, m := range cg.v1 {
+			if d := m.under(v1dir); j.r.isDir(ctx, d) {
 				if j.v1 == nil {
 					j.v1 = map[string]string{}
 				}
-				j.v1[c] = m.under(dir)
-				j.cgroupPath, j.tasksFrom = dir, "cgroup-v1"
+				j.v1[c] = d
+				j.cgroupPath, j.tasksFrom = v1dir, "cgroup-v1"
 			}
 		}
 	}
-	return j.id != ""
+	return true
 }
 
 // search looks for job_<id> where slurmd's cgroup plugins put it.

@@ -114,13 +114,16 @@ func (j *Job) Sample(ctx context.Context) (*Sample, error) {
 	}
 	if j.uid == "" || j.uid == "0" {
 		// The owner is a task not run by root (a job's tasks run as its
-		// user; a root one is Slurm's, or the job is root's).
-		for _, pid := range pids {
+		// user; a root one is Slurm's, or the job is root's). A few
+		// status reads at most.
+		for i, pid := range pids {
+			if i >= 16 || (j.uid != "" && j.uid != "0") {
+				break
+			}
 			if t := s.Tasks[pid]; t != nil && t.UID != "" {
 				j.uid = t.UID
-				if t.UID != "0" {
-					break
-				}
+			} else if st, err := j.status(ctx, pid); err == nil {
+				j.uid = st.UID
 			}
 		}
 	}
