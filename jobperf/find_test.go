@@ -156,8 +156,8 @@ func TestFindFromRealSelfCgroupLines(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := fstest.MapFS{
-				"proc/self/cgroup":    {Data: []byte(c.cgroup)},
-				"proc/self/mountinfo": {Data: readTestdata(t, c.mountinfo)},
+				"proc/self/cgroup":      {Data: []byte(c.cgroup)},
+				"proc/self/mountinfo":   {Data: readTestdata(t, c.mountinfo)},
 				c.dir + "/cgroup.procs": {Data: []byte("")},
 			}
 			j, err := Find(context.Background(), Options{Root: m})
