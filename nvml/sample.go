@@ -79,7 +79,7 @@ func NewSampler(ctx context.Context, lib gonvml.Interface, opts Options, indices
 			d.info.Name = v
 		}
 		if v, o := call(d.g, "nvmlDeviceGetPciInfo", dev.GetPciInfo); o == ok {
-			d.info.PCIBusID = normBusID(cString(v.BusId[:]))
+			d.info.PCIBusID = pciBusID(v)
 		}
 		if v, o := call(d.g, "nvmlDeviceGetMemoryInfo", dev.GetMemoryInfo); o == ok {
 			d.info.MemoryTotalBytes = v.Total
