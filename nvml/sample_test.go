@@ -42,7 +42,7 @@ func TestSamplerReadsAndConvertsUnits(t *testing.T) {
 		d.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
 			return gonvml.Utilization{Gpu: uint32(10 * i), Memory: 5}, gonvml.SUCCESS
 		}
-		d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return 654321, gonvml.SUCCESS }   // mW
+		d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return 654321, gonvml.SUCCESS }         // mW
 		d.GetEnforcedPowerLimitFunc = func() (uint32, gonvml.Return) { return 700000, gonvml.SUCCESS } // mW
 		d.GetPcieThroughputFunc = func(c gonvml.PcieUtilCounter) (uint32, gonvml.Return) {
 			if c == gonvml.PCIE_UTIL_TX_BYTES {
