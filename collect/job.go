@@ -9,6 +9,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/gpuprobe/gpuprobe/cpulist"
 	"github.com/gpuprobe/gpuprobe/jobperf"
 	"github.com/gpuprobe/gpuprobe/nvml"
 	"github.com/gpuprobe/gpuprobe/state"
@@ -29,6 +30,10 @@ type JobOptions struct {
 	// ListPIDs lists the job's processes when it has no cgroup of its own
 	// (`scontrol listpids`); nil: none.
 	ListPIDs func(ctx context.Context, jobID string) ([]int32, error)
+	// AllocatedCPUs is the job's CPU_IDs on this node from scontrol: the
+	// allocation when no cgroup cpuset says it (task/none lets the tasks
+	// run anywhere, so their affinity is not the allocation).
+	AllocatedCPUs []int
 }
 
 // Job samples one running job: every Interval for Duration, NVML's view of
@@ -86,6 +91,9 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 	p.CPU, p.Memory, p.IO, err = summarize(host, ticks)
 	if err != nil {
 		p.Errors = append(p.Errors, err.Error())
+	}
+	if p.CPU != nil && p.TasksFrom == "scontrol" && len(o.AllocatedCPUs) > 0 {
+		p.CPU.AllocatedCPUs, p.CPU.AllocatedCount = cpulist.Format(o.AllocatedCPUs)+" (scontrol CPU_IDs)", len(o.AllocatedCPUs)
 	}
 	host.Describe(p) // the PIDs seen over the window
 	p.User = userName(ctx, o, p)

@@ -181,15 +181,16 @@ func (c *cli) jobGPUs(ctx context.Context, f *jobFlags, jo *collect.JobOptions, 
 		return nil
 	}
 	if sc != nil {
-		gpus, found, err := sc.JobGPUs(ctx, jo.JobID, host)
+		jn, found, err := sc.JobNode(ctx, jo.JobID, host)
 		switch {
 		case err != nil:
 			c.log.Info("scontrol show job gave no GPU list", zap.Error(err))
 		case found:
-			jo.GPUs, jo.GPUsFrom = gpus, "scontrol show job -d"
-			if gpus == nil {
+			jo.GPUs, jo.GPUsFrom = jn.GPUs, "scontrol show job -d"
+			if jn.GPUs == nil {
 				jo.GPUs = []int{}
 			}
+			jo.AllocatedCPUs = jn.CPUIDs
 			return nil
 		}
 	}
