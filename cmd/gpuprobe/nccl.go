@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/nccl"
 	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -44,7 +46,7 @@ func registerNCCL(c *cli) {
 	analyze.Action(func(*kingpin.ParseContext) error {
 		f, err := nccl.AnalyzeFiles(context.Background(), *files...)
 		if err != nil {
-			return c.usageError("nccl analyze: %v", err)
+			return c.usageError("nccl analyze: %s", safetext.Clean(err.Error()))
 		}
 		v := ncclverdict.Judge(f)
 		if err := writeVerdict(c, v, *format); err != nil {
@@ -76,7 +78,7 @@ func registerNCCL(c *cli) {
 		}
 		v := ncclverdict.Judge(f)
 		fmt.Fprintln(c.stderr, "--- gpuprobe nccl verdict ---")
-		v.WriteText(c.stderr)
+		cleanVerdict(v).WriteText(c.stderr)
 		if *reportFile != "" {
 			f, err := os.Create(*reportFile)
 			if err != nil {
@@ -102,5 +104,73 @@ func writeVerdict(c *cli, v *ncclverdict.Verdict, format string) error {
 	if format == "json" {
 		return v.WriteJSON(c.stdout)
 	}
-	return v.WriteText(c.stdout)
+	return cleanVerdict(v).WriteText(c.stdout)
+}
+
+// cleanVerdict returns a copy of v for a terminal: host names, network and
+// transport names, evidence lines and findings come from the log, which
+// any process of the job (or whoever wrote the file) chose, so every
+// string is passed through safetext.Clean. The copy is generic, so a field
+// added to the verdict later is cleaned too. JSON output keeps the text as
+// read: encoding/json escapes control characters, and it is data.
+func cleanVerdict(v *ncclverdict.Verdict) *ncclverdict.Verdict {
+	return cleanCopy(reflect.ValueOf(v)).Interface().(*ncclverdict.Verdict)
+}
+
+// cleanCopy deep-copies x with every string (map keys included) cleaned.
+func cleanCopy(x reflect.Value) reflect.Value {
+	switch x.Kind() {
+	case reflect.String:
+		out := reflect.New(x.Type()).Elem()
+		out.SetString(safetext.Clean(x.String()))
+		return out
+	case reflect.Pointer:
+		if x.IsNil() {
+			return x
+		}
+		out := reflect.New(x.Type().Elem())
+		out.Elem().Set(cleanCopy(x.Elem()))
+		return out
+	case reflect.Struct:
+		out := reflect.New(x.Type()).Elem()
+		out.Set(x) // unexported fields (none today) keep their value
+		for i := range x.NumField() {
+			if f := out.Field(i); f.CanSet() {
+				f.Set(cleanCopy(x.Field(i)))
+			}
+		}
+		return out
+	case reflect.Slice:
+		if x.IsNil() {
+			return x
+		}
+		out := reflect.MakeSlice(x.Type(), x.Len(), x.Len())
+		for i := range x.Len() {
+			out.Index(i).Set(cleanCopy(x.Index(i)))
+		}
+		return out
+	case reflect.Array:
+		out := reflect.New(x.Type()).Elem()
+		for i := range x.Len() {
+			out.Index(i).Set(cleanCopy(x.Index(i)))
+		}
+		return out
+	case reflect.Map:
+		if x.IsNil() {
+			return x
+		}
+		out := reflect.MakeMapWithSize(x.Type(), x.Len())
+		for it := x.MapRange(); it.Next(); {
+			out.SetMapIndex(cleanCopy(it.Key()), cleanCopy(it.Value()))
+		}
+		return out
+	case reflect.Interface:
+		if x.IsNil() {
+			return x
+		}
+		out := reflect.New(x.Type()).Elem()
+		out.Set(cleanCopy(x.Elem()))
+		return out
+	}
+	return x
 }
