@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -24,7 +25,7 @@ func init() {
 	checkExtensions = append(checkExtensions, checkExtension{
 		flags: func(cmd *kingpin.CmdClause) {
 			logs, expectGDR = nil, false // flags are registered anew for every run
-			cmd.Flag("nccl-log", "Add the nccl.transport check, judged from this NCCL_DEBUG=INFO log (repeatable; '-' is stdin).").PlaceHolder("FILE").StringsVar(&logs)
+			cmd.Flag("nccl-log", "Add the nccl.transport check, judged from this NCCL_DEBUG=INFO log (repeatable; a regular file or a pipe, read within --timeout).").PlaceHolder("FILE").StringsVar(&logs)
 			cmd.Flag("nccl-expect-gdr", "nccl.transport: inter-node traffic without GPUDirect RDMA is a failure.").BoolVar(&expectGDR)
 		},
 		configure: func(_ *checkFlags, cfg *check.Config, o *collect.Options) error {
@@ -43,8 +44,24 @@ func registerNCCL(c *cli) {
 	files := analyze.Arg("file", "Log files; '-' or none for stdin.").Strings()
 	format := analyze.Flag("format", "Output format.").Default("text").Enum("text", "json")
 	expectGDR := analyze.Flag("expect-gdr", "Inter-node traffic without GPUDirect RDMA is a problem.").Bool()
+	timeout := analyze.Flag("timeout", "Give up (exit 2) when reading the logs takes longer: a FIFO with no writer or a pipe that stops sending must not hang the caller. 0 is no limit.").Default(analyzeTimeout.String()).Duration()
 	analyze.Action(func(*kingpin.ParseContext) error {
-		f, err := nccl.AnalyzeFiles(context.Background(), *files...)
+		if *timeout < 0 {
+			return c.usageError("nccl analyze: --timeout must not be negative")
+		}
+		ctx := context.Background()
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		paths := *files
+		for i, p := range paths {
+			if p == "" {
+				paths[i] = "-" // the flag library hands a lone "-" over as ""
+			}
+		}
+		f, err := nccl.AnalyzeFiles(ctx, paths...)
 		if err != nil {
 			return c.usageError("nccl analyze: %s", safetext.Clean(err.Error()))
 		}
@@ -99,6 +116,13 @@ func registerNCCL(c *cli) {
 		return nil
 	})
 }
+
+// analyzeTimeout bounds `nccl analyze`. Memory is bounded by the analyzer
+// whatever the input (a few blocks in flight, capped tables), and a log is
+// streamed, so its length is bounded only through time: 5 minutes is tens
+// of GB at the measured speed (docs/nccl.md, Limits), far beyond any real
+// init log, and a FIFO with no writer ends in an error instead of a hang.
+const analyzeTimeout = 5 * time.Minute
 
 func writeVerdict(c *cli, v *ncclverdict.Verdict, format string) error {
 	if format == "json" {
