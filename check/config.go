@@ -38,6 +38,7 @@ type Config struct {
 	NVLink       NVLinkConfig       `yaml:"nvlink"`
 	NCCL         NCCLConfig         `yaml:"nccl"`
 	Job          JobConfig          `yaml:"job"`
+	Perf         PerfConfig         `yaml:"perf"`
 	Topo         TopoConfig         `yaml:"topo"`
 	Drain        DrainConfig        `yaml:"drain"`
 }
@@ -148,6 +149,7 @@ func DefaultConfig() *Config {
 		Processes:    ProcessesConfig{IdleMemoryMiB: 1024},
 		NVLink:       NVLinkConfig{CRCFlitWarn: 100, CRCDataWarn: 100, ReplayWarn: 100, RecoveryFail: 1},
 		Job:          DefaultJobConfig(),
+		Perf:         DefaultPerfConfig(),
 		Topo:         DefaultTopoConfig(),
 	}
 }
@@ -216,6 +218,9 @@ func (cfg *Config) Validate() error {
 				bad("%s: %d is not an XID (1..999)", key, c)
 			}
 		}
+	}
+	if err := cfg.Perf.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -118,7 +118,7 @@ func DrainFailures(rs []Result, cfg *Config) []DrainFailure {
 	}
 	var picked []Result
 	for _, r := range rs {
-		if scope[r.ID] == JobScope || configChecks[r.ID] && !cfg.Drain.ConfigChecks {
+		if scope[r.ID] == JobScope || scope[r.ID] == PerfScope || configChecks[r.ID] && !cfg.Drain.ConfigChecks {
 			continue
 		}
 		if r.Status == Fail || r.Status == Error || cfg.Strict && r.Status == Warn {

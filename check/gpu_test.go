@@ -34,6 +34,7 @@ type checkCase struct {
 	cfg     func(*Config)
 	status  Status
 	summary string // substring
+	remedy  string // substring; "" = not checked
 	devices []int
 }
 
@@ -63,6 +64,9 @@ func runCases(t *testing.T, run func(*state.Node, *Config) Result, cases []check
 				if got[i] != tc.devices[i] {
 					t.Errorf("devices = %v, want %v", got, tc.devices)
 				}
+			}
+			if tc.remedy != "" && !strings.Contains(r.Remedy, tc.remedy) {
+				t.Errorf("remedy = %q, want it to contain %q", r.Remedy, tc.remedy)
 			}
 			if (r.Status == Warn || r.Status == Fail) && r.Remedy == "" {
 				t.Errorf("%s without a remedy", r.Status)

@@ -129,6 +129,17 @@ func checkMasterAddr(n *state.Node, cfg *Config) Result {
 		}
 	}
 	sameAddr := shareAny(addrs(env.MasterAddr), addrs(first))
+	byName := pos >= 0
+	if pos < 0 && host != nil && shareAny(addrs(env.MasterAddr), host.LocalAddresses) {
+		// MASTER_ADDR is one of this node's own addresses (an IPoIB name
+		// of the first node, say): this node is that node of the job.
+		for i, h := range hosts {
+			if h == env.NodeName {
+				pos = i
+			}
+		}
+		sameAddr = pos == 0
+	}
 	switch {
 	case pos == 0 || sameAddr:
 	case pos > 0:
@@ -136,7 +147,7 @@ func checkMasterAddr(n *state.Node, cfg *Config) Result {
 	default:
 		v.add(Fail, nil, fixMaster, fmt.Sprintf("MASTER_ADDR=%s is not a node of this job (%s): rank 0 cannot listen there, the rendezvous will hang", env.MasterAddr, env.JobNodelist))
 	}
-	if pos != 0 {
+	if pos != 0 || !byName {
 		return v.result(fmt.Sprintf("MASTER_ADDR=%s has the address of the job's first node %s", env.MasterAddr, first))
 	}
 	return v.result(fmt.Sprintf("MASTER_ADDR=%s is the job's first node", env.MasterAddr))
@@ -196,7 +207,14 @@ func checkNCCLEnv(n *state.Node, cfg *Config) Result {
 				fmt.Sprintf("NCCL_SOCKET_IFNAME=%s: %s matches no interface here (have %s)", val, strings.Join(bad, ", "), strings.Join(host.NetInterfaces, ", ")))
 		}
 	}
-	if on(nccl["NCCL_IB_DISABLE"]) && hasIB {
+	multiNode := jobNodes(n.Slurm.Env) > 1
+	if val, ok := nccl["NCCL_SOCKET_IFNAME"]; ok && multiNode && loopbackOnly(val, host.NetInterfaces) {
+		v.add(Fail, nil, "name the interface the nodes reach each other on (ip -br addr; e.g. NCCL_SOCKET_IFNAME=ib0 or eth0), or unset it",
+			fmt.Sprintf("NCCL_SOCKET_IFNAME=%s selects only the loopback interface on a %d-node job: no other node can reach this one there; NCCL's bootstrap hangs or fails", val, jobNodes(n.Slurm.Env)))
+	}
+	// On a one-node job NCCL uses P2P/NVLink and shared memory, never the
+	// network: IB being off costs nothing there.
+	if on(nccl["NCCL_IB_DISABLE"]) && hasIB && jobNodes(n.Slurm.Env) != 1 {
 		v.add(Warn, nil, "unset NCCL_IB_DISABLE", fmt.Sprintf("NCCL_IB_DISABLE=1 on a node with HCAs (%s): inter-node traffic goes over TCP sockets", strings.Join(hcas, ", ")))
 	}
 	if strings.EqualFold(nccl["NCCL_NET"], "Socket") && hasIB {
@@ -375,4 +393,47 @@ func gdrBlocked(n *state.Node, gpus []*state.GPU, level string) []gdrOff {
 		}
 	}
 	return out
+}
+
+// jobNodes is the job's node count from SLURM_JOB_NODELIST; 0 when unknown.
+func jobNodes(env *slurmstate.Env) int {
+	if env == nil || env.JobNodelist == "" {
+		return 0
+	}
+	hosts, err := slurmstate.ExpandHostlist(env.JobNodelist)
+	if err != nil {
+		return 0
+	}
+	return len(hosts)
+}
+
+// loopbackOnly: NCCL_SOCKET_IFNAME, with NCCL's list syntax, selects
+// interfaces here and all of them are loopback ("lo", "lo0"...). An exclude
+// list ("^docker") never does.
+func loopbackOnly(val string, have []string) bool {
+	val = strings.TrimSpace(val)
+	if val == "" || strings.HasPrefix(val, "^") {
+		return false
+	}
+	exact := strings.HasPrefix(val, "=")
+	val = strings.TrimPrefix(val, "=")
+	selected := 0
+	for _, e := range strings.Split(val, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		for _, name := range have {
+			if name == e || !exact && strings.HasPrefix(name, e) {
+				selected++
+				if !strings.HasPrefix(name, "lo") {
+					return false
+				}
+			}
+		}
+		if len(have) == 0 && !strings.HasPrefix(e, "lo") {
+			return false
+		}
+	}
+	return selected > 0 || len(have) == 0 && strings.HasPrefix(val, "lo")
 }

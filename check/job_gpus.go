@@ -54,6 +54,18 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 
 	alloc, from := env.AllocatedGPUs()
 	visible := indexes(t.visible)
+	// Slurm's gres/gpu plugin sets CUDA_VISIBLE_DEVICES and
+	// GPU_DEVICE_ORDINAL to the same list; when they differ, the job (or a
+	// module it loaded) rewrote CUDA_VISIBLE_DEVICES afterwards, and that
+	// is what to fix, not Slurm's binding.
+	binding := fixBinding
+	if overwritten(env) {
+		binding = fmt.Sprintf("do not set CUDA_VISIBLE_DEVICES in the job: Slurm set it to %s (still in GPU_DEVICE_ORDINAL); to pick one GPU per process use LOCAL_RANK/SLURM_LOCALID as an index into it", env.GPUDeviceOrdinal)
+		v.add(Pass, nil, "", fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s was changed after Slurm set it to %s (GPU_DEVICE_ORDINAL)", cvd.Raw, env.GPUDeviceOrdinal))
+	}
+	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || env.GPUsOnNode != nil) {
+		v.add(Warn, nil, binding, "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated "+allocWords(alloc, from, env))
+	}
 	switch {
 	case alloc == nil && env.GPUsOnNode == nil:
 		if !cvd.Set && nvmlCount > 0 && !constrained {
@@ -72,14 +84,14 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 				fmt.Sprintf("the device cgroup lets this task reach %d GPUs, Slurm allocated %d (%s=%s)", nvmlCount, len(alloc), from, listOr(alloc)))
 		}
 		if len(visible) > len(alloc) {
-			v.add(Fail, nil, fixBinding, fmt.Sprintf("this task can use %d GPUs, Slurm allocated %d (%s=%s)", len(visible), len(alloc), from, listOr(alloc)))
+			v.add(Fail, nil, binding, fmt.Sprintf("this task can use %d GPUs, Slurm allocated %d (%s=%s)", len(visible), len(alloc), from, listOr(alloc)))
 		}
-		missingAllocated(&v, n, env, len(visible) < len(alloc), fmt.Sprintf("%d of the %d allocated GPUs", len(visible), len(alloc)))
+		missingAllocated(&v, n, env, len(visible) < len(alloc) && len(visible) > 0, binding, fmt.Sprintf("this single task sees only %d of the %d allocated GPUs", len(visible), len(alloc)))
 	default:
 		// Global indexes: the visible set must be the allocated one.
 		extra := cpulist.Subtract(visible, alloc)
 		for _, i := range extra {
-			v.add(Fail, gpuByIndex(n, i), fixBinding,
+			v.add(Fail, gpuByIndex(n, i), binding,
 				fmt.Sprintf("visible to this task but not allocated to it (%s=%s)", from, listOr(alloc)))
 		}
 		if !cvd.Set && len(extra) > 0 {
@@ -93,7 +105,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 			}
 		}
 		missing := cpulist.Subtract(alloc, visible)
-		missingAllocated(&v, n, env, len(missing) > 0, "GPU(s) "+listOr(missing)+" of the allocated "+listOr(alloc))
+		missingAllocated(&v, n, env, len(missing) > 0 && len(visible) > 0, binding, "this single task cannot use GPU(s) "+listOr(missing)+" of the allocated "+listOr(alloc))
 	}
 
 	if cvd.IndexBased() && !strings.EqualFold(env.CUDADeviceOrder, "PCI_BUS_ID") {
@@ -124,7 +136,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 
 // missingAllocated judges allocated GPUs this task does not see: normal with
 // per-task binding in a multi-task step, suspicious otherwise.
-func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bool, what string) {
+func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bool, binding, msg string) {
 	if !missing {
 		return
 	}
@@ -132,8 +144,25 @@ func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bo
 		v.add(Pass, nil, "", "")
 		return
 	}
-	v.add(Warn, nil, "check CUDA_VISIBLE_DEVICES: something narrowed it after Slurm set it",
-		fmt.Sprintf("this single task sees only %s", what))
+	fix := "check CUDA_VISIBLE_DEVICES: something narrowed it after Slurm set it"
+	if overwritten(env) {
+		fix = binding
+	}
+	v.add(Warn, nil, fix, msg)
+}
+
+// overwritten: CUDA_VISIBLE_DEVICES differs from GPU_DEVICE_ORDINAL, which
+// Slurm sets to the same list.
+func overwritten(env *slurmstate.Env) bool {
+	cvd := env.CUDAVisible
+	return env.GPUDeviceOrdinal != "" && cvd != nil && cvd.Set && strings.TrimSpace(cvd.Raw) != strings.TrimSpace(env.GPUDeviceOrdinal)
+}
+
+func allocWords(alloc []int, from string, env *slurmstate.Env) string {
+	if alloc != nil {
+		return fmt.Sprintf("GPU %s (%s)", listOr(alloc), from)
+	}
+	return fmt.Sprintf("%d GPU(s) (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
 }
 
 func modelNames(n *state.Node) []string {

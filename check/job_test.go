@@ -49,6 +49,33 @@ func step(procid, tasks int, extra ...string) []string {
 		fmt.Sprintf("SLURM_STEP_TASKS_PER_NODE=%d(x2)", tasks)}, extra...)
 }
 
+// oneNode makes a step's job a one-node job (gpu001).
+func oneNode(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, e := range env {
+		switch {
+		case strings.HasPrefix(e, "SLURM_JOB_NODELIST="):
+			e = "SLURM_JOB_NODELIST=gpu001"
+		case strings.HasPrefix(e, "SLURM_STEP_NODELIST="):
+			e = "SLURM_STEP_NODELIST=gpu001"
+		case strings.HasPrefix(e, "SLURM_STEP_TASKS_PER_NODE="):
+			e = strings.TrimSuffix(e, "(x2)")
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// onNode runs a step's task on another node of the job.
+func onNode(node string, env []string) []string {
+	for i, e := range env {
+		if strings.HasPrefix(e, "SLURMD_NODENAME=") {
+			env[i] = "SLURMD_NODENAME=" + node
+		}
+	}
+	return env
+}
+
 func TestJobChecksSkipOutsideAJob(t *testing.T) {
 	hc := jobNode([]string{"SLURMD_NODENAME=gpu001"}, nil) // what a HealthCheckProgram sees
 	for _, c := range All() {
@@ -113,7 +140,7 @@ func TestVisibleDevices(t *testing.T) {
 		{name: "invalid entry hides the rest", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,-1,1", "SLURM_STEP_GPUS=0,1"), nil),
 			status: Fail, summary: `entry "-1" is invalid, so CUDA ignores it and the 1 after it`},
 		{name: "unknown UUID", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=GPU-deadbeef", "SLURM_STEP_GPUS=0"), nil), status: Fail, summary: "no GPU has UUID GPU-deadbeef"},
-		{name: "empty: no GPU at all", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "SLURM_STEP_GPUS=0"), nil), status: Warn, summary: "this single task sees only GPU(s) 0"},
+		{name: "empty: no GPU at all", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "SLURM_STEP_GPUS=0"), nil), status: Warn, summary: "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated GPU 0"}, // it said "sees only GPU(s) 0": the missing GPU, as the one seen
 		{name: "NoDevFiles", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=NoDevFiles", "SLURM_GPUS_ON_NODE=2"), nil), status: Warn, summary: "NoDevFiles"},
 		{name: "Slurm index beyond NVML", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,9", "SLURM_STEP_GPUS=0,9"), nil), status: Fail, summary: "index 9, but NVML sees only 8 GPUs"},
 		{name: "cgroup lets more through", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=4,5"), func(n *state.Node) {
@@ -130,7 +157,16 @@ func TestVisibleDevices(t *testing.T) {
 				n.Slurm.Devices[i].Error = "operation not permitted (device cgroup)"
 			}
 			n.NVML.GPUs = n.NVML.GPUs[:1]
-		}), status: Warn, summary: "this single task sees only"},
+		}), status: Pass, summary: "1 MIG instance(s) not verifiable"}, // counted, not judged (docs/checks.md): it used to warn "sees only 0 of 1"
+		// The user replaced Slurm's 4,5 by 4,6 in the job script: GPU 6 is
+		// not theirs, GPU 5 is unused, and the fix is to stop overwriting
+		// (GPU_DEVICE_ORDINAL keeps Slurm's value), not "request GPUs per task".
+		{name: "overwritten: 4,6 instead of 4,5", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4,6", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Fail, summary: "GPU 6 (00000000:d9:00.0): visible to this task but not allocated to it (SLURM_STEP_GPUS=4,5)", remedy: "do not set CUDA_VISIBLE_DEVICES in the job: Slurm set it to 4,5", devices: []int{6}},
+		{name: "narrowed to 4 of 4,5", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Warn, summary: "this single task cannot use GPU(s) 5 of the allocated 4,5", remedy: "still in GPU_DEVICE_ORDINAL"},
+		{name: "empty hides every GPU", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
+			status: Warn, summary: "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated GPU 4,5 (SLURM_STEP_GPUS)"},
 	})
 }
 
@@ -234,6 +270,16 @@ func TestMasterAddr(t *testing.T) {
 			status: Fail, summary: "is not a node of this job (gpu[001-002])"},
 		{name: "does not resolve", node: jobNode(step(0, 1, "MASTER_ADDR=gpu0001"), resolved(map[string][]string{"gpu0001": {}}, map[string]string{"gpu0001": "lookup gpu0001: no such host"})),
 			status: Fail, summary: "does not resolve: lookup gpu0001: no such host"},
+		// The first node names itself by its IPoIB address: not in the job's
+		// node list, not gpu001's Ethernet address, but one of this node's own.
+		{name: "first node by its own other address", node: jobNode(step(0, 1, "MASTER_ADDR=gpu001-ib"), func(n *state.Node) {
+			resolved(map[string][]string{"gpu001-ib": {"10.1.0.1"}, "gpu001": {"10.0.0.1"}}, nil)(n)
+			n.Slurm.Host.LocalAddresses = []string{"10.0.0.1", "10.1.0.1", "127.0.0.1"}
+		}), status: Pass, summary: "MASTER_ADDR=gpu001-ib has the address of the job's first node gpu001"},
+		{name: "the second node's own address", node: jobNode(onNode("gpu002", step(1, 1, "MASTER_ADDR=gpu002-ib")), func(n *state.Node) {
+			resolved(map[string][]string{"gpu002-ib": {"10.1.0.2"}, "gpu001": {"10.0.0.1"}}, nil)(n)
+			n.Slurm.Host.LocalAddresses = []string{"10.0.0.2", "10.1.0.2"}
+		}), status: Warn, summary: "is node 2 of the job, not the first (gpu001)"},
 		{name: "bad port", node: jobNode(step(0, 1, "MASTER_ADDR=gpu001", "MASTER_PORT=99999"), resolved(map[string][]string{"gpu001": {"10.0.0.1"}}, nil)),
 			status: Fail, summary: `MASTER_PORT="99999" is not a port number`},
 	})
@@ -249,6 +295,11 @@ func TestNCCLEnv(t *testing.T) {
 		{name: "no IB at all", node: jobNode(step(0, 1, "NCCL_IB_HCA=mlx5_0"), func(n *state.Node) { n.Slurm.Host.IBDevices = nil }), status: Warn, summary: "no InfiniBand devices"},
 		{name: "absent interface", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=bond0"), nil), status: Warn, summary: "bond0 matches no interface here"},
 		{name: "IB disabled", node: jobNode(step(0, 1, "NCCL_IB_DISABLE=1"), nil), status: Warn, summary: "goes over TCP sockets"},
+		{name: "IB disabled on a one-node job", node: jobNode(oneNode(step(0, 1, "NCCL_IB_DISABLE=1")), nil), status: Pass},
+		{name: "loopback on a two-node job", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=lo"), nil), status: Fail, summary: "NCCL_SOCKET_IFNAME=lo selects only the loopback interface on a 2-node job"},
+		{name: "exact loopback on a two-node job", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME==lo"), nil), status: Fail, summary: "loopback"},
+		{name: "loopback and Ethernet", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=lo,eth0"), nil), status: Pass},
+		{name: "loopback on a one-node job", node: jobNode(oneNode(step(0, 1, "NCCL_SOCKET_IFNAME=lo")), nil), status: Pass},
 		{name: "IB disabled where there is none", node: jobNode(step(0, 1, "NCCL_IB_DISABLE=1"), func(n *state.Node) { n.Slurm.Host.IBDevices = nil }), status: Pass},
 		{name: "P2P off on NVLink", node: jobNode(step(0, 1, "NCCL_P2P_DISABLE=1"), nil), status: Warn, summary: "NVLink"},
 		{name: "SHM off", node: jobNode(step(0, 1, "NCCL_SHM_DISABLE=1"), nil), status: Warn, summary: "NCCL_SHM_DISABLE=1"},

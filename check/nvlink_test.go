@@ -83,6 +83,7 @@ func TestXID(t *testing.T) {
 	ev := func(code int, bus string, ago time.Duration) state.XIDEvent {
 		return state.XIDEvent{Code: code, BusID: bus, Time: at.Add(-ago), FellOffBus: code == 79}
 	}
+	before := func(e state.XIDEvent) state.XIDEvent { e.BeforeDriverLoad = true; return e }
 	runCases(t, checkXID, []checkCase{
 		{name: "none", node: withXIDs(), status: Pass, summary: "no XID events since boot"},
 		{name: "79 on GPU 1", node: withXIDs(ev(79, "0000:11:00", time.Hour)), status: Fail, summary: "GPU 1 (0000:11:00.0): Xid 79: GPU has fallen off the bus", devices: []int{1}},
@@ -109,6 +110,15 @@ func TestXID(t *testing.T) {
 			uid := 0
 			n.Kernel = &state.Kernel{XIDError: "cannot read /dev/kmsg: operation not permitted", XIDDenied: true, ReaderUID: &uid}
 		}), status: Error, summary: "operation not permitted"},
+		// The driver was reloaded after these lines: a reset-class (48) and
+		// an application fault (13) are answered; a lost GPU (79, reboot)
+		// and a code the admin made critical are not.
+		{name: "reset-class XID before a driver load", node: withXIDs(before(ev(48, "0000:10:00", 3*time.Hour)), before(ev(13, "0000:10:00", 3*time.Hour))),
+			status: Pass, summary: "no XID events since boot; 2 XID(s) needing a GPU reset or an application restart were logged before the driver was last loaded"},
+		{name: "fallen off the bus before a driver load still fails", node: withXIDs(before(ev(79, "0000:11:00", 3*time.Hour))), status: Fail, summary: "Xid 79", devices: []int{1}},
+		{name: "admin-critical before a driver load still fails", node: withXIDs(before(ev(13, "0000:10:00", 3*time.Hour))),
+			cfg: func(c *Config) { c.XID.Critical = []int{13} }, status: Fail, devices: []int{0}},
+		{name: "after the load it counts", node: withXIDs(before(ev(48, "0000:10:00", 3*time.Hour)), ev(48, "0000:10:00", time.Hour)), status: Fail, summary: "GPU 0 (0000:10:00.0): Xid 48", devices: []int{0}},
 		{name: "no driver, nothing logged", node: healthy(func(n *state.Node) {
 			n.NVML = &state.NVML{}
 			n.Kernel = kernelState(1, nil)

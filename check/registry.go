@@ -18,6 +18,9 @@ type Scope string
 const (
 	NodeScope Scope = "node"
 	JobScope  Scope = "job"
+	// PerfScope checks judge a running job that `gpuprobe job` sampled; no
+	// other command selects them and they never drain a node.
+	PerfScope Scope = "perf"
 )
 
 // Check is one entry of the catalogue. ID is API: it appears in config,
@@ -54,7 +57,27 @@ func All() []Check {
 // include list means all. A pattern that matches nothing is an error: a typo
 // in --checks must not silently check nothing.
 func Select(include, exclude []string) ([]Check, error) {
-	all := All()
+	var all []Check
+	for _, c := range All() {
+		if c.Scope != PerfScope {
+			all = append(all, c)
+		}
+	}
+	return selectFrom(all, include, exclude)
+}
+
+// PerfChecks selects among the perf checks, as Select does among the rest.
+func PerfChecks(include, exclude []string) ([]Check, error) {
+	var all []Check
+	for _, c := range All() {
+		if c.Scope == PerfScope {
+			all = append(all, c)
+		}
+	}
+	return selectFrom(all, include, exclude)
+}
+
+func selectFrom(all []Check, include, exclude []string) ([]Check, error) {
 	for _, p := range append(append([]string{}, include...), exclude...) {
 		if !matchesAny(all, p) {
 			return nil, fmt.Errorf("no check matches %q (see 'gpuprobe checks')", p)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -195,21 +197,55 @@ func deviceMinor(path string, files map[string]slurmstate.DeviceFile) (int, bool
 	return 0, false
 }
 
+// checkGresCores judges Cores= as gres.conf(5) defines it: logical core
+// indexes ("Core 0 will be the first core on the first socket, while core 1
+// will be the second core on the first socket", as hwloc's "Core L#"), not
+// OS CPU (thread) numbers. The topology's cores map them to CPUs.
 func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.GPU, d slurmstate.GresDevice) {
-	if nl.CPUs > 0 && d.Cores[len(d.Cores)-1] >= nl.CPUs {
-		v.add(Fail, g, "keep Cores= within the node's CPUs", fmt.Sprintf("%s=%s (%s) names CPUs beyond the node's %d", d.CoresKey, d.CoresRaw, d.Where, nl.CPUs))
+	var cores []topostate.Core
+	if n.Topology != nil {
+		cores = n.Topology.Cores
+	}
+	total, from := len(cores), "the node's CPU topology"
+	if total == 0 && nl.Sockets > 0 && nl.CoresPerSocket > 0 {
+		total, from = nl.Sockets*nl.CoresPerSocket, "slurm.conf Sockets×CoresPerSocket"
+	}
+	last := slices.Max(d.Cores)
+	if total > 0 && last >= total {
+		msg := fmt.Sprintf("%s=%s (%s) names core %d, but the node has %d cores (%s): gres.conf counts logical cores, core 0 being the first core of the first socket", d.CoresKey, d.CoresRaw, d.Where, last, total, from)
+		if nl.CPUs > total && last < nl.CPUs {
+			msg += "; these look like CPU (thread) numbers, as nvidia-smi's CPU Affinity prints them"
+		}
+		v.add(Fail, g, "give Cores= as logical core numbers (lstopo -l, \"Core L#\"), or leave it to AutoDetect=nvml", msg)
+		return
+	}
+	if total == 0 && nl.CPUs > 0 && last >= nl.CPUs {
+		v.add(Fail, g, "keep Cores= within the node's cores", fmt.Sprintf("%s=%s (%s) names core %d, beyond even the node's %d CPUs", d.CoresKey, d.CoresRaw, d.Where, last, nl.CPUs))
 		return
 	}
 	local, _ := gpuCPUs(n, g)
-	if local == nil {
+	if local == nil || len(cores) == 0 {
+		// Without the CPU topology the logical cores cannot be placed on
+		// sockets: not judged rather than compared as CPU numbers.
 		return
 	}
-	fix := "set Cores= to the GPU's NUMA-local cores (nvidia-smi topo -m, CPU Affinity), or use AutoDetect=nvml"
-	switch in := cpulist.Intersect(d.Cores, local); {
+	var cpus []int
+	for _, c := range d.Cores {
+		l, _ := cpulist.Parse(cores[c].CPUs)
+		cpus = append(cpus, l...)
+	}
+	var near []int
+	for i, c := range cores {
+		if l, _ := cpulist.Parse(c.CPUs); len(l) > 0 && len(cpulist.Subtract(l, local)) == 0 {
+			near = append(near, i)
+		}
+	}
+	fix := fmt.Sprintf("set Cores= to the logical cores of the GPU's NUMA node (here %s: CPUs %s), or use AutoDetect=nvml", cpulist.Format(near), cpulist.Format(local))
+	switch in := cpulist.Intersect(cpus, local); {
 	case len(in) == 0:
-		v.add(Fail, g, fix, fmt.Sprintf("%s=%s (%s), but the GPU's NUMA node has CPUs %s: jobs get cores on the far socket", d.CoresKey, d.CoresRaw, d.Where, cpulist.Format(local)))
-	case len(in) < len(d.Cores):
-		v.add(Warn, g, fix, fmt.Sprintf("%s=%s (%s) reaches beyond the GPU's NUMA CPUs %s", d.CoresKey, d.CoresRaw, d.Where, cpulist.Format(local)))
+		v.add(Fail, g, fix, fmt.Sprintf("%s=%s (%s) are cores on another NUMA node than the GPU's (its CPUs %s): jobs get cores on the far socket", d.CoresKey, d.CoresRaw, d.Where, cpulist.Format(local)))
+	case len(in) < len(cpus):
+		v.add(Warn, g, fix, fmt.Sprintf("%s=%s (%s) reaches beyond the GPU's NUMA node (its CPUs %s)", d.CoresKey, d.CoresRaw, d.Where, cpulist.Format(local)))
 	}
 }
 

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -111,26 +112,35 @@ func TestSlurmGres(t *testing.T) {
 			status: Fail, summary: "gres.conf File #1 (/dev/nvidia0, gres.conf:", devices: []int{0, 2}},
 		{name: "mknoxnv: one-line gres.conf, Gres=gpu:8", node: gresNode("linux1", 8, "Tesla V100-SXM2-32GB", dgx1NUMA, confs{slurm: fixture(t, mk, "slurm.conf"), gres: fixture(t, mk, "gres.conf")}, nil),
 			status: Fail, summary: "gres.conf lists 1 GPU device files for linux1, NVML sees 8"},
+		// CPUs= (Cores='s old name) counts logical cores too: 40 on this
+		// DGX-1, so 40-59 (hyperthread CPU numbers) do not exist; slurmd -G
+		// says "Invalid GRES data for gpu, CPUs=..." for such lines.
 		{name: "mknoxnv: gres.conf.dgx on a DGX-1", node: gresNode("linux1", 8, "Tesla V100-SXM2-32GB", dgx1NUMA, confs{slurm: fixture(t, mk, "slurm.conf"), gres: fixture(t, mk, "gres.conf.dgx")}, nil),
-			status: Pass, summary: "8 File= GPUs"},
+			status: Fail, summary: "names core 59, but the node has 40 cores", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		// Ten-CPU slices in File order on a 2x20-core DGX-1: GPUs 2 and 3 get
 		// socket-1 CPUs, GPUs 4 and 5 socket-0 ones; 0, 1, 6 and 7 are right.
-		{name: "yyuzhongpv: ten-CPU slices ignore the sockets", node: gresNode("dgx3", 8, "Tesla V100-SXM2-32GB", dgx1NUMA, confs{slurm: fixture(t, yy, "slurm.conf"), gres: fixture(t, yy, "gres.conf")}, nil),
-			status: Fail, summary: "GPU 2 (00000000:12:00.0): CPUs=20-29 (gres.conf:8), but the GPU's NUMA node has CPUs 0-19,40-59", devices: []int{2, 3, 4, 5}},
+		{name: "yyuzhongpv: ten-CPU slices ignore the sockets", node: gresNode("dgx3", 8, "Tesla V100-SXM2-32GB", dgx1NUMA, confs{slurm: fixture(t, yy, "slurm.conf"), gres: fixture(t, yy, "gres.conf")}, withCores(2, 20, 40)),
+			status: Fail, summary: "GPU 2 (00000000:12:00.0): CPUs=20-29 (gres.conf:8) are cores on another NUMA node than the GPU's (its CPUs 0-19,40-59)", devices: []int{2, 3, 4, 5}},
+		{name: "yyuzhongpv without the CPU topology: not judged", node: gresNode("dgx3", 8, "Tesla V100-SXM2-32GB", dgx1NUMA, confs{slurm: fixture(t, yy, "slurm.conf"), gres: fixture(t, yy, "gres.conf")}, nil),
+			status: Pass},
 		{name: "lambda: CPUs= per socket", node: gresNode("lambda", 8, "NVIDIA GeForce RTX 3090", []string{"0-15,32-47", "16-31,48-63"},
 			confs{slurm: fixture(t, "lambda-slurm_8gpu_cpus-per-socket.txt", "slurm.conf"), gres: fixture(t, "lambda-slurm_8gpu_cpus-per-socket.txt", "gres.conf")}, nil),
-			status: Pass},
+			// slurmd -G (22.05) on this config: "Invalid GRES data for gpu, CPUs=0-15,32-47".
+			status: Fail, summary: "CPUs=0-15,32-47 (gres.conf:5) names core 47, but the node has 32 cores (slurm.conf Sockets×CoresPerSocket)", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		{name: "ehb54: node line without Gres=", node: gresNode("localhost", 3, "Tesla V100-PCIE-16GB", nil,
 			confs{slurm: fixture(t, "ehb54_slurm-gpu_tesla3_no-node-gres.txt", "slurm.conf"), gres: fixture(t, "ehb54_slurm-gpu_tesla3_no-node-gres.txt", "gres.conf")}, nil),
 			status: Warn, summary: "slurm.conf declares no Gres=gpu for localhost"},
 		{name: "shine: Gres=gpu:8 and no gres.conf", node: gresNode("coruscant", 8, "NVIDIA GeForce RTX 2080 Ti", nil,
 			confs{slurm: fixture(t, "shine-cluster_slurmconf_only_no_gres.conf.txt", "")}, nil),
 			status: Fail, summary: "no gres.conf at /etc/slurm/gres.conf"},
-		{name: "test7.17.1: compact Cores=[0-3]", node: gresNode("test_node3", 8, "Tesla T4", []string{"0-3", "4-7"}, t717(1), nil), status: Pass},
+		// Sockets=2 CoresPerSocket=2: cores 0-3. slurmd -G (22.05) on this
+		// pair: "error: Invalid GRES data for gpu, Cores=[4-7]".
+		{name: "test7.17.1: Cores=[4-7] on a 4-core node", node: gresNode("test_node3", 8, "Tesla T4", []string{"0-3", "4-7"}, t717(1), nil),
+			status: Fail, summary: "Cores=[4-7] (gres.conf:9) names core 7, but the node has 4 cores", devices: []int{4, 5, 6, 7}},
 		{name: "test7.17.6: GresTypes commented out", node: gresNode("test_node3", 8, "Tesla T4", []string{"0-3", "4-7"}, t717(6), nil),
-			status: Fail, summary: "GresTypes= does not list gpu"},
+			status: Fail, summary: "GresTypes= does not list gpu", devices: []int{4, 5, 6, 7}},
 		{name: "test7.17.7: Cores=[0-10000]", node: gresNode("test_node3", 8, "Tesla T4", []string{"0-3", "4-7"}, t717(7), nil),
-			status: Fail, summary: "Cores=[0-10000] (gres.conf:", devices: []int{0, 1, 2, 3}},
+			status: Fail, summary: "Cores=[0-10000] (gres.conf:", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		{name: "rdgpu notes: stray lines", node: gresNode("rdgpu01", 2, "NVIDIA A100 80GB PCIe", nil,
 			confs{slurm: "GresTypes=gpu\nNodeName=rdgpu01 Gres=gpu:1g.10gb:14\n", gres: fixture(t, "unidentified_rdgpu_a100pcie_mig_1g10gb_gres.txt", "")},
 			func(n *state.Node) {
@@ -165,9 +175,17 @@ func TestSlurmGres(t *testing.T) {
 			status: Warn, summary: `Type=a100 (gres.conf:1) is not part of the NVML name "NVIDIA H100 80GB HBM3" (nvidia_h100_80gb_hbm3)`, devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		{name: "Type mismatch with AutoDetect=nvml", node: gresNode("gpu002", 1, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:1\n", gres: "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia0\n"}, nil),
 			status: Fail, summary: "Type=a100", devices: []int{0}},
-		{name: "Cores on the right socket", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-3] Cores=0-55\nName=gpu File=/dev/nvidia[4-7] Cores=56-111\n"}, nil), status: Pass},
-		{name: "Cores straddling sockets", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7] Cores=0-111\n"}, nil),
-			status: Warn, summary: "reaches beyond the GPU's NUMA CPUs", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		{name: "Cores on the right socket", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-3] Cores=0-55\nName=gpu File=/dev/nvidia[4-7] Cores=56-111\n"}, withCores(2, 56, 112)), status: Pass},
+		// docs/slurm.md used to advise copying nvidia-smi's CPU Affinity:
+		// those are CPU numbers, and 112-167 are no cores of a 112-core node.
+		{name: "CPU numbers given as Cores", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-3] Cores=0-55,112-167\nName=gpu File=/dev/nvidia[4-7] Cores=56-111,168-223\n"}, withCores(2, 56, 112)),
+			status: Fail, summary: "Cores=0-55,112-167 (gres.conf:1) names core 167, but the node has 112 cores (the node's CPU topology)", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
+		// AMD-style interleaved CPU numbering (socket 0 has the even CPUs):
+		// logical cores 0-55 are still socket 0, and that is right.
+		{name: "Cores on interleaved CPU numbering", node: gresNode("gpu002", 8, h100, []string{evens(0, 224), odds(0, 224)}, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-3] Cores=0-55\nName=gpu File=/dev/nvidia[4-7] Cores=56-111\n"}, withInterleavedCores(112)),
+			status: Pass},
+		{name: "Cores straddling sockets", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7] Cores=0-111\n"}, withCores(2, 56, 112)),
+			status: Warn, summary: "reaches beyond the GPU's NUMA node", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		{name: "regular file as device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurmstate.DeviceFile) { d.Char = false })),
 			status: Fail, summary: "File=/dev/nvidia3 is not a character device"},
 		{name: "missing device", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, devFiles(func(d *slurmstate.DeviceFile) { d.Exist = false })),
@@ -199,4 +217,45 @@ func TestSlurmTopology(t *testing.T) {
 		{name: "single node", node: gresNode("bld", 8, "x", nil, confs{slurm: fixture(t, "hkust_single-node_8gpu_autodetect-off.txt", "slurm.conf")}, nil), status: Skip, summary: "1 GPU node(s)"},
 		{name: "no slurm.conf", node: gresNode("bld", 8, "x", nil, confs{}, nil), status: Skip},
 	})
+}
+
+// withCores gives the node the CPU topology Linux shows on an Intel server
+// with sockets × perSocket cores: socket s's cores are CPUs s*perSocket...,
+// their hyperthreads the same plus siblingOffset.
+func withCores(sockets, perSocket, siblingOffset int) func(*state.Node) {
+	return func(n *state.Node) {
+		if n.Topology == nil {
+			n.Topology = &topostate.Topology{}
+		}
+		for s := 0; s < sockets; s++ {
+			for i := 0; i < perSocket; i++ {
+				cpu := s*perSocket + i
+				n.Topology.Cores = append(n.Topology.Cores, topostate.Core{Package: s, CoreID: i, CPUs: fmt.Sprintf("%d,%d", cpu, cpu+siblingOffset)})
+			}
+		}
+	}
+}
+
+// withInterleavedCores: two sockets of cores/2 cores each, CPUs numbered
+// alternately across sockets (socket 0 even, socket 1 odd), no SMT.
+func withInterleavedCores(cores int) func(*state.Node) {
+	return func(n *state.Node) {
+		n.Topology = &topostate.Topology{}
+		for s := 0; s < 2; s++ {
+			for i := 0; i < cores/2; i++ {
+				n.Topology.Cores = append(n.Topology.Cores, topostate.Core{Package: s, CoreID: i, CPUs: fmt.Sprint(2*i + s)})
+			}
+		}
+	}
+}
+
+func evens(from, to int) string { return stride(from, to) }
+func odds(from, to int) string  { return stride(from+1, to) }
+
+func stride(from, to int) string {
+	var l []string
+	for c := from; c < to; c += 2 {
+		l = append(l, fmt.Sprint(c))
+	}
+	return strings.Join(l, ",")
 }

@@ -39,6 +39,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	counts := map[key]int{}
 	last := map[key]state.XIDEvent{}
 	var keys []key
+	cleared := 0
 	for _, ev := range k.XIDs {
 		// NVIDIA's IGNORE codes (63, 92: a row remap recorded, a high SBE
 		// rate) are no finding of their own: gpu.row_remap and gpu.ecc judge
@@ -47,6 +48,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
+			continue
+		}
+		if clearedByDriverLoad(ev, cfg) {
+			cleared++
 			continue
 		}
 		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.FellOffBus && ev.Code == 0}
@@ -67,7 +72,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		if cfg.XID.Window > 0 {
 			window = "in the last " + cfg.XID.Window.String()
 		}
-		return Result{Status: Pass, Summary: "no XID events " + window}
+		return Result{Status: Pass, Summary: "no XID events " + window + clearedNote(cleared)}
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].gpu != keys[j].gpu {
@@ -105,7 +110,43 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		}
 		v.add(sev, g, info.Remedy, msg)
 	}
-	return v.result("")
+	r := v.result("")
+	if cleared > 0 && len(r.Details) > 0 {
+		r.Details = append(r.Details, clearedNote(cleared)[2:])
+	}
+	return r
+}
+
+// clearedByDriverLoad: an XID whose remedy NVIDIA gives as a GPU reset or an
+// application restart is answered by a later driver load, which resets
+// every GPU (docs/checks.md, gpu.xid). A reboot or support case is not:
+// those still count, as does a GPU that fell off the bus, and a code the
+// admin made critical.
+func clearedByDriverLoad(ev state.XIDEvent, cfg *Config) bool {
+	if !ev.BeforeDriverLoad || ev.FellOffBus || containsInt(cfg.XID.Critical, ev.Code) {
+		return false
+	}
+	switch XIDLookup(ev.Code, nil).Action {
+	case ActionResetGPU, ActionRestartApp:
+		return true
+	}
+	return false
+}
+
+func clearedNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d XID(s) needing a GPU reset or an application restart were logged before the driver was last loaded, which reset the GPUs: not counted", n)
+}
+
+func containsInt(l []int, x int) bool {
+	for _, y := range l {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 func ignored(code int, list []int) bool {

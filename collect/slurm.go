@@ -28,6 +28,8 @@ type slurmHost struct {
 	pid      func() int
 	lookupID func(uid string) (string, error)
 	resolve  func(ctx context.Context, host string) ([]string, error)
+	// addrs lists this node's interface addresses.
+	addrs    func() ([]string, error)
 	readFile slurm.ReadFile
 	// probe opens a device file and closes it again; its error tells a device
 	// cgroup (EPERM) from a device with no driver (ENXIO).

@@ -38,6 +38,7 @@ func realSlurmHost(o Options) slurmHost {
 			return u.Username, nil
 		},
 		resolve:  net.DefaultResolver.LookupHost,
+		addrs:    localAddrs,
 		readFile: boundedReadFile, // readfile.go
 		probe:    probeDevice,
 		timeout:  2 * time.Second,
@@ -284,8 +285,29 @@ func readJobHost(ctx context.Context, env *slurmstate.Env, h slurmHost) *slurmst
 			}
 		}
 	}
+	if env.MasterAddr != "" && h.addrs != nil {
+		if a, err := h.addrs(); err == nil {
+			sort.Strings(a)
+			host.LocalAddresses = a
+		}
+	}
 	host.CUDARuntime = findCUDARuntime(env, h)
 	return host
+}
+
+// localAddrs is this node's interface addresses, IPv4 and IPv6.
+func localAddrs() ([]string, error) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range as {
+		if n, ok := a.(*net.IPNet); ok {
+			out = append(out, n.IP.String())
+		}
+	}
+	return out, nil
 }
 
 func listDir(dir string) []string {

@@ -25,6 +25,9 @@ type Sources struct {
 	// reads /dev/kmsg. KernelLogName names it in the state.
 	KernelLog     func() (io.ReadCloser, error)
 	KernelLogName string
+	// KernelLogForeign says the log is not this boot's (a saved file): its
+	// records' times since boot cannot be dated from this machine's uptime.
+	KernelLogForeign bool
 	// Process names the owner, executable and command line of a PID; nil
 	// reads /proc and asks NSS for the user name.
 	Process func(ctx context.Context, pid int32) (user, exe, cmdline string)

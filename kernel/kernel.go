@@ -32,6 +32,9 @@ type Options struct {
 	// LogName names it in the state.
 	Log     func() (io.ReadCloser, error)
 	LogName string
+	// LogUndated: Log is another boot's (a saved file), so its records'
+	// microseconds since boot are not dated from this machine's uptime.
+	LogUndated bool
 	// FS is the tree Procfs is read from (see rootfs); nil is this machine's.
 	FS fs.FS
 }
@@ -54,7 +57,11 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 	read := func() ([]state.XIDEvent, error) { return ReadKmsg(o.Kmsg, boot) }
 	if o.Log != nil {
 		st.XIDSource = o.LogName
-		read = func() ([]state.XIDEvent, error) { return readLog(o.Log, boot) }
+		logBoot := boot
+		if o.LogUndated {
+			logBoot = time.Time{}
+		}
+		read = func() ([]state.XIDEvent, error) { return readLog(o.Log, logBoot) }
 	}
 	evs, err := withDeadline(ctx, st.XIDSource, read)
 	if err != nil {
@@ -119,6 +126,8 @@ func ReadKmsg(path string, boot time.Time) ([]state.XIDEvent, error) {
 		}
 		if ev, ok := xid.ParseKmsg(buf[:k], boot); ok {
 			evs = append(evs, ev)
+		} else if xid.IsDriverLoad(buf[:k]) {
+			xid.MarkDriverLoad(evs)
 		}
 	}
 	return evs, nil
@@ -138,20 +147,29 @@ func readLines(path string, boot time.Time) ([]state.XIDEvent, error) {
 }
 
 // readLog reads kmsg records or dmesg lines, one per line, at most 64 MiB.
+// maxLog bounds a kernel log given as a file or a simulated one.
+const maxLog = 64 << 20
+
 func readLog(open func() (io.ReadCloser, error), boot time.Time) ([]state.XIDEvent, error) {
 	f, err := open()
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 64<<20))
+	data, err := io.ReadAll(io.LimitReader(f, maxLog+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > maxLog {
+		// Cutting it would drop the newest XIDs, the ones that matter.
+		return nil, fmt.Errorf("kernel log larger than %d MiB", maxLog>>20)
 	}
 	evs := []state.XIDEvent{}
 	for _, l := range bytes.Split(data, []byte("\n")) {
 		if ev, ok := xid.ParseKmsg(l, boot); ok {
 			evs = append(evs, ev)
+		} else if xid.IsDriverLoad(l) {
+			xid.MarkDriverLoad(evs)
 		}
 	}
 	return evs, nil

@@ -95,3 +95,20 @@ func TestRefusedLogIsRecordedAsDenied(t *testing.T) {
 		t.Fatalf("state = %+v", st)
 	}
 }
+
+// Lines from real logs (bug reports quoted in public issues): an XID, then
+// the driver loaded again (the open module's banner, 580.173.02), then
+// another XID. Only the first is marked as before the load.
+func TestDriverLoadMarksEarlierXIDs(t *testing.T) {
+	log := "Jun 01 17:12:22 host kernel: NVRM: Xid (PCI:0000:01:00): 48, pid=1, name=x, An uncorrectable double bit error\n" +
+		"Aug 12 16:16:34 hxs-4 kernel: nvidia-modeset: Loading NVIDIA UNIX Open Kernel Mode Setting Driver for x86_64  580.173.02\n" +
+		"Aug 12 16:16:34 hxs-4 kernel: NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.173.02  Release Build  (dvs-builder@U22-I3-AK02-24-4)  Tue Jun 23 08:17:01 UTC 2026\n" +
+		"Aug 12 17:00:00 hxs-4 kernel: NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Warp Exception\n"
+	evs, err := readLog(func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(log)), nil }, time.Time{})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	if !evs[0].BeforeDriverLoad || evs[1].BeforeDriverLoad {
+		t.Errorf("before-load marks %v %v, want true false", evs[0].BeforeDriverLoad, evs[1].BeforeDriverLoad)
+	}
+}

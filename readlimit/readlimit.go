@@ -28,6 +28,9 @@ const (
 	SlurmConf = 16 << 20
 	// SimulateSpec: one line.
 	SimulateSpec = 64 << 10
+	// KernelLog: a saved dmesg or journalctl -k; the kernel's ring buffer
+	// holds at most a few MiB, a journal of weeks some tens.
+	KernelLog = 64 << 20
 	// Report: the daemon's /report is a few KiB per check.
 	Report = 4 << 20
 	// PseudoFile: a sysfs attribute or /proc file (PCI config space is 4 KiB;

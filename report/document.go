@@ -32,6 +32,9 @@ type Document struct {
 	GPUs            int            `json:"gpus"`
 	Counts          map[string]int `json:"counts"`
 	Checks          []check.Result `json:"checks"`
+	// JobPerf is the running job `gpuprobe job` sampled: the figures its
+	// perf.* verdicts stand on.
+	JobPerf *state.JobPerf `json:"job_perf,omitempty"`
 }
 
 // New assembles the document for a run.
@@ -54,6 +57,10 @@ func New(n *state.Node, results []check.Result, strict bool, elapsed time.Durati
 	}
 	for _, r := range results {
 		d.Counts[string(r.Status)]++
+	}
+	if n.JobPerf != nil {
+		d.JobPerf = n.JobPerf
+		d.GPUs = len(n.JobPerf.GPUs)
 	}
 	return d
 }

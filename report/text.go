@@ -58,8 +58,12 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 	if d.Simulated {
 		b.WriteString(paint(bold+yellow, "*** SIMULATED: "+clean(d.SimulateSpec)+" (go-nvml mock; not real hardware) ***") + "\n")
 	}
-	fmt.Fprintf(&b, "gpuprobe check on %s — %d GPUs, driver %s, CUDA %s — %s\n",
-		clean(d.NodeName()), d.GPUs, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+	if d.JobPerf != nil {
+		writeJobFigures(&b, d, clean)
+	} else {
+		fmt.Fprintf(&b, "gpuprobe check on %s — %d GPUs, driver %s, CUDA %s — %s\n",
+			clean(d.NodeName()), d.GPUs, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+	}
 	line := func(r check.Result) {
 		tag := fmt.Sprintf("%-5s", strings.ToUpper(clean(string(r.Status))))
 		fmt.Fprintf(&b, "  %s  %-22s %s\n", paint(statusColor(r.Status), tag), clean(r.ID), clean(r.Summary))

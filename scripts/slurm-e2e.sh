@@ -121,6 +121,13 @@ mkdir -p "$D"/{bin,etc,run,log,state,spool,munge,dev,out} && chmod 755 "$D" "$D/
 rm -f "$D"/out/* "$D"/log/*.log
 log "building gpuprobe"
 (cd "$REPO" && go build -o "$GP" ./cmd/gpuprobe) || die "go build failed"
+# slurmd -G is the oracle for how slurmd reads a gres.conf: every captured
+# config's Cores= lines must be refused by slurmd exactly where slurm.gres fails them.
+if (cd "$REPO" && GPUPROBE_REQUIRE_SLURMD=1 go test -count=1 -run '^TestSlurmdOracle$' -v ./check/ >"$D.oracle.log" 2>&1); then
+	pass "slurmd -G oracle: $(grep -o '[0-9]* Cores= lines judged the same.*' "$D.oracle.log")"
+else
+	fail "slurmd -G oracle: $(tail -n 20 "$D.oracle.log")"
+fi
 
 HOST=$(hostname -s)
 NCPU=$(nproc)

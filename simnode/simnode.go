@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/busid"
 	"github.com/gpuprobe/gpuprobe/collect"
+	jobsim "github.com/gpuprobe/gpuprobe/jobperf/sim"
 	nvmlsim "github.com/gpuprobe/gpuprobe/nvml/sim"
 	"github.com/gpuprobe/gpuprobe/simulate"
 	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
@@ -39,6 +40,10 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 	}
 	root, err := toposim.FS(spec)
 	if err != nil {
+		return collect.Sources{}, err
+	}
+	// A job scenario's cgroup and /proc, over the node's tree.
+	if root, err = jobsim.FS(root, spec, nil); err != nil {
 		return collect.Sources{}, err
 	}
 	var bus []string

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/jobperf"
 	"github.com/gpuprobe/gpuprobe/simulate"
 )
 
@@ -45,5 +46,32 @@ func TestBadXIDFault(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("bad xid fault accepted")
+	}
+}
+
+// A job scenario lays the job's cgroup and /proc over the node's tree: the
+// node's own collectors still read their files, and the job collector finds
+// the job from /proc/self/cgroup.
+func TestSimulatedJobOverTheNodeTree(t *testing.T) {
+	spec, err := simulate.Parse("dgx-h100:job-input-bound")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Sources(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := collect.Node(ctx, collect.Options{Sources: src, CallTimeout: 5 * time.Second})
+	if n.Topology == nil || len(n.Topology.GPUs) != 8 || n.Kernel == nil || n.Kernel.UptimeSeconds != 86400 {
+		t.Fatalf("the node's tree under the job overlay: topology %+v kernel %+v", n.Topology, n.Kernel)
+	}
+	j, err := jobperf.Find(ctx, jobperf.Options{Root: src.Root, CallTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.ID() != simulate.SimJob.ID {
+		t.Errorf("job %q, want %q", j.ID(), simulate.SimJob.ID)
 	}
 }

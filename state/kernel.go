@@ -38,6 +38,10 @@ type XIDEvent struct {
 	Message string `json:"message"`
 	// FellOffBus marks the lines that mean the GPU is gone, with or without an XID.
 	FellOffBus bool `json:"fell_off_bus,omitempty"`
+	// BeforeDriverLoad: the same log shows the driver loaded again after
+	// this line ("NVRM: loading NVIDIA UNIX ... Kernel Module"), which
+	// re-initialises every GPU.
+	BeforeDriverLoad bool `json:"before_driver_load,omitempty"`
 	// Time is when the kernel logged it (zero when the source had no time).
 	Time time.Time `json:"time,omitempty"`
 	// Seq is the kernel's record sequence number, for de-duplication.

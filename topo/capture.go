@@ -66,6 +66,12 @@ func Capture(sysfs, procfs, dst string) ([]string, error) {
 			c.copy(sys, "devices/system/node/"+name+"/cpulist")
 		}
 	}
+	for _, name := range c.list(sys, "devices/system/cpu") {
+		if rest, ok := strings.CutPrefix(name, "cpu"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			c.copy(sys, "devices/system/cpu/"+name+"/topology/physical_package_id")
+			c.copy(sys, "devices/system/cpu/"+name+"/topology/core_id")
+		}
+	}
 	for _, name := range c.list(sys, "kernel/iommu_groups") {
 		c.copy(sys, "kernel/iommu_groups/"+name+"/type")
 	}

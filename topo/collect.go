@@ -81,6 +81,7 @@ func collect(o Options) (*topostate.Topology, error) {
 	notef := func(f string, a ...any) { t.Notes = append(t.Notes, fmt.Sprintf(f, a...)) }
 	t.Virtualization = fsr.detectVirt(sys, proc, virt)
 	t.NUMANodes = fsr.readNUMA(sys, notef)
+	t.Cores = fsr.readCores(sys, notef)
 	t.GPUs, t.GPUSource = pickGPUs(pci, o.GPUs, sys, notef)
 	t.NVLinkKnown = o.NVLinkKnown && t.GPUSource == "nvml"
 	nics, err := fsr.readIB(sys)

@@ -3,6 +3,9 @@ package topo
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+
+	"github.com/gpuprobe/gpuprobe/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"strings"
@@ -41,6 +44,30 @@ func TestRealMachine(t *testing.T) {
 		// would mean a parser that does not know real kernels' output.
 		if strings.Contains(n, "want") {
 			t.Errorf("unparsed value: %s", n)
+		}
+	}
+	// Every online CPU is in exactly one core, and each core's threads are
+	// what the kernel lists as its siblings.
+	seen := map[int]bool{}
+	for _, c := range tp.Cores {
+		cpus, err := cpulist.Parse(c.CPUs)
+		if err != nil || len(cpus) == 0 {
+			t.Fatalf("core %+v: %v", c, err)
+		}
+		for _, cpu := range cpus {
+			if seen[cpu] {
+				t.Errorf("CPU %d in two cores", cpu)
+			}
+			seen[cpu] = true
+			sib, err := os.ReadFile(fmt.Sprintf("/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu))
+			if err == nil && strings.TrimSpace(string(sib)) != c.CPUs {
+				t.Errorf("core %+v: CPU %d's siblings are %q", c, cpu, strings.TrimSpace(string(sib)))
+			}
+		}
+	}
+	if online, err := os.ReadFile("/sys/devices/system/cpu/online"); err == nil {
+		if want, _ := cpulist.Parse(strings.TrimSpace(string(online))); len(seen) != len(want) {
+			t.Errorf("%d CPUs in cores, %d online (%s)", len(seen), len(want), strings.TrimSpace(string(online)))
 		}
 	}
 	for _, g := range tp.GPUs {

@@ -114,3 +114,25 @@ func isHexBus(w string) bool {
 	}
 	return true
 }
+
+// driverLoad is how every driver generation announces that nvidia.ko was
+// loaded: "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15 ..."
+// (proprietary) and "NVRM: loading NVIDIA UNIX Open Kernel Module for
+// x86_64  560.35.03 ..." (open), as dmesg captures in bug reports show.
+var driverLoad = []byte("NVRM: loading NVIDIA UNIX ")
+
+// IsDriverLoad reports whether a kernel log line says the driver was loaded.
+func IsDriverLoad(line []byte) bool {
+	if len(line) > maxLine {
+		line = line[:maxLine]
+	}
+	return bytes.Contains(line, driverLoad)
+}
+
+// MarkDriverLoad marks every event read so far as logged before a driver
+// load: call it when the line that IsDriverLoad accepts is read.
+func MarkDriverLoad(evs []state.XIDEvent) {
+	for i := range evs {
+		evs[i].BeforeDriverLoad = true
+	}
+}

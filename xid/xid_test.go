@@ -71,3 +71,19 @@ func FuzzParse(f *testing.F) {
 		ParseKmsg(b, time.Time{})
 	})
 }
+
+func TestIsDriverLoad(t *testing.T) {
+	for line, want := range map[string]bool{
+		// Real banners from posted logs: proprietary (a 2012 journal) and open.
+		"Sep 29 08:23:09 LinPC kernel: [   10.375681] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  295.40  Thu Apr  5 21:37:00 PDT 2012": true,
+		"Aug 12 16:16:34 hxs-4 kernel: NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.173.02  Release Build":                  true,
+		"6,900,1200000,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module  580.105.08":                                                        true,
+		"nvidia-modeset: Loading NVIDIA UNIX Open Kernel Mode Setting Driver for x86_64  595.58.03":                                         false,
+		"NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.":                                                                       false,
+		"NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.161.08":                                                                        false,
+	} {
+		if got := IsDriverLoad([]byte(line)); got != want {
+			t.Errorf("IsDriverLoad(%q) = %v, want %v", line, got, want)
+		}
+	}
+}

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/readlimit"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -49,6 +52,7 @@ type checkFlags struct {
 	xidWindow    time.Duration
 	fromDaemon   string
 	maxAge       time.Duration
+	kernelLog    string
 }
 
 func registerCheck(c *cli) {
@@ -68,6 +72,7 @@ func registerCheck(c *cli) {
 	cmd.Flag("from-daemon", "Judge from a running 'gpuprobe serve' (URL, or 'local' for http://127.0.0.1:"+DefaultPort+") when its report is fresher than --max-age; otherwise run directly. A health check then costs milliseconds and never touches the driver.").PlaceHolder("URL").StringVar(&f.fromDaemon)
 	cmd.Flag("max-age", "Oldest daemon report --from-daemon accepts.").Default("60s").DurationVar(&f.maxAge)
 	cmd.Flag("xid-window", "Only count XIDs this recent (default: since boot).").DurationVar(&f.xidWindow)
+	cmd.Flag("kernel-log", "Judge the XIDs of a saved kernel log (dmesg, dmesg -T, journalctl -k, or /dev/kmsg records; '-' is stdin) instead of this node's /dev/kmsg: a support ticket's log, with --checks gpu.xid.").PlaceHolder("FILE").StringVar(&f.kernelLog)
 	cmd.Flag("verbose", "Print every check's evidence, not only the failures'.").Short('v').BoolVar(&f.verbose)
 	for _, e := range checkExtensions {
 		if e.flags != nil {
@@ -112,6 +117,9 @@ func (c *cli) runCheck(f *checkFlags) error {
 				return c.usageError("%v", err)
 			}
 		}
+	}
+	if err := c.useKernelLog(f, cfg, &o); err != nil {
+		return c.usageError("%v", err)
 	}
 	include, exclude := splitList(append(cfg.Checks, f.checks...)), splitList(append(cfg.Skip, f.skip...))
 	if len(f.checks) > 0 {
@@ -191,4 +199,30 @@ func splitList(in []string) []string {
 		}
 	}
 	return out
+}
+
+// useKernelLog reads --kernel-log whole (bounded in size and time) and hands
+// it to the kernel collector in place of /dev/kmsg. A saved log is another
+// boot's: its records cannot be dated from this machine's uptime, so
+// --xid-window, which needs their age, is refused rather than misapplied.
+func (c *cli) useKernelLog(f *checkFlags, cfg *check.Config, o *collect.Options) error {
+	if f.kernelLog == "" {
+		return nil
+	}
+	if f.collect.simulate != "" || f.collect.simulateFile != "" || f.fromSnapshot != "" || f.fromDaemon != "" {
+		return fmt.Errorf("--kernel-log judges this run's collection: it excludes --simulate, --from-snapshot and --from-daemon")
+	}
+	if cfg.XID.Window > 0 {
+		return fmt.Errorf("--kernel-log: a saved log's records have no age on this machine; drop --xid-window (xid.window) and judge the whole log")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.collect.timeout)
+	defer cancel()
+	data, err := readlimit.Input(ctx, "--kernel-log", f.kernelLog, c.stdinIf(true), readlimit.KernelLog)
+	if err != nil {
+		return err
+	}
+	o.Sources.KernelLog = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	o.Sources.KernelLogName = "file:" + f.kernelLog
+	o.Sources.KernelLogForeign = true
+	return nil
 }

@@ -27,6 +27,7 @@ import (
 var stdinFlags = map[string]bool{
 	"check --from-snapshot": true,
 	"check --config":        true,
+	"check --kernel-log":    true,
 	"snapshot --output":     true,
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/exporter"
+	"github.com/gpuprobe/gpuprobe/jobrecord"
 	"github.com/gpuprobe/gpuprobe/nvml"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
@@ -41,6 +42,8 @@ type serveFlags struct {
 	webConfig   string
 	metricsPath string
 	http        httpFlags // httpserver.go
+	// jobs is the record of jobs seen on the GPUs (jobapi.go).
+	jobs *jobrecord.Book
 }
 
 func registerServe(c *cli) {
@@ -80,6 +83,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 			nodeChecks = append(nodeChecks, ch)
 		}
 	}
+	f.jobs = jobrecord.New(0, 0, 0)
 	exp := exporter.New(f.perLink)
 	exp.XIDs.Critical = cfg.XID.Critical
 	d := &exporter.Daemon{
@@ -101,6 +105,9 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 		},
 		OnCycle: func(s *exporter.Snapshot) {
 			feedXIDs(exp.XIDs, s.Node)
+			if s.Success {
+				f.jobs.Observe(s.Node)
+			}
 			if !s.Success {
 				c.log.Warn("collection overran its deadline; serving the previous data as stale",
 					zap.String("source", s.Failing), zap.Duration("duration", s.Duration))
@@ -204,6 +211,7 @@ func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error
 	mux.Handle(f.metricsPath, metrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter, f.http.exposeProcessDetails) })
+	mux.Handle(jobAPIPath, serveJob(f.jobs))
 	mux.Handle("/", landingPage(d.Exporter, f.metricsPath))
 	return mux, nil
 }

@@ -109,6 +109,10 @@ type Host struct {
 	Resolved map[string][]string `json:"resolved,omitempty"`
 	// ResolveErrors are lookup errors by name.
 	ResolveErrors map[string]string `json:"resolve_errors,omitempty"`
+	// LocalAddresses are this node's own interface addresses (without
+	// prefix length), read when MASTER_ADDR is set: the first node may name
+	// itself by another of its addresses (IPoIB).
+	LocalAddresses []string `json:"local_addresses,omitempty"`
 	// CUDARuntime is the CUDA runtime the job would load, if one was found.
 	CUDARuntime *CUDARuntime `json:"cuda_runtime,omitempty"`
 }

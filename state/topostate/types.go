@@ -20,8 +20,13 @@ type Topology struct {
 	NVLinkKnown    bool           `json:"nvlink_known"`
 	Virtualization Virtualization `json:"virtualization"`
 	NUMANodes      []NUMANode     `json:"numa_nodes"`
-	GPUs           []GPU          `json:"gpus"`
-	NICs           []NIC          `json:"nics"`
+	// Cores are the physical CPU cores in Slurm's logical core order
+	// (gres.conf(5) Cores=: core 0 is the first core of the first socket,
+	// as hwloc's "Core L#"): by package, then by lowest CPU number. Empty
+	// when sysfs has no CPU topology.
+	Cores []Core `json:"cores,omitempty"`
+	GPUs  []GPU  `json:"gpus"`
+	NICs  []NIC  `json:"nics"`
 	// Bridges are the PCI bridges on any GPU or NIC path, keyed by nothing:
 	// find one with Bridge.
 	Bridges []Bridge `json:"bridges"`
@@ -148,6 +153,14 @@ type Path struct {
 }
 
 // NUMANode is one node of /sys/devices/system/node.
+// Core is one physical core: its package (socket), the kernel's core_id
+// within it, and its hardware threads as OS CPU numbers.
+type Core struct {
+	Package int    `json:"package"`
+	CoreID  int    `json:"core_id"`
+	CPUs    string `json:"cpus"`
+}
+
 type NUMANode struct {
 	ID      int    `json:"id"`
 	CPUList string `json:"cpulist"`

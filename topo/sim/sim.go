@@ -207,6 +207,20 @@ func host(mc *sysfake.Machine, m model, f faults, groups int) {
 			"flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush dts acpi mmx fxsr sse sse2 ss ht tm pbe syscall nx pdpe1gb rdtscp lm constant_tsc vmx smx est avx2 avx512f\n\n", i, i)
 	}
 	mc.File("proc/cpuinfo", strings.TrimRight(cpuinfo.String(), "\n"))
+	// CPU topology as Linux numbers a two-socket Intel server: socket s's
+	// cores first (one range), their hyperthread siblings after all cores.
+	for s := range 2 {
+		cores, sibs := m.CPUs[s][0], m.CPUs[s][1]
+		for i := 0; i <= cores[1]-cores[0]; i++ {
+			for _, cpu := range []int{cores[0] + i, sibs[0] + i} {
+				if cpu > sibs[1] && cpu != cores[0]+i {
+					continue
+				}
+				mc.File(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu), strconv.Itoa(s))
+				mc.File(fmt.Sprintf("sys/devices/system/cpu/cpu%d/topology/core_id", cpu), strconv.Itoa(i))
+			}
+		}
+	}
 	mc.File("proc/cmdline", "BOOT_IMAGE=/boot/vmlinuz-"+m.Kernel+" root=/dev/mapper/vg-root ro intel_iommu=on iommu=pt")
 	mc.File("proc/sys/kernel/osrelease", m.Kernel)
 	// A day up, so the simulated XIDs (logged an hour ago) have a time.
