@@ -35,7 +35,7 @@ type checkExtension struct {
 	// hard deadline armed here covers the whole run. It returns what to undo
 	// when the run ends early.
 	start func(f *checkFlags) (stop func())
-	after     func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
+	after func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
 }
 
 var checkExtensions []checkExtension
