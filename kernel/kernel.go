@@ -54,14 +54,14 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 		st.UptimeSeconds = up
 	}
 	boot := time.Now().Add(-time.Duration(up * float64(time.Second)))
-	read := func() ([]state.XIDEvent, error) { return ReadKmsg(o.Kmsg, boot) }
+	read := func() (Log, error) { return ReadKmsg(o.Kmsg, boot) }
 	if o.Log != nil {
 		st.XIDSource = o.LogName
 		logBoot := boot
 		if o.LogUndated {
 			logBoot = time.Time{}
 		}
-		read = func() ([]state.XIDEvent, error) { return readLog(o.Log, logBoot) }
+		read = func() (Log, error) { return readLog(o.Log, logBoot) }
 	}
 	evs, err := withDeadline(ctx, st.XIDSource, read)
 	if err != nil {
@@ -71,7 +71,7 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 			st.XIDDenied, st.ReaderUID = true, &uid
 		}
 	} else {
-		st.XIDs = evs
+		st.XIDs, st.SXIDs = evs.XIDs, evs.SXIDs
 	}
 	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(files, o.Procfs) })
 	if err != nil {
@@ -97,16 +97,16 @@ const maxRecords = 1 << 16
 // without blocking, and returns the XID reports in it. It uses raw syscalls:
 // an *os.File would hand the non-blocking fd to Go's poller, which waits on
 // EAGAIN instead of returning it.
-func ReadKmsg(path string, boot time.Time) ([]state.XIDEvent, error) {
+func ReadKmsg(path string, boot time.Time) (Log, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
-			return nil, fmt.Errorf("cannot read %s: %w (needs root or CAP_SYSLOG when kernel.dmesg_restrict=1)", path, err)
+			return Log{}, fmt.Errorf("cannot read %s: %w (needs root or CAP_SYSLOG when kernel.dmesg_restrict=1)", path, err)
 		}
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		return Log{}, fmt.Errorf("cannot read %s: %w", path, err)
 	}
 	defer syscall.Close(fd)
-	evs := []state.XIDEvent{}
+	evs := Log{XIDs: []state.XIDEvent{}}
 	buf := make([]byte, 8192) // kmsg hands out one record per read, at most ~1 KiB of text
 	for n := 0; n < maxRecords; n++ {
 		k, err := syscall.Read(fd, buf)
@@ -124,11 +124,7 @@ func ReadKmsg(path string, boot time.Time) ([]state.XIDEvent, error) {
 			// A regular file (a captured log, a test fixture): read it as lines.
 			return readLines(path, boot)
 		}
-		if ev, ok := xid.ParseKmsg(buf[:k], boot); ok {
-			evs = append(evs, ev)
-		} else if xid.IsDriverLoad(buf[:k]) {
-			xid.MarkDriverLoad(evs)
-		}
+		evs.add(buf[:k], boot)
 	}
 	return evs, nil
 }
@@ -142,7 +138,7 @@ func isKmsgRecord(b []byte) bool {
 }
 
 // readLines reads a file of kmsg records or dmesg lines, one per line.
-func readLines(path string, boot time.Time) ([]state.XIDEvent, error) {
+func readLines(path string, boot time.Time) (Log, error) {
 	return readLog(func() (io.ReadCloser, error) { return os.Open(path) }, boot)
 }
 
@@ -150,29 +146,46 @@ func readLines(path string, boot time.Time) ([]state.XIDEvent, error) {
 // maxLog bounds a kernel log given as a file or a simulated one.
 const maxLog = 64 << 20
 
-func readLog(open func() (io.ReadCloser, error), boot time.Time) ([]state.XIDEvent, error) {
+func readLog(open func() (io.ReadCloser, error), boot time.Time) (Log, error) {
 	f, err := open()
 	if err != nil {
-		return nil, err
+		return Log{}, err
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxLog+1))
 	if err != nil {
-		return nil, err
+		return Log{}, err
 	}
 	if len(data) > maxLog {
 		// Cutting it would drop the newest XIDs, the ones that matter.
-		return nil, fmt.Errorf("kernel log larger than %d MiB", maxLog>>20)
+		return Log{}, fmt.Errorf("kernel log larger than %d MiB", maxLog>>20)
 	}
-	evs := []state.XIDEvent{}
+	evs := Log{XIDs: []state.XIDEvent{}}
 	for _, l := range bytes.Split(data, []byte("\n")) {
-		if ev, ok := xid.ParseKmsg(l, boot); ok {
-			evs = append(evs, ev)
-		} else if xid.IsDriverLoad(l) {
-			xid.MarkDriverLoad(evs)
-		}
+		evs.add(l, boot)
 	}
 	return evs, nil
+}
+
+// Log is what a kernel log holds for gpuprobe: the GPUs' XIDs and the
+// NVSwitches' SXids, in log order.
+type Log struct {
+	XIDs  []state.XIDEvent
+	SXIDs []state.SXIDEvent
+}
+
+// add reads one record or line. A driver load marks everything before it.
+func (l *Log) add(rec []byte, boot time.Time) {
+	if ev, ok := xid.ParseKmsg(rec, boot); ok {
+		l.XIDs = append(l.XIDs, ev)
+	} else if ev, ok := xid.ParseSXidKmsg(rec, boot); ok {
+		l.SXIDs = append(l.SXIDs, ev)
+	} else if xid.IsDriverLoad(rec) {
+		xid.MarkDriverLoad(l.XIDs)
+		for i := range l.SXIDs {
+			l.SXIDs[i].BeforeDriverLoad = true
+		}
+	}
 }
 
 // ModuleVersion reads the loaded nvidia.ko version:

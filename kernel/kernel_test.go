@@ -104,11 +104,33 @@ func TestDriverLoadMarksEarlierXIDs(t *testing.T) {
 		"Aug 12 16:16:34 hxs-4 kernel: nvidia-modeset: Loading NVIDIA UNIX Open Kernel Mode Setting Driver for x86_64  580.173.02\n" +
 		"Aug 12 16:16:34 hxs-4 kernel: NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.173.02  Release Build  (dvs-builder@U22-I3-AK02-24-4)  Tue Jun 23 08:17:01 UTC 2026\n" +
 		"Aug 12 17:00:00 hxs-4 kernel: NVRM: Xid (PCI:0000:01:00): 13, Graphics SM Warp Exception\n"
-	evs, err := readLog(func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(log)), nil }, time.Time{})
+	l, err := readLog(func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(log)), nil }, time.Time{})
+	evs := l.XIDs
 	if err != nil || len(evs) != 2 {
 		t.Fatalf("%d events, %v", len(evs), err)
 	}
 	if !evs[0].BeforeDriverLoad || evs[1].BeforeDriverLoad {
 		t.Errorf("before-load marks %v %v, want true false", evs[0].BeforeDriverLoad, evs[1].BeforeDriverLoad)
+	}
+}
+
+// SXids from NVSwitch lines (the shapes NVIDIA's NVSentinel and gpud tests
+// carry from real logs) land beside the XIDs, with the driver's severity.
+func TestSXidsRead(t *testing.T) {
+	log := "6,100,5000000,-;nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)\n" +
+		"kernel: [123.456789] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 20009, Non-fatal, Link 28 RX Short Error Rate\n" +
+		"Jul 15 04:18:55 node kernel: nvidia-nvswitch0: SXid (PCI:0000:59:00.0): 23001, Fatal, Link 12 Always Fatal\n" +
+		"NVRM: Xid (PCI:0000:1b:00): 74, pid=1, name=x, NVLink: fatal error detected on link 3\n"
+	l, err := readLog(func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(log)), nil }, time.Unix(0, 0))
+	if err != nil || len(l.XIDs) != 1 || len(l.SXIDs) != 3 {
+		t.Fatalf("%d XIDs, %d SXids, %v", len(l.XIDs), len(l.SXIDs), err)
+	}
+	s := l.SXIDs[0]
+	if s.Code != 12028 || s.Device != "nvswitch3" || s.BusID != "0000:05:00.0" || s.Severity != "non-fatal" || s.Seq != 100 || !s.Time.Equal(time.Unix(5, 0).UTC()) ||
+		s.Message != "Link 32 egress non-posted PRIV error (First)" {
+		t.Errorf("first SXid %+v", s)
+	}
+	if l.SXIDs[1].Device != "nvswitch0" || l.SXIDs[2].Severity != "fatal" || l.SXIDs[2].Code != 23001 {
+		t.Errorf("SXids %+v", l.SXIDs)
 	}
 }

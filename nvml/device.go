@@ -63,11 +63,7 @@ func (d *device) identity() {
 		gpu.Serial = v
 	}
 	if v, o := call(g, "nvmlDeviceGetPciInfo", dev.GetPciInfo); o == ok {
-		id := cString(v.BusId[:])
-		if id == "" {
-			id = cString(v.BusIdLegacy[:])
-		}
-		gpu.PCIBusID = normBusID(id)
+		gpu.PCIBusID = pciBusID(v)
 	}
 	if v, o := call(g, "nvmlDeviceGetMinorNumber", dev.GetMinorNumber); o == ok {
 		gpu.Minor = &v
@@ -401,4 +397,14 @@ func cpuList(words []uint) string {
 		}
 	}
 	return cpulist.Format(cpus)
+}
+
+// pciBusID is the GPU's canonical address from nvmlPciInfo: BusId, else
+// the legacy 13-character field some mocks and old drivers fill.
+func pciBusID(v gonvml.PciInfo) string {
+	id := cString(v.BusId[:])
+	if id == "" {
+		id = cString(v.BusIdLegacy[:])
+	}
+	return normBusID(id)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
@@ -105,8 +106,8 @@ func gb(bytesPerSec float64) string { return fmt.Sprintf("%.2f GB/s", bytesPerSe
 // writeJobFigures prints the header and the figures of a sampled job.
 func writeJobFigures(b *strings.Builder, d *Document, clean func(string) string) {
 	p := d.JobPerf
-	fmt.Fprintf(b, "gpuprobe job %s on %s — %d GPUs, %.0f s sampled every %.0f s — %s\n",
-		clean(p.JobID), clean(d.NodeName()), len(p.GPUs), p.WindowSeconds, p.IntervalSeconds, d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(b, "gpuprobe job %s on %s — %d GPUs, %s sampled every %s — %s\n",
+		clean(p.JobID), clean(d.NodeName()), len(p.GPUs), seconds(p.WindowSeconds), seconds(p.IntervalSeconds), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
 	owner := ""
 	if p.User != "" {
 		owner = ", user " + clean(p.User)
@@ -225,4 +226,9 @@ func (d *Document) WriteJobSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "gpuprobe: job %s: %s: %s\n", clean(p.JobID), strings.ToUpper(string(d.Status)), verdict)
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// seconds prints a window or interval as a duration ("10s", "250ms").
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }

@@ -41,7 +41,7 @@ func TestJobFigures(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"gpuprobe job 4242 on gpu01 — 1 GPUs, 2 s sampled every 1 s",
+		"gpuprobe job 4242 on gpu01 — 1 GPUs, 2s sampled every 1s",
 		"job: 2 processes (cgroup-v2, user alice), GPUs from scontrol show job -d",
 		"GPU 2 (0000:4c:00.0):  95% busy (90-99), memory controller 50%, 40.0/80.0 GiB, PCIe rx 2.00 GB/s tx 1.00 GB/s, NVLink rx 10.00 GB/s tx 5.00 GB/s, 650/700 W, SM 1980/1980 MHz, sw_power_cap×3, 1 job process(es)",
 		"CPU: 4.0 of 8 allocated CPUs busy (50%, cpu.stat; CPUs 0-7)",

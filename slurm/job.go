@@ -43,12 +43,19 @@ func ParseListPIDs(out, jobID string) ([]int32, error) {
 	return pids, nil
 }
 
-// ParseJobGPUs reads `scontrol show job -d JOBID` and returns the GPU
-// indexes the job holds on node: its per-node detail lines (src/api/
-// job_info.c, "Nodes=<hostlist> CPU_IDs=... Mem=... GRES=gpu:2(IDX:0-1)")
-// whose hostlist holds node, the gpu entries' IDX lists. found is false
-// when no detail line names the node (the job has nothing here).
-func ParseJobGPUs(out, node string) (gpus []int, found bool, err error) {
+// JobNode is what `scontrol show job -d` says a job holds on one node.
+type JobNode struct {
+	// GPUs are the gpu GRES indexes (IDX:...); CPUIDs the CPU_IDs list,
+	// Slurm's own CPU numbering on that node.
+	GPUs   []int
+	CPUIDs []int
+}
+
+// ParseJobNode reads `scontrol show job -d JOBID`: its per-node detail lines
+// (src/api/job_info.c, "Nodes=<hostlist> CPU_IDs=0-7 Mem=... GRES=gpu:2(IDX:0-1)")
+// whose hostlist holds node. found is false when no detail line names the
+// node (the job has nothing here).
+func ParseJobNode(out, node string) (jn JobNode, found bool, err error) {
 	for i, line := range strings.Split(out, "\n") {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "Nodes=") || !strings.Contains(line, " CPU_IDs=") {
@@ -57,24 +64,30 @@ func ParseJobGPUs(out, node string) (gpus []int, found bool, err error) {
 		f := strings.Fields(line)
 		hosts, err := slurmstate.ExpandHostlist(strings.TrimPrefix(f[0], "Nodes="))
 		if err != nil {
-			return nil, false, fmt.Errorf("scontrol show job: line %d: %w", i+1, err)
+			return JobNode{}, false, fmt.Errorf("scontrol show job: line %d: %w", i+1, err)
 		}
 		if !contains(hosts, node) {
 			continue
 		}
 		found = true
 		for _, kv := range f[1:] {
-			if !strings.HasPrefix(kv, "GRES=") {
-				continue
+			switch {
+			case strings.HasPrefix(kv, "GRES="):
+				idx, err := gresIndexes(strings.TrimPrefix(kv, "GRES="))
+				if err != nil {
+					return JobNode{}, true, fmt.Errorf("scontrol show job: line %d: %w", i+1, err)
+				}
+				jn.GPUs = append(jn.GPUs, idx...)
+			case strings.HasPrefix(kv, "CPU_IDs="):
+				ids, err := cpulist.Parse(strings.TrimPrefix(kv, "CPU_IDs="))
+				if err != nil {
+					return JobNode{}, true, fmt.Errorf("scontrol show job: line %d: CPU_IDs: %w", i+1, err)
+				}
+				jn.CPUIDs = append(jn.CPUIDs, ids...)
 			}
-			idx, err := gresIndexes(strings.TrimPrefix(kv, "GRES="))
-			if err != nil {
-				return nil, true, fmt.Errorf("scontrol show job: line %d: %w", i+1, err)
-			}
-			gpus = append(gpus, idx...)
 		}
 	}
-	return gpus, found, nil
+	return jn, found, nil
 }
 
 // gresIndexes takes the gpu entries of "gpu:h100:2(IDX:0-1),gpu:a100:1(IDX:4)".
@@ -131,15 +144,14 @@ func (s *Scontrol) ListPIDs(ctx context.Context, jobID string) ([]int32, error) 
 	return ParseListPIDs(out, jobID)
 }
 
-// JobGPUs runs `scontrol show job -d JOBID` for the GPU indexes the job
-// holds on node.
-func (s *Scontrol) JobGPUs(ctx context.Context, jobID, node string) ([]int, bool, error) {
+// JobNode runs `scontrol show job -d JOBID` for what the job holds on node.
+func (s *Scontrol) JobNode(ctx context.Context, jobID, node string) (JobNode, bool, error) {
 	if _, err := strconv.ParseUint(jobID, 10, 32); err != nil {
-		return nil, false, fmt.Errorf("job ID %q is not a number", jobID)
+		return JobNode{}, false, fmt.Errorf("job ID %q is not a number", jobID)
 	}
 	out, err := s.run(ctx, "show", "job", "-d", jobID)
 	if err != nil {
-		return nil, false, err
+		return JobNode{}, false, err
 	}
-	return ParseJobGPUs(out, node)
+	return ParseJobNode(out, node)
 }

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func TestParseListPIDs(t *testing.T) {
 	}
 }
 
-func TestParseJobGPUs(t *testing.T) {
+func TestParseJobNode(t *testing.T) {
 	for _, c := range []struct {
 		name, out, node string
 		want            []int
@@ -42,13 +43,15 @@ func TestParseJobGPUs(t *testing.T) {
 	}{
 		{name: "one node", node: "gpu01", found: true, want: []int{0, 1},
 			out: "JobId=42 JobName=x\n   NodeList=gpu01\n     Nodes=gpu01 CPU_IDs=0-7 Mem=0 GRES=gpu:2(IDX:0-1)\n   MinCPUsNode=1\n"},
+		{name: "bad CPU_IDs", node: "gpu01", found: true, err: "CPU_IDs", out: "     Nodes=gpu01 CPU_IDs=0-x Mem=0 GRES=\n"},
 		{name: "typed, hostlist", node: "gpu03", found: true, want: []int{4, 6, 7},
 			out: "     Nodes=gpu[01-02] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:4(IDX:0-3)\n     Nodes=gpu03 CPU_IDs=0-7 Mem=0 GRES=gpu:h100:3(IDX:4,6-7),nic:1(IDX:0)\n"},
 		{name: "no GPU on the node", node: "gpu01", found: true, want: nil, out: "     Nodes=gpu01 CPU_IDs=0-7 Mem=1024 GRES=\n"},
 		{name: "not on the node", node: "gpu09", found: false, out: "     Nodes=gpu[01-02] CPU_IDs=0-7 Mem=0 GRES=gpu:2(IDX:0-1)\n"},
 		{name: "bad IDX", node: "gpu01", found: true, err: "IDX list", out: "     Nodes=gpu01 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:x)\n"},
 	} {
-		got, found, err := ParseJobGPUs(c.out, c.node)
+		jn, found, err := ParseJobNode(c.out, c.node)
+		got := jn.GPUs
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: error %v, want %q", c.name, err, c.err)
@@ -75,9 +78,33 @@ func FuzzParseListPIDs(f *testing.F) {
 	})
 }
 
-func FuzzParseJobGPUs(f *testing.F) {
+func FuzzParseJobNode(f *testing.F) {
 	f.Add("     Nodes=gpu[01-02] CPU_IDs=0-7 Mem=0 GRES=gpu:h100:4(IDX:0-3)\n", "gpu01")
 	f.Fuzz(func(t *testing.T, out, node string) {
-		_, _, _ = ParseJobGPUs(out, node)
+		_, _, _ = ParseJobNode(out, node)
 	})
+}
+
+// The real outputs Debian's Slurm 22.05 gave for a job of the Slurm e2e
+// (testdata/scontrol-job.SOURCE).
+func TestRealScontrolJobOutputs(t *testing.T) {
+	show, err := os.ReadFile("testdata/scontrol-show-job-d.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jn, found, err := ParseJobNode(string(show), "vm")
+	if err != nil || !found || !reflect.DeepEqual(jn.GPUs, []int{0, 1}) || !reflect.DeepEqual(jn.CPUIDs, []int{0, 1}) {
+		t.Errorf("show job -d: %+v %v %v, want GPUs and CPUs 0,1", jn, found, err)
+	}
+	if _, found, _ := ParseJobNode(string(show), "gpu01"); found {
+		t.Error("a node the job is not on was found")
+	}
+	pids, err := os.ReadFile("testdata/scontrol-listpids.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseListPIDs(string(pids), "43")
+	if err != nil || !reflect.DeepEqual(got, []int32{22311, 22314, 22315}) {
+		t.Errorf("listpids: %v %v", got, err)
+	}
 }

@@ -11,6 +11,8 @@ type Kernel struct {
 	// XIDSource says where XIDs were read from ("/dev/kmsg", "simulated").
 	XIDSource string     `json:"xid_source,omitempty"`
 	XIDs      []XIDEvent `json:"xids"`
+	// SXIDs are NVSwitch errors from the same log (HGX/DGX baseboards).
+	SXIDs []SXIDEvent `json:"sxids,omitempty"`
 	// XIDError is why the log could not be read (no permission, ...). A
 	// check must report it, never treat an unreadable log as a clean one.
 	XIDError string `json:"xid_error,omitempty"`
@@ -52,4 +54,21 @@ type XIDEvent struct {
 // prints the slot ("0000:1b:00"), NVML the function ("00000000:1B:00.0").
 func (e XIDEvent) MatchGPU(pciBusID string) bool {
 	return e.BusID != "" && busid.SameSlot(e.BusID, pciBusID)
+}
+
+// SXIDEvent is one NVSwitch error line ("nvidia-nvswitch3: SXid
+// (PCI:0000:05:00.0): 12028, Non-fatal, ...").
+type SXIDEvent struct {
+	Code int `json:"code"`
+	// Device is the driver's name for the switch ("nvswitch3"); BusID its
+	// PCI address as printed.
+	Device string `json:"device,omitempty"`
+	BusID  string `json:"bus_id,omitempty"`
+	// Severity is the driver's own word: "fatal", "non-fatal", or "" when
+	// the line carries none.
+	Severity         string    `json:"severity,omitempty"`
+	Message          string    `json:"message,omitempty"`
+	Time             time.Time `json:"time,omitempty"`
+	Seq              uint64    `json:"seq,omitempty"`
+	BeforeDriverLoad bool      `json:"before_driver_load,omitempty"`
 }

@@ -87,3 +87,26 @@ func TestIsDriverLoad(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseSXid(f *testing.F) {
+	for _, s := range []string{
+		"nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)",
+		"6,1,2,-;nvidia-nvswitch0: SXid (PCI:0000:00:00.0): 11001, Fatal, ingress invalid command",
+		"nvidia-nvswitch3: SXid (PCI:0000:c1:00.0): garbled, Fatal", ": SXid (PCI:", ": SXid (PCI:):",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ev, ok := ParseSXid(b)
+		if ok && (ev.Code <= 0 || ev.Severity != "" && ev.Severity != "fatal" && ev.Severity != "non-fatal") {
+			t.Fatalf("accepted %+v", ev)
+		}
+		ParseSXidKmsg(b, time.Time{})
+	})
+}
+
+func TestParseSXidRejectsGarbledCode(t *testing.T) {
+	if ev, ok := ParseSXid([]byte("nvidia-nvswitch3: SXid (PCI:0000:c1:00.0): garbled, Fatal")); ok {
+		t.Errorf("garbled code accepted: %+v", ev)
+	}
+}

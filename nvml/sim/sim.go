@@ -52,12 +52,20 @@ func New(spec *simulate.Spec) (*System, error) {
 	for i, d := range srv.Devices {
 		dev := d.(*server.Device)
 		m.dress(dev, i)
+		idle(dev, maxSMClock(spec.Model))
 		FillNotSupported(&dev.Device)
 		sys.Devices = append(sys.Devices, dev)
 	}
 	srv.SystemGetCudaDriverVersion_v2Func = srv.SystemGetCudaDriverVersionFunc
 	FillNotSupported(&srv.Interface)
 	FillNotSupported(&srv.ExtendedInterface)
+	sc, err := spec.Job()
+	if err != nil {
+		return nil, err
+	}
+	if sc != nil {
+		job(sys, sc, maxSMClock(spec.Model))
+	}
 	for _, f := range spec.Faults {
 		apply, ok := faults[f.Name]
 		if !ok {
@@ -186,4 +194,14 @@ func copy8[T ~int8 | ~uint8](dst []T, s string) {
 	for i := 0; i < len(s) && i < len(dst)-1; i++ {
 		dst[i] = T(s[i])
 	}
+}
+
+// maxSMClock is the model's maximum SM clock as nvidia-smi -q prints it
+// ("Max Clocks: SM"): 1980 MHz on H100/H200 SXM, 1410 on A100 SXM; B200
+// is given the H100's figure (no capture of one at hand).
+func maxSMClock(model string) uint32 {
+	if model == "dgx-a100" {
+		return 1410
+	}
+	return 1980
 }

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/report"
+)
+
+// Every simulated job, sampled by the real collectors over the simulated
+// sources, gets the verdict its scenario is there to show.
+func TestJobSimulatedScenarios(t *testing.T) {
+	for _, c := range []struct {
+		fault, id string
+		status    check.Status
+		summary   string
+	}{
+		{"job-healthy", "perf.bottleneck", check.Pass, "GPU-bound"},
+		{"job-input-bound", "perf.bottleneck", check.Warn, "input pipeline CPU-bound"},
+		{"job-io-bound", "perf.bottleneck", check.Warn, "from nfs4 /data (a network filesystem)"},
+		{"job-one-gpu", "perf.gpus_used", check.Warn, "the job uses 1 of its 4 GPUs"},
+		{"job-oversized", "perf.gpu_fit", check.Warn, "would fit on 1 of its 4 GPUs"},
+		{"job-memory-pressure", "perf.memory", check.Fail, "killed 1 of the job's processes"},
+	} {
+		t.Run(c.fault, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "job", "--simulate", "dgx-h100:"+c.fault, "--duration", "1s", "--interval", "250ms", "--format", "json")
+			var doc report.Document
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("exit %d, %v: %s %s", code, err, out, errOut)
+			}
+			if doc.JobPerf == nil || doc.JobPerf.JobID != "4242" || doc.JobPerf.User != "alice" || len(doc.JobPerf.GPUs) != 4 {
+				t.Fatalf("job figures %+v", doc.JobPerf)
+			}
+			for _, r := range doc.Checks {
+				if r.ID == c.id {
+					if r.Status != c.status || !strings.Contains(r.Summary, c.summary) {
+						t.Errorf("%s: %s %q, want %s containing %q", c.id, r.Status, r.Summary, c.status, c.summary)
+					}
+					want := 0
+					if c.status == check.Fail {
+						want = 1
+					}
+					if code != want {
+						t.Errorf("exit %d, want %d", code, want)
+					}
+					return
+				}
+			}
+			t.Errorf("%s not in the report", c.id)
+		})
+	}
+}
+
+func TestJobUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"job"}, "not inside a Slurm job"},
+		{[]string{"job", "--job", "12;rm"}, "a job ID is a number"},
+		{[]string{"job", "--job", "1", "--duration", "1s", "--interval", "2s"}, "no longer than --duration"},
+		{[]string{"job", "--simulate", "dgx-h100:job-io-bound,job-one-gpu"}, "one simulated job at a time"},
+		{[]string{"job", "--simulate", "dgx-h100:job-io-bound", "--gpus", "0-x"}, "--gpus"},
+		{[]string{"job", "--simulate", "dgx-h100:job-io-bound", "--checks", "gpu.ecc"}, "no check matches"},
+	} {
+		code, _, errOut := runCLI(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.err) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.err)
+		}
+	}
+}
+
+// The one-line-per-GPU summary an Epilog appends to the job's output file.
+func TestJobSummary(t *testing.T) {
+	code, out, errOut := runCLI(t, "job", "--simulate", "dgx-h100:job-one-gpu", "--duration", "1s", "--interval", "250ms", "--summary")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 5 || !strings.HasPrefix(lines[1], "gpuprobe: job 4242 GPU 1: 0% busy") ||
+		!strings.Contains(lines[4], "WARN: perf.gpus_used: the job uses 1 of its 4 GPUs") {
+		t.Errorf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+}

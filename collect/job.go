@@ -1,0 +1,191 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/jobperf"
+	"github.com/gpuprobe/gpuprobe/nvml"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// JobOptions say which job to sample, for how long, and where its GPUs are.
+type JobOptions struct {
+	Options
+	// JobID is the Slurm job; "" samples the job gpuprobe itself runs in.
+	JobID string
+	// Duration is the sampling window; Interval the time between ticks.
+	Duration, Interval time.Duration
+	// GPUs are the job's GPUs as NVML indexes, and GPUsFrom how the caller
+	// found them ("scontrol", "step-env", "flag"); nil GPUs: the GPUs that
+	// run the job's processes.
+	GPUs     []int
+	GPUsFrom string
+	// ListPIDs lists the job's processes when it has no cgroup of its own
+	// (`scontrol listpids`); nil: none.
+	ListPIDs func(ctx context.Context, jobID string) ([]int32, error)
+	// AllocatedCPUs is the job's CPU_IDs on this node from scontrol: the
+	// allocation when no cgroup cpuset says it (task/none lets the tasks
+	// run anywhere, so their affinity is not the allocation).
+	AllocatedCPUs []int
+}
+
+// Job samples one running job: every Interval for Duration, NVML's view of
+// its GPUs and the cgroup's and /proc's view of its tasks, side by side at
+// the same ticks so the verdicts compare like with like. It never judges.
+func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
+	if o.Interval <= 0 || o.Duration < o.Interval {
+		return nil, fmt.Errorf("sampling: --interval %s must be positive and no longer than --duration %s", o.Interval, o.Duration)
+	}
+	host, err := jobperf.Find(ctx, jobperf.Options{
+		Root: o.Sources.Root, SysfsRoot: o.SysfsRoot, ProcfsRoot: o.procfs(), JobID: o.JobID,
+		ListPIDs: o.ListPIDs, CallTimeout: o.CallTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &state.JobPerf{Start: time.Now().UTC(), IntervalSeconds: o.Interval.Seconds()}
+	host.Describe(p)
+
+	sampler, gpuErr := openSampler(ctx, o)
+	if gpuErr != nil {
+		p.Errors = append(p.Errors, "GPUs: "+gpuErr.Error())
+	}
+	var ticks []*jobperf.Sample
+	var gpuTicks [][]state.GPUSample
+	var pidsOnGPU [][]uint32
+	start := time.Now()
+	next := start
+	for {
+		s, err := host.Sample(ctx)
+		if err != nil {
+			p.Errors = append(p.Errors, "host sample: "+err.Error())
+		} else {
+			ticks = append(ticks, s)
+		}
+		if sampler != nil {
+			gpuTicks = append(gpuTicks, sampler.Sample(ctx))
+		}
+		next = next.Add(o.Interval)
+		if next.Sub(start) > o.Duration || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(next)):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	p.WindowSeconds = time.Since(start).Seconds()
+	if len(ticks) > 0 {
+		p.WindowSeconds = ticks[len(ticks)-1].At.Sub(ticks[0].At).Seconds()
+	}
+	p.CPU, p.Memory, p.IO, err = summarize(host, ticks)
+	if err != nil {
+		p.Errors = append(p.Errors, err.Error())
+	}
+	if p.CPU != nil && p.TasksFrom == "scontrol" && len(o.AllocatedCPUs) > 0 {
+		p.CPU.AllocatedCPUs, p.CPU.AllocatedCount = cpulist.Format(o.AllocatedCPUs)+" (scontrol CPU_IDs)", len(o.AllocatedCPUs)
+	}
+	host.Describe(p) // the PIDs seen over the window
+	p.User = userName(ctx, o, p)
+	if sampler != nil {
+		pidsOnGPU = sampler.ComputePIDs(ctx)
+		p.GPUs = sampler.GPUs()
+		sampler.Close()
+		for _, t := range gpuTicks {
+			for i := range p.GPUs {
+				if i < len(t) {
+					p.GPUs[i].Samples = append(p.GPUs[i].Samples, t[i])
+				}
+			}
+		}
+		p.GPUsFrom = o.GPUsFrom
+		attribute(p, pidsOnGPU, o.GPUs == nil)
+	}
+	return p, nil
+}
+
+func summarize(host *jobperf.Job, ticks []*jobperf.Sample) (*state.JobCPU, *state.JobMemory, *state.JobIO, error) {
+	cpu, mem, io, errs := jobperf.Summarize(host, ticks)
+	if len(errs) > 0 {
+		return cpu, mem, io, fmt.Errorf("host counters: %v", errs)
+	}
+	return cpu, mem, io, nil
+}
+
+// openSampler opens NVML once for the window (the daemon's own handle is
+// not shared: a job run is its own short process).
+func openSampler(ctx context.Context, o JobOptions) (*nvml.Sampler, error) {
+	nopts := nvml.Options{CallTimeout: o.CallTimeout}
+	open := o.Sources.OpenNVML
+	if open == nil {
+		nopts.Real, nopts.Library = true, "nvml"
+		open = func() (gonvml.Interface, error) { return nvml.Open() }
+	}
+	lib, err := open()
+	if err != nil {
+		return nil, err
+	}
+	return nvml.NewSampler(ctx, lib, nopts, o.GPUs)
+}
+
+// attribute records which of the job's processes run on each GPU and, when
+// the caller did not know the job's GPUs, keeps only the GPUs that run one.
+func attribute(p *state.JobPerf, pidsOnGPU [][]uint32, byProcess bool) {
+	job := map[uint32]bool{}
+	for _, pid := range p.PIDs {
+		job[uint32(pid)] = true
+	}
+	var kept []state.JobGPU
+	for i := range p.GPUs {
+		g := p.GPUs[i]
+		if i < len(pidsOnGPU) {
+			for _, pid := range pidsOnGPU[i] {
+				if job[pid] {
+					g.JobPIDs = append(g.JobPIDs, pid)
+				}
+			}
+		}
+		sort.Slice(g.JobPIDs, func(a, b int) bool { return g.JobPIDs[a] < g.JobPIDs[b] })
+		for t := range g.Samples {
+			for k := range g.Samples[t].Processes {
+				g.Samples[t].Processes[k].InJob = job[g.Samples[t].Processes[k].PID]
+			}
+		}
+		if byProcess && len(g.JobPIDs) == 0 {
+			continue
+		}
+		kept = append(kept, g)
+	}
+	p.GPUs = kept
+	if byProcess {
+		p.GPUsFrom = "processes"
+	}
+}
+
+// userName turns the numeric owner jobperf found into a name, through the
+// process table (NSS on a real node, the simulated owners otherwise).
+func userName(ctx context.Context, o JobOptions, p *state.JobPerf) string {
+	if p.User == "" || strings.Trim(p.User, "0123456789") != "" || len(p.PIDs) == 0 {
+		return p.User
+	}
+	lookup := o.Sources.Process
+	if lookup == nil {
+		lookup = hostProcesses(o.Options)
+	}
+	for _, pid := range p.PIDs {
+		if u, _, _ := lookup(ctx, pid); u != "" {
+			return u
+		}
+	}
+	return p.User
+}

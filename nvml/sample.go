@@ -1,0 +1,280 @@
+package nvml
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// Sampler reads a job's GPUs at each tick of `gpuprobe job`: the library is
+// initialised once for the window and every call runs under the same
+// guards as Collect's, so a GPU whose call hung is not called again.
+type Sampler struct {
+	lib     gonvml.Interface
+	sys     *guard
+	sysErrs []state.CallError
+	devs    []*sampled
+}
+
+// sampled is one GPU of the sampler: its handle, identity and the state
+// the guard files its failures in.
+type sampled struct {
+	g        *guard
+	dev      gonvml.Device
+	gpu      state.GPU // Errors, Unsupported, Lost land here
+	info     state.JobGPU
+	lastSeen uint64 // nvmlDeviceGetProcessUtilization's timestamp, µs
+}
+
+// NewSampler initialises lib and takes handles for the GPUs at these NVML
+// indexes (nil: every GPU). A GPU without a handle is still listed, with
+// the error.
+func NewSampler(ctx context.Context, lib gonvml.Interface, opts Options, indices []int) (*Sampler, error) {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	libName := opts.Library
+	if libName == "" {
+		libName = fmt.Sprintf("nvml#%d", collections.Add(1))
+	}
+	s := &Sampler{lib: lib}
+	s.sys = &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &s.sysErrs, lib: libName}
+	ret, o := call(s.sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {
+		r := lib.Init()
+		return r, r
+	})
+	if o != ok {
+		return nil, fmt.Errorf("NVML: %s", initError(ret, s.sysErrs))
+	}
+	if indices == nil {
+		count, o := call(s.sys, "nvmlDeviceGetCount", lib.DeviceGetCount)
+		if o != ok {
+			s.Close()
+			return nil, fmt.Errorf("NVML: %s", s.sysErrs[len(s.sysErrs)-1].Error)
+		}
+		for i := 0; i < count; i++ {
+			indices = append(indices, i)
+		}
+	}
+	for _, i := range indices {
+		d := &sampled{gpu: state.GPU{Index: i}, info: state.JobGPU{Index: i}}
+		d.g = &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: &d.gpu, errs: &d.gpu.Errors, unsupp: &d.gpu.Unsupported, lib: libName}
+		s.devs = append(s.devs, d)
+		dev, o := call(d.g, "nvmlDeviceGetHandleByIndex", func() (gonvml.Device, gonvml.Return) { return lib.DeviceGetHandleByIndex(i) })
+		if o != ok {
+			continue
+		}
+		d.dev = dev
+		if v, o := call(d.g, "nvmlDeviceGetUUID", dev.GetUUID); o == ok {
+			d.info.UUID = v
+		}
+		if v, o := call(d.g, "nvmlDeviceGetName", dev.GetName); o == ok {
+			d.info.Name = v
+		}
+		if v, o := call(d.g, "nvmlDeviceGetPciInfo", dev.GetPciInfo); o == ok {
+			d.info.PCIBusID = pciBusID(v)
+		}
+		if v, o := call(d.g, "nvmlDeviceGetMemoryInfo", dev.GetMemoryInfo); o == ok {
+			d.info.MemoryTotalBytes = v.Total
+		}
+	}
+	return s, nil
+}
+
+// GPUs are the sampled GPUs' identities and what failed so far; Samples is
+// empty (the caller collects Sample's results).
+func (s *Sampler) GPUs() []state.JobGPU {
+	out := make([]state.JobGPU, len(s.devs))
+	for i, d := range s.devs {
+		g := d.info
+		g.Unsupported = dedupe(d.gpu.Unsupported)
+		g.Errors = append([]state.CallError(nil), d.gpu.Errors...)
+		out[i] = g
+	}
+	return out
+}
+
+// nvlinkAllLinks is the scopeId that sums a field over every link (nvml.h:
+// "A scopeId of UINT_MAX returns aggregate value summed up across all links").
+const nvlinkAllLinks = math.MaxUint32
+
+// Sample reads one tick of every GPU, in GPUs() order.
+func (s *Sampler) Sample(ctx context.Context) []state.GPUSample {
+	out := make([]state.GPUSample, len(s.devs))
+	for i, d := range s.devs {
+		out[i] = state.GPUSample{At: time.Now().UTC()}
+		if d.dev == nil {
+			continue
+		}
+		d.sample(&out[i])
+	}
+	return out
+}
+
+func (d *sampled) sample(smp *state.GPUSample) {
+	dev := d.dev
+	if u, o := call(d.g, "nvmlDeviceGetUtilizationRates", dev.GetUtilizationRates); o == ok {
+		gpu, mem := u.Gpu, u.Memory
+		smp.UtilGPUPercent, smp.UtilMemoryPercent = &gpu, &mem
+	}
+	if m, o := call(d.g, "nvmlDeviceGetMemoryInfo", dev.GetMemoryInfo); o == ok {
+		used := m.Used
+		smp.MemoryUsedBytes = &used
+	}
+	// Each PCIe throughput call samples the link for 20 ms in the driver
+	// (nvml.h, nvmlDeviceGetPcieThroughput): 40 ms per GPU per tick.
+	if v, o := call(d.g, "nvmlDeviceGetPcieThroughput", func() (uint32, gonvml.Return) { return dev.GetPcieThroughput(gonvml.PCIE_UTIL_TX_BYTES) }); o == ok {
+		smp.PCIeTxKBps = &v
+	}
+	if v, o := call(d.g, "nvmlDeviceGetPcieThroughput", func() (uint32, gonvml.Return) { return dev.GetPcieThroughput(gonvml.PCIE_UTIL_RX_BYTES) }); o == ok {
+		smp.PCIeRxKBps = &v
+	}
+	d.nvlink(smp)
+	if mw, o := call(d.g, "nvmlDeviceGetPowerUsage", dev.GetPowerUsage); o == ok {
+		w := float64(mw) / 1000
+		smp.PowerWatts = &w
+	}
+	if mw, o := call(d.g, "nvmlDeviceGetEnforcedPowerLimit", dev.GetEnforcedPowerLimit); o == ok {
+		w := float64(mw) / 1000
+		smp.PowerLimitWatts = &w
+	}
+	if v, o := call(d.g, "nvmlDeviceGetClockInfo", func() (uint32, gonvml.Return) { return dev.GetClockInfo(gonvml.CLOCK_SM) }); o == ok {
+		smp.SMClockMHz = &v
+	}
+	if v, o := call(d.g, "nvmlDeviceGetMaxClockInfo", func() (uint32, gonvml.Return) { return dev.GetMaxClockInfo(gonvml.CLOCK_SM) }); o == ok {
+		smp.MaxSMClockMHz = &v
+	}
+	if v, o := call(d.g, "nvmlDeviceGetCurrentClocksEventReasons", dev.GetCurrentClocksEventReasons); o == ok {
+		smp.ClockEventMask = &v
+	}
+	d.processUtil(smp)
+}
+
+// nvlink reads the NVLink data counters summed over links
+// (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, "NVLink TX/RX Data throughput
+// in KiB"): counters since the driver loaded, turned into bytes.
+func (d *sampled) nvlink(smp *state.GPUSample) {
+	vals := []gonvml.FieldValue{
+		{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ScopeId: nvlinkAllLinks},
+		{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ScopeId: nvlinkAllLinks},
+	}
+	if _, o := call(d.g, "nvmlDeviceGetFieldValues", func() (struct{}, gonvml.Return) { return struct{}{}, d.dev.GetFieldValues(vals) }); o != ok {
+		return
+	}
+	var got [2]*uint64
+	for i, v := range vals {
+		if gonvml.Return(v.NvmlReturn) != gonvml.SUCCESS {
+			continue
+		}
+		kib, known := fieldUint(v)
+		if !known {
+			continue
+		}
+		b := kib * 1024
+		got[i] = &b
+	}
+	smp.NVLinkTxBytes, smp.NVLinkRxBytes = got[0], got[1]
+}
+
+// fieldUint reads an unsigned field value of whatever width NVML says.
+func fieldUint(v gonvml.FieldValue) (uint64, bool) {
+	switch gonvml.ValueType(v.ValueType) {
+	case gonvml.VALUE_TYPE_UNSIGNED_INT:
+		return uint64(binary.NativeEndian.Uint32(v.Value[:4])), true
+	case gonvml.VALUE_TYPE_UNSIGNED_LONG, gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG:
+		return binary.NativeEndian.Uint64(v.Value[:]), true
+	case gonvml.VALUE_TYPE_UNSIGNED_SHORT:
+		return uint64(binary.NativeEndian.Uint16(v.Value[:2])), true
+	}
+	return 0, false
+}
+
+// processUtil reads per-process SM and memory utilisation for the driver's
+// samples since the last tick. NOT_FOUND is "no sample since then" (nvml.h),
+// an empty list rather than an error.
+func (d *sampled) processUtil(smp *state.GPUSample) {
+	if d.g.stopped != "" {
+		return
+	}
+	since := d.lastSeen
+	type res struct {
+		s   []gonvml.ProcessUtilizationSample
+		ret gonvml.Return
+	}
+	r, o := call(d.g, "nvmlDeviceGetProcessUtilization", func() (res, gonvml.Return) {
+		s, ret := d.dev.GetProcessUtilization(since)
+		if ret == gonvml.ERROR_NOT_FOUND {
+			return res{ret: ret}, gonvml.SUCCESS
+		}
+		return res{s: s, ret: ret}, ret
+	})
+	if o != ok {
+		return
+	}
+	byPID := map[uint32]state.ProcessUtil{}
+	for _, p := range r.s {
+		if p.TimeStamp > d.lastSeen {
+			d.lastSeen = p.TimeStamp
+		}
+		cur := byPID[p.Pid]
+		cur.PID = p.Pid
+		cur.SMUtilPercent = max(cur.SMUtilPercent, p.SmUtil)
+		cur.MemUtilPercent = max(cur.MemUtilPercent, p.MemUtil)
+		byPID[p.Pid] = cur
+	}
+	for _, p := range byPID {
+		smp.Processes = append(smp.Processes, p)
+	}
+	sort.Slice(smp.Processes, func(i, j int) bool { return smp.Processes[i].PID < smp.Processes[j].PID })
+}
+
+// ComputePIDs lists, per GPU, the running compute processes.
+func (s *Sampler) ComputePIDs(ctx context.Context) [][]uint32 {
+	out := make([][]uint32, len(s.devs))
+	for i, d := range s.devs {
+		if d.dev == nil {
+			continue
+		}
+		if ps, o := call(d.g, "nvmlDeviceGetComputeRunningProcesses", d.dev.GetComputeRunningProcesses); o == ok {
+			for _, p := range ps {
+				out[i] = append(out[i], p.Pid)
+			}
+		}
+	}
+	return out
+}
+
+// Close shuts the library down, unless a call hung (Shutdown would too).
+func (s *Sampler) Close() {
+	if s.sys.stopped != "" {
+		return
+	}
+	for _, d := range s.devs {
+		if d.g.stopped != "" && !d.gpu.Lost && len(d.gpu.Errors) > 0 && d.gpu.Errors[len(d.gpu.Errors)-1].Timeout {
+			return
+		}
+	}
+	call(s.sys, "nvmlShutdown", func() (gonvml.Return, gonvml.Return) {
+		r := s.lib.Shutdown()
+		return r, r
+	})
+}
+
+func dedupe(l []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range l {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
