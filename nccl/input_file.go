@@ -107,7 +107,11 @@ func (a *Analyzer) readAtFile(ctx context.Context, src int32, r io.ReaderAt, siz
 	}
 	wg.Wait()
 	a.mu.Lock()
-	a.stats.Bytes += size
+	if failed == nil {
+		a.stats.Bytes += size
+	} else {
+		a.stats.Bytes += min(merged*block, size) // what was read in order
+	}
 	a.flush()
 	a.mu.Unlock()
 	return failed

@@ -160,3 +160,15 @@ func TestStreamEndsAtDeadline(t *testing.T) {
 		cancel()
 	}
 }
+
+// A regular file read past the deadline says how far it got, not its size.
+func TestFileDeadlineCountsWhatWasRead(t *testing.T) {
+	data := bytes.Repeat([]byte("h:1:2 [0] NCCL INFO Using network IB\n"), 4*blockSize/38)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the deadline passed before the first block
+	a := NewAnalyzer()
+	err := a.readAtFile(ctx, a.source("big"), bytes.NewReader(data), int64(len(data)), blockSize)
+	if err == nil || a.stats.Bytes >= int64(len(data)) {
+		t.Errorf("error %v, %d of %d bytes counted", err, a.stats.Bytes, len(data))
+	}
+}
