@@ -28,9 +28,17 @@ func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source 
 	if lookup == nil {
 		lookup = hostProcesses(opts)
 	}
+	jobOf := opts.Sources.ProcessJob
+	if jobOf == nil {
+		jobOf = hostProcessJobs(opts)
+		if opts.Sources.ForeignGPUs {
+			// Simulated GPUs' PIDs are not this machine's processes.
+			jobOf = func(context.Context, int32) string { return "" }
+		}
+	}
 	describeProcesses(ctx, n, func(ctx context.Context, pid int32) (string, string, string) {
 		user, exe, cmdline := lookup(ctx, pid)
 		return user, exe, optional(opts.ProcessCommandLines, cmdline)
-	})
+	}, jobOf)
 	return state.Source{OK: n.NVML.Available, Error: n.NVML.Error}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/deadline"
+	"github.com/gpuprobe/gpuprobe/jobperf"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -26,7 +28,7 @@ const lookupTimeout = 2 * time.Second
 // describeProcesses names the owner and executable of every process NVML
 // lists, so a report can say whose leftover is on a GPU. The command line
 // is recorded only when asked (its arguments can hold secrets).
-func describeProcesses(ctx context.Context, n *state.Node, lookup func(context.Context, int32) (user, exe, cmdline string)) {
+func describeProcesses(ctx context.Context, n *state.Node, lookup func(context.Context, int32) (user, exe, cmdline string), job func(context.Context, int32) string) {
 	if n.NVML == nil {
 		return
 	}
@@ -34,6 +36,7 @@ func describeProcesses(ctx context.Context, n *state.Node, lookup func(context.C
 		for pi := range n.NVML.GPUs[gi].Processes {
 			p := &n.NVML.GPUs[gi].Processes[pi]
 			p.User, p.Command, p.CommandLine = lookup(ctx, int32(p.PID))
+			p.JobID = job(ctx, int32(p.PID))
 		}
 	}
 }
@@ -47,6 +50,34 @@ type procTable struct {
 	reg          *deadline.Registry
 	timeout      time.Duration
 	lookupID     func(uid string) (string, error) // NSS; tests swap it
+}
+
+// hostProcessJobs names each PID's Slurm job from its /proc/PID/cgroup,
+// read under the same guards as the owner.
+func hostProcessJobs(o Options) func(context.Context, int32) string {
+	t := &procTable{root: o.procfs(), reg: &deadline.Default, timeout: lookupTimeout}
+	return t.job
+}
+
+func (t *procTable) job(ctx context.Context, pid int32) string {
+	p := filepath.Join(t.root, strconv.Itoa(int(pid)), "cgroup")
+	data, err := deadline.DoIn(t.reg, ctx, p, t.timeout, func() ([]byte, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		buf := make([]byte, 16384)
+		n, err := io.ReadFull(f, buf)
+		if err == io.ErrUnexpectedEOF || err == io.EOF {
+			err = nil
+		}
+		return buf[:n], err
+	})
+	if err != nil {
+		return ""
+	}
+	return jobperf.JobOfCgroup(data)
 }
 
 func hostProcesses(o Options) func(context.Context, int32) (string, string, string) {

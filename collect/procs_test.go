@@ -40,13 +40,13 @@ func TestProcessesNamedWithoutArguments(t *testing.T) {
 	tab := &procTable{root: root, reg: &deadline.Registry{}, timeout: time.Second,
 		lookupID: func(uid string) (string, error) { return map[string]string{"1000": "alice"}[uid], nil }}
 	n := node(4242)
-	describeProcesses(context.Background(), n, tab.lookup)
+	describeProcesses(context.Background(), n, tab.lookup, tab.job)
 	p := n.NVML.GPUs[0].Processes[0]
 	if p.User != "alice" || p.Command != "python3.11" || p.CommandLine != "" {
 		t.Fatalf("got user %q command %q command line %q; want alice, python3.11 and no command line", p.User, p.Command, p.CommandLine)
 	}
 	tab.commandLines = true
-	describeProcesses(context.Background(), n, tab.lookup)
+	describeProcesses(context.Background(), n, tab.lookup, tab.job)
 	if p := n.NVML.GPUs[0].Processes[0]; p.CommandLine != "python3 train.py --wandb-key=s3cr3t" {
 		t.Fatalf("with command lines asked for: %q", p.CommandLine)
 	}
@@ -91,6 +91,26 @@ func TestProcStatusHung(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		if usr, exe, _ := tab.lookup(context.Background(), 77); usr != "" || exe != "python3.11" {
 			t.Fatalf("%q %q", usr, exe)
+		}
+	}
+}
+
+// A GPU process's Slurm job comes from the cgroup the kernel lists for it:
+// a v2 task line of a real node (NordicHPC/sonar's capture) and a v1 one.
+func TestProcessJobFromCgroup(t *testing.T) {
+	for _, c := range []struct{ cgroup, want string }{
+		{"0::/system.slice/slurmstepd.scope/job_1426637/step_0/user/task_0\n", "1426637"},
+		{"12:memory:/slurm/uid_20821/job_10/step_batch/task_0\n11:cpuacct,cpu:/slurm/uid_20821/job_10/step_batch/task_0\n", "10"},
+		{"0::/user.slice/user-1000.slice/session-3.scope\n", ""},
+		{"0::/system.slice/job_12;rm -rf/x\n", ""},
+	} {
+		root := fakeProc(t, "4242", "Uid:\t1000\t1000\t1000\t1000\n")
+		os.WriteFile(filepath.Join(root, "4242", "cgroup"), []byte(c.cgroup), 0o644)
+		tab := &procTable{root: root, reg: &deadline.Registry{}, timeout: time.Second, lookupID: nssUser}
+		n := node(4242)
+		describeProcesses(context.Background(), n, tab.lookup, tab.job)
+		if got := n.NVML.GPUs[0].Processes[0].JobID; got != c.want {
+			t.Errorf("%q: job %q, want %q", c.cgroup, got, c.want)
 		}
 	}
 }

@@ -31,6 +31,9 @@ type Sources struct {
 	// Process names the owner, executable and command line of a PID; nil
 	// reads /proc and asks NSS for the user name.
 	Process func(ctx context.Context, pid int32) (user, exe, cmdline string)
+	// ProcessJob names the Slurm job whose cgroup holds a PID ("" when
+	// none); nil reads /proc/PID/cgroup.
+	ProcessJob func(ctx context.Context, pid int32) string
 	// ForeignGPUs says the GPUs OpenNVML reports are not this machine's
 	// devices (a simulation): their /dev files and processes are not looked
 	// up here, where they would find some other device or process.

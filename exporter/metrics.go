@@ -59,6 +59,9 @@ var (
 	dPersistence    = desc("gpu_persistence_mode", "1 when persistence mode is on.", gpuLabels...)
 	dMIG            = desc("gpu_mig_mode", "1 when MIG is enabled, which=current|pending.", withGPU("which")...)
 	dProcesses      = desc("gpu_compute_processes", "Compute processes on the GPU.", gpuLabels...)
+	dUtil           = desc("gpu_utilization_ratio", "Share of the driver's last sample period in which a kernel ran on the GPU (nvmlDeviceGetUtilizationRates), 0 to 1.", gpuLabels...)
+	dMemUtil        = desc("gpu_memory_utilization_ratio", "Share of the driver's last sample period in which device memory was read or written, 0 to 1.", gpuLabels...)
+	dJobInfo        = desc("gpu_job_info", "1 for each Slurm job with a compute process on the GPU; the job is the job_<id> of the process's cgroup, the user its owner.", "gpu", "uuid", "job_id", "user")
 	dLinksUp        = desc("nvlink_links_up", "NVLinks up on the GPU.", gpuLabels...)
 	dLinksTotal     = desc("nvlink_links", "NVLinks the GPU reports (up or down).", gpuLabels...)
 	dLinkErrors     = desc("nvlink_errors_total", "NVLink errors summed over the GPU's links, by type (crc_flit, crc_data, replay, recovery).", withGPU("type")...)
@@ -134,6 +137,10 @@ func emitGPUs(e emitter, n *state.Node, perLink bool) {
 				e.gauge(dTempSlowdown, float64(*t.SlowdownC), l...)
 			}
 		}
+		if u := g.Utilization; u != nil {
+			e.gauge(dUtil, float64(u.GPUPercent)/100, l...)
+			e.gauge(dMemUtil, float64(u.MemoryPercent)/100, l...)
+		}
 		if p := g.Power; p != nil {
 			e.gauge(dPower, p.DrawWatts, l...)
 			if p.LimitWatts != nil {
@@ -188,6 +195,7 @@ func emitGPUs(e emitter, n *state.Node, perLink bool) {
 		}
 		if g.ProcessesKnown {
 			e.gauge(dProcesses, float64(len(g.Processes)), l...)
+			e.jobs(g)
 		}
 		emitNVLinks(e, g, l, perLink)
 		if f := g.Fabric; f != nil && f.State != "not_supported" {
@@ -227,5 +235,21 @@ func emitNVLinks(e emitter, g *state.GPU, l []string, perLink bool) {
 		if v, ok := sums[typ]; ok {
 			e.counter(dLinkErrors, v, append(append([]string{}, l...), typ)...)
 		}
+	}
+}
+
+// maxJobsPerGPU bounds gpu_job_info per GPU: MPS or time-slicing can put
+// many jobs on one GPU, and the exposition has a series budget.
+const maxJobsPerGPU = 16
+
+// jobs exports one gpu_job_info per Slurm job running on the GPU.
+func (e emitter) jobs(g *state.GPU) {
+	seen := map[string]bool{}
+	for _, p := range g.Processes {
+		if p.JobID == "" || seen[p.JobID] || len(seen) == maxJobsPerGPU {
+			continue
+		}
+		seen[p.JobID] = true
+		e.gauge(dJobInfo, 1, strconv.Itoa(g.Index), g.UUID, p.JobID, p.User)
 	}
 }

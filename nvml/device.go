@@ -42,6 +42,7 @@ func (d *device) collect() {
 	d.clocks()
 	d.pcie()
 	d.thermalPower()
+	d.utilization()
 	d.processes()
 	d.affinity()
 	d.nvlinks()
@@ -249,6 +250,14 @@ func (d *device) thermalPower() {
 			p.LimitWatts = &w
 		}
 		d.gpu.Power = p
+	}
+}
+
+// utilization is nvmlDeviceGetUtilizationRates: the share of the driver's
+// last sample period with a kernel running, and with memory traffic.
+func (d *device) utilization() {
+	if u, o := call(d.g, "nvmlDeviceGetUtilizationRates", d.dev.GetUtilizationRates); o == ok {
+		d.gpu.Utilization = &state.Utilization{GPUPercent: u.Gpu, MemoryPercent: u.Memory}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,7 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 		return collect.Sources{}, err
 	}
 	owners := sys.Owners
+	job, _ := spec.Job()
 	return collect.Sources{
 		// A fresh mock per collection: go-nvml's mocks record every call.
 		OpenNVML: func() (gonvml.Interface, error) {
@@ -70,6 +72,12 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 		Process: func(_ context.Context, pid int32) (string, string, string) {
 			o := owners[uint32(pid)]
 			return o.User, exe(o.Command), o.Command
+		},
+		ProcessJob: func(_ context.Context, pid int32) string {
+			if job != nil && slices.Contains(simulate.SimJob.RankPIDs, pid) {
+				return simulate.SimJob.ID
+			}
+			return ""
 		},
 		ForeignGPUs: true,
 		RootLabel:   "simulated",
