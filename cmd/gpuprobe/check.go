@@ -31,7 +31,11 @@ type checkExtension struct {
 	// cfg.Checks/cfg.Skip), the collector options and the flags themselves
 	// (f.collect.timeout for a hard deadline).
 	configure func(f *checkFlags, cfg *check.Config, o *collect.Options) error
-	after     func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
+	// start runs first, before any input is read (--config included): a
+	// hard deadline armed here covers the whole run. It returns what to undo
+	// when the run ends early.
+	start func(f *checkFlags) (stop func())
+	after func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
 }
 
 var checkExtensions []checkExtension
@@ -84,6 +88,11 @@ func registerCheck(c *cli) {
 
 func (c *cli) runCheck(f *checkFlags) error {
 	start := time.Now()
+	for _, e := range checkExtensions {
+		if e.start != nil {
+			defer e.start(f)()
+		}
+	}
 	cfgCtx, cfgCancel := context.WithTimeout(context.Background(), max(f.collect.timeout, time.Millisecond))
 	cfg, err := c.loadConfig(cfgCtx, f.configFile, true)
 	cfgCancel()
