@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -23,6 +24,9 @@ type Sampler struct {
 	devs    []*sampled
 }
 
+// Sample and ComputePIDs must not run concurrently with each other: each
+// GPU's guard (and its lastSeen timestamp) is used by one tick at a time.
+
 // sampled is one GPU of the sampler: its handle, identity and the state
 // the guard files its failures in.
 type sampled struct {
@@ -31,6 +35,7 @@ type sampled struct {
 	gpu      state.GPU // Errors, Unsupported, Lost land here
 	info     state.JobGPU
 	lastSeen uint64 // nvmlDeviceGetProcessUtilization's timestamp, µs
+	sym      symbols
 }
 
 // NewSampler initialises lib and takes handles for the GPUs at these NVML
@@ -46,6 +51,10 @@ func NewSampler(ctx context.Context, lib gonvml.Interface, opts Options, indices
 	}
 	s := &Sampler{lib: lib}
 	s.sys = &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &s.sysErrs, lib: libName}
+	// Entry points newer than the oldest driver we support are called only
+	// where the library has them: go-nvml binds symbols lazily, and calling
+	// a missing one kills the process in the dynamic linker.
+	sym := lookupSymbols(lib)
 	ret, o := call(s.sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {
 		r := lib.Init()
 		return r, r
@@ -64,7 +73,7 @@ func NewSampler(ctx context.Context, lib gonvml.Interface, opts Options, indices
 		}
 	}
 	for _, i := range indices {
-		d := &sampled{gpu: state.GPU{Index: i}, info: state.JobGPU{Index: i}}
+		d := &sampled{gpu: state.GPU{Index: i}, info: state.JobGPU{Index: i}, sym: sym}
 		d.g = &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: &d.gpu, errs: &d.gpu.Errors, unsupp: &d.gpu.Unsupported, lib: libName}
 		s.devs = append(s.devs, d)
 		dev, o := call(d.g, "nvmlDeviceGetHandleByIndex", func() (gonvml.Device, gonvml.Return) { return lib.DeviceGetHandleByIndex(i) })
@@ -81,8 +90,8 @@ func NewSampler(ctx context.Context, lib gonvml.Interface, opts Options, indices
 		if v, o := call(d.g, "nvmlDeviceGetPciInfo", dev.GetPciInfo); o == ok {
 			d.info.PCIBusID = pciBusID(v)
 		}
-		if v, o := call(d.g, "nvmlDeviceGetMemoryInfo", dev.GetMemoryInfo); o == ok {
-			d.info.MemoryTotalBytes = v.Total
+		if _, total, known := d.memory(); known {
+			d.info.MemoryTotalBytes = total
 		}
 	}
 	return s, nil
@@ -105,17 +114,56 @@ func (s *Sampler) GPUs() []state.JobGPU {
 // "A scopeId of UINT_MAX returns aggregate value summed up across all links").
 const nvlinkAllLinks = math.MaxUint32
 
-// Sample reads one tick of every GPU, in GPUs() order.
+// Sample reads one tick of every GPU, in GPUs() order. The GPUs are read
+// side by side, as Collect reads them: one GPU's two 20 ms PCIe windows (or
+// a hung call's timeout) do not delay the next GPU's reading, so a tick's
+// samples are taken at nearly the same time. ctx bounds this tick's calls.
 func (s *Sampler) Sample(ctx context.Context) []state.GPUSample {
 	out := make([]state.GPUSample, len(s.devs))
+	var wg sync.WaitGroup
 	for i, d := range s.devs {
 		out[i] = state.GPUSample{At: time.Now().UTC()}
 		if d.dev == nil {
 			continue
 		}
-		d.sample(&out[i])
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.use(ctx)
+			d.sample(&out[i])
+			// NOT_SUPPORTED is filed at every tick; keep each name once so
+			// a long window does not grow the list.
+			d.gpu.Unsupported = dedupe(d.gpu.Unsupported)
+			d.gpu.Errors = dedupeErrors(d.gpu.Errors)
+		}()
 	}
+	wg.Wait()
 	return out
+}
+
+// use makes ctx bound the GPU's next calls (nil keeps NewSampler's).
+func (d *sampled) use(ctx context.Context) {
+	if ctx != nil {
+		d.g.ctx = ctx
+	}
+}
+
+// memory reads used and total framebuffer: nvmlDeviceGetMemoryInfo_v2 where
+// the library has it (its "used" leaves out the driver's reservation, as
+// the node collection's state.Memory does), else nvmlDeviceGetMemoryInfo.
+func (d *sampled) memory() (used, total uint64, known bool) {
+	if d.sym["nvmlDeviceGetMemoryInfo_v2"] {
+		m, o := call(d.g, "nvmlDeviceGetMemoryInfo_v2", d.dev.GetMemoryInfo_v2)
+		if o == ok {
+			return m.Used, m.Total, true
+		}
+		if o != unsupported {
+			return 0, 0, false
+		}
+		d.gpu.Unsupported = d.gpu.Unsupported[:len(d.gpu.Unsupported)-1] // fall back quietly
+	}
+	m, o := call(d.g, "nvmlDeviceGetMemoryInfo", d.dev.GetMemoryInfo)
+	return m.Used, m.Total, o == ok
 }
 
 func (d *sampled) sample(smp *state.GPUSample) {
@@ -124,12 +172,14 @@ func (d *sampled) sample(smp *state.GPUSample) {
 		gpu, mem := u.Gpu, u.Memory
 		smp.UtilGPUPercent, smp.UtilMemoryPercent = &gpu, &mem
 	}
-	if m, o := call(d.g, "nvmlDeviceGetMemoryInfo", dev.GetMemoryInfo); o == ok {
-		used := m.Used
+	if used, _, known := d.memory(); known {
 		smp.MemoryUsedBytes = &used
 	}
-	// Each PCIe throughput call samples the link for 20 ms in the driver
-	// (nvml.h, nvmlDeviceGetPcieThroughput): 40 ms per GPU per tick.
+	// Each PCIe throughput call blocks for the driver's 20 ms counting
+	// window (nvml.h, nvmlDeviceGetPcieThroughput: "querying a byte counter
+	// over a 20ms interval and thus is the PCIe throughput over that
+	// interval"): 40 ms per GPU per tick, which is why GPUs are read side by
+	// side.
 	if v, o := call(d.g, "nvmlDeviceGetPcieThroughput", func() (uint32, gonvml.Return) { return dev.GetPcieThroughput(gonvml.PCIE_UTIL_TX_BYTES) }); o == ok {
 		smp.PCIeTxKBps = &v
 	}
@@ -151,26 +201,44 @@ func (d *sampled) sample(smp *state.GPUSample) {
 	if v, o := call(d.g, "nvmlDeviceGetMaxClockInfo", func() (uint32, gonvml.Return) { return dev.GetMaxClockInfo(gonvml.CLOCK_SM) }); o == ok {
 		smp.MaxSMClockMHz = &v
 	}
-	if v, o := call(d.g, "nvmlDeviceGetCurrentClocksEventReasons", dev.GetCurrentClocksEventReasons); o == ok {
+	// The clocks-event call replaced the throttle-reasons one (same mask);
+	// an older driver has only the latter.
+	name, f := "nvmlDeviceGetCurrentClocksThrottleReasons", dev.GetCurrentClocksThrottleReasons
+	if d.sym["nvmlDeviceGetCurrentClocksEventReasons"] {
+		name, f = "nvmlDeviceGetCurrentClocksEventReasons", dev.GetCurrentClocksEventReasons
+	}
+	if v, o := call(d.g, name, f); o == ok {
 		smp.ClockEventMask = &v
 	}
 	d.processUtil(smp)
 }
 
-// nvlink reads the NVLink data counters summed over links
-// (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX, "NVLink TX/RX Data throughput
-// in KiB"): counters since the driver loaded, turned into bytes.
+// nvlink reads the NVLink data counters summed over links: nvml.h (go-nvml
+// v0.13.4-0, pkg/nvml/nvml.h) defines NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX
+// 138 and _RX 139, "NVLink TX/RX Data throughput in KiB", and "a scopeId of
+// UINT_MAX returns aggregate value summed up across all links". They are
+// counters since the driver loaded, turned into bytes here; a field the GPU
+// lacks (no NVLink, or a driver older than the field) answers in its own
+// nvmlReturn and is filed as unsupported under the field's name.
 func (d *sampled) nvlink(smp *state.GPUSample) {
 	vals := []gonvml.FieldValue{
 		{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ScopeId: nvlinkAllLinks},
 		{FieldId: gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ScopeId: nvlinkAllLinks},
 	}
+	names := []string{"NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX"}
 	if _, o := call(d.g, "nvmlDeviceGetFieldValues", func() (struct{}, gonvml.Return) { return struct{}{}, d.dev.GetFieldValues(vals) }); o != ok {
 		return
 	}
 	var got [2]*uint64
 	for i, v := range vals {
-		if gonvml.Return(v.NvmlReturn) != gonvml.SUCCESS {
+		switch ret := gonvml.Return(v.NvmlReturn); ret {
+		case gonvml.SUCCESS:
+		case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
+			// INVALID_ARGUMENT: a driver that does not know the field ID.
+			d.gpu.Unsupported = append(d.gpu.Unsupported, names[i])
+			continue
+		default:
+			d.g.fail(names[i], returnString(ret), false)
 			continue
 		}
 		kib, known := fieldUint(v)
@@ -242,6 +310,7 @@ func (s *Sampler) ComputePIDs(ctx context.Context) [][]uint32 {
 		if d.dev == nil {
 			continue
 		}
+		d.use(ctx)
 		if ps, o := call(d.g, "nvmlDeviceGetComputeRunningProcesses", d.dev.GetComputeRunningProcesses); o == ok {
 			for _, p := range ps {
 				out[i] = append(out[i], p.Pid)
@@ -274,6 +343,20 @@ func dedupe(l []string) []string {
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// dedupeErrors keeps the first of each (call, error): a call that fails the
+// same way at every tick is one finding, not one per tick.
+func dedupeErrors(l []state.CallError) []state.CallError {
+	out := l[:0]
+	seen := map[state.CallError]bool{}
+	for _, e := range l {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
 		}
 	}
 	return out

@@ -13,6 +13,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/gpuprobe/gpuprobe/nvml/sim"
+	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // bareH100 is go-nvml's dgxh100 mock with every unset call NOT_SUPPORTED,
@@ -166,4 +168,192 @@ func TestSamplerInitFailure(t *testing.T) {
 	if _, err := NewSampler(context.Background(), srv, Options{}, nil); err == nil || !strings.Contains(err.Error(), "NVML") {
 		t.Errorf("error %v, want NVML's reason", err)
 	}
+}
+
+// A driver older than nvmlDeviceGetCurrentClocksEventReasons (R535) and
+// nvmlDeviceGetMemoryInfo_v2: the sampler asks the calls the library has.
+// Calling a symbol the library lacks kills the process in the dynamic
+// linker, so the newer calls must not be made at all (before, the sampler
+// called the events entry point unconditionally).
+func TestSamplerOnOlderDriverUsesOlderEntryPoints(t *testing.T) {
+	var newerCalled atomic.Int32
+	srv := bareH100(func(i int, d *server.Device) {
+		d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) {
+			newerCalled.Add(1)
+			return 0, gonvml.SUCCESS
+		}
+		d.GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) {
+			newerCalled.Add(1)
+			return gonvml.Memory_v2{}, gonvml.SUCCESS
+		}
+		d.GetCurrentClocksThrottleReasonsFunc = func() (uint64, gonvml.Return) { return gonvml.ClocksThrottleReasonSwPowerCap, gonvml.SUCCESS }
+		d.GetMemoryInfoFunc = func() (gonvml.Memory, gonvml.Return) {
+			return gonvml.Memory{Total: 80 << 30, Used: 20 << 30, Free: 60 << 30}, gonvml.SUCCESS
+		}
+	})
+	srv.LookupSymbolFunc = func(name string) error {
+		if name == "nvmlDeviceGetCurrentClocksEventReasons" || name == "nvmlDeviceGetMemoryInfo_v2" {
+			return gonvml.ERROR_FUNCTION_NOT_FOUND
+		}
+		return nil
+	}
+	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got := s.Sample(context.Background())[0]
+	if n := newerCalled.Load(); n != 0 {
+		t.Errorf("%d calls to entry points the library lacks", n)
+	}
+	if got.ClockEventMask == nil || *got.ClockEventMask != gonvml.ClocksThrottleReasonSwPowerCap {
+		t.Errorf("clock events %v, want the throttle-reasons mask", got.ClockEventMask)
+	}
+	if got.MemoryUsedBytes == nil || *got.MemoryUsedBytes != 20<<30 || s.GPUs()[0].MemoryTotalBytes != 80<<30 {
+		t.Errorf("memory used %v of %d, want 20 of 80 GiB from nvmlDeviceGetMemoryInfo", got.MemoryUsedBytes, s.GPUs()[0].MemoryTotalBytes)
+	}
+}
+
+// Memory used is nvmlDeviceGetMemoryInfo_v2's, which leaves out the
+// driver's reservation (v1 counts it as used: 551 MiB on an idle H100).
+func TestSamplerMemoryUsedExcludesReserved(t *testing.T) {
+	srv := bareH100(func(i int, d *server.Device) {
+		d.GetMemoryInfoFunc = func() (gonvml.Memory, gonvml.Return) {
+			return gonvml.Memory{Total: 81559 << 20, Used: 551 << 20}, gonvml.SUCCESS
+		}
+		d.GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) {
+			return gonvml.Memory_v2{Total: 81559 << 20, Reserved: 551 << 20, Used: 0}, gonvml.SUCCESS
+		}
+	})
+	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.Sample(context.Background())[0].MemoryUsedBytes; got == nil || *got != 0 {
+		t.Errorf("used %v, want 0 (the reservation is not the job's)", got)
+	}
+}
+
+// A GPU without NVLink answers the throughput fields NOT_SUPPORTED in the
+// field's own return code: no value, the field named unsupported once
+// however many ticks, and no error. A field that fails otherwise is an
+// error, filed once.
+func TestSamplerNVLinkFieldsUnsupportedAndFailing(t *testing.T) {
+	srv := bareH100(func(i int, d *server.Device) {
+		d.GetFieldValuesFunc = func(v []gonvml.FieldValue) gonvml.Return {
+			for k := range v {
+				v[k].NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+				if i == 1 && v[k].FieldId == gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX {
+					v[k].NvmlReturn = uint32(gonvml.ERROR_UNKNOWN)
+				}
+			}
+			return gonvml.SUCCESS
+		}
+	})
+	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, []int{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for k := 0; k < 4; k++ {
+		for _, g := range s.Sample(context.Background()) {
+			if g.NVLinkTxBytes != nil || g.NVLinkRxBytes != nil {
+				t.Fatalf("tick %d: NVLink values from a field that failed: %+v", k, g)
+			}
+		}
+	}
+	gpus := s.GPUs()
+	if countOf(gpus[0].Unsupported, "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX") != 1 || countOf(gpus[0].Unsupported, "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX") != 1 || len(gpus[0].Errors) != 0 {
+		t.Errorf("GPU 0: unsupported %v errors %v", gpus[0].Unsupported, gpus[0].Errors)
+	}
+	if len(gpus[1].Errors) != 1 || gpus[1].Errors[0].Call != "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX" {
+		t.Errorf("GPU 1 errors %+v, want the RX field's failure once over 4 ticks", gpus[1].Errors)
+	}
+}
+
+// A cancelled tick makes no call: Sample's context bounds it, not only
+// NewSampler's.
+func TestSamplerTickContext(t *testing.T) {
+	var calls atomic.Int32
+	srv := bareH100(func(i int, d *server.Device) {
+		d.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) {
+			calls.Add(1)
+			return gonvml.Utilization{Gpu: 1}, gonvml.SUCCESS
+		}
+	})
+	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, []int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := s.Sample(ctx)[0]; got.UtilGPUPercent != nil || calls.Load() != 0 {
+		t.Errorf("a cancelled tick read %+v in %d calls", got, calls.Load())
+	}
+}
+
+// The simulated jobs (simulate.JobScenarios) as the sampler reads them: the
+// job's GPUs at the table's utilisation (±2, the simulation's jitter) and
+// memory, the rank's PID on each GPU that has one, with per-process samples,
+// and NVLink counters that advance with the work at a rate an H100 can
+// carry. This is what `gpuprobe job --simulate MODEL:job-…` judges.
+func TestSamplerOverSimulatedJobs(t *testing.T) {
+	for _, sc := range simulate.JobScenarios {
+		t.Run(sc.Fault, func(t *testing.T) {
+			sys := simSystem(t, "dgx-h100:"+sc.Fault)
+			s, err := NewSampler(context.Background(), sys.Lib, Options{CallTimeout: time.Second}, simulate.SimJob.GPUs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ticks := [][]state.GPUSample{s.Sample(context.Background()), s.Sample(context.Background()), s.Sample(context.Background())}
+			pids := s.ComputePIDs(context.Background())
+			gpus := s.GPUs()
+			for k := range simulate.SimJob.GPUs {
+				if len(gpus[k].Errors) != 0 {
+					t.Errorf("GPU %d errors %+v", k, gpus[k].Errors)
+				}
+				for n, tick := range ticks {
+					g := tick[k]
+					if g.UtilGPUPercent == nil || absDiff(*g.UtilGPUPercent, sc.GPUUtil[k]) > 2 || *g.UtilMemoryPercent != sc.MemUtil[k] {
+						t.Errorf("tick %d GPU %d utilisation %v, want %d±2", n, k, g.UtilGPUPercent, sc.GPUUtil[k])
+					}
+					if pct := float64(*g.MemoryUsedBytes) / float64(gpus[k].MemoryTotalBytes) * 100; pct > float64(sc.GPUMemPercent[k])+1 || pct < float64(sc.GPUMemPercent[k])-2 {
+						t.Errorf("GPU %d memory used %.1f%%, want ~%d%%", k, pct, sc.GPUMemPercent[k])
+					}
+					if *g.PowerWatts > *g.PowerLimitWatts || *g.SMClockMHz > *g.MaxSMClockMHz {
+						t.Errorf("GPU %d power %v of %v W, clock %d of %d MHz", k, *g.PowerWatts, *g.PowerLimitWatts, *g.SMClockMHz, *g.MaxSMClockMHz)
+					}
+				}
+				// NVLink: bytes per tick (1 s apart in gpuprobe job): the
+				// simulation's ~4 GiB/s at full load, far below H100's
+				// 450 GB/s per direction, and nothing on an idle GPU's
+				// counters is asked of it here.
+				rate := *ticks[2][k].NVLinkTxBytes - *ticks[1][k].NVLinkTxBytes
+				if rate > 10<<30 || (sc.GPUUtil[k] > 50 && rate == 0) {
+					t.Errorf("GPU %d NVLink %d bytes per tick at %d%% busy", k, rate, sc.GPUUtil[k])
+				}
+				rank := uint32(simulate.SimJob.RankPIDs[k])
+				procs := ticks[1][k].Processes
+				if sc.RanksOnGPU[k] {
+					if len(pids[k]) != 1 || pids[k][0] != rank {
+						t.Errorf("GPU %d compute PIDs %v, want the rank %d", k, pids[k], rank)
+					}
+					if len(procs) != 1 || procs[0].PID != rank || procs[0].SMUtilPercent != sc.GPUUtil[k] {
+						t.Errorf("GPU %d process samples %+v, want the rank at %d%%", k, procs, sc.GPUUtil[k])
+					}
+				} else if len(pids[k]) != 0 || len(procs) != 0 {
+					t.Errorf("GPU %d without a rank lists %v / %+v", k, pids[k], procs)
+				}
+			}
+		})
+	}
+}
+
+func absDiff(a, b uint32) uint32 {
+	if a > b {
+		return a - b
+	}
+	return b - a
 }

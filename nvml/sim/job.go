@@ -65,7 +65,10 @@ func job(sys *System, sc *simulate.JobScenario, maxSM uint32) {
 		d.GetPcieThroughputFunc = func(gonvml.PcieUtilCounter) (uint32, gonvml.Return) { return 120 + util*20000, gonvml.SUCCESS }
 		var nv atomic.Uint64
 		d.GetFieldValuesFunc = func(vals []gonvml.FieldValue) gonvml.Return {
-			kib := nv.Add(uint64(util) * 4 << 20) // ~4 GiB/s at 100%, per tick
+			// util × 40 MiB per read: ~4 GiB per 1 s tick at 100%, a
+			// data-parallel gradient exchange well inside H100's 450 GB/s
+			// per direction. (It was util × 4 GiB: 400 GiB a tick.)
+			kib := nv.Add(uint64(util) * 40 << 10)
 			for i := range vals {
 				switch vals[i].FieldId {
 				case gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, gonvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
