@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/deadline"
-	"github.com/gpuprobe/gpuprobe/jobperf"
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 // maxCommand keeps a process's command line to one readable report line.
@@ -77,7 +77,7 @@ func (t *procTable) job(ctx context.Context, pid int32) string {
 	if err != nil {
 		return ""
 	}
-	return jobperf.JobOfCgroup(data)
+	return slurmstate.JobFromCgroup(data)
 }
 
 func hostProcesses(o Options) func(context.Context, int32) (string, string, string) {

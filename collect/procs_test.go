@@ -96,13 +96,17 @@ func TestProcStatusHung(t *testing.T) {
 }
 
 // A GPU process's Slurm job comes from the cgroup the kernel lists for it:
-// a v2 task line of a real node (NordicHPC/sonar's capture) and a v1 one.
+// a v2 task line of a real node (NordicHPC/sonar's capture) and a v1 one
+// (state/slurmstate's JobFromCgroup tests hold the captures).
 func TestProcessJobFromCgroup(t *testing.T) {
 	for _, c := range []struct{ cgroup, want string }{
 		{"0::/system.slice/slurmstepd.scope/job_1426637/step_0/user/task_0\n", "1426637"},
 		{"12:memory:/slurm/uid_20821/job_10/step_batch/task_0\n11:cpuacct,cpu:/slurm/uid_20821/job_10/step_batch/task_0\n", "10"},
 		{"0::/user.slice/user-1000.slice/session-3.scope\n", ""},
 		{"0::/system.slice/job_12;rm -rf/x\n", ""},
+		// A user's own systemd subtree: the user names its directories, so a
+		// job_<id> there is not Slurm's (it was taken as job 99 before).
+		{"0::/user.slice/user-1000.slice/user@1000.service/app.slice/job_99/x\n", ""},
 	} {
 		root := fakeProc(t, "4242", "Uid:\t1000\t1000\t1000\t1000\n")
 		os.WriteFile(filepath.Join(root, "4242", "cgroup"), []byte(c.cgroup), 0o644)
