@@ -331,6 +331,31 @@ else
   fail "gpuprobe_node_healthy did not return to 1 within 20 s (now: '$(value gpuprobe_node_healthy)')"
 fi
 
+# A running Slurm job: the simulated job 4242 (alice) with a rank on each of
+# GPUs 0-3 at 96-98% (simulate/job.go, job-healthy). The per-job recording
+# rules, evaluated by the live Prometheus over live scrapes, attribute those
+# four GPUs and their utilisation to the job, and nothing to GPUs 4-7.
+echo "dgx-h100:job-healthy" >"$F"
+job_gpus_are() { [ "$(value 'slurm_job:gpuprobe_gpus:count{job_id="4242",user="alice"}')" = "$1" ]; }
+if wait_for 20 job_gpus_are 4; then
+  pass "after writing dgx-h100:job-healthy: slurm_job:gpuprobe_gpus:count{job_id=\"4242\",user=\"alice\"} = 4"
+else
+  fail "slurm_job:gpuprobe_gpus:count for job 4242 not 4 within 20 s (now: '$(value 'slurm_job:gpuprobe_gpus:count{job_id="4242"}')'; job_info series: '$(query 'gpuprobe_gpu_job_info' | cut -f2)')"
+fi
+avg=$(value 'slurm_job:gpuprobe_gpu_utilization_ratio:avg{job_id="4242"}')
+if awk -v v="$avg" 'BEGIN{exit !(v != "" && v >= 0.94 && v <= 1)}'; then
+  pass "slurm_job:gpuprobe_gpu_utilization_ratio:avg{job_id=\"4242\"} = $avg (the scenario's 96-98%, jitter +-2)"
+else
+  fail "slurm_job:gpuprobe_gpu_utilization_ratio:avg{job_id=\"4242\"} = '$avg', want 0.94..1"
+fi
+n=$(query 'job_gpu:gpuprobe_gpu_utilization_ratio{gpu=~"[4-7]"}' | cut -f2)
+if [ "$n" = 0 ]; then
+  pass "no GPU outside the job is attributed to it (job_gpu:...{gpu=~\"[4-7]\"}: none)"
+else
+  fail "job_gpu:gpuprobe_gpu_utilization_ratio has $n series for GPUs 4-7, which run no job"
+fi
+echo "dgx-h100" >"$F"
+
 log "collection cycles that overran their $INTERVAL deadline during the run: $(value 'gpuprobe_collect_failures_total') of $(value 'gpuprobe_collections_total')"
 if [ -s "$W/prometheus.log" ] && grep -qi 'level=error' "$W/prometheus.log"; then
   fail "prometheus logged errors:"
