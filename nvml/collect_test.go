@@ -260,3 +260,26 @@ func TestCollectMIGDevices(t *testing.T) {
 		t.Errorf("errors %+v; GPU 1 MIG devices %+v", g.Errors, st.GPUs[1].MIGDevices)
 	}
 }
+
+// The node collection records nvmlDeviceGetUtilizationRates (serve exports
+// it): a simulated job's busy GPU and an idle one read as such, and a GPU
+// that does not support the call has no value and names it unsupported.
+func TestCollectUtilization(t *testing.T) {
+	st := Collect(context.Background(), simSystem(t, "dgx-h100:job-one-gpu").Lib, Options{})
+	busy, idle := st.GPUs[0].Utilization, st.GPUs[1].Utilization
+	if busy == nil || busy.GPUPercent < 94 || busy.GPUPercent > 98 || busy.MemoryPercent != 50 {
+		t.Errorf("GPU 0 utilisation %+v, want the scenario's 96±2 %% and 50 %% memory", busy)
+	}
+	if idle == nil || idle.GPUPercent != 0 || idle.MemoryPercent != 0 {
+		t.Errorf("GPU 1 utilisation %+v, want 0/0", idle)
+	}
+	srv := dgxh100.New()
+	for _, d := range srv.Devices {
+		sim.FillNotSupported(&d.(*server.Device).Device)
+	}
+	sim.FillNotSupported(&srv.Interface)
+	g := Collect(context.Background(), srv, Options{CallTimeout: time.Second}).GPUs[0]
+	if g.Utilization != nil || !contains(g.Unsupported, "nvmlDeviceGetUtilizationRates") {
+		t.Errorf("unsupported utilisation: %+v, unsupported %v", g.Utilization, g.Unsupported)
+	}
+}

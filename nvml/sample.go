@@ -65,8 +65,14 @@ func NewSampler(ctx context.Context, lib gonvml.Interface, opts Options, indices
 	if indices == nil {
 		count, o := call(s.sys, "nvmlDeviceGetCount", lib.DeviceGetCount)
 		if o != ok {
+			// NOT_SUPPORTED files no error (only failures do): say so
+			// rather than index an empty list.
+			why := "not supported"
+			if n := len(s.sysErrs); n > 0 {
+				why = s.sysErrs[n-1].Error
+			}
 			s.Close()
-			return nil, fmt.Errorf("NVML: %s", s.sysErrs[len(s.sysErrs)-1].Error)
+			return nil, fmt.Errorf("NVML: nvmlDeviceGetCount: %s", why)
 		}
 		for i := 0; i < count; i++ {
 			indices = append(indices, i)

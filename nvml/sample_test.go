@@ -357,3 +357,17 @@ func absDiff(a, b uint32) uint32 {
 	}
 	return b - a
 }
+
+// nvmlDeviceGetCount answering NOT_SUPPORTED (or failing) is an error from
+// NewSampler, not a panic: NOT_SUPPORTED files no call error, and the
+// sampler indexed the last one of an empty list.
+func TestSamplerDeviceCountFails(t *testing.T) {
+	for _, ret := range []gonvml.Return{gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_UNKNOWN} {
+		srv := bareH100(nil)
+		srv.DeviceGetCountFunc = func() (int, gonvml.Return) { return 0, ret }
+		s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, nil)
+		if s != nil || err == nil || !strings.Contains(err.Error(), "nvmlDeviceGetCount") {
+			t.Errorf("%v: sampler %v, error %v", ret, s, err)
+		}
+	}
+}
