@@ -31,6 +31,7 @@ type Config struct {
 	XID          XIDConfig          `yaml:"xid"`
 	RetiredPages RetiredPagesConfig `yaml:"retired_pages"`
 	PCIe         PCIeConfig         `yaml:"pcie"`
+	Throttle     ThrottleConfig     `yaml:"throttle"`
 	Temperature  TemperatureConfig  `yaml:"temperature"`
 	Power        PowerConfig        `yaml:"power"`
 	Processes    ProcessesConfig    `yaml:"processes"`
@@ -75,6 +76,18 @@ type PCIeConfig struct {
 	// ReplayRatePerMinuteWarn warns when replays since boot average more than
 	// this per minute. Default 8: DCGM's PCIe replay health threshold.
 	ReplayRatePerMinuteWarn float64 `yaml:"replay_rate_per_minute_warn"`
+}
+
+// ThrottleConfig sets gpu.throttle's judgement over time.
+type ThrottleConfig struct {
+	// ViolationWarnPercent warns when NVML's thermal or board-limit
+	// violation counter grew by more than this share of the time between
+	// the daemon's two samples. Default 10 (docs/checks.md, gpu.throttle):
+	// no NVIDIA document gives a threshold; a tenth of the time below
+	// application clocks is a loss a job can measure, while a clock
+	// transition lasts milliseconds, far under a tenth of any scrape
+	// interval the daemon accepts.
+	ViolationWarnPercent float64 `yaml:"violation_warn_percent"`
 }
 
 // TemperatureConfig sets gpu.temperature; 0 means "from the GPU's own
@@ -146,6 +159,7 @@ func DefaultConfig() *Config {
 		ECC:          ECCConfig{VolatileUncorrectedFail: 1, VolatileCorrectedWarn: 10000},
 		RetiredPages: RetiredPagesConfig{Max: 60},
 		PCIe:         PCIeConfig{ReplayRatePerMinuteWarn: 8},
+		Throttle:     ThrottleConfig{ViolationWarnPercent: 10},
 		Processes:    ProcessesConfig{IdleMemoryMiB: 1024},
 		NVLink:       NVLinkConfig{CRCFlitWarn: 100, CRCDataWarn: 100, ReplayWarn: 100, RecoveryFail: 1},
 		Job:          DefaultJobConfig(),
@@ -205,6 +219,9 @@ func (cfg *Config) Validate() error {
 	}
 	if w, f := cfg.Temperature.WarnC, cfg.Temperature.FailC; w != 0 && f != 0 && w >= f {
 		bad("temperature.warn_c %d must be below temperature.fail_c %d", w, f)
+	}
+	if cfg.Throttle.ViolationWarnPercent > 100 {
+		bad("throttle.violation_warn_percent: %g%% of an interval can never be exceeded", cfg.Throttle.ViolationWarnPercent)
 	}
 	if cfg.Power.MinLimitWatts > 10000 {
 		bad("power.min_limit_watts: %g W is more than any GPU draws", cfg.Power.MinLimitWatts)
