@@ -62,6 +62,19 @@ type XIDConfig struct {
 	Ignore []int `yaml:"ignore"`
 	// Window only counts events this recent (0 = since boot), as --xid-window.
 	Window time.Duration `yaml:"window"`
+	// Recurrence escalates application-class XIDs (NVIDIA's RESTART_APP)
+	// that recur on one GPU to a failure.
+	Recurrence XIDRecurrence `yaml:"recurrence"`
+}
+
+// XIDRecurrence: Count separate incidents of RESTART_APP-class XIDs on one
+// GPU alone (a burst of lines is one incident; one that other GPUs share at
+// the same time is the job's, not this GPU's) within any Window fail gpu.xid.
+// Defaults 5 within 24h (docs/checks.md, gpu.xid); Count 0 turns it off,
+// Window 0 counts since boot.
+type XIDRecurrence struct {
+	Count  int           `yaml:"count"`
+	Window time.Duration `yaml:"window"`
 }
 
 // RetiredPagesConfig sets gpu.retired_pages.
@@ -158,6 +171,7 @@ func DefaultConfig() *Config {
 	return &Config{
 		ECC:          ECCConfig{VolatileUncorrectedFail: 1, VolatileCorrectedWarn: 10000},
 		RetiredPages: RetiredPagesConfig{Max: 60},
+		XID:          XIDConfig{Recurrence: XIDRecurrence{Count: 5, Window: 24 * time.Hour}},
 		PCIe:         PCIeConfig{ReplayRatePerMinuteWarn: 8},
 		Throttle:     ThrottleConfig{ViolationWarnPercent: 10},
 		Processes:    ProcessesConfig{IdleMemoryMiB: 1024},
@@ -235,6 +249,11 @@ func (cfg *Config) Validate() error {
 				bad("%s: %d is not an XID (1..999)", key, c)
 			}
 		}
+	}
+	if c := cfg.XID.Recurrence.Count; c == 1 {
+		bad("xid.recurrence.count: 1 would fail every application fault; a recurrence is 2 or more (0 = off)")
+	} else if c > 10000 {
+		bad("xid.recurrence.count: %d incidents is more than a log holds", c)
 	}
 	if err := cfg.Perf.Validate(); err != nil {
 		errs = append(errs, err)
