@@ -1,8 +1,12 @@
 package jobperf
 
 import (
+	"context"
+	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 func u(v uint64) *uint64 { return &v }
@@ -76,5 +80,33 @@ func TestSummarizeWindowRules(t *testing.T) {
 	}
 	if _, _, _, errs := Summarize(nil, nil); len(errs) == 0 {
 		t.Error("no ticks and no error")
+	}
+}
+
+// A task with more open files than MaxFDsPerTask is read up to the bound.
+func TestOpenFilesAreBoundedPerTask(t *testing.T) {
+	m := fstest.MapFS{
+		"proc/self/mountinfo": {Data: readTestdata(t, "mountinfo-v2.txt")},
+		"proc/500/stat":       {Data: []byte("500 (cat) S 1 1 1 0 -1 0 0 0 0 0 5 5 0 0 20 0 1 0 0 0 0")},
+		"proc/500/mountinfo":  {Data: []byte("1 0 8:1 / / rw - ext4 /dev/sda1 rw\n2 1 0:40 / /data rw - nfs4 srv:/d rw\n")},
+	}
+	for i := 0; i < MaxFDsPerTask+904; i++ {
+		fd := strconv.Itoa(i)
+		m["proc/500/fd/"+fd] = &fstest.MapFile{Data: []byte("/data/f" + fd), Mode: fs.ModeSymlink | 0o777}
+		m["proc/500/fdinfo/"+fd] = &fstest.MapFile{Data: []byte("pos:\t0\nflags:\t0100000\n")}
+	}
+	j, err := Find(context.Background(), Options{Root: m, JobID: "5", ListPIDs: func(context.Context, string) ([]int32, error) { return []int32{500}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := j.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Tasks[500].Files); n != MaxFDsPerTask {
+		t.Errorf("%d files read, want the bound %d", n, MaxFDsPerTask)
+	}
+	if f := s.Tasks[500].Files[0]; f.Mount.FSType != "nfs4" || !f.ReadOnly {
+		t.Errorf("file %+v", f)
 	}
 }
