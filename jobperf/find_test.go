@@ -154,6 +154,10 @@ func TestFindFromRealSelfCgroupLines(t *testing.T) {
 			"sys/fs/cgroup/system.slice/slurmstepd.scope/job_1392969", "1392969", "cgroup-v2", "/system.slice/slurmstepd.scope/job_1392969"},
 		{"v1, devices line", "10:devices:/slurm/uid_2101171/job_280678/step_interactive/task_0\n", "mountinfo-hybrid-v1.txt",
 			"sys/fs/cgroup/memory/slurm/uid_2101171/job_280678", "280678", "cgroup-v1", "/slurm/uid_2101171/job_280678"},
+		// The batch step's path from rstudio/rstudio#13690, on the memory
+		// controller's line (the hierarchy number is this machine's).
+		{"v1, batch step", "4:memory:/slurm/uid_2687/job_13759490/step_batch/task_0\n", "mountinfo-hybrid-v1.txt",
+			"sys/fs/cgroup/memory/slurm/uid_2687/job_13759490", "13759490", "cgroup-v1", "/slurm/uid_2687/job_13759490"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -255,8 +259,9 @@ func TestFindOtherV2Layouts(t *testing.T) {
 	cases := []struct {
 		name, scope, init, sysfs, want string
 	}{
-		{"multiple slurmd", "sys/fs/cgroup/system.slice/gpu01_slurmstepd.scope", "", "",
-			"/system.slice/gpu01_slurmstepd.scope/job_4"},
+		// The scope name of a real multiple-slurmd node (NVIDIA/enroot#169).
+		{"multiple slurmd", "sys/fs/cgroup/system.slice/slurm-worker-1_slurmstepd.scope", "", "",
+			"/system.slice/slurm-worker-1_slurmstepd.scope/job_4"},
 		{"in a container", "sys/fs/cgroup/docker.slice/docker-1f2e.scope/system.slice/slurmstepd.scope",
 			"0::/docker.slice/docker-1f2e.scope/init.scope\n", "", "/docker.slice/docker-1f2e.scope/system.slice/slurmstepd.scope/job_4"},
 		{"--path.sysfs", "host/sys/fs/cgroup/system.slice/slurmstepd.scope", "", "/host/sys",
