@@ -121,6 +121,13 @@ mkdir -p "$D"/{bin,etc,run,log,state,spool,munge,dev,out} && chmod 755 "$D" "$D/
 rm -f "$D"/out/* "$D"/log/*.log
 log "building gpuprobe"
 (cd "$REPO" && go build -o "$GP" ./cmd/gpuprobe) || die "go build failed"
+# slurmd -G is the oracle for how slurmd reads a gres.conf: every captured
+# config's Cores= lines must be refused by slurmd exactly where slurm.gres fails them.
+if (cd "$REPO" && GPUPROBE_REQUIRE_SLURMD=1 go test -count=1 -run '^TestSlurmdOracle$' -v ./check/ >"$D.oracle.log" 2>&1); then
+	pass "slurmd -G oracle: $(grep -o '[0-9]* Cores= lines judged the same.*' "$D.oracle.log")"
+else
+	fail "slurmd -G oracle: $(tail -n 20 "$D.oracle.log")"
+fi
 
 HOST=$(hostname -s)
 NCPU=$(nproc)
@@ -277,69 +284,6 @@ if [[ "$out" == *"gpuprobe[$HOST]:   WARN   job.gpu_sharing"* ]] && [ "$(grep -c
 	pass "TaskProlog: job.gpu_sharing warning printed once into the job's output"
 else
 	fail "TaskProlog output: $out"
-fi
-
-# --- 4b. gpuprobe job: a running job judged by its CPU and I/O side -----------
-# The job's host side is this machine's (its processes from scontrol listpids:
-# proctrack/linuxproc makes no cgroup), the GPU side simulated (a spec with no
-# job-* fault simulates only the GPUs, which run nothing of the job).
-# job_id_of NAME: the running job of that name.
-job_id_of() { squeue -h -n "$1" -t R -o %i 2>/dev/null | head -n 1; }
-run_job_probe() { # NAME OUT: sample the job called NAME into OUT.json
-	local id=""
-	for _ in $(seq 1 50); do
-		id=$(job_id_of "$1")
-		[ -n "$id" ] && break
-		sleep 0.2
-	done
-	[ -n "$id" ] || { echo "no running job $1" >"$D/out/$2.err"; return 1; }
-	sleep 1 # let the step's processes start
-	scontrol show job -d "$id" >"$D/out/$2.show-job.txt" 2>&1
-	scontrol listpids "$id" >"$D/out/$2.listpids.txt" 2>&1
-	"$GP" job --job "$id" --simulate dgx-h100 --duration 4s --interval 1s --format json --slurm-conf "$D/etc/slurm.conf" \
-		>"$D/out/$2.json" 2>"$D/out/$2.err"
-	echo $? >"$D/out/$2.rc"
-	scancel "$id"
-}
-# A step that burns every allocated CPU and never touches its GPUs.
-timeout 60 srun --quiet -J gp-burn -c "$NCPU" --gres=gpu:2 bash -c \
-	'for i in $(seq '"$NCPU"'); do (while :; do :; done) & done; wait' >/dev/null 2>&1 &
-run_job_probe gp-burn burn
-wait 2>/dev/null
-st=$(status_of "$D/out/burn.json" perf.bottleneck)
-sum=$(summary_of "$D/out/burn.json" perf.bottleneck)
-if [ "$st" = warn ] && [[ "$sum" == "input pipeline CPU-bound:"* ]]; then
-	pass "gpuprobe job on a CPU-burning step: perf.bottleneck warn ($sum)"
-else
-	fail "gpuprobe job on a CPU-burning step: perf.bottleneck '$st' ($sum); rc $(cat "$D/out/burn.rc" 2>/dev/null): $(head -c 400 "$D/out/burn.err")"
-fi
-st=$(status_of "$D/out/burn.json" perf.gpus_used)
-if [ "$st" = warn ]; then
-	pass "gpuprobe job: perf.gpus_used warn on GPUs that run nothing ($(summary_of "$D/out/burn.json" perf.gpus_used))"
-else
-	fail "gpuprobe job: perf.gpus_used '$st', want warn"
-fi
-# A step whose one process (cat, given the file 4000 times) reads one file
-# over and over, on one of its CPUs.
-dd if=/dev/urandom of="$D/out/data.bin" bs=1M count=32 status=none
-fstype=$(findmnt -n -o FSTYPE --target "$D/out/data.bin")
-timeout 60 srun --quiet -J gp-read -c "$NCPU" --gres=gpu:2 bash -c \
-	'exec cat $(yes '"$D/out/data.bin"' | head -n 4000) >/dev/null' >/dev/null 2>&1 &
-run_job_probe gp-read read
-wait 2>/dev/null
-rb=$(sed -n 's/^ *"read_bytes": \([0-9]*\),*$/\1/p' "$D/out/read.json" | head -n 1)
-if [ "${rb:-0}" -gt $((64 << 20)) ] && grep -q "\"type\": \"$fstype\"" "$D/out/read.json"; then
-	pass "gpuprobe job on a reading step: $((rb >> 20)) MiB read in the window, attributed to its $fstype filesystem"
-else
-	fail "gpuprobe job on a reading step: read_bytes '${rb:-}' (want > 64 MiB), filesystem $fstype in the report? rc $(cat "$D/out/read.rc" 2>/dev/null): $(head -c 400 "$D/out/read.err")"
-fi
-st=$(status_of "$D/out/read.json" perf.bottleneck)
-if [ "$NCPU" -ge 2 ] && [ "$st" = warn ] && [[ "$(summary_of "$D/out/read.json" perf.bottleneck)" != *"CPU-bound"* ]]; then
-	pass "gpuprobe job on a reading step with $NCPU CPUs: not called CPU-bound ($(summary_of "$D/out/read.json" perf.bottleneck))"
-elif [ "$NCPU" -lt 2 ]; then
-	log "one CPU: a reader saturates it, the CPU-bound verdict is right; not asserted"
-else
-	fail "gpuprobe job on a reading step: perf.bottleneck '$st' ($(summary_of "$D/out/read.json" perf.bottleneck))"
 fi
 
 # --- 5. HealthCheckProgram: drain, resume, and an admin's drain ----------------

@@ -1,0 +1,132 @@
+package check
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+)
+
+// TestSlurmdOracle asks the real slurmd how it reads the Cores=/CPUs= of
+// every captured gres.conf (slurmd -G, with SlurmdParameters=config_overrides
+// so the node's slurm.conf line is its hardware) and requires gpuprobe's
+// core-range verdict to agree line for line: slurmd says "Invalid GRES data
+// for gpu, Cores=..." exactly where slurm.gres says the line names a core
+// the node does not have. scripts/slurm-e2e.sh runs it with slurmd installed
+// and GPUPROBE_REQUIRE_SLURMD=1, where a missing slurmd fails.
+func TestSlurmdOracle(t *testing.T) {
+	slurmd, err := exec.LookPath("slurmd")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/slurmd", "/usr/local/sbin/slurmd"} {
+			if _, e := os.Stat(p); e == nil {
+				slurmd, err = p, nil
+			}
+		}
+	}
+	if err != nil {
+		if os.Getenv("GPUPROBE_REQUIRE_SLURMD") == "1" {
+			t.Fatal("slurmd not found, and GPUPROBE_REQUIRE_SLURMD=1")
+		}
+		t.Skip("slurmd not installed: scripts/slurm-e2e.sh runs this oracle after installing it")
+	}
+	files, _ := filepath.Glob("../slurm/testdata/gres/*.txt")
+	judged, refused := 0, 0
+	for _, f := range files {
+		slurmConf, gresConf := section(t, f, "slurm.conf"), section(t, f, "gres.conf")
+		if slurmConf == "" || gresConf == "" || !strings.Contains(gresConf, "Cores=") && !strings.Contains(gresConf, "CPUs=") {
+			continue
+		}
+		sc := slurmstate.ParseSlurmConfData("slurm.conf", []byte(slurmConf))
+		// Every File= becomes /dev/null, a character device every machine
+		// has: slurmd waits for missing device files and then stops, and
+		// the files are not what this oracle asks about.
+		gresConf = fileRe.ReplaceAllString(gresConf, "File=/dev/null")
+		gc := slurmstate.ParseGresConfData("gres.conf", []byte(gresConf))
+		// One slurmd -G per node a record names (or the first GPU node).
+		byNode := map[string][]slurmstate.GresRecord{}
+		var order []string
+		for _, r := range gc.Records {
+			host := ""
+			if r.NodeName != "" {
+				if hs, err := slurmstate.ExpandHostlist(r.NodeName); err == nil && len(hs) > 0 {
+					host = hs[0]
+				}
+			} else {
+				for _, nl := range sc.Nodes {
+					if nl.NodeName != "DEFAULT" && nl.Gres != "" {
+						if hs, err := slurmstate.ExpandHostlist(nl.NodeName); err == nil && len(hs) > 0 {
+							host = hs[0]
+							break
+						}
+					}
+				}
+			}
+			if host == "" || r.Cores == nil {
+				continue
+			}
+			if byNode[host] == nil {
+				order = append(order, host)
+			}
+			byNode[host] = append(byNode[host], r)
+		}
+		dir := t.TempDir()
+		conf := slurmConf + "\nClusterName=oracle\nSlurmctldHost=localhost\nSlurmdParameters=config_overrides\n"
+		os.WriteFile(filepath.Join(dir, "slurm.conf"), []byte(conf), 0o644)
+		os.WriteFile(filepath.Join(dir, "gres.conf"), []byte(gresConf), 0o644)
+		for _, host := range order {
+			node, ok := sc.Node(host)
+			if !ok || node.Sockets == 0 || node.CoresPerSocket == 0 {
+				continue
+			}
+			out, _ := exec.Command(slurmd, "-G", "-f", filepath.Join(dir, "slurm.conf"), "-N", host).CombinedOutput()
+			rejected := map[string]bool{}
+			for _, m := range invalidCores.FindAllStringSubmatch(string(out), -1) {
+				rejected[m[1]] = true
+			}
+			for _, r := range byNode[host] {
+				judged++
+				if rejected[r.CoresKey+"="+r.CoresRaw] {
+					refused++
+				}
+				ours := slices.Max(r.Cores) >= node.Sockets*node.CoresPerSocket
+				if theirs := rejected[r.CoresKey+"="+r.CoresRaw]; ours != theirs {
+					t.Errorf("%s: %s=%s on %s (%d×%d cores): slurmd rejects it: %v, gpuprobe fails it: %v\nslurmd -G said:\n%s",
+						filepath.Base(f), r.CoresKey, r.CoresRaw, host, node.Sockets, node.CoresPerSocket, theirs, ours, out)
+				}
+			}
+		}
+	}
+	if refused == 0 || refused == judged {
+		t.Fatalf("%d Cores= lines judged, %d refused by slurmd: the oracle needs both kinds to mean anything", judged, refused)
+	}
+	t.Logf("%d Cores= lines judged the same by slurmd -G and gpuprobe (%d refused by both)", judged, refused)
+}
+
+var fileRe = regexp.MustCompile(`File=\S+`)
+
+var invalidCores = regexp.MustCompile(`Invalid GRES data for \S+, ((?:Cores|CPUs)=\S+)`)
+
+// section is a fixture file's "# ==== name ====" part.
+func section(t *testing.T, file, name string) string {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	in := false
+	for _, l := range strings.Split(string(data), "\n") {
+		if m := sectionRe.FindStringSubmatch(l); m != nil {
+			in = m[1] == name
+			continue
+		}
+		if in {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,145 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+)
+
+// maxListedPIDs bounds what one job's listpids may return: more is a
+// corrupt or hostile answer, not a job.
+const maxListedPIDs = 1 << 16
+
+// ParseListPIDs reads `scontrol listpids JOBID` (src/scontrol/pidinfo.c:
+// the header "PID JOBID STEPID LOCALID GLOBALID", then one row per process
+// slurmd's proctrack plugin lists for the job's steps on this node, or "No
+// job steps exist on this node.") and returns the PIDs of job jobID.
+func ParseListPIDs(out, jobID string) ([]int32, error) {
+	var pids []int32
+	for i, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] == "PID" || strings.HasPrefix(line, "No job steps") {
+			continue
+		}
+		if len(f) < 3 {
+			return nil, fmt.Errorf("scontrol listpids: line %d: %d fields, want PID JOBID STEPID...", i+1, len(f))
+		}
+		pid, err := strconv.ParseInt(f[0], 10, 32)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("scontrol listpids: line %d: PID %s is not a process ID", i+1, trunc(f[0]))
+		}
+		if f[1] != jobID {
+			continue
+		}
+		if len(pids) == maxListedPIDs {
+			return nil, fmt.Errorf("scontrol listpids: more than %d processes", maxListedPIDs)
+		}
+		pids = append(pids, int32(pid))
+	}
+	return pids, nil
+}
+
+// ParseJobGPUs reads `scontrol show job -d JOBID` and returns the GPU
+// indexes the job holds on node: its per-node detail lines (src/api/
+// job_info.c, "Nodes=<hostlist> CPU_IDs=... Mem=... GRES=gpu:2(IDX:0-1)")
+// whose hostlist holds node, the gpu entries' IDX lists. found is false
+// when no detail line names the node (the job has nothing here).
+func ParseJobGPUs(out, node string) (gpus []int, found bool, err error) {
+	for i, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "Nodes=") || !strings.Contains(line, " CPU_IDs=") {
+			continue
+		}
+		f := strings.Fields(line)
+		hosts, err := slurmstate.ExpandHostlist(strings.TrimPrefix(f[0], "Nodes="))
+		if err != nil {
+			return nil, false, fmt.Errorf("scontrol show job: line %d: %w", i+1, err)
+		}
+		if !contains(hosts, node) {
+			continue
+		}
+		found = true
+		for _, kv := range f[1:] {
+			if !strings.HasPrefix(kv, "GRES=") {
+				continue
+			}
+			idx, err := gresIndexes(strings.TrimPrefix(kv, "GRES="))
+			if err != nil {
+				return nil, true, fmt.Errorf("scontrol show job: line %d: %w", i+1, err)
+			}
+			gpus = append(gpus, idx...)
+		}
+	}
+	return gpus, found, nil
+}
+
+// gresIndexes takes the gpu entries of "gpu:h100:2(IDX:0-1),gpu:a100:1(IDX:4)".
+func gresIndexes(s string) ([]int, error) {
+	var out []int
+	for s != "" {
+		end := strings.IndexByte(s, ')')
+		entry := s
+		if end >= 0 {
+			entry, s = s[:end+1], strings.TrimPrefix(s[end+1:], ",")
+		} else {
+			s = ""
+		}
+		open := strings.Index(entry, "(IDX:")
+		if open < 0 {
+			continue
+		}
+		name, _, _ := strings.Cut(entry[:open], ":")
+		if name != "gpu" {
+			continue
+		}
+		list := strings.TrimSuffix(entry[open+len("(IDX:"):], ")")
+		idx, err := cpulist.Parse(list)
+		if err != nil {
+			return nil, fmt.Errorf("GRES %s: IDX list: %w", trunc(entry), err)
+		}
+		out = append(out, idx...)
+	}
+	return out, nil
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// trunc quotes a field of scontrol's output for an error message.
+func trunc(s string) string { return strconv.Quote(truncate(s, 40)) }
+
+// ListPIDs runs `scontrol listpids JOBID`: the job's processes on this node
+// as slurmd's proctrack plugin knows them (linuxproc, pgid or cgroup).
+func (s *Scontrol) ListPIDs(ctx context.Context, jobID string) ([]int32, error) {
+	if _, err := strconv.ParseUint(jobID, 10, 32); err != nil {
+		return nil, fmt.Errorf("job ID %q is not a number", jobID)
+	}
+	out, err := s.run(ctx, "listpids", jobID)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPIDs(out, jobID)
+}
+
+// JobGPUs runs `scontrol show job -d JOBID` for the GPU indexes the job
+// holds on node.
+func (s *Scontrol) JobGPUs(ctx context.Context, jobID, node string) ([]int, bool, error) {
+	if _, err := strconv.ParseUint(jobID, 10, 32); err != nil {
+		return nil, false, fmt.Errorf("job ID %q is not a number", jobID)
+	}
+	out, err := s.run(ctx, "show", "job", "-d", jobID)
+	if err != nil {
+		return nil, false, err
+	}
+	return ParseJobGPUs(out, node)
+}
