@@ -144,9 +144,8 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 // violationShares is, per perf policy, the share of the time between the
 // daemon's previous sample and this one in which NVML's cumulative
 // violation counter grew (nvmlDeviceGetViolationStatus: violationTime in
-// ns, referenceTime a CPU timestamp in µs). The interval is NVML's own
-// reference times when both readings have them, else the two collection
-// times. A counter that went backwards (driver reload) gives no rate. Nil
+// ns, referenceTime a CPU timestamp in µs). The interval is the longer of
+// NVML's reference times and the two collection times. A counter that went backwards (driver reload) gives no rate. Nil
 // when there is no earlier sample of this GPU: a one-shot run.
 func violationShares(n *state.Node, g *state.GPU) (map[string]float64, time.Duration) {
 	prev := n.Previous.GPU(g.UUID)
@@ -164,9 +163,12 @@ func violationShares(n *state.Node, g *state.GPU) (map[string]float64, time.Dura
 		if !ok || cur.ViolationNs < old.ViolationNs {
 			continue
 		}
+		// nvml.h does not say whether referenceTime is when NVML read the
+		// counter or when the counter last moved; the longer of it and the
+		// collection times never overstates the share.
 		d := n.CollectedAt.Sub(n.Previous.CollectedAt)
 		if old.ReferenceTimeUs > 0 && cur.ReferenceTimeUs > old.ReferenceTimeUs {
-			d = time.Duration(cur.ReferenceTimeUs-old.ReferenceTimeUs) * time.Microsecond
+			d = max(d, time.Duration(cur.ReferenceTimeUs-old.ReferenceTimeUs)*time.Microsecond)
 		}
 		if d <= 0 {
 			continue

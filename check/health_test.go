@@ -126,6 +126,27 @@ func TestThrottleOverTime(t *testing.T) {
 			n.Previous.GPUs[1].UUID = "GPU-other"
 			return n
 		}(), status: Warn, summary: "sw_thermal_slowdown active", devices: []int{1}},
+		// NVML's reference times closer than the collections (they may be
+		// when the counter last moved): the longer interval is used, so the
+		// share is never overstated (15 s of 30 s, not of 10 s).
+		{name: "reference times closer than the collections", node: func() *state.Node {
+			n := sampled(15e9, 0)
+			for i := range n.NVML.GPUs {
+				for j := range n.NVML.GPUs[i].Violations {
+					n.NVML.GPUs[i].Violations[j].ReferenceTimeUs = refUs + 10e6
+				}
+			}
+			return n
+		}(), status: Warn, summary: "for 50% of the last 30s", devices: []int{1}},
+		{name: "reference times further apart than the collections", node: func() *state.Node {
+			n := sampled(15e9, 0)
+			for i := range n.NVML.GPUs {
+				for j := range n.NVML.GPUs[i].Violations {
+					n.NVML.GPUs[i].Violations[j].ReferenceTimeUs = refUs + 60e6
+				}
+			}
+			return n
+		}(), status: Warn, summary: "for 25% of the last 1m0s", devices: []int{1}},
 		{name: "no reference times: the collection times are the interval", node: func() *state.Node {
 			n := sampled(15e9, 0)
 			for i := range n.NVML.GPUs {
