@@ -371,3 +371,31 @@ func TestSamplerDeviceCountFails(t *testing.T) {
 		}
 	}
 }
+
+// Each nvmlDeviceGetPcieThroughput blocks 20 ms in the real driver. The
+// GPUs of a tick are read side by side, so 8 GPUs cost one GPU's 40 ms,
+// not 320 ms (the sampler read them one after another before), and the
+// samples of a tick are taken at nearly the same moment.
+func TestSamplerReadsGPUsSideBySide(t *testing.T) {
+	srv := bareH100(func(i int, d *server.Device) {
+		d.GetPcieThroughputFunc = func(gonvml.PcieUtilCounter) (uint32, gonvml.Return) {
+			time.Sleep(20 * time.Millisecond) // the driver's counting window
+			return 1, gonvml.SUCCESS
+		}
+	})
+	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	got := s.Sample(context.Background())
+	took := time.Since(start)
+	if len(got) != 8 || got[7].PCIeRxKBps == nil {
+		t.Fatalf("samples %+v", got)
+	}
+	t.Logf("one tick of 8 GPUs with 2 × 20 ms PCIe windows each: %v", took)
+	if took > 200*time.Millisecond {
+		t.Errorf("a tick of 8 GPUs took %v: read one after another (8 × 40 ms = 320 ms)", took)
+	}
+}
