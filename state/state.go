@@ -215,8 +215,9 @@ type Process struct {
 	// collected when asked (serve --web.expose-process-details).
 	CommandLine string `json:"command_line,omitempty"`
 	// JobID is the Slurm job whose cgroup holds the process (the job_<id>
-	// component of /proc/PID/cgroup, which slurmstepd, not the user, sets);
-	// empty outside a job.
+	// directory of Slurm's cgroup layouts in /proc/PID/cgroup, which
+	// slurmstepd, not the user, sets: slurmstate.JobFromCgroup); empty
+	// outside a job or when it cannot be told.
 	JobID string `json:"job_id,omitempty"`
 }
 
