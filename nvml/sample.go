@@ -34,7 +34,14 @@ type sampled struct {
 	dev      gonvml.Device
 	gpu      state.GPU // Errors, Unsupported, Lost land here
 	info     state.JobGPU
-	lastSeen uint64 // nvmlDeviceGetProcessUtilization's timestamp, µs
+	// lastSeen is nvmlDeviceGetProcessUtilization's lastSeenTimeStamp:
+	// "the CPU timestamp in microseconds at which utilization samples were
+	// last read" (nvml.h), wall-clock µs since the epoch as real samples
+	// show (1653167163586231 on a V100, Fizzbb/KubernetesNotes
+	// gpu/nvml-python/README.md). It starts at the window's start: 0 would
+	// return every sample the driver still holds, seconds older than the
+	// window and of processes that may have ended.
+	lastSeen uint64
 	sym      symbols
 }
 
@@ -55,6 +62,7 @@ func NewSampler(ctx context.Context, lib gonvml.Interface, opts Options, indices
 	// where the library has them: go-nvml binds symbols lazily, and calling
 	// a missing one kills the process in the dynamic linker.
 	sym := lookupSymbols(lib)
+	start := time.Now()
 	ret, o := call(s.sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {
 		r := lib.Init()
 		return r, r
@@ -79,7 +87,7 @@ func NewSampler(ctx context.Context, lib gonvml.Interface, opts Options, indices
 		}
 	}
 	for _, i := range indices {
-		d := &sampled{gpu: state.GPU{Index: i}, info: state.JobGPU{Index: i}, sym: sym}
+		d := &sampled{gpu: state.GPU{Index: i}, info: state.JobGPU{Index: i}, sym: sym, lastSeen: uint64(start.UnixMicro())}
 		d.g = &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: &d.gpu, errs: &d.gpu.Errors, unsupp: &d.gpu.Unsupported, lib: libName}
 		s.devs = append(s.devs, d)
 		dev, o := call(d.g, "nvmlDeviceGetHandleByIndex", func() (gonvml.Device, gonvml.Return) { return lib.DeviceGetHandleByIndex(i) })

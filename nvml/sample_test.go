@@ -62,11 +62,25 @@ func TestSamplerReadsAndConvertsUnits(t *testing.T) {
 			}
 			return gonvml.SUCCESS
 		}
+		// The driver's sample buffer, µs since the epoch: pid 41 ran 5 s
+		// before the window (a process that has ended), pid 42 in it.
+		now := uint64(time.Now().UnixMicro())
+		buffer := []gonvml.ProcessUtilizationSample{
+			{Pid: 41, TimeStamp: now - 5_000_000, SmUtil: 100, MemUtil: 100},
+			{Pid: 42, TimeStamp: now + 1_000_000, SmUtil: 80, MemUtil: 30},
+			{Pid: 42, TimeStamp: now + 2_000_000, SmUtil: 90, MemUtil: 20},
+		}
 		d.GetProcessUtilizationFunc = func(since uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) {
-			if since > 0 {
+			var out []gonvml.ProcessUtilizationSample // nvml.h: "only samples with timestamp greater than lastSeenTimeStamp"
+			for _, b := range buffer {
+				if b.TimeStamp > since {
+					out = append(out, b)
+				}
+			}
+			if len(out) == 0 {
 				return nil, gonvml.ERROR_NOT_FOUND // nothing new: an empty list, no error
 			}
-			return []gonvml.ProcessUtilizationSample{{Pid: 42, TimeStamp: 7, SmUtil: 80, MemUtil: 30}, {Pid: 42, TimeStamp: 9, SmUtil: 90, MemUtil: 20}}, gonvml.SUCCESS
+			return out, gonvml.SUCCESS
 		}
 	})
 	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, []int{2, 5})
@@ -94,7 +108,7 @@ func TestSamplerReadsAndConvertsUnits(t *testing.T) {
 		t.Errorf("NVLink tx %d rx %d bytes, want 3 and 4 KiB in bytes", *g.NVLinkTxBytes, *g.NVLinkRxBytes)
 	}
 	if len(g.Processes) != 1 || g.Processes[0].PID != 42 || g.Processes[0].SMUtilPercent != 90 || g.Processes[0].MemUtilPercent != 30 {
-		t.Errorf("processes %+v, want pid 42 at its highest 90%% SM, 30%% memory", g.Processes)
+		t.Errorf("processes %+v, want pid 42 at its highest 90%% SM, 30%% memory, and not pid 41's samples from before the window", g.Processes)
 	}
 	if len(second[1].Processes) != 0 {
 		t.Errorf("second tick: %+v, want no samples (NOT_FOUND)", second[1].Processes)
