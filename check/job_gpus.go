@@ -34,7 +34,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	// parse was set by hand, and what the step was given is then unknown
 	// (it used to pass as "no GPUs allocated").
 	for _, e := range env.Errors {
-		if strings.Contains(e.Var, "GPU") {
+		if e.Var == "SLURM_STEP_GPUS" || e.Var == "SLURM_JOB_GPUS" || e.Var == "SLURM_GPUS_ON_NODE" {
 			v.add(Error, nil, "unset "+e.Var+" in the job script: Slurm sets it from --gres/--gpus",
 				fmt.Sprintf("%s=%q does not parse (%s): the GPUs allocated to this step are unknown", e.Var, e.Value, e.Error))
 		}
@@ -66,7 +66,20 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || env.GPUsOnNode != nil) {
 		v.add(Warn, nil, binding, "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated "+allocWords(alloc, from, env))
 	}
+	// MIG: Slurm numbers GRES records, not GPUs. SLURM_STEP_GPUS is each
+	// record's index on the node (gres_common.c common_gres_set_env writes
+	// gres_device->index into the global list), and a MIG instance is a
+	// record of its own, which CUDA_VISIBLE_DEVICES names by UUID ("MIG
+	// devices always use UUID", same function). SLURM_STEP_GPUS=12 is the
+	// thirteenth MIG GRES, not GPU 12: only the counts compare.
+	migs := migEntries(cvd)
 	switch {
+	case migs > 0 && alloc != nil:
+		if len(cvd.Entries) > len(alloc) {
+			v.add(Fail, nil, binding, fmt.Sprintf("this task can use %d GPU/MIG device(s), Slurm allocated %d (%s=%s numbers MIG GRES, not GPUs)", len(cvd.Entries), len(alloc), from, listOr(alloc)))
+		}
+		missingAllocated(&v, n, env, len(cvd.Entries) < len(alloc) && len(cvd.Entries) > 0, binding,
+			fmt.Sprintf("this single task sees only %d of the %d allocated MIG GRES (%s=%s)", len(cvd.Entries), len(alloc), from, listOr(alloc)))
 	case alloc == nil && env.GPUsOnNode == nil:
 		if !cvd.Set && nvmlCount > 0 && !constrained {
 			v.add(Warn, nil, "request GPUs (--gres=gpu:N, --gpus-per-task) or set ConstrainDevices=yes in cgroup.conf so GPU-less steps cannot touch them",
@@ -117,7 +130,9 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	}
 
 	pass := fmt.Sprintf("sees GPU %s", listOr(visible))
-	if alloc != nil {
+	if migs > 0 && alloc != nil {
+		pass = fmt.Sprintf("sees %d MIG instance(s) on GPU %s, %d allocated (%s=%s numbers MIG GRES, not GPUs)", migs, listOr(visible), len(alloc), from, cpulist.Format(alloc))
+	} else if alloc != nil {
 		pass += fmt.Sprintf(", as allocated (%s=%s)", from, cpulist.Format(alloc))
 	} else if env.GPUsOnNode != nil {
 		pass += fmt.Sprintf(", %d allocated (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
@@ -132,6 +147,19 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		r.Details = append([]string{"mode: " + how}, r.Details...)
 	}
 	return r
+}
+
+// migEntries counts the MIG instances CUDA_VISIBLE_DEVICES names.
+func migEntries(cvd *slurmstate.VisibleDevices) int {
+	n := 0
+	if cvd != nil {
+		for _, e := range cvd.Entries {
+			if e.Kind == slurmstate.RefMIG {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // missingAllocated judges allocated GPUs this task does not see: normal with

@@ -158,6 +158,20 @@ func TestVisibleDevices(t *testing.T) {
 			}
 			n.NVML.GPUs = n.NVML.GPUs[:1]
 		}), status: Pass, summary: "1 MIG instance(s) not verifiable"}, // counted, not judged (docs/checks.md): it used to warn "sees only 0 of 1"
+		// MIG under AutoDetect=nvml: each MIG instance is a GRES record, and
+		// SLURM_STEP_GPUS holds the record's index on the node, while
+		// CUDA_VISIBLE_DEVICES names the instance by UUID (gres_common.c
+		// common_gres_set_env: "MIG devices always use UUID"). Record 12 is a
+		// slice of GPU 3 here. It gave FAILs: GPU 3 "not allocated", and
+		// "Slurm allocated GPU 12, NVML sees only 8".
+		{name: "MIG GRES 12 on GPU 3", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID, "GPU_DEVICE_ORDINAL="+migUUID, "SLURM_STEP_GPUS=12", "SLURM_GPUS_ON_NODE=1"), withMIG),
+			status: Pass, summary: "sees 1 MIG instance(s) on GPU 3, 1 allocated (SLURM_STEP_GPUS=12 numbers MIG GRES, not GPUs)"},
+		{name: "MIG GRES 12, instance not in the state", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID, "SLURM_STEP_GPUS=12", "SLURM_GPUS_ON_NODE=1"), nil),
+			status: Pass, summary: "1 allocated (SLURM_STEP_GPUS=12 numbers MIG GRES, not GPUs); 1 MIG instance(s) not verifiable"},
+		{name: "two MIG instances, one allocated", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID+",MIG-0c5e1a3b-9d2f-5e4a-8b7c-6d5e4f3a2b1c", "SLURM_STEP_GPUS=12", "SLURM_GPUS_ON_NODE=1"), withMIG),
+			status: Fail, summary: "this task can use 2 GPU/MIG device(s), Slurm allocated 1 (SLURM_STEP_GPUS=12 numbers MIG GRES, not GPUs)"},
+		{name: "one of two MIG GRES, single task", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID, "SLURM_STEP_GPUS=12-13", "SLURM_GPUS_ON_NODE=2"), withMIG),
+			status: Warn, summary: "this single task sees only 1 of the 2 allocated MIG GRES (SLURM_STEP_GPUS=12,13)"},
 		// The user replaced Slurm's 4,5 by 4,6 in the job script: GPU 6 is
 		// not theirs, GPU 5 is unused, and the fix is to stop overwriting
 		// (GPU_DEVICE_ORDINAL keeps Slurm's value), not "request GPUs per task".
@@ -168,6 +182,13 @@ func TestVisibleDevices(t *testing.T) {
 		{name: "empty hides every GPU", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
 			status: Warn, summary: "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated GPU 4,5 (SLURM_STEP_GPUS)"},
 	})
+}
+
+// migUUID is a MIG instance on GPU 3 of jobNode's node (withMIG).
+const migUUID = "MIG-dcf43e8e-5d19-5fa8-8b1d-8aaca1e467f0"
+
+func withMIG(n *state.Node) {
+	n.NVML.GPUs[3].MIGDevices = []state.MIGDevice{{UUID: migUUID, GPUInstanceID: 1}, {UUID: "MIG-0c5e1a3b-9d2f-5e4a-8b7c-6d5e4f3a2b1c", GPUInstanceID: 2}}
 }
 
 func TestGPUSharing(t *testing.T) {
