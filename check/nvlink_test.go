@@ -97,6 +97,13 @@ func TestXID(t *testing.T) {
 		// NVIDIA's catalogue: IGNORE. A row remap recorded is gpu.row_remap's
 		// to judge; as a critical XID it drained healthy nodes for good.
 		{name: "Xid 63 alone is no finding", node: withXIDs(ev(63, "0000:10:00", time.Hour)), status: Pass},
+		// A scoped state (check --gpus 1) holds GPU 1 at position 0: the XID
+		// finds it by bus, not by taking its index as a position (a panic).
+		{name: "GPU index is not a position", node: healthy(func(n *state.Node) {
+			n.CollectedAt = at
+			n.NVML.GPUs = n.NVML.GPUs[1:2]
+			n.Kernel = kernelState(86400, []state.XIDEvent{ev(79, "0000:11:00", time.Hour)})
+		}), status: Fail, summary: "GPU 1 (0000:11:00.0): Xid 79", devices: []int{1}},
 		{name: "unknown bus still reported", node: withXIDs(ev(79, "0000:99:00", time.Hour)), status: Fail, summary: "PCI 0000:99:00: Xid 79"},
 		{name: "unreadable log is an error", node: healthy(func(n *state.Node) { n.Kernel = &state.Kernel{XIDError: "cannot read /dev/kmsg: permission denied"} }),
 			status: Error, summary: "permission denied"},

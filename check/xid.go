@@ -37,6 +37,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		lost bool
 	}
 	counts := map[key]int{}
+	gpuOf := map[key]*state.GPU{} // by identity: an index is not a position in a scoped state
 	last := map[key]state.XIDEvent{}
 	var keys []key
 	cleared := 0
@@ -57,6 +58,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.FellOffBus && ev.Code == 0}
 		if g := gpuByBus(n, ev); g != nil {
 			kk.gpu = g.Index
+			gpuOf[kk] = g
 		}
 		if counts[kk] == 0 {
 			keys = append(keys, kk)
@@ -82,10 +84,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	})
 	v := verdict{id: "gpu.xid"}
 	for _, kk := range keys {
-		var g *state.GPU
-		if kk.gpu >= 0 {
-			g = &n.NVML.GPUs[kk.gpu]
-		}
+		g := gpuOf[kk]
 		where := ""
 		if g == nil && kk.bus != "" {
 			where = "PCI " + kk.bus + ": "

@@ -20,6 +20,13 @@ type Options struct {
 	Sources Sources
 	// CallTimeout bounds each NVML call.
 	CallTimeout time.Duration
+	// NVMLName names the library Sources.OpenNVML opens, for deadline.Do
+	// across collections: a device whose call is still hung is not called
+	// again by a later collection with the same name. The daemon sets it
+	// for a simulated node (each cycle's mock is the same simulated GPU);
+	// empty, a mock counts for its own collection alone. The real library
+	// is always "nvml".
+	NVMLName string
 	// Version is gpuprobe's own version, recorded in the state.
 	Version string
 	// NCCLLogs are NCCL_DEBUG=INFO logs to analyse (--nccl-log).

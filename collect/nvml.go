@@ -10,7 +10,7 @@ import (
 )
 
 func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source {
-	nopts := nvml.Options{CallTimeout: opts.CallTimeout}
+	nopts := nvml.Options{CallTimeout: opts.CallTimeout, Library: opts.NVMLName}
 	open := opts.Sources.OpenNVML
 	if open == nil {
 		// Only the real library has the entry points go-nvml cannot route

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"regexp"
@@ -92,6 +93,29 @@ func (r reader) read(ctx context.Context, p string) ([]byte, error) {
 
 func (r reader) readDir(ctx context.Context, p string) ([]fs.DirEntry, error) {
 	return deadline.Do(ctx, "jobperf:"+p, r.d, func() ([]fs.DirEntry, error) { return r.fs.ReadDir(p) })
+}
+
+// readDirN lists at most n entries (a process may hold a million fds: the
+// listing itself must be bounded, not only what is done with it).
+func (r reader) readDirN(ctx context.Context, p string, n int) ([]fs.DirEntry, error) {
+	return deadline.Do(ctx, "jobperf:"+p, r.d, func() ([]fs.DirEntry, error) {
+		f, err := r.fs.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		d, ok := f.(interface {
+			ReadDir(int) ([]fs.DirEntry, error)
+		})
+		if !ok {
+			return nil, fmt.Errorf("%s: not a directory", p)
+		}
+		es, err := d.ReadDir(n)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return es, err
+	})
 }
 
 func (r reader) readlink(ctx context.Context, p string) (string, error) {

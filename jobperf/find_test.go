@@ -3,11 +3,13 @@ package jobperf
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	"github.com/gpuprobe/gpuprobe/deadline"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -152,6 +154,10 @@ func TestFindFromRealSelfCgroupLines(t *testing.T) {
 			"sys/fs/cgroup/system.slice/slurmstepd.scope/job_1392969", "1392969", "cgroup-v2", "/system.slice/slurmstepd.scope/job_1392969"},
 		{"v1, devices line", "10:devices:/slurm/uid_2101171/job_280678/step_interactive/task_0\n", "mountinfo-hybrid-v1.txt",
 			"sys/fs/cgroup/memory/slurm/uid_2101171/job_280678", "280678", "cgroup-v1", "/slurm/uid_2101171/job_280678"},
+		// The batch step's path from rstudio/rstudio#13690, on the memory
+		// controller's line (the hierarchy number is this machine's).
+		{"v1, batch step", "4:memory:/slurm/uid_2687/job_13759490/step_batch/task_0\n", "mountinfo-hybrid-v1.txt",
+			"sys/fs/cgroup/memory/slurm/uid_2687/job_13759490", "13759490", "cgroup-v1", "/slurm/uid_2687/job_13759490"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -242,4 +248,98 @@ func TestScontrolFallbackOnCapturedProc(t *testing.T) {
 	if p.TasksFrom != "scontrol" || p.User != "1000" || len(p.PIDs) != 1 || p.CgroupPath != "" {
 		t.Errorf("describe = %+v", p)
 	}
+}
+
+// The other places slurmd's cgroup/v2 plugin puts the scope: a node of a
+// multiple-slurmd build (<nodename>_slurmstepd.scope), and slurmd in a
+// container whose init is not at the cgroup root (the dirname of
+// /proc/1/cgroup's path prefixes system.slice); and a node read through
+// --path.sysfs.
+func TestFindOtherV2Layouts(t *testing.T) {
+	cases := []struct {
+		name, scope, init, sysfs, want string
+	}{
+		// The scope name of a real multiple-slurmd node (NVIDIA/enroot#169).
+		{"multiple slurmd", "sys/fs/cgroup/system.slice/slurm-worker-1_slurmstepd.scope", "", "",
+			"/system.slice/slurm-worker-1_slurmstepd.scope/job_4"},
+		{"in a container", "sys/fs/cgroup/docker.slice/docker-1f2e.scope/system.slice/slurmstepd.scope",
+			"0::/docker.slice/docker-1f2e.scope/init.scope\n", "", "/docker.slice/docker-1f2e.scope/system.slice/slurmstepd.scope/job_4"},
+		{"--path.sysfs", "host/sys/fs/cgroup/system.slice/slurmstepd.scope", "", "/host/sys",
+			"/system.slice/slurmstepd.scope/job_4"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := fstest.MapFS{}
+			loadTTAR(t, m, "testdata/cgroup_exporter.ttar", map[string]string{"fixtures/system.slice/slurmstepd.scope": c.scope})
+			m["proc/self/mountinfo"] = &fstest.MapFile{Data: readTestdata(t, "mountinfo-v2.txt")}
+			if c.init != "" {
+				m["proc/1/cgroup"] = &fstest.MapFile{Data: []byte(c.init)}
+			}
+			j, err := Find(context.Background(), Options{Root: m, JobID: "4", SysfsRoot: c.sysfs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := j.Sample(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.cgroupPath != c.want || val(s.Cgroup.MemCurrent) != 5660672 {
+				t.Errorf("cgroup %q (memory %d), want %q", j.cgroupPath, val(s.Cgroup.MemCurrent), c.want)
+			}
+		})
+	}
+}
+
+// hangFS blocks every read of one file until released, as a file of a hung
+// filesystem or a wedged pseudo-file does.
+type hangFS struct {
+	fstest.MapFS
+	path    string
+	release chan struct{}
+}
+
+func (h hangFS) Open(name string) (fs.File, error) {
+	if name == h.path {
+		<-h.release
+	}
+	return h.MapFS.Open(name)
+}
+
+// A read that hangs costs one call timeout, once: the tick goes on without
+// it, and the next tick does not read it again while it is stuck.
+func TestHungFileCostsOneTimeoutOnce(t *testing.T) {
+	m := v2Node(t)
+	h := hangFS{MapFS: m, path: "sys/fs/cgroup/system.slice/slurmstepd.scope/job_4/memory.current", release: make(chan struct{})}
+	defer close(h.release)
+	j, err := Find(context.Background(), Options{Root: h, JobID: "4", CallTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s1, err := j.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Since(start)
+	start = time.Now()
+	s2, err := j.Sample(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := time.Since(start)
+	if s1.Cgroup.MemCurrent != nil || s1.Cgroup.CPUUsageNs == nil {
+		t.Errorf("tick 1: memory %v cpu %v; want memory unread, cpu read", s1.Cgroup.MemCurrent, s1.Cgroup.CPUUsageNs)
+	}
+	if first > 2*time.Second || second > 150*time.Millisecond {
+		t.Errorf("tick 1 took %v (want about the 200ms timeout), tick 2 %v (want no wait: the hung read is not retried)", first, second)
+	}
+	joined := strings.Join(s2.Errors, "\n")
+	if !strings.Contains(joined, "memory.current") || !errors.Is(errorsOf(t, j), deadline.ErrBusy) {
+		t.Errorf("tick 2 errors %v: want memory.current refused as busy", s2.Errors)
+	}
+}
+
+func errorsOf(t *testing.T, j *Job) error {
+	_, err := j.r.read(context.Background(), "/sys/fs/cgroup/system.slice/slurmstepd.scope/job_4/memory.current")
+	return err
 }

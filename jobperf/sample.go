@@ -308,7 +308,7 @@ func (j *Job) task(ctx context.Context, pid int32, mounts map[string][]mount, fd
 // hung NFS server must not hang the sampler, and the link, the mount table
 // and fdinfo are all in /proc.
 func (j *Job) files(ctx context.Context, dir string, t *Task, mounts map[string][]mount, budget *int) {
-	es, err := j.r.readDir(ctx, path.Join(dir, "fd"))
+	es, err := j.r.readDirN(ctx, path.Join(dir, "fd"), MaxFDsPerTask)
 	if err != nil {
 		return
 	}

@@ -15,6 +15,9 @@ import (
 // ppc64le: include/asm-generic/param.h); Go has no sysconf without cgo.
 const ClockTicks = 100
 
+// MaxFilesystems bounds the filesystems a summary lists (the ones read most).
+const MaxFilesystems = 32
+
 // Summarize turns the ticks into what state records: counter differences
 // between the first and the last tick, state counts over all ticks, and the
 // memory figures of the last tick. The strings are what could not be read
@@ -235,7 +238,15 @@ func summarizeIO(ts []*Sample, first, last *Sample) (*state.JobIO, []string) {
 		if x.ReadBytes != y.ReadBytes {
 			return x.ReadBytes > y.ReadBytes
 		}
+		if x.OpenFiles != y.OpenFiles {
+			return x.OpenFiles > y.OpenFiles
+		}
 		return x.MountPoint < y.MountPoint
 	})
+	if n := len(io.Filesystems); n > MaxFilesystems {
+		// Users can mount (FUSE, user namespaces): the list is theirs to grow.
+		io.Filesystems = io.Filesystems[:MaxFilesystems]
+		errs = append(errs, fmt.Sprintf("files open on %d filesystems: only the %d read most from are listed", n, MaxFilesystems))
+	}
 	return io, errs
 }

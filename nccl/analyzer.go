@@ -320,7 +320,12 @@ func (a *Analyzer) recordItem(it *item) {
 		}
 		a.ev.conn = it.conn
 	} else if kind != KindWarn {
-		classify(r.msg, &a.ev) // the rare kinds: fill a.ev here
+		// The rare kinds: fill a.ev here. Its fields are valid only for the
+		// kind classify returns now; a different one would leave the last
+		// record's slices in a.ev, pointing into a block buffer since reused.
+		if kind = classify(r.msg, &a.ev); kind == KindOther {
+			return
+		}
 	}
 	if a.seen.dupHash(it.hash, salt) {
 		a.stats.Duplicates++

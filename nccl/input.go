@@ -57,13 +57,49 @@ func (a *Analyzer) readPath(ctx context.Context, path string) error {
 	// a pipe end at the deadline too.
 	f, err := deadline.Do(ctx, "file:"+path, 0, func() (*os.File, error) { return os.Open(path) })
 	if err != nil {
+		if errors.Is(err, deadline.ErrTimeout) || errors.Is(err, deadline.ErrBusy) {
+			return fmt.Errorf("nccl: open log %s: %w (a FIFO with no writer, or a hung file system?)", path, deadline.ErrTimeout)
+		}
 		return fmt.Errorf("nccl: open log %s: %w", path, err)
 	}
 	defer f.Close()
+	if err := logFileKind(f); err != nil {
+		return fmt.Errorf("nccl: log %s: %w", path, err)
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = f.SetReadDeadline(dl)
 	}
 	return a.ReadFrom(ctx, path, f)
+}
+
+// ErrNotALog is wrapped by the error for a path that is not a log: a
+// device (/dev/zero never ends, /dev/kmsg is no NCCL log), a directory or
+// a socket.
+var ErrNotALog = errors.New("not a log file (give a regular file, a pipe or '-' for stdin)")
+
+// logFileKind accepts regular files and pipes (a FIFO, a shell's
+// <(kubectl logs …)): a log is text someone wrote, and the time and memory
+// it costs are bounded by the deadline and the block buffers, not by its
+// length. Anything else is refused by type before a byte is read.
+func logFileKind(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	m := fi.Mode()
+	switch {
+	case m.IsRegular(), m&os.ModeNamedPipe != 0:
+		return nil
+	case m.IsDir():
+		return fmt.Errorf("a directory: %w", ErrNotALog)
+	case m&os.ModeCharDevice != 0:
+		return fmt.Errorf("a character device: %w", ErrNotALog)
+	case m&os.ModeDevice != 0:
+		return fmt.Errorf("a block device: %w", ErrNotALog)
+	case m&os.ModeSocket != 0:
+		return fmt.Errorf("a socket: %w", ErrNotALog)
+	}
+	return fmt.Errorf("file mode %v: %w", m, ErrNotALog)
 }
 
 const (
@@ -93,6 +129,12 @@ func (a *Analyzer) ReadFrom(ctx context.Context, name string, r io.Reader) error
 		err = a.readAtFile(ctx, src, f, size, blockSize)
 	} else {
 		err = a.readStream(ctx, src, r)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
+		a.mu.Lock()
+		n := a.stats.Bytes
+		a.mu.Unlock()
+		return fmt.Errorf("nccl: reading %s: %w after %d bytes in all: a pipe with no more data and no end of file, or a log too big for the time allowed (--timeout)", name, deadline.ErrTimeout, n)
 	}
 	if err != nil {
 		return fmt.Errorf("nccl: reading %s: %w", name, err)
@@ -143,21 +185,30 @@ func (a *Analyzer) readStream(ctx context.Context, src int32, r io.Reader) error
 			}
 		})
 	}
+	// The reader may be stuck in a Read that no deadline reaches (stdin is
+	// not pollable): at the deadline this goroutine stops waiting for it,
+	// and the reader leaves at its next block without handing it in.
 	var readErr error
+	stop := make(chan struct{})
+	defer close(stop)
 	go func() {
 		defer close(order)
 		defer close(jobs)
 		br := blockReader{r: r, maxLine: a.maxLine, carry: make([]byte, 0, a.maxLine+1)}
+		var spare *job // a buffer that came back empty
 		for {
 			if err := ctx.Err(); err != nil {
 				readErr = err
 				return
 			}
-			var j *job
-			select {
-			case j = <-free:
-			default:
-				j = &job{buf: make([]byte, bufSize), b: batch{items: make([]item, 0, 256)}}
+			j := spare
+			spare = nil
+			if j == nil {
+				select {
+				case j = <-free:
+				default:
+					j = &job{buf: make([]byte, bufSize), b: batch{items: make([]item, 0, 256)}}
+				}
 			}
 			data, err := br.fill(j.buf)
 			a.mu.Lock()
@@ -165,8 +216,14 @@ func (a *Analyzer) readStream(ctx context.Context, src int32, r io.Reader) error
 			a.mu.Unlock()
 			if len(data) > 0 {
 				j.data, j.done = data, make(chan struct{})
-				order <- j
+				select {
+				case order <- j:
+				case <-stop:
+					return
+				}
 				jobs <- j
+			} else {
+				spare = j
 			}
 			if err != nil {
 				if !errors.Is(err, io.EOF) {
@@ -176,7 +233,16 @@ func (a *Analyzer) readStream(ctx context.Context, src int32, r io.Reader) error
 			}
 		}
 	}()
-	for j := range order {
+	for {
+		var j *job
+		select {
+		case j = <-order:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if j == nil {
+			break // the reader is done
+		}
 		<-j.done
 		a.mu.Lock()
 		a.merge(src, &j.b)
@@ -236,7 +302,12 @@ func (br *blockReader) fill(buf []byte) ([]byte, error) {
 		br.read += int64(m)
 		if br.skipping && m > 0 {
 			if i := bytes.IndexByte(buf[n:n+m], '\n'); i < 0 {
-				m = 0
+				// Hand back an empty block, keeping what was gathered, so
+				// that the caller sees the deadline between reads:
+				// skipping an endless line (/dev/zero, a pipe that never
+				// writes a newline) looped here for good.
+				br.carry = append(br.carry, buf[:n]...)
+				return buf[:0], nil
 			} else {
 				copy(buf[n:], buf[n+i:n+m])
 				m -= i

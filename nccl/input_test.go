@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/nccl/gen"
 )
@@ -123,5 +124,51 @@ func TestFileFromOffset(t *testing.T) {
 	}
 	if v.NetSelected != "Socket" || v.Stats.Lines != int64(strings.Count(body, "\n")) || v.Processes[0].FirstLine.Line != 1 {
 		t.Errorf("net %q, %d lines, first line %+v", v.NetSelected, v.Stats.Lines, v.Processes[0].FirstLine)
+	}
+}
+
+// endless is /dev/zero as a plain reader: one line that never ends.
+type endless struct{}
+
+func (endless) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// stuck is stdin with nothing coming: a Read that no deadline reaches.
+type stuck struct{ c chan struct{} }
+
+func (s stuck) Read([]byte) (int, error) { <-s.c; return 0, io.EOF }
+
+// The bugs: a stream of one endless line (a pipe from /dev/zero) was
+// skipped in a loop that never looked at the deadline, and a reader stuck
+// in Read (stdin) kept ReadFrom waiting past it. Both must end at the
+// deadline with an error, in bounded memory.
+func TestStreamEndsAtDeadline(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	for name, r := range map[string]io.Reader{"endless": endless{}, "stuck": stuck{release}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		done := make(chan error, 1)
+		a := NewAnalyzer()
+		go func() { done <- a.ReadFrom(ctx, name, r) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "reading "+name+": no answer before the deadline") {
+				t.Errorf("%s: %v", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: ReadFrom still running 5 s after a 300 ms deadline", name)
+		}
+		cancel()
+	}
+}
+
+// A regular file read past the deadline says how far it got, not its size.
+func TestFileDeadlineCountsWhatWasRead(t *testing.T) {
+	data := bytes.Repeat([]byte("h:1:2 [0] NCCL INFO Using network IB\n"), 4*blockSize/38)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the deadline passed before the first block
+	a := NewAnalyzer()
+	err := a.readAtFile(ctx, a.source("big"), bytes.NewReader(data), int64(len(data)), blockSize)
+	if err == nil || a.stats.Bytes >= int64(len(data)) {
+		t.Errorf("error %v, %d of %d bytes counted", err, a.stats.Bytes, len(data))
 	}
 }

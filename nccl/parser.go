@@ -134,7 +134,19 @@ func (p *lineParser) line(b []byte, n int64) {
 			cls = classify(r.msg, &p.ev)
 		}
 		if cls != KindOther {
+			// The merger classifies the finished (trimmed) message again for
+			// the rare kinds and reads its event: classify what it will see.
+			// "Using network " is a net selection before the trim and nothing
+			// after it, and a kind without its event made the merger read the
+			// previous record's net name from a reused block buffer.
+			raw := len(r.msg)
 			sc.finish(&r)
+			if len(r.msg) != raw && r.level != levelWarn {
+				if cls = classify(r.msg, &p.ev); cls == KindOther {
+					p.passEnvelope(b, &r, n)
+					continue
+				}
+			}
 			it := p.next()
 			*it = item{kind: itRecord, line: n, rec: r, cls: cls, known: true, hash: hash64(r.key)}
 			if r.prefixed {
@@ -145,13 +157,18 @@ func (p *lineParser) line(b []byte, n int64) {
 			}
 			continue
 		}
-		// A record the verdict does not use matters only for its envelope,
-		// which the merger needs once to count the process and host.
-		if p.firstSight(b, &r) {
-			sc.finish(&r)
-			if r.prefixed {
-				p.emit(item{kind: itRecord, line: n, rec: r, cls: KindOther, known: true, phash: hash64(r.prefix)})
-			}
+		p.passEnvelope(b, &r, n)
+	}
+}
+
+// passEnvelope handles a record the verdict does not use: it matters only
+// for its envelope, which the merger needs once to count the process and
+// host.
+func (p *lineParser) passEnvelope(b []byte, r *rawRecord, n int64) {
+	if p.firstSight(b, r) {
+		p.sc.finish(r)
+		if r.prefixed {
+			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, known: true, phash: hash64(r.prefix)})
 		}
 	}
 }

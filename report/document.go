@@ -18,10 +18,12 @@ const SchemaVersion = 1
 // Document is the result of one run, as `check --format json` prints it and
 // the daemon serves it on /report.
 type Document struct {
-	SchemaVersion   int            `json:"schema_version"`
-	Host            string         `json:"host"`
-	Simulated       bool           `json:"simulated"`
-	SimulateSpec    string         `json:"simulate_spec,omitempty"`
+	SchemaVersion int    `json:"schema_version"`
+	Host          string `json:"host"`
+	Simulated     bool   `json:"simulated"`
+	SimulateSpec  string `json:"simulate_spec,omitempty"`
+	// Scope: only these GPUs were judged (check --gpus).
+	Scope           string         `json:"scope,omitempty"`
 	Status          check.Status   `json:"status"`
 	Strict          bool           `json:"strict,omitempty"`
 	ElapsedSeconds  float64        `json:"elapsed_seconds"`
@@ -44,6 +46,7 @@ func New(n *state.Node, results []check.Result, strict bool, elapsed time.Durati
 		Host:            n.Host,
 		Simulated:       n.Simulated != "",
 		SimulateSpec:    n.Simulated,
+		Scope:           n.Scope,
 		Status:          check.Overall(results, strict),
 		Strict:          strict,
 		ElapsedSeconds:  elapsed.Seconds(),

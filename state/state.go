@@ -20,7 +20,11 @@ type Node struct {
 	Host          string    `json:"host"`
 	CollectedAt   time.Time `json:"collected_at"`
 	// Simulated is the --simulate spec the state came from; empty for real hardware.
-	Simulated       string `json:"simulated,omitempty"`
+	Simulated string `json:"simulated,omitempty"`
+	// Scope says the run judged only some GPUs ("SLURM_JOB_GPUS=0,1": a
+	// Prolog or Epilog scoped to its job); the others, and the XIDs that
+	// name them, were left out of the state. Empty: the whole node.
+	Scope           string `json:"scope,omitempty"`
 	GpuprobeVersion string `json:"gpuprobe_version,omitempty"`
 
 	NVML *NVML `json:"nvml,omitempty"`

@@ -31,7 +31,11 @@ type checkExtension struct {
 	// cfg.Checks/cfg.Skip), the collector options and the flags themselves
 	// (f.collect.timeout for a hard deadline).
 	configure func(f *checkFlags, cfg *check.Config, o *collect.Options) error
-	after     func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
+	// start runs first, before any input is read (--config included): a
+	// hard deadline armed here covers the whole run. It returns what to undo
+	// when the run ends early.
+	start func(f *checkFlags) (stop func())
+	after func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
 }
 
 var checkExtensions []checkExtension
@@ -53,6 +57,7 @@ type checkFlags struct {
 	fromDaemon   string
 	maxAge       time.Duration
 	kernelLog    string
+	gpus         string
 }
 
 func registerCheck(c *cli) {
@@ -72,6 +77,7 @@ func registerCheck(c *cli) {
 	cmd.Flag("from-daemon", "Judge from a running 'gpuprobe serve' (URL, or 'local' for http://127.0.0.1:"+DefaultPort+") when its report is fresher than --max-age; otherwise run directly. A health check then costs milliseconds and never touches the driver.").PlaceHolder("URL").StringVar(&f.fromDaemon)
 	cmd.Flag("max-age", "Oldest daemon report --from-daemon accepts.").Default("60s").DurationVar(&f.maxAge)
 	cmd.Flag("xid-window", "Only count XIDs this recent (default: since boot).").DurationVar(&f.xidWindow)
+	cmd.Flag("gpus", "Judge only these GPUs (NVML indexes), or 'job' for SLURM_JOB_GPUS: a Prolog or Epilog judges its own job's GPUs, not another job's leftover on a shared node.").PlaceHolder("LIST").StringVar(&f.gpus)
 	cmd.Flag("kernel-log", "Judge the XIDs of a saved kernel log (dmesg, dmesg -T, journalctl -k, or /dev/kmsg records; '-' is stdin) instead of this node's /dev/kmsg: a support ticket's log, with --checks gpu.xid.").PlaceHolder("FILE").StringVar(&f.kernelLog)
 	cmd.Flag("verbose", "Print every check's evidence, not only the failures'.").Short('v').BoolVar(&f.verbose)
 	for _, e := range checkExtensions {
@@ -84,6 +90,11 @@ func registerCheck(c *cli) {
 
 func (c *cli) runCheck(f *checkFlags) error {
 	start := time.Now()
+	for _, e := range checkExtensions {
+		if e.start != nil {
+			defer e.start(f)()
+		}
+	}
 	cfgCtx, cfgCancel := context.WithTimeout(context.Background(), max(f.collect.timeout, time.Millisecond))
 	cfg, err := c.loadConfig(cfgCtx, f.configFile, true)
 	cfgCancel()
@@ -121,6 +132,13 @@ func (c *cli) runCheck(f *checkFlags) error {
 	if err := c.useKernelLog(f, cfg, &o); err != nil {
 		return c.usageError("%v", err)
 	}
+	scope, scopeLabel, err := c.scopeFlag(f.gpus)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	if scope != nil && f.fromDaemon != "" {
+		return c.usageError("--gpus judges this run's collection: it excludes --from-daemon")
+	}
 	include, exclude := splitList(append(cfg.Checks, f.checks...)), splitList(append(cfg.Skip, f.skip...))
 	if len(f.checks) > 0 {
 		include = splitList(f.checks) // flags replace the config's selection
@@ -153,6 +171,9 @@ func (c *cli) runCheck(f *checkFlags) error {
 		node = c.collectNode(ctx, &f.collect, o)
 	}
 	if results == nil {
+		if scope != nil {
+			scopeNode(node, cfg, scope, scopeLabel)
+		}
 		results = check.Run(ctx, node, cfg, checks)
 	}
 	doc := report.New(node, results, cfg.Strict, time.Since(start))

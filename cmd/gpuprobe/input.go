@@ -94,10 +94,10 @@ func dashArgs(app *kingpin.Application, args []string) ([]string, error) {
 }
 
 // configReadLimit bounds the time reading --config may take: a config is a
-// few KiB, and in --slurm-drain mode the hard-deadline watchdog is armed only
-// once the config is known, so this keeps config + watchdog inside slurmd's
-// 60 s kill.
-const configReadLimit = 10 * time.Second
+// few KiB. The read also ends with the run's --timeout, which --slurm-drain
+// mode cuts, and arms its hard-deadline watchdog, before the config is read.
+// A variable for tests.
+var configReadLimit = 10 * time.Second
 
 // loadConfig reads the YAML config (or stdin for "-" where allowed) over
 // the defaults; "" is the defaults.

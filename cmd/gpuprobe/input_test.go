@@ -246,3 +246,65 @@ func TestTextfileRefusesASubsetOfChecks(t *testing.T) {
 		t.Fatalf("full run: exit %d, %v, %s", code, err, errs)
 	}
 }
+
+// The bug: in --slurm-drain mode --config was read before the hard-deadline
+// watchdog was armed and before --timeout was cut to leave scontrol its
+// budget, so only the config's own 10 s cap kept a hung config (a FIFO, a
+// hung NFS) inside slurmd's 60 s kill, and --slurm-deadline did not count
+// it. Here the cap is lifted (a read that overstays it): the run must still
+// end within --slurm-deadline less the scontrol budget, name the config,
+// and leave the node alone (a config that cannot be read judges nothing).
+func TestSlurmDrainHungConfigWithinDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes the 10 s collection budget")
+	}
+	oldLimit := configReadLimit
+	configReadLimit = time.Hour
+	defer func() { configReadLimit = oldLimit }()
+	fired := make(chan int, 1)
+	oldExit := watchdogExit
+	watchdogExit = func(code int) { fired <- code }
+	defer func() { watchdogExit = oldExit }()
+
+	sc, dir := fakeScontrol(t, "IDLE", "")
+	fifo := filepath.Join(t.TempDir(), "gpuprobe.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}()
+	type res struct {
+		code      int
+		out, errs string
+	}
+	done := make(chan res, 1)
+	start := time.Now()
+	go func() {
+		code, out, errs := runEnv(t, map[string]string{"SLURMD_NODENAME": "vm"}, "check", "--slurm-drain", "--scontrol", sc,
+			"--slurm-deadline", "20s", "--timeout", "60s", "--simulate", "dgx-h100", "--config", fifo)
+		done <- res{code, out, errs}
+	}()
+	var r res
+	select {
+	case r = <-done:
+	case <-time.After(25 * time.Second):
+		t.Fatal("still reading the config 25 s into a run with --slurm-deadline 20s")
+	}
+	if took := time.Since(start); took > 12*time.Second {
+		t.Errorf("took %s: the config read was not bounded by --slurm-deadline less scontrol's budget", took)
+	}
+	if r.code != exitUsage || !strings.Contains(r.errs, "--config "+fifo) || !strings.Contains(r.errs, "FIFO") {
+		t.Errorf("exit %d, stderr %q", r.code, r.errs)
+	}
+	if st := readFile(t, filepath.Join(dir, "state")); st != "IDLE" {
+		t.Errorf("node state %q: a run that could not read its config changed the node", st)
+	}
+	select {
+	case code := <-fired:
+		t.Errorf("watchdog fired (exit %d)", code)
+	default:
+	}
+}

@@ -118,20 +118,7 @@ func (c *cli) runJob(f *jobFlags) error {
 
 	ctx, cancel := context.WithTimeout(context.Background(), f.duration+f.collect.timeout)
 	defer cancel()
-	var sc *slurm.Scontrol
-	if scenario == nil {
-		if path, err := slurm.FindScontrol(f.scontrol); err == nil {
-			sc = &slurm.Scontrol{Path: path, SlurmConf: f.slurmConf}
-			jo.ListPIDs = sc.ListPIDs
-		} else {
-			c.log.Info("no scontrol: the job's processes come from its cgroup only", zap.Error(err))
-		}
-	}
 	host := collect.HostName(c.getenv, os.Hostname)
-	if err := c.jobGPUs(ctx, f, &jo, scenario, sc, host); err != nil {
-		return c.usageError("%v", err)
-	}
-
 	var perf *state.JobPerf
 	if f.fromDaemon != "" {
 		if perf, err = jobFromDaemon(ctx, f.fromDaemon, jo.JobID); err != nil {
@@ -139,7 +126,7 @@ func (c *cli) runJob(f *jobFlags) error {
 		}
 	}
 	if perf == nil {
-		if perf, err = collect.Job(ctx, jo); err != nil {
+		if perf, err = c.sampleJob(ctx, f, &jo, scenario, host); err != nil {
 			return c.usageError("job %s: %v", jo.JobID, err)
 		}
 	}
@@ -160,6 +147,23 @@ func (c *cli) runJob(f *jobFlags) error {
 	}
 	c.exit = check.ExitCode(results, cfg.Strict)
 	return nil
+}
+
+// sampleJob finds the job's processes and GPUs and samples them.
+func (c *cli) sampleJob(ctx context.Context, f *jobFlags, jo *collect.JobOptions, scenario *simulate.JobScenario, host string) (*state.JobPerf, error) {
+	var sc *slurm.Scontrol
+	if scenario == nil {
+		if path, err := slurm.FindScontrol(f.scontrol); err == nil {
+			sc = &slurm.Scontrol{Path: path, SlurmConf: f.slurmConf}
+			jo.ListPIDs = sc.ListPIDs
+		} else {
+			c.log.Info("no scontrol: the job's processes come from its cgroup only", zap.Error(err))
+		}
+	}
+	if err := c.jobGPUs(ctx, f, jo, scenario, sc, host); err != nil {
+		return nil, err
+	}
+	return collect.Job(ctx, *jo)
 }
 
 // jobGPUs decides which GPUs are the job's: --gpus; the simulated job's;

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -79,5 +81,25 @@ func TestJobSummary(t *testing.T) {
 	if code != 0 || len(lines) != 5 || !strings.HasPrefix(lines[1], "gpuprobe: job 4242 GPU 1: 0% busy") ||
 		!strings.Contains(lines[4], "WARN: perf.gpus_used: the job uses 1 of its 4 GPUs") {
 		t.Errorf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// After the job's processes are gone, the Epilog's summary comes from what
+// the daemon recorded while it ran (serve --simulate ...:job-one-gpu: the
+// rank on GPU 0 carries job 4242 through its cgroup).
+func TestJobSummaryFromDaemon(t *testing.T) {
+	d, srv := testServe(t, "dgx-h100:job-one-gpu", time.Hour)
+	defer srv.Close()
+	for i := 0; i < 4; i++ {
+		d.Cycle(context.Background())
+	}
+	code, out, errOut := runCLI(t, "job", "--job", "4242", "--summary", "--from-daemon", srv.URL)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "gpuprobe: job 4242 GPU 0: 9") || !strings.Contains(lines[1], "job 4242: PASS") {
+		t.Errorf("exit %d:\n%s\n%s", code, out, errOut)
+	}
+	// A job the daemon never saw falls back to sampling, which finds no such job here.
+	if code, _, errOut := runCLI(t, "job", "--job", "4243", "--summary", "--from-daemon", srv.URL, "--duration", "1s", "--interval", "500ms"); code != 2 || !strings.Contains(errOut, "job 4243") {
+		t.Errorf("unknown job: exit %d, %s", code, errOut)
 	}
 }

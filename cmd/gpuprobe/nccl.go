@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/nccl"
 	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -22,7 +25,7 @@ func init() {
 	checkExtensions = append(checkExtensions, checkExtension{
 		flags: func(cmd *kingpin.CmdClause) {
 			logs, expectGDR = nil, false // flags are registered anew for every run
-			cmd.Flag("nccl-log", "Add the nccl.transport check, judged from this NCCL_DEBUG=INFO log (repeatable; '-' is stdin).").PlaceHolder("FILE").StringsVar(&logs)
+			cmd.Flag("nccl-log", "Add the nccl.transport check, judged from this NCCL_DEBUG=INFO log (repeatable; a regular file or a pipe, read within --timeout).").PlaceHolder("FILE").StringsVar(&logs)
 			cmd.Flag("nccl-expect-gdr", "nccl.transport: inter-node traffic without GPUDirect RDMA is a failure.").BoolVar(&expectGDR)
 		},
 		configure: func(_ *checkFlags, cfg *check.Config, o *collect.Options) error {
@@ -41,10 +44,26 @@ func registerNCCL(c *cli) {
 	files := analyze.Arg("file", "Log files; '-' or none for stdin.").Strings()
 	format := analyze.Flag("format", "Output format.").Default("text").Enum("text", "json")
 	expectGDR := analyze.Flag("expect-gdr", "Inter-node traffic without GPUDirect RDMA is a problem.").Bool()
+	timeout := analyze.Flag("timeout", "Give up (exit 2) when reading the logs takes longer: a FIFO with no writer or a pipe that stops sending must not hang the caller. 0 is no limit.").Default(analyzeTimeout.String()).Duration()
 	analyze.Action(func(*kingpin.ParseContext) error {
-		f, err := nccl.AnalyzeFiles(context.Background(), *files...)
+		if *timeout < 0 {
+			return c.usageError("nccl analyze: --timeout must not be negative")
+		}
+		ctx := context.Background()
+		if *timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, *timeout)
+			defer cancel()
+		}
+		paths := *files
+		for i, p := range paths {
+			if p == "" {
+				paths[i] = "-" // the flag library hands a lone "-" over as ""
+			}
+		}
+		f, err := nccl.AnalyzeFiles(ctx, paths...)
 		if err != nil {
-			return c.usageError("nccl analyze: %v", err)
+			return c.usageError("nccl analyze: %s", safetext.Clean(err.Error()))
 		}
 		v := ncclverdict.Judge(f)
 		if err := writeVerdict(c, v, *format); err != nil {
@@ -76,7 +95,7 @@ func registerNCCL(c *cli) {
 		}
 		v := ncclverdict.Judge(f)
 		fmt.Fprintln(c.stderr, "--- gpuprobe nccl verdict ---")
-		v.WriteText(c.stderr)
+		cleanVerdict(v).WriteText(c.stderr)
 		if *reportFile != "" {
 			f, err := os.Create(*reportFile)
 			if err != nil {
@@ -98,9 +117,84 @@ func registerNCCL(c *cli) {
 	})
 }
 
+// analyzeTimeout bounds `nccl analyze`. Memory is bounded by the analyzer
+// whatever the input (a few blocks in flight, capped tables), and a log is
+// streamed, so its length is bounded only through time: 5 minutes is tens
+// of GB at the measured speed (docs/nccl.md, Limits), far beyond any real
+// init log, and a FIFO with no writer ends in an error instead of a hang.
+const analyzeTimeout = 5 * time.Minute
+
 func writeVerdict(c *cli, v *ncclverdict.Verdict, format string) error {
 	if format == "json" {
 		return v.WriteJSON(c.stdout)
 	}
-	return v.WriteText(c.stdout)
+	return cleanVerdict(v).WriteText(c.stdout)
+}
+
+// cleanVerdict returns a copy of v for a terminal: host names, network and
+// transport names, evidence lines and findings come from the log, which
+// any process of the job (or whoever wrote the file) chose, so every
+// string is passed through safetext.Clean. The copy is generic, so a field
+// added to the verdict later is cleaned too. JSON output keeps the text as
+// read: encoding/json escapes control characters, and it is data.
+func cleanVerdict(v *ncclverdict.Verdict) *ncclverdict.Verdict {
+	return cleanCopy(reflect.ValueOf(v)).Interface().(*ncclverdict.Verdict)
+}
+
+// cleanCopy deep-copies x with every string (map keys included) cleaned.
+func cleanCopy(x reflect.Value) reflect.Value {
+	switch x.Kind() {
+	case reflect.String:
+		out := reflect.New(x.Type()).Elem()
+		out.SetString(safetext.Clean(x.String()))
+		return out
+	case reflect.Pointer:
+		if x.IsNil() {
+			return x
+		}
+		out := reflect.New(x.Type().Elem())
+		out.Elem().Set(cleanCopy(x.Elem()))
+		return out
+	case reflect.Struct:
+		out := reflect.New(x.Type()).Elem()
+		out.Set(x) // unexported fields (none today) keep their value
+		for i := range x.NumField() {
+			if f := out.Field(i); f.CanSet() {
+				f.Set(cleanCopy(x.Field(i)))
+			}
+		}
+		return out
+	case reflect.Slice:
+		if x.IsNil() {
+			return x
+		}
+		out := reflect.MakeSlice(x.Type(), x.Len(), x.Len())
+		for i := range x.Len() {
+			out.Index(i).Set(cleanCopy(x.Index(i)))
+		}
+		return out
+	case reflect.Array:
+		out := reflect.New(x.Type()).Elem()
+		for i := range x.Len() {
+			out.Index(i).Set(cleanCopy(x.Index(i)))
+		}
+		return out
+	case reflect.Map:
+		if x.IsNil() {
+			return x
+		}
+		out := reflect.MakeMapWithSize(x.Type(), x.Len())
+		for it := x.MapRange(); it.Next(); {
+			out.SetMapIndex(cleanCopy(it.Key()), cleanCopy(it.Value()))
+		}
+		return out
+	case reflect.Interface:
+		if x.IsNil() {
+			return x
+		}
+		out := reflect.New(x.Type()).Elem()
+		out.Set(cleanCopy(x.Elem()))
+		return out
+	}
+	return x
 }

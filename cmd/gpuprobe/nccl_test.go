@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const ncclLogs = "../../nccl/testdata/logs/"
@@ -82,5 +84,94 @@ func TestNCCLRunMissingCommand(t *testing.T) {
 	code, _, errs := runCLI(t, "nccl", "run", "--", "/nonexistent/trainer")
 	if code != 127 || !strings.Contains(errs, "nccl run") {
 		t.Errorf("exit %d, want 127 like a shell: %s", code, errs)
+	}
+}
+
+// runWithin runs the CLI and fails the test if it is still running after
+// limit (the bug was a hang: without this the test would hang too).
+func runWithin(t *testing.T, limit time.Duration, args ...string) (int, string, string) {
+	t.Helper()
+	type res struct {
+		code      int
+		out, errs string
+	}
+	done := make(chan res, 1)
+	go func() {
+		code, out, errs := runCLI(t, args...)
+		done <- res{code, out, errs}
+	}()
+	select {
+	case r := <-done:
+		return r.code, r.out, r.errs
+	case <-time.After(limit):
+		t.Fatalf("%v: still running after %s", args, limit)
+	}
+	return 0, "", ""
+}
+
+// The bugs: `nccl analyze` read a FIFO with no writer, or one whose writer
+// never writes, for ever (no deadline at all); /dev/zero as --nccl-log or
+// to `nccl analyze` spun past --timeout for good (one endless line, skipped
+// in a loop that never looked at the deadline).
+func TestNCCLLogBoundedInTime(t *testing.T) {
+	dir := t.TempDir()
+	fifo := func(name string) string {
+		p := filepath.Join(dir, name)
+		if err := syscall.Mkfifo(p, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { // let an open(2) still blocked on it return
+			if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		})
+		return p
+	}
+	noWriter := fifo("no-writer.log")
+	start := time.Now()
+	code, _, errs := runWithin(t, 10*time.Second, "nccl", "analyze", "--timeout", "1s", noWriter)
+	if code != exitUsage || !strings.Contains(errs, noWriter) || !strings.Contains(errs, "FIFO with no writer") {
+		t.Errorf("FIFO with no writer: exit %d, %q", code, errs)
+	}
+	if el := time.Since(start); el > 4*time.Second {
+		t.Errorf("FIFO with no writer: took %s with --timeout 1s", el)
+	}
+
+	// A writer that holds the FIFO open and never writes.
+	silent := fifo("silent.log")
+	w, err := os.OpenFile(silent, os.O_RDWR, 0) // O_RDWR: does not wait for a reader
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, args := range [][]string{
+		{"nccl", "analyze", "--timeout", "1s", silent},
+		{"check", "--simulate", "dgx-h100", "--checks", "nccl", "--timeout", "1s", "--nccl-log", silent},
+	} {
+		start := time.Now()
+		code, out, errs := runWithin(t, 10*time.Second, args...)
+		if el := time.Since(start); el > 4*time.Second {
+			t.Errorf("%v: took %s with --timeout 1s", args, el)
+		}
+		if code == 0 || !strings.Contains(out+errs, silent) || !strings.Contains(out+errs, "no end of file") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
+
+	// Devices and directories are refused by type, at once.
+	for _, p := range []string{"/dev/zero", dir} {
+		for _, args := range [][]string{
+			{"nccl", "analyze", "--timeout", "5s", p},
+			{"check", "--simulate", "dgx-h100", "--checks", "nccl", "--timeout", "5s", "--nccl-log", p},
+		} {
+			start := time.Now()
+			code, out, errs := runWithin(t, 10*time.Second, args...)
+			if el := time.Since(start); el > 2*time.Second {
+				t.Errorf("%v: took %s", args, el)
+			}
+			if code == 0 || !strings.Contains(out+errs, "log "+p+": a ") || !strings.Contains(out+errs, "not a log file") {
+				t.Errorf("%v: exit %d\n%s%s", args, code, out, errs)
+			}
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,6 +62,10 @@ func registerServe(c *cli) {
 	cmd.Action(func(*kingpin.ParseContext) error { return c.runServe(f) })
 }
 
+// daemons numbers the daemons of this process (tests build many), so that
+// each keys its simulated library apart.
+var daemons atomic.Int64
+
 // newDaemon wires collection, judging and the exporter; tests use it without HTTP.
 func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) {
 	cfg, err := c.loadConfig(context.Background(), f.configFile, false)
@@ -84,6 +89,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 		}
 	}
 	f.jobs = jobrecord.New(0, 0, 0)
+	simKey := fmt.Sprintf("simulated-nvml#%d", daemons.Add(1))
 	exp := exporter.New(f.perLink)
 	exp.XIDs.Critical = cfg.XID.Critical
 	d := &exporter.Daemon{
@@ -98,6 +104,14 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 				o = collect.Options{CallTimeout: f.collect.callTimeout, Version: version.Version}
 			}
 			o.ProcessCommandLines = f.http.exposeProcessDetails
+			if o.Sources.Simulated != "" {
+				// The simulated GPUs are the same devices every cycle, though
+				// each cycle opens a fresh mock: a call hung in one cycle
+				// must be refused in the next (deadline.Do), not made again
+				// (one more stuck goroutine per cycle). Keyed by this daemon
+				// and the spec, which --simulate-file may change.
+				o.NVMLName = simKey + ":" + o.Sources.Simulated
+			}
 			return collect.Node(ctx, o)
 		},
 		Judge: func(ctx context.Context, n *state.Node) []check.Result {

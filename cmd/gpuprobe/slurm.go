@@ -47,7 +47,7 @@ var watchdogExit = os.Exit
 
 func init() {
 	s := &slurmFlags{}
-	checkExtensions = append(checkExtensions, checkExtension{flags: s.register, configure: s.configure, after: s.after})
+	checkExtensions = append(checkExtensions, checkExtension{flags: s.register, start: s.begin, configure: s.configure, after: s.after})
 }
 
 func (s *slurmFlags) register(cmd *kingpin.CmdClause) {
@@ -69,8 +69,33 @@ func (s *slurmFlags) register(cmd *kingpin.CmdClause) {
 		PlaceHolder("FILE").StringVar(&s.slurmConf)
 }
 
-func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Options) error {
+// begin arms the drain mode's hard deadline before --config is read, and
+// cuts --timeout so that reading the config and collecting leave scontrol
+// its budget: a config on a hung file system used to be read (up to 10 s)
+// before the watchdog started counting, so config + deadline could pass
+// slurmd's 60 s kill.
+func (s *slurmFlags) begin(f *checkFlags) func() {
 	s.start = time.Now()
+	if !s.drain || s.deadline < 2*scontrolBudget {
+		return func() {} // configure refuses a deadline that short
+	}
+	if limit := s.deadline - scontrolBudget; f.collect.timeout > limit {
+		f.collect.timeout = limit
+	}
+	// The last line of defence: whatever hangs, slurmd must not have to kill us.
+	deadline := s.deadline
+	s.watchdog = time.AfterFunc(deadline, func() {
+		fmt.Fprintf(os.Stderr, "%s: --slurm-drain run exceeded its %s hard deadline; exiting\n", programName, deadline)
+		watchdogExit(exitFailed)
+	})
+	w := s.watchdog
+	return func() { w.Stop() }
+}
+
+func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Options) error {
+	if s.start.IsZero() {
+		s.start = time.Now()
+	}
 	s.cfg = cfg
 	if err := cfg.Job.Validate(); err != nil {
 		return err
@@ -109,15 +134,14 @@ func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Opti
 	if s.deadline < 2*scontrolBudget {
 		return fmt.Errorf("--slurm-deadline %s leaves no time to collect: want at least %s", s.deadline, 2*scontrolBudget)
 	}
-	if limit := s.deadline - scontrolBudget; f.collect.timeout > limit {
-		f.collect.timeout = limit
+	if s.watchdog == nil { // configure called on its own (tests)
+		s.begin(f)
 	}
-	// The last line of defence: whatever hangs, slurmd must not have to kill us.
-	deadline := s.deadline
-	s.watchdog = time.AfterFunc(deadline, func() {
-		fmt.Fprintf(os.Stderr, "%s: --slurm-drain run exceeded its %s hard deadline; exiting\n", programName, deadline)
-		watchdogExit(exitFailed)
-	})
+	// What begin left of --timeout, less the whole seconds reading the
+	// config took.
+	if limit := s.deadline - scontrolBudget - time.Since(s.start).Truncate(time.Second); f.collect.timeout > limit {
+		f.collect.timeout = max(limit, time.Millisecond)
+	}
 	return nil
 }
 

@@ -101,3 +101,59 @@ func TestSoakHungProcAndSysfsFiles(t *testing.T) {
 		t.Errorf("the last cycle does not say a source is hung: %s", joined)
 	}
 }
+
+// The bug: with a hung simulated GPU (--simulate dgx-h100:nvml-hang=3) every
+// serve cycle opened a new go-nvml mock, keyed deadline.Do by that
+// collection alone, and called the hung nvmlDeviceGetTemperature again:
+// +1 goroutine per cycle for good. The simulated GPU is the same device
+// every cycle, so the daemon keys it the same way, and from the second
+// cycle on the call is refused while the first one is still stuck.
+func TestServeHungSimulatedGPUGoroutinesFlat(t *testing.T) {
+	c := testCLI()
+	f := &serveFlags{interval: time.Hour, metricsPath: "/metrics"}
+	f.collect = collectFlags{simulate: "dgx-h100:nvml-hang=3", timeout: 2 * time.Second, callTimeout: 20 * time.Millisecond}
+	d, _, err := c.newDaemon(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cycle := func() {
+		done := make(chan struct{})
+		go func() { d.Cycle(context.Background()); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a daemon cycle did not return within 10 s")
+		}
+	}
+	count := func() int {
+		// Let goroutines of the finished cycle exit before counting.
+		time.Sleep(20 * time.Millisecond)
+		return runtime.NumGoroutine()
+	}
+	const warm, cycles = 3, 40
+	for range warm {
+		cycle()
+	}
+	gWarm := count()
+	for range cycles {
+		cycle()
+	}
+	gEnd := count()
+	t.Logf("goroutines %d after %d cycles, %d after %d more", gWarm, warm, gEnd, cycles)
+	if gEnd > gWarm+5 {
+		t.Errorf("goroutines %d -> %d over %d cycles with one hung simulated GPU: the hung call is made again every cycle", gWarm, gEnd, cycles)
+	}
+	// The GPU is still reported wedged, as the real driver's would be from
+	// its second cycle on; the other GPUs are read as usual.
+	n := d.Exporter.Latest().Node
+	var gpu3 string
+	for _, e := range n.NVML.GPUs[3].Errors {
+		gpu3 += e.Call + ": " + e.Error + "; "
+	}
+	if !strings.Contains(gpu3, "an earlier call on this device has not returned") {
+		t.Errorf("GPU 3's errors in the last cycle: %q", gpu3)
+	}
+	if g := n.NVML.GPUs[2]; len(g.Errors) > 0 || g.Unreachable {
+		t.Errorf("GPU 2 in the last cycle: %+v", g.Errors)
+	}
+}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/simulate"
-	"github.com/gpuprobe/gpuprobe/state/topostate"
-	"github.com/gpuprobe/gpuprobe/topo/fstree"
 	"io"
 	"path/filepath"
 	"strings"
@@ -14,8 +11,12 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/safetext"
+	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"github.com/gpuprobe/gpuprobe/topo"
+	"github.com/gpuprobe/gpuprobe/topo/fstree"
 	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
 )
 
@@ -49,7 +50,7 @@ func registerTopo(c *cli) {
 					reason = s.Error
 				}
 			}
-			return fmt.Errorf("topology: %s", reason)
+			return fmt.Errorf("topology: %s", safetext.Clean(reason))
 		}
 		if format == "json" {
 			return writeTopoJSON(c.stdout, n)
@@ -79,7 +80,7 @@ func (c *cli) captureTopo(o collect.Options, dir string) error {
 			return c.usageError("%v", err)
 		}
 		for _, n := range notes {
-			fmt.Fprintf(c.stderr, "%s: capture: %s\n", programName, n)
+			fmt.Fprintf(c.stderr, "%s: capture: %s\n", programName, safetext.Clean(n))
 		}
 	}
 	fmt.Fprintf(c.stdout, "captured the topology files to %s; judge them anywhere with:\n  gpuprobe topo --path.sysfs %s --path.procfs %s\n",
@@ -104,40 +105,67 @@ func writeTopoJSON(w io.Writer, n *state.Node) error {
 	return err
 }
 
+// writeTopoText draws the matrix and the summary for a terminal. Device
+// and module names, versions, evidence and paths come from sysfs/procfs or
+// from a captured tree someone else made (--path.sysfs): every one is
+// passed through safetext.Clean, the matrix's cells before it is laid out
+// (so that escapes cannot break its columns) and every other line whole.
 func writeTopoText(w io.Writer, n *state.Node, verbose bool) error {
 	t := n.Topology
+	clean := safetext.Clean
 	var b strings.Builder
 	if n.Simulated != "" {
-		fmt.Fprintf(&b, "*** SIMULATED: %s (generated sysfs tree and go-nvml mock; not real hardware) ***\n\n", n.Simulated)
+		fmt.Fprintf(&b, "*** SIMULATED: %s (generated sysfs tree and go-nvml mock; not real hardware) ***\n\n", clean(n.Simulated))
 	}
 	if m := t.Matrix(); len(m.Rows) == 0 {
-		fmt.Fprintf(&b, "No NVIDIA GPU and no RDMA NIC under %s: no matrix to draw.\n", t.SysfsRoot)
-	} else if err := m.WriteText(&b); err != nil {
+		fmt.Fprintf(&b, "No NVIDIA GPU and no RDMA NIC under %s: no matrix to draw.\n", clean(t.SysfsRoot))
+	} else if err := cleanMatrix(m).WriteText(&b); err != nil {
 		return err
 	}
 	b.WriteString("\n")
 	for _, l := range topoSummary(n) {
-		b.WriteString(l + "\n")
+		b.WriteString(clean(l) + "\n")
 	}
 	if verbose {
 		b.WriteString("\nPaths:\n")
 		for _, p := range t.Paths {
-			fmt.Fprintf(&b, "  %s ↔ %s: %s", p.A, p.B, p.Type)
+			var l strings.Builder
+			fmt.Fprintf(&l, "  %s ↔ %s: %s", p.A, p.B, p.Type)
 			if p.Type != p.PCIe {
-				fmt.Fprintf(&b, " (PCIe %s)", p.PCIe)
+				fmt.Fprintf(&l, " (PCIe %s)", p.PCIe)
 			}
 			for i, id := range p.Bridges {
 				sep := " via "
 				if i > 0 {
 					sep = " → "
 				}
-				b.WriteString(sep + id + acsMark(t.Bridge(id)))
+				l.WriteString(sep + id + acsMark(t.Bridge(id)))
 			}
-			b.WriteString("\n")
+			b.WriteString(clean(l.String()) + "\n")
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cleanMatrix returns a copy of m with every label and cell cleaned.
+func cleanMatrix(m topostate.Matrix) topostate.Matrix {
+	c := safetext.Clean
+	out := topostate.Matrix{Legend: m.Legend}
+	for _, col := range m.Columns {
+		out.Columns = append(out.Columns, c(col))
+	}
+	for _, r := range m.Rows {
+		cr := topostate.MatrixRow{Device: c(r.Device), BusID: c(r.BusID), CPUAffinity: c(r.CPUAffinity), NUMAAffinity: c(r.NUMAAffinity)}
+		for _, cell := range r.Cells {
+			cr.Cells = append(cr.Cells, c(cell))
+		}
+		out.Rows = append(out.Rows, cr)
+	}
+	for _, l := range m.NICLegend {
+		out.NICLegend = append(out.NICLegend, topostate.NICLabel{Label: c(l.Label), Name: c(l.Name)})
+	}
+	return out
 }
 
 // acsMark flags a bridge whose ACS redirects or cannot be read.

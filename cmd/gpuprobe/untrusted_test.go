@@ -12,7 +12,9 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/report"
+	"github.com/gpuprobe/gpuprobe/simulate"
 	"github.com/gpuprobe/gpuprobe/state"
+	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
 )
 
 const hostile = "evil\x1b[2J\x1b[H  PASS gpu.driver\u202Etxt.exe\u200B"
@@ -104,6 +106,93 @@ func TestReportOmitsCommandLinesByDefault(t *testing.T) {
 		}
 		if got := strings.Contains(body, "--epochs 90"); got != expose {
 			t.Errorf("expose=%v: command line on /report = %v", expose, got)
+		}
+	}
+}
+
+// rawControl reports a terminal control the text output must never carry:
+// ESC, CR, and the bidi/zero-width characters of hostile.
+func rawControl(s string) bool {
+	return strings.ContainsAny(s, "\x1b\r\u202E\u2066\u200B")
+}
+
+// The bug: `nccl analyze` printed host names, network names, transports
+// and evidence lines from the log raw. A log line can clear the screen
+// (ESC[2J), overwrite a line (\r) or reverse text (U+202E) in the verdict.
+func TestNCCLAnalyzeTextEscapesLogText(t *testing.T) {
+	esc := "\x1b[2J\x1b[H"
+	log := filepath.Join(t.TempDir(), "hostile.log")
+	os.WriteFile(log, []byte(strings.Join([]string{
+		"ho" + esc + "st\u202e:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2" + esc,
+		"ho" + esc + "st\u202e:1:1 [0] NCCL INFO Using network Evil" + esc + "Net\u2066",
+		"ho" + esc + "st\u202e:1:1 [0] NCCL INFO NET/Plugin: Loaded net plugin x" + esc + "\u202e (v5)",
+		"ho" + esc + "st\u202e:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket" + esc + "/0",
+		"other\u200b:2:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\r  PASS all good",
+		"other\u200b:2:2 [0] misc.cc:12 NCCL WARN Call to connect returned Connection refused" + esc + "\u202e, retrying",
+		"ho" + esc + "st\u202e:1:1 [0] NCCL INFO comm 0x55d1" + esc + " rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 18000 commId 0x1c2d - Init COMPLETE",
+	}, "\n")+"\n"), 0o644)
+	_, out, errs := runCLI(t, "nccl", "analyze", log)
+	if rawControl(out) || rawControl(errs) {
+		t.Errorf("raw control characters in the text verdict:\n%q\n%q", out, errs)
+	}
+	if !strings.Contains(out, `\x1b[2J`) {
+		t.Errorf("the hostile text is not shown escaped:\n%s", out)
+	}
+	// The JSON keeps the text as read (encoding/json escapes controls).
+	_, out, _ = runCLI(t, "nccl", "analyze", "--format", "json", log)
+	if strings.Contains(out, "\x1b") || !strings.Contains(out, `\u001b[2J`) {
+		t.Errorf("JSON: %.400s", out)
+	}
+	// `nccl run` prints the same verdict to stderr.
+	_, _, errs = runCLI(t, "nccl", "run", "--", "cat", log)
+	if i := strings.Index(errs, "gpuprobe nccl verdict"); i < 0 || rawControl(errs[i:]) {
+		t.Errorf("nccl run verdict:\n%q", errs)
+	}
+}
+
+// The bug: `topo` printed device names, module versions and evidence from
+// sysfs raw; a captured tree (--path.sysfs) is anybody's files.
+func TestTopoTextEscapesSysfsText(t *testing.T) {
+	spec, _ := simulate.Parse("dgx-h100")
+	tr, err := toposim.Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := tr.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	sys := filepath.Join(dir, "sys")
+	evil := "mlx\x1b[2J\rX\u202e"
+	// Rename an RDMA device, its class link and its directory.
+	link := filepath.Join(sys, "class/infiniband/mlx5_7")
+	target, err := os.Readlink(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devDir := filepath.Join(filepath.Dir(link), filepath.Dir(target))
+	if err := os.Rename(filepath.Join(devDir, "mlx5_7"), filepath.Join(devDir, evil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(filepath.Dir(target), evil), filepath.Join(sys, "class/infiniband", evil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sys, "module/nvidia_peermem/version"), []byte("550\x1b[2J\r\u202e\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "topo", "-v", "--path.sysfs", sys, "--path.procfs", filepath.Join(dir, "proc"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if rawControl(out) || rawControl(errs) {
+		t.Errorf("raw control characters in topo's text:\n%q", out)
+	}
+	for _, want := range []string{`NIC0: mlx\x1b[2J\x0dX\u202e`, `nvidia_peermem 550\x1b[2J\x0d\u202e`, `GPU0 ↔ mlx\x1b[2J\x0dX\u202e: SYS`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -14,11 +14,16 @@
 # The Epilog runs as root and the output path is the user's: the line is appended
 # AS THE JOB'S USER (setpriv), so an output file that is a symlink to /etc/shadow
 # cannot make root write there. It never fails: a failing Epilog drains the node.
-GPUPROBE=${GPUPROBE:-/usr/bin/gpuprobe}
+GPUPROBE=${GPUPROBE:-/usr/local/bin/gpuprobe}
 SCONTROL=${SCONTROL:-scontrol}
 [ -n "${SLURM_JOB_ID:-}" ] && [ -n "${SLURM_JOB_UID:-}" ] && [ -n "${SLURM_JOB_GID:-}" ] || exit 0
 [ "$SLURM_JOB_UID" != 0 ] || exit 0
-out=$("$SCONTROL" show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/^ *StdOut=//p' | head -n 1)
+# Where the job's output goes: SLURM_JOB_STDOUT where slurmd sets it for the
+# Epilog, else one scontrol call. That call is the exception to Slurm's "no
+# Slurm commands in an Epilog": this script is opt-in, and the output path is
+# nowhere else.
+out=${SLURM_JOB_STDOUT:-}
+[ -n "$out" ] || out=$(timeout 10 "$SCONTROL" show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/^ *StdOut=//p' | head -n 1)
 case "$out" in /*) ;; *) exit 0 ;; esac
 summary=$(timeout 10 "$GPUPROBE" job --job "$SLURM_JOB_ID" --summary --from-daemon local --duration 1s 2>/dev/null)
 [ -n "$summary" ] || exit 0
