@@ -218,7 +218,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	v := verdict{id: "job.gpu_sharing"}
 	for _, e := range env.Errors {
 		switch e.Var {
-		case "SLURM_GPU_BIND", "SLURM_TRES_BIND", "SLURM_TRES_PER_TASK", "SLURM_GPUS_PER_TASK", "SLURM_NTASKS_PER_GPU", "SLURM_SHARDS_ON_NODE":
+		case "SLURM_GPU_BIND", "SLURM_TRES_BIND", "SLURM_TRES_PER_TASK", "SLURM_GPUS_PER_TASK", "SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES", "SLURM_SHARDS_ON_NODE":
 			v.add(Warn, nil, "unset "+e.Var+" in the job script: srun sets it from its options",
 				fmt.Sprintf("%s=%q does not parse (%s): the binding Slurm was asked for is unknown", e.Var, e.Value, e.Error))
 		}
@@ -278,13 +278,14 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	arith += fmt.Sprintf(" on %d GPU(s) (%s)", gpus, gpusFrom)
 
 	// Deliberate sharing: --ntasks-per-gpu=N puts N tasks on each GPU
-	// (srun(1); it implies --tres-bind=gres/gpu:single:N), and a GPU shard
+	// (srun(1); it implies --tres-bind=gres/gpu:single:N; the tasks see it
+	// as SLURM_NTASKS_PER_TRES, see slurmstate.Env.NTasksPerGPU), and a GPU shard
 	// (gres/shard) is a slice of a GPU other tasks and jobs share.
 	shared := ""
 	capacity := gpus
 	if env.NTasksPerGPU != nil && *env.NTasksPerGPU > 1 {
 		capacity = gpus * *env.NTasksPerGPU
-		shared = fmt.Sprintf("shared as requested (SLURM_NTASKS_PER_GPU=%d: up to %d processes on %d GPU(s))", *env.NTasksPerGPU, capacity, gpus)
+		shared = fmt.Sprintf("shared as requested (%s=%d, --ntasks-per-gpu: up to %d processes on %d GPU(s))", env.NTasksPerGPUVar, *env.NTasksPerGPU, capacity, gpus)
 	}
 	if env.ShardsOnNode != nil && *env.ShardsOnNode > 0 {
 		capacity = procs
@@ -297,7 +298,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 		}
 		what := arith
 		if capacity > gpus {
-			what += fmt.Sprintf(", more than the %d that SLURM_NTASKS_PER_GPU=%d allows", capacity, *env.NTasksPerGPU)
+			what += fmt.Sprintf(", more than the %d that %s=%d allows", capacity, env.NTasksPerGPUVar, *env.NTasksPerGPU)
 		}
 		v.add(sev, nil, "start one process per GPU: srun --ntasks-per-node=<GPUs> without an inner launcher, or srun --ntasks-per-node=1 torchrun --nproc_per_node=<GPUs>; if sharing is intended, use --ntasks-per-gpu, MPS or Slurm shards",
 			what)

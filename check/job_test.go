@@ -212,14 +212,19 @@ func TestGPUSharing(t *testing.T) {
 			status: Warn, summary: "4 GPU processes on 1 GPU(s) (visible to this task)"},
 		{name: "no GPUs", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="), nil), status: Skip, summary: "no GPUs"},
 		// srun --ntasks-per-gpu=2 --gpus=4: eight tasks, each bound to one GPU
-		// (srun(1): --ntasks-per-gpu implies --tres-bind=gres/gpu:single:2);
-		// env.c setup_env sets SLURM_NTASKS_PER_GPU in every task. It failed
-		// "8 GPU processes on 4 GPU(s)".
-		{name: "--ntasks-per-gpu=2: shared as requested", node: jobNode(step(3, 8, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=4", "SLURM_NTASKS_PER_GPU=2"), nil),
-			status: Pass, summary: "= 8 GPU processes on 4 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1; shared as requested (SLURM_NTASKS_PER_GPU=2: up to 8 processes on 4 GPU(s))"},
-		{name: "--ntasks-per-gpu=2 × torchrun 4", node: jobNode(step(3, 8, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=4", "SLURM_NTASKS_PER_GPU=2",
+		// (srun(1): --ntasks-per-gpu implies --tres-bind=gres/gpu:single:2).
+		// srun/launch.c sends it as the step's ntasks_per_tres and env.c
+		// setup_env exports SLURM_NTASKS_PER_TRES: what real slurmd 22.05
+		// gave each task of srun -n 2 --ntasks-per-gpu=2 in scripts/slurm-e2e.sh
+		// (no SLURM_NTASKS_PER_GPU). It failed "8 GPU processes on 4 GPU(s)".
+		{name: "--ntasks-per-gpu=2: shared as requested", node: jobNode(step(3, 8, "CUDA_VISIBLE_DEVICES=1", "GPU_DEVICE_ORDINAL=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=4", "SLURM_NTASKS_PER_TRES=2"), nil),
+			status: Pass, summary: "= 8 GPU processes on 4 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1; shared as requested (SLURM_NTASKS_PER_TRES=2, --ntasks-per-gpu: up to 8 processes on 4 GPU(s))"},
+		// The batch script of sbatch --ntasks-per-gpu=2 has SLURM_NTASKS_PER_GPU (sbatch(1)).
+		{name: "SLURM_NTASKS_PER_GPU, as sbatch sets it", node: jobNode(step(3, 8, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=4", "SLURM_NTASKS_PER_GPU=2"), nil),
+			status: Pass, summary: "shared as requested (SLURM_NTASKS_PER_GPU=2, --ntasks-per-gpu: up to 8 processes on 4 GPU(s))"},
+		{name: "--ntasks-per-gpu=2 × torchrun 4", node: jobNode(step(3, 8, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=4", "SLURM_NTASKS_PER_TRES=2",
 			"TORCHELASTIC_RUN_ID=r1", "LOCAL_RANK=3", "LOCAL_WORLD_SIZE=4"), nil),
-			status: Fail, summary: "= 32 GPU processes on 4 GPU(s) (SLURM_GPUS_ON_NODE), more than the 8 that SLURM_NTASKS_PER_GPU=2 allows"},
+			status: Fail, summary: "= 32 GPU processes on 4 GPU(s) (SLURM_GPUS_ON_NODE), more than the 8 that SLURM_NTASKS_PER_TRES=2 allows"},
 		// srun -n 4 --gres=shard:4: the shard plugin sets SLURM_SHARDS_ON_NODE
 		// and CUDA_VISIBLE_DEVICES, not SLURM_GPUS_ON_NODE
 		// (src/plugins/gres/shard/gres_shard.c). It warned "4 GPU processes on 1".

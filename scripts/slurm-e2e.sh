@@ -355,16 +355,17 @@ fi
 
 # --- 4c. binding flags Slurm itself turns into variables --------------------
 # gpuprobe's verdict on the environment slurmd really produced: --ntasks-per-gpu
-# is sharing as requested (SLURM_NTASKS_PER_GPU, env.c setup_env), and the
+# is sharing as requested (the tasks get SLURM_NTASKS_PER_TRES from env.c
+# setup_env; 22.05 sets no SLURM_NTASKS_PER_GPU there), and the
 # sbatch batch step is one process however many tasks the job has (no
 # SLURM_STEP_ID; SLURM_TASKS_PER_NODE is the job's).
-slurm_vars() { grep -oE '(SLURM_(STEP_ID|NTASKS_PER_GPU|GPUS_PER_TASK|TRES_PER_TASK|TASKS_PER_NODE|STEP_GPUS|JOB_GPUS|GPUS_ON_NODE|GPU_BIND)|CUDA_VISIBLE_DEVICES)=[^ ]*' "$1" | sort | tr '\n' ' '; }
+slurm_vars() { grep -oE '(SLURM_(STEP_ID|NTASKS_PER_GPU|NTASKS_PER_TRES|GPUS_PER_TASK|TRES_PER_TASK|TASKS_PER_NODE|STEP_GPUS|JOB_GPUS|GPUS_ON_NODE|GPU_BIND)|CUDA_VISIBLE_DEVICES)=[^ ]*' "$1" | sort | tr '\n' ' '; }
 $SRUN -n 2 --ntasks-per-gpu=2 --output="$D/out/pergpu-%t.json" $CHECK 2>"$D/out/pergpu.err"
 $SRUN -n 2 --ntasks-per-gpu=2 --output="$D/out/pergpu-env-%t.txt" env 2>/dev/null
 s0=$(status_of "$D/out/pergpu-0.json" job.gpu_sharing)
 s1=$(status_of "$D/out/pergpu-1.json" job.gpu_sharing)
 sum=$(summary_of "$D/out/pergpu-1.json" job.gpu_sharing)
-if [ "$s0" = pass ] && [ "$s1" = pass ] && [[ "$sum" == *"shared as requested (SLURM_NTASKS_PER_GPU=2"* ]]; then
+if [ "$s0" = pass ] && [ "$s1" = pass ] && [[ "$sum" == *"shared as requested (SLURM_NTASKS_PER_"* ]]; then
 	pass "srun -n 2 --ntasks-per-gpu=2: job.gpu_sharing pass on both tasks ($sum; env: $(slurm_vars "$D/out/pergpu-env-1.txt"))"
 else
 	fail "srun -n 2 --ntasks-per-gpu=2: job.gpu_sharing '$s0'/'$s1' ($sum); env: $(slurm_vars "$D/out/pergpu-env-1.txt") $(head -c 300 "$D/out/pergpu.err")"

@@ -47,9 +47,14 @@ type Env struct {
 	// srun sets for --gpu-bind since 23.02; GPUBindVar names which.
 	GPUBind    string `json:"gpu_bind,omitempty"`
 	GPUBindVar string `json:"gpu_bind_var,omitempty"`
-	// NTasksPerGPU is SLURM_NTASKS_PER_GPU (--ntasks-per-gpu: N tasks share
-	// each GPU on purpose; env.c setup_env sets it in every task).
-	NTasksPerGPU *int `json:"ntasks_per_gpu,omitempty"`
+	// NTasksPerGPU is --ntasks-per-gpu: N tasks share each GPU on purpose.
+	// An srun step's tasks get it as SLURM_NTASKS_PER_TRES (srun/launch.c
+	// sends --ntasks-per-gpu as the step's ntasks_per_tres, env.c setup_env
+	// exports that; real 22.05 tasks have no SLURM_NTASKS_PER_GPU), the
+	// batch script as SLURM_NTASKS_PER_GPU (sbatch(1)). NTasksPerGPUVar
+	// names which.
+	NTasksPerGPU    *int   `json:"ntasks_per_gpu,omitempty"`
+	NTasksPerGPUVar string `json:"ntasks_per_gpu_var,omitempty"`
 	// ShardsOnNode is SLURM_SHARDS_ON_NODE, the GPU shards of the step on
 	// this node (gres/shard, src/plugins/gres/shard/gres_shard.c).
 	ShardsOnNode    *int            `json:"shards_on_node,omitempty"`
@@ -196,7 +201,11 @@ func ParseEnv(environ []string) *Env {
 			e.Errors = append(e.Errors, VarError{Var: e.GPUBindVar, Value: e.GPUBind, Error: err.Error()})
 		}
 	}
-	e.NTasksPerGPU = num("SLURM_NTASKS_PER_GPU")
+	for _, k := range []string{"SLURM_NTASKS_PER_TRES", "SLURM_NTASKS_PER_GPU"} {
+		if n := num(k); n != nil && e.NTasksPerGPU == nil {
+			e.NTasksPerGPU, e.NTasksPerGPUVar = n, k
+		}
+	}
 	e.ShardsOnNode = num("SLURM_SHARDS_ON_NODE")
 	cvd, set := vars["CUDA_VISIBLE_DEVICES"]
 	e.CUDAVisible = ParseVisibleDevices(cvd, set)

@@ -143,8 +143,13 @@ func TestParseGPUBind(t *testing.T) {
 		t.Errorf("SLURM_TRES_BIND: %q from %q", e.GPUBind, e.GPUBindVar)
 	}
 	e = ParseEnv([]string{"SLURM_GPU_BIND=bogus", "SLURM_NTASKS_PER_GPU=2", "SLURM_SHARDS_ON_NODE=3", "MPI_LOCALNRANKS=8"})
-	if len(e.Errors) != 1 || e.Errors[0].Var != "SLURM_GPU_BIND" || *e.NTasksPerGPU != 2 || *e.ShardsOnNode != 3 || *e.MPILocalNRanks != 8 {
+	if len(e.Errors) != 1 || e.Errors[0].Var != "SLURM_GPU_BIND" || *e.NTasksPerGPU != 2 || e.NTasksPerGPUVar != "SLURM_NTASKS_PER_GPU" || *e.ShardsOnNode != 3 || *e.MPILocalNRanks != 8 {
 		t.Errorf("env %+v errors %v", e, e.Errors)
+	}
+	// What real slurmd 22.05 gave a task of srun -n 2 --ntasks-per-gpu=2 (scripts/slurm-e2e.sh).
+	e = ParseEnv([]string{"SLURM_JOB_ID=64", "SLURM_STEP_ID=0", "SLURM_NTASKS_PER_TRES=2", "SLURM_STEP_GPUS=0", "SLURM_GPUS_ON_NODE=1", "CUDA_VISIBLE_DEVICES=0"})
+	if e.NTasksPerGPU == nil || *e.NTasksPerGPU != 2 || e.NTasksPerGPUVar != "SLURM_NTASKS_PER_TRES" {
+		t.Errorf("SLURM_NTASKS_PER_TRES: %v %q", e.NTasksPerGPU, e.NTasksPerGPUVar)
 	}
 }
 
