@@ -168,7 +168,8 @@ func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bo
 	if !missing {
 		return
 	}
-	if tasks, _ := env.LocalTasks(); tasks > 1 {
+	// The batch script is one process, whatever SLURM_TASKS_PER_NODE says.
+	if tasks, _ := env.LocalTasks(); tasks > 1 && !singleStep(env) {
 		v.add(Pass, nil, "", "")
 		return
 	}
@@ -177,6 +178,11 @@ func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bo
 		fix = binding
 	}
 	v.add(Warn, nil, fix, msg)
+}
+
+func singleStep(env *slurmstate.Env) bool {
+	single, _ := env.SingleProcessStep()
+	return single
 }
 
 // overwritten: CUDA_VISIBLE_DEVICES differs from GPU_DEVICE_ORDINAL, which

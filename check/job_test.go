@@ -172,6 +172,10 @@ func TestVisibleDevices(t *testing.T) {
 			status: Fail, summary: "this task can use 2 GPU/MIG device(s), Slurm allocated 1 (SLURM_STEP_GPUS=12 numbers MIG GRES, not GPUs)"},
 		{name: "one of two MIG GRES, single task", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID, "SLURM_STEP_GPUS=12-13", "SLURM_GPUS_ON_NODE=2"), withMIG),
 			status: Warn, summary: "this single task sees only 1 of the 2 allocated MIG GRES (SLURM_STEP_GPUS=12,13)"},
+		// The batch script narrowed to one of the job's four GPUs: one process
+		// (no SLURM_STEP_ID), not SLURM_TASKS_PER_NODE=4 tasks sharing them. It passed.
+		{name: "batch script sees 1 of the job's 4", node: jobNode(batchEnv("CUDA_VISIBLE_DEVICES=2"), nil),
+			status: Warn, summary: "this single task cannot use GPU(s) 0,1,3 of the allocated 0-3", remedy: "Slurm set it to 0,1,2,3"},
 		// The user replaced Slurm's 4,5 by 4,6 in the job script: GPU 6 is
 		// not theirs, GPU 5 is unused, and the fix is to stop overwriting
 		// (GPU_DEVICE_ORDINAL keeps Slurm's value), not "request GPUs per task".
