@@ -31,6 +31,7 @@ type Config struct {
 	XID          XIDConfig          `yaml:"xid"`
 	RetiredPages RetiredPagesConfig `yaml:"retired_pages"`
 	PCIe         PCIeConfig         `yaml:"pcie"`
+	Throttle     ThrottleConfig     `yaml:"throttle"`
 	Temperature  TemperatureConfig  `yaml:"temperature"`
 	Power        PowerConfig        `yaml:"power"`
 	Processes    ProcessesConfig    `yaml:"processes"`
@@ -61,6 +62,19 @@ type XIDConfig struct {
 	Ignore []int `yaml:"ignore"`
 	// Window only counts events this recent (0 = since boot), as --xid-window.
 	Window time.Duration `yaml:"window"`
+	// Recurrence escalates application-class XIDs (NVIDIA's RESTART_APP)
+	// that recur on one GPU to a failure.
+	Recurrence XIDRecurrence `yaml:"recurrence"`
+}
+
+// XIDRecurrence: Count separate incidents of RESTART_APP-class XIDs on one
+// GPU alone (a burst of lines is one incident; one that other GPUs share at
+// the same time is the job's, not this GPU's) within any Window fail gpu.xid.
+// Defaults 5 within 24h (docs/checks.md, gpu.xid); Count 0 turns it off,
+// Window 0 counts since boot.
+type XIDRecurrence struct {
+	Count  int           `yaml:"count"`
+	Window time.Duration `yaml:"window"`
 }
 
 // RetiredPagesConfig sets gpu.retired_pages.
@@ -75,6 +89,18 @@ type PCIeConfig struct {
 	// ReplayRatePerMinuteWarn warns when replays since boot average more than
 	// this per minute. Default 8: DCGM's PCIe replay health threshold.
 	ReplayRatePerMinuteWarn float64 `yaml:"replay_rate_per_minute_warn"`
+}
+
+// ThrottleConfig sets gpu.throttle's judgement over time.
+type ThrottleConfig struct {
+	// ViolationWarnPercent warns when NVML's thermal or board-limit
+	// violation counter grew by more than this share of the time between
+	// the daemon's two samples. Default 10 (docs/checks.md, gpu.throttle):
+	// no NVIDIA document gives a threshold; a tenth of the time below
+	// application clocks is a loss a job can measure, while a clock
+	// transition lasts milliseconds, far under a tenth of any scrape
+	// interval the daemon accepts.
+	ViolationWarnPercent float64 `yaml:"violation_warn_percent"`
 }
 
 // TemperatureConfig sets gpu.temperature; 0 means "from the GPU's own
@@ -145,7 +171,9 @@ func DefaultConfig() *Config {
 	return &Config{
 		ECC:          ECCConfig{VolatileUncorrectedFail: 1, VolatileCorrectedWarn: 10000},
 		RetiredPages: RetiredPagesConfig{Max: 60},
+		XID:          XIDConfig{Recurrence: XIDRecurrence{Count: 5, Window: 24 * time.Hour}},
 		PCIe:         PCIeConfig{ReplayRatePerMinuteWarn: 8},
+		Throttle:     ThrottleConfig{ViolationWarnPercent: 10},
 		Processes:    ProcessesConfig{IdleMemoryMiB: 1024},
 		NVLink:       NVLinkConfig{CRCFlitWarn: 100, CRCDataWarn: 100, ReplayWarn: 100, RecoveryFail: 1},
 		Job:          DefaultJobConfig(),
@@ -206,6 +234,9 @@ func (cfg *Config) Validate() error {
 	if w, f := cfg.Temperature.WarnC, cfg.Temperature.FailC; w != 0 && f != 0 && w >= f {
 		bad("temperature.warn_c %d must be below temperature.fail_c %d", w, f)
 	}
+	if cfg.Throttle.ViolationWarnPercent > 100 {
+		bad("throttle.violation_warn_percent: %g%% of an interval can never be exceeded", cfg.Throttle.ViolationWarnPercent)
+	}
 	if cfg.Power.MinLimitWatts > 10000 {
 		bad("power.min_limit_watts: %g W is more than any GPU draws", cfg.Power.MinLimitWatts)
 	}
@@ -218,6 +249,11 @@ func (cfg *Config) Validate() error {
 				bad("%s: %d is not an XID (1..999)", key, c)
 			}
 		}
+	}
+	if c := cfg.XID.Recurrence.Count; c == 1 {
+		bad("xid.recurrence.count: 1 would fail every application fault; a recurrence is 2 or more (0 = off)")
+	} else if c > 10000 {
+		bad("xid.recurrence.count: %d incidents is more than a log holds", c)
 	}
 	if err := cfg.Perf.Validate(); err != nil {
 		errs = append(errs, err)

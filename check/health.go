@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -74,6 +75,8 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 	}
 	v := verdict{id: "gpu.throttle"}
 	gpus := usable(n)
+	overTime := 0 // GPUs judged from two samples of the violation counters
+	var interval time.Duration
 	for _, g := range gpus {
 		if g.ClockEvents == nil {
 			missing(&v, g, "nvmlDeviceGetCurrentClocksEventReasons", "clock event reasons")
@@ -83,6 +86,14 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 		active := map[string]bool{}
 		for _, r := range g.ClockEvents.Reasons {
 			active[r] = true
+		}
+		shares, span := violationShares(n, g)
+		if cfg.Throttle.ViolationWarnPercent <= 0 {
+			shares = nil
+		}
+		if shares != nil {
+			overTime++
+			interval = span
 		}
 		for _, r := range g.ClockEvents.Reasons {
 			if fix, ok := hwThrottle[r]; ok {
@@ -98,15 +109,77 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 				v.add(Fail, g, fix, r+" active")
 				flagged = true
 			} else if fix, ok := swThrottle[r]; ok {
+				// With two samples the thermal counter (which nvml.h maps to
+				// SW thermal slowdown) says how long, not just "now".
+				if _, timed := shares["thermal"]; timed && r == "sw_thermal_slowdown" {
+					continue
+				}
 				v.add(Warn, g, fix, r+" active")
 				flagged = true
 			}
+		}
+		for _, pol := range []struct{ name, what, fix string }{
+			{"thermal", "thermal (SW thermal slowdown)", "check cooling: fans, airflow, inlet temperature; the GPU is held at its thermal limit"},
+			{"board_limit", "board limit", "check the board's power and thermal limits and the PSUs feeding it (nvidia-smi -q -d PERFORMANCE)"},
+		} {
+			share, ok := shares[pol.name]
+			if !ok || share*100 <= cfg.Throttle.ViolationWarnPercent {
+				continue
+			}
+			v.add(Warn, g, pol.fix, fmt.Sprintf("%s held the clocks below application clocks for %.0f%% of the last %s (NVML violation counter; warn above %g%%)",
+				pol.what, share*100, span.Round(time.Second), cfg.Throttle.ViolationWarnPercent))
+			flagged = true
 		}
 		if !flagged {
 			v.add(Pass, g, "", "")
 		}
 	}
-	return v.result(fmt.Sprintf("no hardware or thermal slowdown on %d GPUs", len(gpus)))
+	summary := fmt.Sprintf("no hardware or thermal slowdown on %d GPUs", len(gpus))
+	if overTime > 0 {
+		summary += fmt.Sprintf(" (thermal and board-limit violation time judged over the last %s on %d)", interval.Round(time.Second), overTime)
+	}
+	return v.result(summary)
+}
+
+// violationShares is, per perf policy, the share of the time between the
+// daemon's previous sample and this one in which NVML's cumulative
+// violation counter grew (nvmlDeviceGetViolationStatus: violationTime in
+// ns, referenceTime a CPU timestamp in µs). The interval is the longer of
+// NVML's reference times and the two collection times. A counter that went backwards (driver reload) gives no rate. Nil
+// when there is no earlier sample of this GPU: a one-shot run.
+func violationShares(n *state.Node, g *state.GPU) (map[string]float64, time.Duration) {
+	prev := n.Previous.GPU(g.UUID)
+	if prev == nil {
+		return nil, 0
+	}
+	before := map[string]state.Violation{}
+	for _, pv := range prev.Violations {
+		before[pv.Policy] = pv
+	}
+	var shares map[string]float64
+	var span time.Duration
+	for _, cur := range g.Violations {
+		old, ok := before[cur.Policy]
+		if !ok || cur.ViolationNs < old.ViolationNs {
+			continue
+		}
+		// nvml.h does not say whether referenceTime is when NVML read the
+		// counter or when the counter last moved; the longer of it and the
+		// collection times never overstates the share.
+		d := n.CollectedAt.Sub(n.Previous.CollectedAt)
+		if old.ReferenceTimeUs > 0 && cur.ReferenceTimeUs > old.ReferenceTimeUs {
+			d = max(d, time.Duration(cur.ReferenceTimeUs-old.ReferenceTimeUs)*time.Microsecond)
+		}
+		if d <= 0 {
+			continue
+		}
+		if shares == nil {
+			shares = map[string]float64{}
+		}
+		shares[cur.Policy] = min(1, float64(cur.ViolationNs-old.ViolationNs)/float64(d.Nanoseconds()))
+		span = d
+	}
+	return shares, span
 }
 
 // gpuIdle reads NVML's GPU-idle clock event reason ("nothing is running on

@@ -2,6 +2,7 @@ package check
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -70,6 +71,91 @@ func TestThrottle(t *testing.T) {
 		// this used to drain busy nodes.
 		{name: "sw power cap on a busy GPU passes", node: reasons(1, "sw_power_cap"), status: Pass},
 		{name: "sw thermal warns", node: reasons(1, "sw_thermal_slowdown"), status: Warn, devices: []int{1}},
+	})
+}
+
+// In the daemon, NVML's cumulative violation counters between two cycles
+// decide, not the one sample: a slowdown that held between scrapes is seen
+// though the sample at the scrape shows none, and a momentary one in the
+// sample is not a finding.
+func TestThrottleOverTime(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	const refUs = 1_700_000_000_000_000
+	// sampled: GPU 1's counters moved by thermalNs and boardNs over 30 s
+	// (NVML's reference times 30 s apart); the mask holds reasons.
+	sampled := func(thermalNs, boardNs uint64, reasons ...string) *state.Node {
+		return healthy(func(n *state.Node) {
+			n.CollectedAt = t0.Add(30 * time.Second)
+			n.Previous = &state.Previous{CollectedAt: t0}
+			for i := range n.NVML.GPUs {
+				g := &n.NVML.GPUs[i]
+				old := []state.Violation{{Policy: "power", ReferenceTimeUs: refUs, ViolationNs: 5e9}, {Policy: "thermal", ReferenceTimeUs: refUs, ViolationNs: 1e9}, {Policy: "board_limit", ReferenceTimeUs: refUs, ViolationNs: 0}}
+				n.Previous.GPUs = append(n.Previous.GPUs, state.PreviousGPU{UUID: g.UUID, Violations: old})
+				th, bl := uint64(0), uint64(0)
+				if i == 1 {
+					th, bl = thermalNs, boardNs
+					if len(reasons) > 0 {
+						g.ClockEvents.Reasons = reasons
+					}
+				}
+				// power moved by the whole interval: a busy GPU at its power
+				// limit, which is never a finding.
+				g.Violations = []state.Violation{{Policy: "power", ReferenceTimeUs: refUs + 30e6, ViolationNs: 35e9}, {Policy: "thermal", ReferenceTimeUs: refUs + 30e6, ViolationNs: 1e9 + th}, {Policy: "board_limit", ReferenceTimeUs: refUs + 30e6, ViolationNs: bl}}
+			}
+		})
+	}
+	runCases(t, checkThrottle, []checkCase{
+		{name: "no violation over the interval", node: sampled(0, 0), status: Pass, summary: "judged over the last 30s on 2"},
+		{name: "thermal slowdown between scrapes warns though the sample is idle", node: sampled(15e9, 0), status: Warn,
+			summary: "GPU 1 (0000:11:00.0): thermal (SW thermal slowdown) held the clocks below application clocks for 50% of the last 30s", devices: []int{1}},
+		{name: "board limit between scrapes warns", node: sampled(0, 6e9), status: Warn, summary: "board limit held the clocks below application clocks for 20%", devices: []int{1}},
+		{name: "momentary sw thermal in the sample passes", node: sampled(1e8, 0, "sw_thermal_slowdown"), status: Pass},
+		{name: "10% is not above 10%", node: sampled(3e9, 0), status: Pass},
+		{name: "threshold configurable", node: sampled(3e9, 0), cfg: func(c *Config) { c.Throttle.ViolationWarnPercent = 5 }, status: Warn, devices: []int{1}},
+		// Turned off, the one sample decides again.
+		{name: "off: the sample decides", node: sampled(15e9, 0, "sw_thermal_slowdown"), cfg: func(c *Config) { c.Throttle.ViolationWarnPercent = 0 }, status: Warn, summary: "sw_thermal_slowdown active", devices: []int{1}},
+		// HW slowdown has no violation counter: its one-sample rule stands.
+		{name: "hw slowdown alone still judged on the sample", node: sampled(0, 0, "hw_slowdown"), status: Warn, summary: "hw_slowdown active in this sample", devices: []int{1}},
+		{name: "counter went backwards (driver reload): no rate, the sample decides", node: func() *state.Node {
+			n := sampled(0, 0, "sw_thermal_slowdown")
+			n.Previous.GPUs[1].Violations[1].ViolationNs = 9e18
+			return n
+		}(), status: Warn, summary: "sw_thermal_slowdown active", devices: []int{1}},
+		{name: "previous sample of another GPU: no rate", node: func() *state.Node {
+			n := sampled(15e9, 0, "sw_thermal_slowdown")
+			n.Previous.GPUs[1].UUID = "GPU-other"
+			return n
+		}(), status: Warn, summary: "sw_thermal_slowdown active", devices: []int{1}},
+		// NVML's reference times closer than the collections (they may be
+		// when the counter last moved): the longer interval is used, so the
+		// share is never overstated (15 s of 30 s, not of 10 s).
+		{name: "reference times closer than the collections", node: func() *state.Node {
+			n := sampled(15e9, 0)
+			for i := range n.NVML.GPUs {
+				for j := range n.NVML.GPUs[i].Violations {
+					n.NVML.GPUs[i].Violations[j].ReferenceTimeUs = refUs + 10e6
+				}
+			}
+			return n
+		}(), status: Warn, summary: "for 50% of the last 30s", devices: []int{1}},
+		{name: "reference times further apart than the collections", node: func() *state.Node {
+			n := sampled(15e9, 0)
+			for i := range n.NVML.GPUs {
+				for j := range n.NVML.GPUs[i].Violations {
+					n.NVML.GPUs[i].Violations[j].ReferenceTimeUs = refUs + 60e6
+				}
+			}
+			return n
+		}(), status: Warn, summary: "for 25% of the last 1m0s", devices: []int{1}},
+		{name: "no reference times: the collection times are the interval", node: func() *state.Node {
+			n := sampled(15e9, 0)
+			for i := range n.NVML.GPUs {
+				for j := range n.NVML.GPUs[i].Violations {
+					n.NVML.GPUs[i].Violations[j].ReferenceTimeUs = 0
+				}
+			}
+			return n
+		}(), status: Warn, summary: "for 50% of the last 30s", devices: []int{1}},
 	})
 }
 

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -41,6 +42,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	last := map[key]state.XIDEvent{}
 	var keys []key
 	cleared := 0
+	var appFaults []appFault // RESTART_APP-class events, for recurrence
 	for _, ev := range k.XIDs {
 		// NVIDIA's IGNORE codes (63, 92: a row remap recorded, a high SBE
 		// rate) are no finding of their own: gpu.row_remap and gpu.ecc judge
@@ -65,7 +67,11 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		}
 		counts[kk]++
 		last[kk] = ev
+		if info := XIDLookup(ev.Code, cfg.XID.Critical); info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost {
+			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time})
+		}
 	}
+	recurring := recurrences(appFaults, cfg.XID.Recurrence)
 	if len(keys) == 0 {
 		if !nvmlOK {
 			return Result{Status: Skip, Summary: "no NVIDIA GPUs to judge and no XIDs in the kernel log"}
@@ -107,13 +113,129 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		if p := last[kk].Process; p != "" {
 			msg += fmt.Sprintf(", last by %s (pid %d)", p, last[kk].PID)
 		}
-		v.add(sev, g, info.Remedy, msg)
+		remedy := info.Remedy
+		if r, ok := recurring[gpuKey{kk.gpu, kk.bus}]; ok && sev == Warn && info.Action == ActionRestartApp {
+			sev = Fail
+			msg += "; " + r
+			remedy = "application-class faults recur on this GPU alone: drain it and run DCGM diagnostics (dcgmi diag -r 3); " +
+				"if they find a fault or the faults keep recurring across jobs, contact NVIDIA support (RMA) — NVIDIA's Xid catalogue " +
+				"gives CONTACT_SUPPORT or a support workflow as the investigatory action for these codes"
+		}
+		v.add(sev, g, remedy, msg)
 	}
 	r := v.result("")
 	if cleared > 0 && len(r.Details) > 0 {
 		r.Details = append(r.Details, clearedNote(cleared)[2:])
 	}
 	return r
+}
+
+// appFault is one RESTART_APP-class XID line: which GPU, and when.
+type appFault struct {
+	gpu int
+	bus string
+	at  time.Time
+}
+
+type gpuKey struct {
+	gpu int
+	bus string
+}
+
+// burstGap separates incidents: one application fault logs a burst of
+// lines (a real log, testdata/xid-burst-pastebin-fTNHmgzB.txt: nine lines
+// of Xid 69 and 31 over 39 s, gaps up to 25 s), and a quick resubmission
+// of the same job is the same incident.
+const burstGap = 5 * time.Minute
+
+// recurrences finds the GPUs whose application-class XIDs recur: at least
+// rc.Count separate incidents within any rc.Window. An incident is a burst
+// of lines on the GPU (gaps under burstGap); a burst that another GPU of
+// the node shares (an application-class XID on it within burstGap) is a
+// multi-GPU job failing everywhere, which says nothing about this GPU, and
+// is not counted. Events without a time cannot be placed: where a GPU has
+// any, its lines are one incident at most for those, and the count runs
+// since boot, which the finding says. The value is the text for the
+// finding.
+func recurrences(faults []appFault, rc XIDRecurrence) map[gpuKey]string {
+	if rc.Count < 2 || len(faults) == 0 {
+		return nil
+	}
+	byGPU := map[gpuKey][]time.Time{}
+	undated := map[gpuKey]bool{}
+	for _, f := range faults {
+		k := gpuKey{f.gpu, f.bus}
+		if f.at.IsZero() {
+			undated[k] = true
+			continue
+		}
+		byGPU[k] = append(byGPU[k], f.at)
+	}
+	sharedWithOther := func(k gpuKey, t time.Time) bool {
+		for o, ts := range byGPU {
+			if o == k {
+				continue
+			}
+			for _, u := range ts {
+				if d := u.Sub(t); d > -burstGap && d < burstGap {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	out := map[gpuKey]string{}
+	keys := map[gpuKey]bool{}
+	for k := range byGPU {
+		keys[k] = true
+	}
+	for k := range undated {
+		keys[k] = true
+	}
+	for k := range keys {
+		ts := byGPU[k]
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		var starts []time.Time // incidents of this GPU alone
+		for i, t := range ts {
+			if i > 0 && t.Sub(ts[i-1]) < burstGap {
+				continue // the same burst
+			}
+			if !sharedWithOther(k, t) {
+				starts = append(starts, t)
+			}
+		}
+		if undated[k] {
+			// No time: the window cannot be applied; count since boot.
+			if n := len(starts) + 1; n >= rc.Count {
+				out[k] = fmt.Sprintf("recurring: %d separate incidents on this GPU since boot (some lines carry no time, so xid.recurrence.window could not be applied; escalates at %d)", n, rc.Count)
+			}
+			continue
+		}
+		if n, span := densest(starts, rc.Window); n >= rc.Count {
+			within := "since boot"
+			if rc.Window > 0 {
+				within = "within " + span.Round(time.Minute).String() + " (window " + rc.Window.String() + ")"
+			}
+			out[k] = fmt.Sprintf("recurring: %d separate incidents on this GPU alone %s, escalates at %d", n, within, rc.Count)
+		}
+	}
+	return out
+}
+
+// densest is the most incidents within any window (all of them when the
+// window is 0), and the time they span.
+func densest(starts []time.Time, window time.Duration) (int, time.Duration) {
+	best, span := 0, time.Duration(0)
+	j := 0
+	for i := range starts {
+		for window > 0 && starts[i].Sub(starts[j]) > window {
+			j++
+		}
+		if n := i - j + 1; n > best {
+			best, span = n, starts[i].Sub(starts[j])
+		}
+	}
+	return best, span
 }
 
 // clearedByDriverLoad: an XID whose remedy NVIDIA gives as a GPU reset or an

@@ -24,6 +24,11 @@ type Daemon struct {
 	OnCycle func(*Snapshot)
 	// hung remembers a cycle that overran and has not returned yet.
 	hung deadline.Registry
+	// previous is the last completed cycle's rate counters, handed to the
+	// next cycle's node (state.Node.Previous) before it is judged, so
+	// gpu.throttle judges NVML's violation counters over the interval while
+	// check stays a pure function of one node.
+	previous *state.Previous
 }
 
 // Run cycles until ctx ends. The first cycle starts at once so the first
@@ -54,8 +59,12 @@ func (d *Daemon) Cycle(parent context.Context) *Snapshot {
 		n       *state.Node
 		results []check.Result
 	}
+	prev := d.previous // read here: a cycle still running aside must not race the next
 	o, err := deadline.DoIn(&d.hung, ctx, "collection", 0, func() (out, error) {
 		n := d.Collect(ctx)
+		if n != nil && n.Previous == nil {
+			n.Previous = prev
+		}
 		return out{n, d.Judge(ctx, n)}, nil
 	})
 	s := &Snapshot{Node: o.n, At: time.Now(), Duration: time.Since(start), Success: true}
@@ -68,6 +77,9 @@ func (d *Daemon) Cycle(parent context.Context) *Snapshot {
 			s.Failing = fmt.Sprintf("collection still running since %s (a source ignores its deadline)", since.UTC().Format(time.RFC3339))
 		}
 	default:
+		if p := state.PreviousOf(o.n); p != nil {
+			d.previous = p
+		}
 		s.Doc = report.New(o.n, o.results, false, s.Duration)
 		if ctx.Err() != nil {
 			s.Success = false

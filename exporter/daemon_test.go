@@ -67,3 +67,48 @@ func TestCycleThatIgnoresItsDeadlineIsStaleAndLogged(t *testing.T) {
 		t.Fatalf("logged %d of 1000 stuck cycles; last: %q", len(logged), logged[len(logged)-1:])
 	}
 }
+
+// The daemon hands each cycle the previous cycle's violation counters, so
+// gpu.throttle judges the interval between scrapes: a thermal slowdown that
+// held for most of it warns though the sample at the scrape shows the GPU
+// idle. The first cycle has no previous one and judges the sample alone.
+func TestDaemonJudgesThrottleOverTheInterval(t *testing.T) {
+	checks, err := check.Select([]string{"gpu.throttle"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	cycle := 0
+	var seen []*state.Previous
+	d := &Daemon{
+		Exporter: New(false),
+		Interval: time.Hour,
+		Timeout:  5 * time.Second,
+		Collect: func(context.Context) *state.Node {
+			thermal := uint64(cycle) * 25e9 // 25 s of every 30 s
+			n := &state.Node{Host: "n1", CollectedAt: t0.Add(time.Duration(cycle) * 30 * time.Second), NVML: &state.NVML{Available: true, DeviceCount: 1, GPUs: []state.GPU{{
+				Index: 0, UUID: "GPU-a", PCIBusID: "0000:10:00.0",
+				ClockEvents: &state.ClockEvents{Mask: 1, Reasons: []string{"gpu_idle"}},
+				Violations:  []state.Violation{{Policy: "thermal", ReferenceTimeUs: uint64(cycle) * 30e6, ViolationNs: thermal}},
+			}}}}
+			cycle++
+			return n
+		},
+		Judge: func(ctx context.Context, n *state.Node) []check.Result {
+			seen = append(seen, n.Previous)
+			return check.Run(ctx, n, check.DefaultConfig(), checks)
+		},
+	}
+	first := d.Cycle(context.Background())
+	second := d.Cycle(context.Background())
+	if seen[0] != nil {
+		t.Errorf("first cycle saw a previous sample: %+v", seen[0])
+	}
+	if p := seen[1]; p == nil || !p.CollectedAt.Equal(t0) || len(p.GPUs) != 1 || p.GPUs[0].Violations[0].ViolationNs != 0 {
+		t.Fatalf("second cycle's previous = %+v, want the first cycle's counters", p)
+	}
+	status := func(s *Snapshot) check.Status { return s.Doc.Checks[0].Status }
+	if status(first) != check.Pass || status(second) != check.Warn {
+		t.Fatalf("verdicts %s then %s, want pass (one sample, idle) then warn (83%% thermal over 30 s): %+v", status(first), status(second), second.Doc.Checks[0])
+	}
+}

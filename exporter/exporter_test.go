@@ -223,3 +223,25 @@ func TestWriteTextfileIsAtomic(t *testing.T) {
 		t.Error("writing into a missing directory succeeded")
 	}
 }
+
+// NVML's violation counters are exported raw, in seconds, one counter per
+// policy the GPU answered for.
+func TestViolationCountersInSeconds(t *testing.T) {
+	e := New(false)
+	n := &state.Node{Host: "n1", NVML: &state.NVML{Available: true, DeviceCount: 1, GPUs: []state.GPU{{
+		Index: 0, UUID: "GPU-a", PCIBusID: "0000:10:00.0",
+		Violations: []state.Violation{{Policy: "thermal", ReferenceTimeUs: 1, ViolationNs: 42_500_000_000}, {Policy: "board_limit", ViolationNs: 0}},
+	}}}}
+	e.Update(&Snapshot{Node: n, At: time.Now(), Success: true})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(e)
+	want := `
+# HELP gpuprobe_gpu_violation_seconds_total Cumulative time a perf policy held the GPU below its application clocks (nvmlDeviceGetViolationStatus), by policy: power, thermal, sync_boost, board_limit, low_utilization, reliability, total_app_clocks, total_base_clocks.
+# TYPE gpuprobe_gpu_violation_seconds_total counter
+gpuprobe_gpu_violation_seconds_total{gpu="0",pci_bus_id="0000:10:00.0",policy="board_limit",uuid="GPU-a"} 0
+gpuprobe_gpu_violation_seconds_total{gpu="0",pci_bus_id="0000:10:00.0",policy="thermal",uuid="GPU-a"} 42.5
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "gpuprobe_gpu_violation_seconds_total"); err != nil {
+		t.Error(err)
+	}
+}

@@ -53,6 +53,7 @@ var (
 	dRemapFailure   = desc("gpu_row_remap_failure", "1 when row remapping failed (no spare rows).", gpuLabels...)
 	dClockMask      = desc("gpu_clock_event_reasons", "Bitmask of active clock-event (throttle) reasons, NVML's nvmlClocksEventReason bits.", gpuLabels...)
 	dClockActive    = desc("gpu_clock_event_active", "1 for each active clock-event reason (only active reasons are exported).", withGPU("reason")...)
+	dViolation      = desc("gpu_violation_seconds_total", "Cumulative time a perf policy held the GPU below its application clocks (nvmlDeviceGetViolationStatus), by policy: power, thermal, sync_boost, board_limit, low_utilization, reliability, total_app_clocks, total_base_clocks.", withGPU("policy")...)
 	dPCIeGen        = desc("gpu_pcie_link_generation", "PCIe link generation, which=current|max.", withGPU("which")...)
 	dPCIeWidth      = desc("gpu_pcie_link_width", "PCIe link width in lanes, which=current|max.", withGPU("which")...)
 	dPCIeReplays    = desc("gpu_pcie_replays_total", "PCIe replay counter.", gpuLabels...)
@@ -176,6 +177,9 @@ func emitGPUs(e emitter, n *state.Node, perLink bool) {
 			for _, r := range ce.Reasons {
 				e.gauge(dClockActive, 1, with(r)...)
 			}
+		}
+		for _, vt := range g.Violations {
+			e.counter(dViolation, float64(vt.ViolationNs)/1e9, with(vt.Policy)...)
 		}
 		if p := g.PCIe; p != nil {
 			e.gauge(dPCIeGen, float64(p.CurrentGen), with("current")...)

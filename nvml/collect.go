@@ -134,6 +134,7 @@ var guardedSymbols = []string{
 	"nvmlDeviceGetGpuFabricInfoV",
 	"nvmlDeviceGetGpuFabricInfo",
 	"nvmlDeviceGetRemappedRows",
+	"nvmlDeviceGetViolationStatus",
 }
 
 func lookupSymbols(lib gonvml.Interface) symbols {

@@ -40,6 +40,7 @@ func (d *device) collect() {
 	d.ecc()
 	d.pages()
 	d.clocks()
+	d.violations()
 	d.pcie()
 	d.thermalPower()
 	d.utilization()
@@ -206,6 +207,61 @@ func (d *device) clocks() {
 	if v, o := call(d.g, name, f); o == ok {
 		d.gpu.ClockEvents = &state.ClockEvents{Mask: v, Reasons: ClockEventNames(v)}
 	}
+}
+
+// violationPolicies are the perf policies nvmlDeviceGetViolationStatus
+// answers for, by the names state.Violation records (nvml.h
+// nvmlPerfPolicyType_t).
+var violationPolicies = []struct {
+	name string
+	p    gonvml.PerfPolicyType
+}{
+	{"power", gonvml.PERF_POLICY_POWER},
+	{"thermal", gonvml.PERF_POLICY_THERMAL},
+	{"sync_boost", gonvml.PERF_POLICY_SYNC_BOOST},
+	{"board_limit", gonvml.PERF_POLICY_BOARD_LIMIT},
+	{"low_utilization", gonvml.PERF_POLICY_LOW_UTILIZATION},
+	{"reliability", gonvml.PERF_POLICY_RELIABILITY},
+	{"total_app_clocks", gonvml.PERF_POLICY_TOTAL_APP_CLOCKS},
+	{"total_base_clocks", gonvml.PERF_POLICY_TOTAL_BASE_CLOCKS},
+}
+
+// violations reads NVML's cumulative violation time per perf policy, raw.
+// A GPU may support some policies and not others, so each is asked under a
+// guard that files nothing as unsupported; the entry point goes into
+// Unsupported once, when no policy answered. The first failure ends the
+// walk: the same error eight times says nothing more. nvml.h marks the call
+// deprecated in 13.0 (to be removed in CUDA 14), hence the symbol guard.
+func (d *device) violations() {
+	const name = "nvmlDeviceGetViolationStatus"
+	if !d.sym[name] || d.g.stopped != "" {
+		if d.g.stopped == "" {
+			d.gpu.Unsupported = append(d.gpu.Unsupported, name)
+		}
+		return
+	}
+	quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors, lib: d.g.lib}
+	var got []state.Violation
+	failedOnce := false
+	for _, pol := range violationPolicies {
+		v, o := call(quiet, name, func() (gonvml.ViolationTime, gonvml.Return) {
+			return d.dev.GetViolationStatus(pol.p)
+		})
+		if o == failed {
+			failedOnce = true
+			break
+		}
+		if o == ok {
+			got = append(got, state.Violation{Policy: pol.name, ReferenceTimeUs: v.ReferenceTime, ViolationNs: v.ViolationTime})
+		}
+	}
+	if quiet.stopped != "" {
+		d.g.stopped = quiet.stopped
+	}
+	if len(got) == 0 && !failedOnce {
+		d.gpu.Unsupported = append(d.gpu.Unsupported, name)
+	}
+	d.gpu.Violations = got
 }
 
 func (d *device) pcie() {

@@ -27,6 +27,35 @@ var ErrEventsUnsupported = errors.New("NVML events not supported")
 // waitSlice is how long one nvmlEventSetWait blocks, so ctx is noticed promptly.
 const waitSlice = 500 * time.Millisecond
 
+// Back-off after nvmlEventSetWait answers GPU_IS_LOST or an error: such an
+// answer comes back at once, so without a pause the loop spins a CPU (and
+// the driver) for as long as the GPU stays lost. The pause doubles from
+// backoffBase to backoffCap and resets with the first normal answer
+// (an event or a timeout).
+var (
+	backoffBase = 100 * time.Millisecond
+	backoffCap  = 30 * time.Second
+	// sleep waits d or until ctx ends, reporting whether ctx is still live;
+	// a variable so tests record the pauses instead of taking them.
+	sleep = func(ctx context.Context, d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+)
+
+// maxWaitErrors ends the watch after this many errors in a row other than
+// GPU_IS_LOST (51 s of back-off in all: 0.1 s doubling, nine pauses): the caller then counts
+// XIDs from the kernel log instead. A lost GPU does not end it: the other
+// GPUs' events still come, and the lost one's Xid 79 reaches the kernel log,
+// which gpu.xid reads.
+const maxWaitErrors = 10
+
 // WatchXIDs delivers XID critical errors (and double-bit ECC events) from
 // NVML until ctx ends. It keeps its own NVML initialisation for the life of
 // the watch. It returns ErrEventsUnsupported (wrapped) when no GPU can
@@ -75,17 +104,28 @@ func WatchXIDs(ctx context.Context, lib gonvml.Interface, onEvent func(XIDEvent)
 	if len(devs) == 0 {
 		return fmt.Errorf("%w: no GPU accepted XID event registration", ErrEventsUnsupported)
 	}
+	pause := time.Duration(0)
+	errorsInARow := 0
 	for ctx.Err() == nil {
 		data, ret := set.Wait(uint32(waitSlice / time.Millisecond))
 		switch ret {
-		case gonvml.SUCCESS:
-		case gonvml.ERROR_TIMEOUT:
-			continue
-		case gonvml.ERROR_GPU_IS_LOST:
-			// The lost GPU's XID 79 reaches the kernel log; keep watching the rest.
-			continue
+		case gonvml.SUCCESS, gonvml.ERROR_TIMEOUT:
+			pause, errorsInARow = 0, 0
 		default:
-			return fmt.Errorf("nvmlEventSetWait: %s", returnString(ret))
+			if ret != gonvml.ERROR_GPU_IS_LOST {
+				errorsInARow++
+				if errorsInARow >= maxWaitErrors {
+					return fmt.Errorf("nvmlEventSetWait: %s (%d times in a row)", returnString(ret), errorsInARow)
+				}
+			}
+			pause = min(max(2*pause, backoffBase), backoffCap)
+			if !sleep(ctx, pause) {
+				return nil
+			}
+			continue
+		}
+		if ret == gonvml.ERROR_TIMEOUT {
+			continue
 		}
 		ev := XIDEvent{Index: -1, At: time.Now().UTC()}
 		for _, d := range devs {

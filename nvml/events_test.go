@@ -3,6 +3,7 @@ package nvml
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,4 +80,79 @@ func TestWatchXIDsUnsupported(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	var _ *server.Device = sys.Devices[0]
+}
+
+// watchWith runs WatchXIDs on the simulated DGX H100 with go-nvml's mock
+// event set answering wait(call number), and records the back-off pauses
+// instead of taking them; the watch is cancelled after calls answers.
+func watchWith(t *testing.T, calls int, wait func(n int) (gonvml.EventData, gonvml.Return)) (pauses []time.Duration, n int, err error) {
+	t.Helper()
+	sys := simSystem(t, "dgx-h100")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	set := &mock.EventSet{
+		WaitFunc: func(uint32) (gonvml.EventData, gonvml.Return) {
+			n++
+			if n >= calls {
+				cancel()
+			}
+			return wait(n)
+		},
+		FreeFunc: func() gonvml.Return { return gonvml.SUCCESS },
+	}
+	sys.Server.EventSetCreateFunc = func() (gonvml.EventSet, gonvml.Return) { return set, gonvml.SUCCESS }
+	for _, d := range sys.Devices {
+		d.GetSupportedEventTypesFunc = func() (uint64, gonvml.Return) { return gonvml.EventTypeXidCriticalError, gonvml.SUCCESS }
+		d.RegisterEventsFunc = func(uint64, gonvml.EventSet) gonvml.Return { return gonvml.SUCCESS }
+	}
+	oldSleep, oldBase, oldCap := sleep, backoffBase, backoffCap
+	defer func() { sleep, backoffBase, backoffCap = oldSleep, oldBase, oldCap }()
+	backoffBase, backoffCap = 100*time.Millisecond, 800*time.Millisecond
+	sleep = func(ctx context.Context, d time.Duration) bool {
+		pauses = append(pauses, d)
+		return ctx.Err() == nil
+	}
+	err = WatchXIDs(ctx, sys.Server, func(XIDEvent) {})
+	return pauses, n, err
+}
+
+// The bug: nvmlEventSetWait answering GPU_IS_LOST at once made the loop
+// call it again at once, forever: a spinning CPU for as long as the GPU
+// stayed lost. Now every such answer is followed by a pause that doubles up
+// to a cap, and a normal answer resets it.
+func TestWatchXIDsBacksOffWhileAGPUIsLost(t *testing.T) {
+	ms := time.Millisecond
+	pauses, _, err := watchWith(t, 12, func(n int) (gonvml.EventData, gonvml.Return) {
+		if n == 7 { // one normal answer between two runs of GPU_IS_LOST
+			return gonvml.EventData{}, gonvml.ERROR_TIMEOUT
+		}
+		return gonvml.EventData{}, gonvml.ERROR_GPU_IS_LOST
+	})
+	if err != nil {
+		t.Fatalf("watch ended with %v; a lost GPU must not end it", err)
+	}
+	want := []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, 800 * ms, 800 * ms, 100 * ms, 200 * ms, 400 * ms, 800 * ms, 800 * ms}
+	if len(pauses) != len(want) {
+		t.Fatalf("pauses = %v, want %v", pauses, want)
+	}
+	for i := range want {
+		if pauses[i] != want[i] {
+			t.Fatalf("pauses = %v, want %v", pauses, want)
+		}
+	}
+}
+
+// Errors other than GPU_IS_LOST back off the same way and, when they
+// persist, end the watch with the error (the daemon then counts XIDs from
+// the kernel log) instead of retrying forever.
+func TestWatchXIDsGivesUpAfterPersistentErrors(t *testing.T) {
+	pauses, n, err := watchWith(t, 1000, func(int) (gonvml.EventData, gonvml.Return) {
+		return gonvml.EventData{}, gonvml.ERROR_UNKNOWN
+	})
+	if err == nil || !strings.Contains(err.Error(), "nvmlEventSetWait") || !strings.Contains(err.Error(), "10 times in a row") {
+		t.Fatalf("err = %v", err)
+	}
+	if n != maxWaitErrors || len(pauses) != maxWaitErrors-1 {
+		t.Errorf("%d waits, %d pauses; want %d and %d", n, len(pauses), maxWaitErrors, maxWaitErrors-1)
+	}
 }

@@ -38,6 +38,9 @@ type Node struct {
 	Topology *topostate.Topology `json:"topology,omitempty"`
 	// JobPerf is a running job sampled by `gpuprobe job` (state/jobperf.go).
 	JobPerf *JobPerf `json:"job_perf,omitempty"`
+	// Previous is the daemon's previous cycle, for counters judged as rates
+	// (state/violations.go); nil in a one-shot run.
+	Previous *Previous `json:"previous,omitempty"`
 
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.
@@ -111,6 +114,10 @@ type GPU struct {
 	Fabric          *Fabric       `json:"fabric,omitempty"`
 	Unsupported     []string      `json:"unsupported,omitempty"`
 	Errors          []CallError   `json:"errors,omitempty"`
+
+	// Violations are NVML's cumulative perf-policy violation times
+	// (state/violations.go); empty when unsupported.
+	Violations []Violation `json:"violations,omitempty"`
 }
 
 // Memory is framebuffer memory in bytes.

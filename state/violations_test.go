@@ -1,0 +1,32 @@
+package state
+
+import (
+	"testing"
+	"time"
+)
+
+// PreviousOf keeps only what a rate needs, by UUID, and copies it: the next
+// cycle's collector must not be able to change the earlier reading.
+func TestPreviousOf(t *testing.T) {
+	at := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	if PreviousOf(nil) != nil || PreviousOf(&Node{}) != nil {
+		t.Fatal("a node without NVML has no previous sample")
+	}
+	n := &Node{CollectedAt: at, NVML: &NVML{GPUs: []GPU{
+		{Index: 0, UUID: "GPU-a", Violations: []Violation{{Policy: "thermal", ReferenceTimeUs: 5, ViolationNs: 7}}},
+		{Index: 1, UUID: "GPU-b"}, // no counters
+		{Index: 2, Violations: []Violation{{Policy: "thermal", ViolationNs: 1}}}, // no UUID to match by
+	}}}
+	p := PreviousOf(n)
+	if p == nil || !p.CollectedAt.Equal(at) || len(p.GPUs) != 1 || p.GPU("GPU-a") == nil || p.GPU("GPU-b") != nil || p.GPU("") != nil {
+		t.Fatalf("previous = %+v", p)
+	}
+	n.NVML.GPUs[0].Violations[0].ViolationNs = 99
+	if got := p.GPU("GPU-a").Violations[0].ViolationNs; got != 7 {
+		t.Errorf("the kept reading changed with the node: %d", got)
+	}
+	var none *Previous
+	if none.GPU("GPU-a") != nil {
+		t.Error("nil Previous found a GPU")
+	}
+}
