@@ -34,7 +34,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	// parse was set by hand, and what the step was given is then unknown
 	// (it used to pass as "no GPUs allocated").
 	for _, e := range env.Errors {
-		if strings.Contains(e.Var, "GPU") {
+		if e.Var == "SLURM_STEP_GPUS" || e.Var == "SLURM_JOB_GPUS" || e.Var == "SLURM_GPUS_ON_NODE" {
 			v.add(Error, nil, "unset "+e.Var+" in the job script: Slurm sets it from --gres/--gpus",
 				fmt.Sprintf("%s=%q does not parse (%s): the GPUs allocated to this step are unknown", e.Var, e.Value, e.Error))
 		}
@@ -66,7 +66,20 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || env.GPUsOnNode != nil) {
 		v.add(Warn, nil, binding, "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated "+allocWords(alloc, from, env))
 	}
+	// MIG: Slurm numbers GRES records, not GPUs. SLURM_STEP_GPUS is each
+	// record's index on the node (gres_common.c common_gres_set_env writes
+	// gres_device->index into the global list), and a MIG instance is a
+	// record of its own, which CUDA_VISIBLE_DEVICES names by UUID ("MIG
+	// devices always use UUID", same function). SLURM_STEP_GPUS=12 is the
+	// thirteenth MIG GRES, not GPU 12: only the counts compare.
+	migs := migEntries(cvd)
 	switch {
+	case migs > 0 && alloc != nil:
+		if len(cvd.Entries) > len(alloc) {
+			v.add(Fail, nil, binding, fmt.Sprintf("this task can use %d GPU/MIG device(s), Slurm allocated %d (%s=%s numbers MIG GRES, not GPUs)", len(cvd.Entries), len(alloc), from, listOr(alloc)))
+		}
+		missingAllocated(&v, n, env, len(cvd.Entries) < len(alloc) && len(cvd.Entries) > 0, binding,
+			fmt.Sprintf("this single task sees only %d of the %d allocated MIG GRES (%s=%s)", len(cvd.Entries), len(alloc), from, listOr(alloc)))
 	case alloc == nil && env.GPUsOnNode == nil:
 		if !cvd.Set && nvmlCount > 0 && !constrained {
 			v.add(Warn, nil, "request GPUs (--gres=gpu:N, --gpus-per-task) or set ConstrainDevices=yes in cgroup.conf so GPU-less steps cannot touch them",
@@ -117,7 +130,9 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	}
 
 	pass := fmt.Sprintf("sees GPU %s", listOr(visible))
-	if alloc != nil {
+	if migs > 0 && alloc != nil {
+		pass = fmt.Sprintf("sees %d MIG instance(s) on GPU %s, %d allocated (%s=%s numbers MIG GRES, not GPUs)", migs, listOr(visible), len(alloc), from, cpulist.Format(alloc))
+	} else if alloc != nil {
 		pass += fmt.Sprintf(", as allocated (%s=%s)", from, cpulist.Format(alloc))
 	} else if env.GPUsOnNode != nil {
 		pass += fmt.Sprintf(", %d allocated (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
@@ -134,13 +149,27 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	return r
 }
 
+// migEntries counts the MIG instances CUDA_VISIBLE_DEVICES names.
+func migEntries(cvd *slurmstate.VisibleDevices) int {
+	n := 0
+	if cvd != nil {
+		for _, e := range cvd.Entries {
+			if e.Kind == slurmstate.RefMIG {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // missingAllocated judges allocated GPUs this task does not see: normal with
 // per-task binding in a multi-task step, suspicious otherwise.
 func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bool, binding, msg string) {
 	if !missing {
 		return
 	}
-	if tasks, _ := env.LocalTasks(); tasks > 1 {
+	// The batch script is one process, whatever SLURM_TASKS_PER_NODE says.
+	if tasks, _ := env.LocalTasks(); tasks > 1 && !singleStep(env) {
 		v.add(Pass, nil, "", "")
 		return
 	}
@@ -149,6 +178,11 @@ func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bo
 		fix = binding
 	}
 	v.add(Warn, nil, fix, msg)
+}
+
+func singleStep(env *slurmstate.Env) bool {
+	single, _ := env.SingleProcessStep()
+	return single
 }
 
 // overwritten: CUDA_VISIBLE_DEVICES differs from GPU_DEVICE_ORDINAL, which
@@ -188,6 +222,13 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	}
 	env := n.Slurm.Env
 	v := verdict{id: "job.gpu_sharing"}
+	for _, e := range env.Errors {
+		switch e.Var {
+		case "SLURM_GPU_BIND", "SLURM_TRES_BIND", "SLURM_TRES_PER_TASK", "SLURM_GPUS_PER_TASK", "SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES", "SLURM_SHARDS_ON_NODE":
+			v.add(Warn, nil, "unset "+e.Var+" in the job script: srun sets it from its options",
+				fmt.Sprintf("%s=%q does not parse (%s): the binding Slurm was asked for is unknown", e.Var, e.Value, e.Error))
+		}
+	}
 	t := visibleGPUs(n)
 	alloc, _ := env.AllocatedGPUs()
 	gpus, gpusFrom, gpusKnown := len(t.visible), "visible to this task", false
@@ -200,6 +241,19 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 		return Result{Status: Skip, Summary: "no GPUs allocated to or visible in this step"}
 	}
 	tasks, tasksFrom := env.LocalTasks()
+	// The batch script is one process: SLURM_TASKS_PER_NODE there is the
+	// job's task count, which only the srun steps it starts will have
+	// (slurmstepd sets no SLURM_STEP_ID in the batch step; see
+	// slurmstate.SingleProcessStep). Judging it as N tasks sharing the
+	// job's GPUs warned on every sbatch --gpus-per-task script.
+	single, singleWhy := env.SingleProcessStep()
+	if single {
+		why := singleWhy + " is one process"
+		if tasks > 1 {
+			why += fmt.Sprintf("; %s counts the tasks its srun steps will start", tasksFrom)
+		}
+		tasks, tasksFrom = 1, why
+	}
 	if tasks == 0 {
 		tasks, tasksFrom = 1, "one task assumed (no SLURM_STEP_TASKS_PER_NODE)"
 	}
@@ -218,21 +272,100 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	if inner > 1 {
 		arith += fmt.Sprintf(" × %d (%s)", inner, innerFrom)
 	}
-	arith += fmt.Sprintf(" = %d GPU processes on %d GPU(s) (%s)", procs, gpus, gpusFrom)
-	if procs > gpus {
+	arith += fmt.Sprintf(" = %d GPU processes", procs)
+	// A launcher's own count of its processes on this node says the same
+	// on every rank; the rank numbers above only reveal nesting on ranks
+	// whose numbers differ from Slurm's (rank 0 of a nested mpirun passed
+	// while ranks 1-7 failed).
+	if local, from := launcherLocalSize(env); local > procs {
+		procs = local
+		arith += fmt.Sprintf(", and %s: %d processes of the launcher on this node,", from, local)
+	}
+	arith += fmt.Sprintf(" on %d GPU(s) (%s)", gpus, gpusFrom)
+
+	// Deliberate sharing: --ntasks-per-gpu=N puts N tasks on each GPU
+	// (srun(1); it implies --tres-bind=gres/gpu:single:N; the tasks see it
+	// as SLURM_NTASKS_PER_TRES, see slurmstate.Env.NTasksPerGPU), and a GPU shard
+	// (gres/shard) is a slice of a GPU other tasks and jobs share.
+	shared := ""
+	capacity := gpus
+	if env.NTasksPerGPU != nil && *env.NTasksPerGPU > 1 {
+		capacity = gpus * *env.NTasksPerGPU
+		shared = fmt.Sprintf("shared as requested (%s=%d, --ntasks-per-gpu: up to %d processes on %d GPU(s))", env.NTasksPerGPUVar, *env.NTasksPerGPU, capacity, gpus)
+	}
+	if env.ShardsOnNode != nil && *env.ShardsOnNode > 0 {
+		capacity = procs
+		shared = fmt.Sprintf("shared as requested (SLURM_SHARDS_ON_NODE=%d: GPU shards are meant to be shared)", *env.ShardsOnNode)
+	}
+	if procs > capacity {
 		sev := Fail
 		if !gpusKnown {
 			sev = Warn
 		}
-		v.add(sev, nil, "start one process per GPU: srun --ntasks-per-node=<GPUs> without an inner launcher, or srun --ntasks-per-node=1 torchrun --nproc_per_node=<GPUs>; if sharing is intended, use MPS or Slurm shards",
-			arith)
+		what := arith
+		if capacity > gpus {
+			what += fmt.Sprintf(", more than the %d that %s=%d allows", capacity, env.NTasksPerGPUVar, *env.NTasksPerGPU)
+		}
+		v.add(sev, nil, "start one process per GPU: srun --ntasks-per-node=<GPUs> without an inner launcher, or srun --ntasks-per-node=1 torchrun --nproc_per_node=<GPUs>; if sharing is intended, use --ntasks-per-gpu, MPS or Slurm shards",
+			what)
 	}
-	if tasks > 1 && len(t.visible) > 1 && len(t.visible) >= gpus && inner == 1 && procs <= gpus {
+	if tasks > 1 && len(t.visible) > 1 && len(t.visible) >= gpus && inner == 1 && procs <= gpus && shared == "" {
 		v.add(Warn, nil, fixBinding+"; or have each rank pick its device from SLURM_LOCALID/LOCAL_RANK",
 			fmt.Sprintf("%d tasks on this node each see all %d GPUs (CUDA_VISIBLE_DEVICES=%s): with no per-task binding, every rank that does not map its local rank to a device uses GPU 0",
 				tasks, len(t.visible), env.CUDAVisible.Raw))
 	}
-	return v.result(arith + fmt.Sprintf("; this task sees %d", len(t.visible)))
+	overlap(&v, env, t, tasks, gpus, procs, inner, shared)
+	summary := arith + fmt.Sprintf("; this task sees %d", len(t.visible))
+	if shared != "" && procs > gpus {
+		summary += "; " + shared
+	}
+	if n, from := env.GPUsPerTaskCount(); single && n > 0 {
+		summary += fmt.Sprintf("; its srun steps bind %d GPU(s) per task (%s)", n, from)
+	}
+	return v.result(summary)
+}
+
+// launcherLocalSize is the number of processes a launcher says it started
+// on this node: Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH/Intel MPI
+// Hydra's MPI_LOCALNRANKS, torchrun's LOCAL_WORLD_SIZE. The largest wins.
+func launcherLocalSize(e *slurmstate.Env) (int, string) {
+	best, from := 0, ""
+	for _, c := range []struct {
+		v    *int
+		name string
+	}{{e.OMPILocalSize, "OMPI_COMM_WORLD_LOCAL_SIZE"}, {e.MPILocalNRanks, "MPI_LOCALNRANKS"}, {e.LocalWorldSize, "LOCAL_WORLD_SIZE"}} {
+		if c.v != nil && *c.v > best {
+			best, from = *c.v, fmt.Sprintf("%s=%d", c.name, *c.v)
+		}
+	}
+	return best, from
+}
+
+// overlap warns when the tasks' GPU sets overlap although there are enough
+// GPUs for one each: --gpu-bind=closest binds a task to every GPU of its
+// NUMA node (srun(1), --tres-bind "closest": "each task may be bound to more
+// than one gres"), so with 8 tasks on 8 GPUs four ranks share each set of
+// four, and a rank that picks its device by local rank (5 of 0-7) asks for
+// an ordinal beyond the 4 it sees.
+func overlap(v *verdict, env *slurmstate.Env, t taskGPUs, tasks, gpus, procs, inner int, shared string) {
+	vis := len(t.visible)
+	if shared != "" || inner != 1 || tasks < 2 || procs > gpus || vis < 2 || vis >= gpus || tasks*vis <= gpus {
+		return
+	}
+	how := ""
+	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && b.Type == "closest" {
+		how = fmt.Sprintf(" (%s=%s binds each task to every GPU of its NUMA node)", env.GPUBindVar, env.GPUBind)
+	}
+	msg := fmt.Sprintf("%d tasks on %d GPUs, but this task sees %d (CUDA_VISIBLE_DEVICES=%s)%s: about %d tasks share each set, so ranks collide on its GPUs",
+		tasks, gpus, vis, env.CUDAVisible.Raw, how, (tasks*vis+gpus-1)/gpus)
+	rank, rankVar := env.LocalRank, "LOCAL_RANK"
+	if rank == nil {
+		rank, rankVar = env.LocalID, "SLURM_LOCALID"
+	}
+	if rank != nil && *rank >= vis {
+		msg += fmt.Sprintf("; its local rank %d (%s) is beyond the %d GPUs it sees: cuda.set_device(%s) fails with \"invalid device ordinal\"", *rank, rankVar, vis, rankVar)
+	}
+	v.add(Warn, nil, fmt.Sprintf("bind one GPU per task: srun --gpu-bind=single:1 (the closest GPU, one per task) or --gpus-per-task=1; or select the device as %s %% %d", rankVar, vis), msg)
 }
 
 // nestedMPI tells an mpirun started inside each srun task (its ranks'

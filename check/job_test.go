@@ -158,6 +158,24 @@ func TestVisibleDevices(t *testing.T) {
 			}
 			n.NVML.GPUs = n.NVML.GPUs[:1]
 		}), status: Pass, summary: "1 MIG instance(s) not verifiable"}, // counted, not judged (docs/checks.md): it used to warn "sees only 0 of 1"
+		// MIG under AutoDetect=nvml: each MIG instance is a GRES record, and
+		// SLURM_STEP_GPUS holds the record's index on the node, while
+		// CUDA_VISIBLE_DEVICES names the instance by UUID (gres_common.c
+		// common_gres_set_env: "MIG devices always use UUID"). Record 12 is a
+		// slice of GPU 3 here. It gave FAILs: GPU 3 "not allocated", and
+		// "Slurm allocated GPU 12, NVML sees only 8".
+		{name: "MIG GRES 12 on GPU 3", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID, "GPU_DEVICE_ORDINAL="+migUUID, "SLURM_STEP_GPUS=12", "SLURM_GPUS_ON_NODE=1"), withMIG),
+			status: Pass, summary: "sees 1 MIG instance(s) on GPU 3, 1 allocated (SLURM_STEP_GPUS=12 numbers MIG GRES, not GPUs)"},
+		{name: "MIG GRES 12, instance not in the state", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID, "SLURM_STEP_GPUS=12", "SLURM_GPUS_ON_NODE=1"), nil),
+			status: Pass, summary: "1 allocated (SLURM_STEP_GPUS=12 numbers MIG GRES, not GPUs); 1 MIG instance(s) not verifiable"},
+		{name: "two MIG instances, one allocated", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID+",MIG-0c5e1a3b-9d2f-5e4a-8b7c-6d5e4f3a2b1c", "SLURM_STEP_GPUS=12", "SLURM_GPUS_ON_NODE=1"), withMIG),
+			status: Fail, summary: "this task can use 2 GPU/MIG device(s), Slurm allocated 1 (SLURM_STEP_GPUS=12 numbers MIG GRES, not GPUs)"},
+		{name: "one of two MIG GRES, single task", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="+migUUID, "SLURM_STEP_GPUS=12-13", "SLURM_GPUS_ON_NODE=2"), withMIG),
+			status: Warn, summary: "this single task sees only 1 of the 2 allocated MIG GRES (SLURM_STEP_GPUS=12,13)"},
+		// The batch script narrowed to one of the job's four GPUs: one process
+		// (no SLURM_STEP_ID), not SLURM_TASKS_PER_NODE=4 tasks sharing them. It passed.
+		{name: "batch script sees 1 of the job's 4", node: jobNode(batchEnv("CUDA_VISIBLE_DEVICES=2"), nil),
+			status: Warn, summary: "this single task cannot use GPU(s) 0,1,3 of the allocated 0-3", remedy: "Slurm set it to 0,1,2,3"},
 		// The user replaced Slurm's 4,5 by 4,6 in the job script: GPU 6 is
 		// not theirs, GPU 5 is unused, and the fix is to stop overwriting
 		// (GPU_DEVICE_ORDINAL keeps Slurm's value), not "request GPUs per task".
@@ -168,6 +186,13 @@ func TestVisibleDevices(t *testing.T) {
 		{name: "empty hides every GPU", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
 			status: Warn, summary: "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated GPU 4,5 (SLURM_STEP_GPUS)"},
 	})
+}
+
+// migUUID is a MIG instance on GPU 3 of jobNode's node (withMIG).
+const migUUID = "MIG-dcf43e8e-5d19-5fa8-8b1d-8aaca1e467f0"
+
+func withMIG(n *state.Node) {
+	n.NVML.GPUs[3].MIGDevices = []state.MIGDevice{{UUID: migUUID, GPUInstanceID: 1}, {UUID: "MIG-0c5e1a3b-9d2f-5e4a-8b7c-6d5e4f3a2b1c", GPUInstanceID: 2}}
 }
 
 func TestGPUSharing(t *testing.T) {
@@ -190,7 +215,72 @@ func TestGPUSharing(t *testing.T) {
 		{name: "more tasks than GPUs, count inferred", node: jobNode(step(1, 4, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0"), nil),
 			status: Warn, summary: "4 GPU processes on 1 GPU(s) (visible to this task)"},
 		{name: "no GPUs", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="), nil), status: Skip, summary: "no GPUs"},
+		// srun --ntasks-per-gpu=2 --gpus=4: eight tasks, each bound to one GPU
+		// (srun(1): --ntasks-per-gpu implies --tres-bind=gres/gpu:single:2).
+		// srun/launch.c sends it as the step's ntasks_per_tres and env.c
+		// setup_env exports SLURM_NTASKS_PER_TRES: what real slurmd 22.05
+		// gave each task of srun -n 2 --ntasks-per-gpu=2 in scripts/slurm-e2e.sh
+		// (no SLURM_NTASKS_PER_GPU). It failed "8 GPU processes on 4 GPU(s)".
+		{name: "--ntasks-per-gpu=2: shared as requested", node: jobNode(step(3, 8, "CUDA_VISIBLE_DEVICES=1", "GPU_DEVICE_ORDINAL=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=4", "SLURM_NTASKS_PER_TRES=2"), nil),
+			status: Pass, summary: "= 8 GPU processes on 4 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1; shared as requested (SLURM_NTASKS_PER_TRES=2, --ntasks-per-gpu: up to 8 processes on 4 GPU(s))"},
+		// The batch script of sbatch --ntasks-per-gpu=2 has SLURM_NTASKS_PER_GPU (sbatch(1)).
+		{name: "SLURM_NTASKS_PER_GPU, as sbatch sets it", node: jobNode(step(3, 8, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=4", "SLURM_NTASKS_PER_GPU=2"), nil),
+			status: Pass, summary: "shared as requested (SLURM_NTASKS_PER_GPU=2, --ntasks-per-gpu: up to 8 processes on 4 GPU(s))"},
+		{name: "--ntasks-per-gpu=2 × torchrun 4", node: jobNode(step(3, 8, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=4", "SLURM_NTASKS_PER_TRES=2",
+			"TORCHELASTIC_RUN_ID=r1", "LOCAL_RANK=3", "LOCAL_WORLD_SIZE=4"), nil),
+			status: Fail, summary: "= 32 GPU processes on 4 GPU(s) (SLURM_GPUS_ON_NODE), more than the 8 that SLURM_NTASKS_PER_TRES=2 allows"},
+		// srun -n 4 --gres=shard:4: the shard plugin sets SLURM_SHARDS_ON_NODE
+		// and CUDA_VISIBLE_DEVICES, not SLURM_GPUS_ON_NODE
+		// (src/plugins/gres/shard/gres_shard.c). It warned "4 GPU processes on 1".
+		{name: "shards: shared as requested", node: jobNode(step(1, 4, "CUDA_VISIBLE_DEVICES=0", "SLURM_SHARDS_ON_NODE=4"), nil),
+			status: Pass, summary: "shared as requested (SLURM_SHARDS_ON_NODE=4: GPU shards are meant to be shared)"},
+		// sbatch --ntasks=4 --gpus-per-task=1: the batch script gets the job's
+		// SLURM_TASKS_PER_NODE=4, all four GPUs, SLURM_TRES_PER_TASK
+		// (env.c env_array_for_batch_job) and no SLURM_STEP_ID
+		// (slurmstepd_job.c batch_stepd_step_rec_create leaves it NO_VAL). It
+		// warned "4 tasks on this node each see all 4 GPUs".
+		{name: "batch script with --gpus-per-task=1", node: jobNode(batchEnv("SLURM_TRES_PER_TASK=gres/gpu:1"), nil), status: Pass,
+			summary: "1 task(s) on this node (the batch script (no SLURM_STEP_ID) is one process; SLURM_TASKS_PER_NODE=4 counts the tasks its srun steps will start) = 1 GPU processes on 4 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 4; its srun steps bind 1 GPU(s) per task (SLURM_TRES_PER_TASK=gres/gpu:1)"},
+		{name: "batch step numbered as before 20.11", node: jobNode(batchEnv("SLURM_STEP_ID=4294967294", "SLURM_GPUS_PER_TASK=1", "SLURM_TRES_PER_TASK=cpu=2,gres/gpu=1"), nil), status: Pass,
+			summary: "the batch step (SLURM_STEP_ID=4294967294) is one process"},
+		{name: "batch script running torchrun ×8 on 4", node: jobNode(batchEnv("TORCHELASTIC_RUN_ID=r1", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=8"), nil), status: Fail,
+			summary: "× 8 (LOCAL_WORLD_SIZE=8 torchrun workers per task) = 8 GPU processes on 4 GPU(s)"},
+		// srun -n 8 --gpus=8 --gpu-bind=closest on a 2-socket HGX: each task
+		// is bound to the four GPUs of its NUMA node (srun(1) --tres-bind
+		// closest: "each task may be bound to more than one gres"). It passed.
+		{name: "--gpu-bind=closest: task 5 sees 4-7", node: jobNode(step(5, 8, "CUDA_VISIBLE_DEVICES=4,5,6,7", "SLURM_STEP_GPUS=4,5,6,7", "SLURM_GPUS_ON_NODE=8", "SLURM_GPU_BIND=closest"), nil),
+			status: Warn, summary: "8 tasks on 8 GPUs, but this task sees 4 (CUDA_VISIBLE_DEVICES=4,5,6,7) (SLURM_GPU_BIND=closest binds each task to every GPU of its NUMA node): about 4 tasks share each set, so ranks collide on its GPUs; its local rank 5 (SLURM_LOCALID) is beyond the 4 GPUs it sees",
+			remedy: "srun --gpu-bind=single:1 (the closest GPU, one per task) or --gpus-per-task=1; or select the device as SLURM_LOCALID % 4"},
+		{name: "--gpu-bind=closest: task 1 sees 0-3", node: jobNode(step(1, 8, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=8", "SLURM_TRES_BIND=gres/gpu:closest", "LOCAL_RANK=1"), nil),
+			status: Warn, summary: "(SLURM_TRES_BIND=closest binds each task to every GPU of its NUMA node): about 4 tasks share each set, so ranks collide on its GPUs"},
+		{name: "--gpu-bind=closest, 2 tasks on 8 GPUs", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=4,5,6,7", "SLURM_STEP_GPUS=4,5,6,7", "SLURM_GPUS_ON_NODE=8", "SLURM_GPU_BIND=closest"), nil),
+			status: Pass},
+		// sbatch --gres=gpu:4, mpirun -np 8 inside: Open MPI numbers its own
+		// ranks, so rank 0 matched SLURM_PROCID=0 and passed while ranks 1-7
+		// failed. OMPI_COMM_WORLD_LOCAL_SIZE says 8 on every rank.
+		{name: "nested mpirun: rank 0 too", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4",
+			"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_LOCAL_RANK=0", "OMPI_COMM_WORLD_LOCAL_SIZE=8"), nil),
+			status: Fail, summary: "1 task(s) on this node (SLURM_STEP_TASKS_PER_NODE=1(x2)) = 1 GPU processes, and OMPI_COMM_WORLD_LOCAL_SIZE=8: 8 processes of the launcher on this node, on 4 GPU(s)"},
+		{name: "nested mpirun: rank 5", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4",
+			"OMPI_COMM_WORLD_RANK=5", "OMPI_COMM_WORLD_LOCAL_RANK=5", "OMPI_COMM_WORLD_LOCAL_SIZE=8"), nil),
+			status: Fail, summary: "= 8 GPU processes on 4 GPU(s)"},
+		{name: "Hydra mpiexec -np 8 (MPI_LOCALNRANKS)", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4",
+			"PMI_RANK=0", "MPI_LOCALRANKID=0", "MPI_LOCALNRANKS=8"), nil),
+			status: Fail, summary: "and MPI_LOCALNRANKS=8: 8 processes of the launcher on this node, on 4 GPU(s)"},
+		{name: "Hydra one rank per GPU", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4",
+			"PMI_RANK=2", "MPI_LOCALRANKID=2", "MPI_LOCALNRANKS=4"), nil),
+			status: Pass, summary: "MPI_LOCALNRANKS=4: 4 processes of the launcher on this node, on 4 GPU(s)"},
+		{name: "hand-set SLURM_GPU_BIND", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0", "SLURM_GPUS_ON_NODE=1", "SLURM_GPU_BIND=nearest"), nil),
+			status: Warn, summary: `SLURM_GPU_BIND="nearest" does not parse (unknown binding type "nearest")`},
 	})
+}
+
+// batchEnv is what slurmstepd gives an sbatch --ntasks=4 --gres=gpu:4
+// script on gpu001: the job's variables, the job's GPUs, no step.
+func batchEnv(extra ...string) []string {
+	return append([]string{"SLURM_JOB_ID=100", "SLURMD_NODENAME=gpu001", "SLURM_JOB_NODELIST=gpu001", "SLURM_NODELIST=gpu001",
+		"SLURM_TASKS_PER_NODE=4", "SLURM_NTASKS=4", "SLURM_JOB_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4", "CUDA_VISIBLE_DEVICES=0,1,2,3",
+		"GPU_DEVICE_ORDINAL=0,1,2,3", "SLURM_PROCID=0", "SLURM_LOCALID=0"}, extra...)
 }
 
 func TestNUMAAffinity(t *testing.T) {

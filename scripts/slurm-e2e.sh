@@ -8,7 +8,9 @@
 #   - gpuprobe summarize reads a labelled multi-task srun;
 #   - as HealthCheckProgram, gpuprobe drains the node on a simulated fault,
 #     resumes it when the fault is gone, and leaves an admin's drain alone;
-#   - the contrib TaskProlog prints the job checks into the job's output.
+#   - the contrib TaskProlog prints the job checks into the job's output;
+#   - srun --ntasks-per-gpu=2 is sharing as requested, and gpuprobe in an
+#     sbatch batch script is one process, not the job's tasks.
 # The GPUs are simulated (--simulate dgx-h100, eight H100s like the fake
 # devices); the Slurm side is real. Prints one PASS/FAIL line per assertion
 # and exits non-zero if any failed. Every daemon it started is stopped, by
@@ -98,7 +100,7 @@ trap 'exit 130' INT TERM
 
 # --- install --------------------------------------------------------------
 missing=""
-for b in slurmctld slurmd srun sinfo scontrol scancel munged munge; do
+for b in slurmctld slurmd srun sbatch sinfo scontrol scancel munged munge; do
 	command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
 done
 if [ -n "$missing" ]; then
@@ -308,11 +310,11 @@ run_job_probe() { # NAME OUT: sample the job called NAME into OUT.json
 	echo $? >"$D/out/$2.rc"
 	scancel "$id"
 }
-# A step allocated one CPU that burns two and never touches its GPUs
+# A step allocated one CPU that burns four and never touches its GPUs
 # (task/none does not confine it; its allocation, CPU_IDs, is one CPU): its
 # CPU time is at least its allocation even on a busy machine.
 timeout 60 srun --quiet -J gp-burn -c 1 --gres=gpu:2 bash -c \
-	'for i in 1 2; do (while :; do :; done) & done; wait' >/dev/null 2>&1 &
+	'for i in 1 2 3 4; do (while :; do :; done) & done; wait' >/dev/null 2>&1 &
 run_job_probe gp-burn burn
 wait 2>/dev/null
 st=$(status_of "$D/out/burn.json" perf.bottleneck)
@@ -349,6 +351,32 @@ elif [ "$NCPU" -lt 2 ]; then
 	log "one CPU: a reader saturates it, the CPU-bound verdict is right; not asserted"
 else
 	fail "gpuprobe job on a reading step: perf.bottleneck '$st' ($(summary_of "$D/out/read.json" perf.bottleneck))"
+fi
+
+# --- 4c. binding flags Slurm itself turns into variables --------------------
+# gpuprobe's verdict on the environment slurmd really produced: --ntasks-per-gpu
+# is sharing as requested (the tasks get SLURM_NTASKS_PER_TRES from env.c
+# setup_env; 22.05 sets no SLURM_NTASKS_PER_GPU there), and the
+# sbatch batch step is one process however many tasks the job has (no
+# SLURM_STEP_ID; SLURM_TASKS_PER_NODE is the job's).
+slurm_vars() { grep -oE '(SLURM_(STEP_ID|NTASKS_PER_GPU|NTASKS_PER_TRES|GPUS_PER_TASK|TRES_PER_TASK|TASKS_PER_NODE|STEP_GPUS|JOB_GPUS|GPUS_ON_NODE|GPU_BIND)|CUDA_VISIBLE_DEVICES)=[^ ]*' "$1" | sort | tr '\n' ' '; }
+$SRUN -n 2 --ntasks-per-gpu=2 --output="$D/out/pergpu-%t.json" $CHECK 2>"$D/out/pergpu.err"
+$SRUN -n 2 --ntasks-per-gpu=2 --output="$D/out/pergpu-env-%t.txt" env 2>/dev/null
+s0=$(status_of "$D/out/pergpu-0.json" job.gpu_sharing)
+s1=$(status_of "$D/out/pergpu-1.json" job.gpu_sharing)
+sum=$(summary_of "$D/out/pergpu-1.json" job.gpu_sharing)
+if [ "$s0" = pass ] && [ "$s1" = pass ] && [[ "$sum" == *"shared as requested (SLURM_NTASKS_PER_"* ]]; then
+	pass "srun -n 2 --ntasks-per-gpu=2: job.gpu_sharing pass on both tasks ($sum; env: $(slurm_vars "$D/out/pergpu-env-1.txt"))"
+else
+	fail "srun -n 2 --ntasks-per-gpu=2: job.gpu_sharing '$s0'/'$s1' ($sum); env: $(slurm_vars "$D/out/pergpu-env-1.txt") $(head -c 300 "$D/out/pergpu.err")"
+fi
+timeout 60 sbatch --quiet --wait -n 2 --gpus-per-task=1 -o "$D/out/batch.json" --wrap "env >$D/out/batch-env.txt; exec $CHECK" 2>"$D/out/batch.err"
+st=$(status_of "$D/out/batch.json" job.gpu_sharing)
+sum=$(summary_of "$D/out/batch.json" job.gpu_sharing)
+if [ "$st" = pass ] && [[ "$sum" == *"is one process"* ]]; then
+	pass "sbatch -n 2 --gpus-per-task=1, gpuprobe in the batch script: job.gpu_sharing pass ($sum; env: $(slurm_vars "$D/out/batch-env.txt"))"
+else
+	fail "sbatch -n 2 --gpus-per-task=1 batch step: job.gpu_sharing '$st' ($sum); env: $(slurm_vars "$D/out/batch-env.txt") $(head -c 300 "$D/out/batch.err")"
 fi
 
 # --- 5. HealthCheckProgram: drain, resume, and an admin's drain ----------------

@@ -33,13 +33,33 @@ type Env struct {
 	JobNodelist     string `json:"job_nodelist,omitempty"`
 	StepNodelist    string `json:"step_nodelist,omitempty"`
 
-	StepGPUs         *IndexList      `json:"step_gpus,omitempty"`
-	JobGPUs          *IndexList      `json:"job_gpus,omitempty"`
-	GPUsOnNode       *int            `json:"gpus_on_node,omitempty"`
-	GPUsPerTask      string          `json:"gpus_per_task,omitempty"`
-	GPUDeviceOrdinal string          `json:"gpu_device_ordinal,omitempty"`
-	CUDAVisible      *VisibleDevices `json:"cuda_visible_devices"`
-	CUDADeviceOrder  string          `json:"cuda_device_order,omitempty"`
+	StepGPUs         *IndexList `json:"step_gpus,omitempty"`
+	JobGPUs          *IndexList `json:"job_gpus,omitempty"`
+	GPUsOnNode       *int       `json:"gpus_on_node,omitempty"`
+	GPUsPerTask      string     `json:"gpus_per_task,omitempty"`
+	GPUDeviceOrdinal string     `json:"gpu_device_ordinal,omitempty"`
+	// TRESPerTask is SLURM_TRES_PER_TASK as srun/sbatch set it
+	// ("cpu=2,gres/gpu=1"; 22.05 wrote "gres/gpu:1"): --gpus-per-task and
+	// --cpus-per-task land there too (srun(1), OUTPUT ENVIRONMENT VARIABLES).
+	TRESPerTask string `json:"tres_per_task,omitempty"`
+	// GPUBind is SLURM_GPU_BIND ("closest", "single:2", "verbose,map_gpu:0,1"),
+	// else the gres/gpu part of SLURM_TRES_BIND ("gres/gpu:closest"), which
+	// srun sets for --gpu-bind since 23.02; GPUBindVar names which.
+	GPUBind    string `json:"gpu_bind,omitempty"`
+	GPUBindVar string `json:"gpu_bind_var,omitempty"`
+	// NTasksPerGPU is --ntasks-per-gpu: N tasks share each GPU on purpose.
+	// An srun step's tasks get it as SLURM_NTASKS_PER_TRES (srun/launch.c
+	// sends --ntasks-per-gpu as the step's ntasks_per_tres, env.c setup_env
+	// exports that; real 22.05 tasks have no SLURM_NTASKS_PER_GPU), the
+	// batch script as SLURM_NTASKS_PER_GPU (sbatch(1)). NTasksPerGPUVar
+	// names which.
+	NTasksPerGPU    *int   `json:"ntasks_per_gpu,omitempty"`
+	NTasksPerGPUVar string `json:"ntasks_per_gpu_var,omitempty"`
+	// ShardsOnNode is SLURM_SHARDS_ON_NODE, the GPU shards of the step on
+	// this node (gres/shard, src/plugins/gres/shard/gres_shard.c).
+	ShardsOnNode    *int            `json:"shards_on_node,omitempty"`
+	CUDAVisible     *VisibleDevices `json:"cuda_visible_devices"`
+	CUDADeviceOrder string          `json:"cuda_device_order,omitempty"`
 
 	// Launchers: torchrun (TORCHELASTIC_RUN_ID marks a torchrun worker) and Open MPI.
 	Rank           *int `json:"rank,omitempty"`
@@ -50,6 +70,9 @@ type Env struct {
 	OMPIRank       *int `json:"ompi_rank,omitempty"`
 	OMPILocalRank  *int `json:"ompi_local_rank,omitempty"`
 	OMPILocalSize  *int `json:"ompi_local_size,omitempty"`
+	// MPILocalNRanks is MPICH/Intel MPI Hydra's MPI_LOCALNRANKS: the ranks
+	// its proxy started on this node.
+	MPILocalNRanks *int `json:"mpi_local_nranks,omitempty"`
 
 	MasterAddr string `json:"master_addr,omitempty"`
 	MasterPort string `json:"master_port,omitempty"`
@@ -157,6 +180,33 @@ func ParseEnv(environ []string) *Env {
 	e.GPUsOnNode = num("SLURM_GPUS_ON_NODE")
 	e.GPUsPerTask = get("SLURM_GPUS_PER_TASK")
 	e.GPUDeviceOrdinal = get("GPU_DEVICE_ORDINAL")
+	e.TRESPerTask = get("SLURM_TRES_PER_TASK")
+	if e.TRESPerTask != "" {
+		if _, err := ParseTRESPerTask(e.TRESPerTask); err != nil {
+			e.Errors = append(e.Errors, VarError{Var: "SLURM_TRES_PER_TASK", Value: e.TRESPerTask, Error: err.Error()})
+		}
+	}
+	if e.GPUsPerTask != "" {
+		if _, err := parseGPUCount(e.GPUsPerTask); err != nil {
+			e.Errors = append(e.Errors, VarError{Var: "SLURM_GPUS_PER_TASK", Value: e.GPUsPerTask, Error: err.Error()})
+		}
+	}
+	if v := get("SLURM_GPU_BIND"); v != "" {
+		e.GPUBind, e.GPUBindVar = v, "SLURM_GPU_BIND"
+	} else if v := gpuTRESBind(get("SLURM_TRES_BIND")); v != "" {
+		e.GPUBind, e.GPUBindVar = v, "SLURM_TRES_BIND"
+	}
+	if e.GPUBind != "" {
+		if _, err := ParseGPUBind(e.GPUBind); err != nil {
+			e.Errors = append(e.Errors, VarError{Var: e.GPUBindVar, Value: e.GPUBind, Error: err.Error()})
+		}
+	}
+	for _, k := range []string{"SLURM_NTASKS_PER_TRES", "SLURM_NTASKS_PER_GPU"} {
+		if n := num(k); n != nil && e.NTasksPerGPU == nil {
+			e.NTasksPerGPU, e.NTasksPerGPUVar = n, k
+		}
+	}
+	e.ShardsOnNode = num("SLURM_SHARDS_ON_NODE")
 	cvd, set := vars["CUDA_VISIBLE_DEVICES"]
 	e.CUDAVisible = ParseVisibleDevices(cvd, set)
 	e.CUDADeviceOrder = get("CUDA_DEVICE_ORDER")
@@ -169,6 +219,7 @@ func ParseEnv(environ []string) *Env {
 	e.OMPIRank = num("OMPI_COMM_WORLD_RANK")
 	e.OMPILocalRank = num("OMPI_COMM_WORLD_LOCAL_RANK")
 	e.OMPILocalSize = num("OMPI_COMM_WORLD_LOCAL_SIZE")
+	e.MPILocalNRanks = num("MPI_LOCALNRANKS")
 
 	e.MasterAddr = strings.TrimSpace(get("MASTER_ADDR"))
 	e.MasterPort = strings.TrimSpace(get("MASTER_PORT"))
@@ -270,4 +321,168 @@ func (e *Env) LocalTasks() (int, string) {
 		return *e.NTasksPerNode, fmt.Sprintf("SLURM_NTASKS_PER_NODE=%d", *e.NTasksPerNode)
 	}
 	return 0, ""
+}
+
+// TRES is one entry of SLURM_TRES_PER_TASK: "cpu=2", "gres/gpu=1",
+// "gres/gpu:h100=1", or the 22.05 form "gres/gpu:1" / "gres/gpu:h100:1"
+// (src/common/proc_args.c xfmt_tres writes "<prefix>:<spec>"; slurm_opt.c
+// slurm_option_update_tres_per_task writes "<name>=<count>").
+type TRES struct {
+	Name  string `json:"name"` // "cpu", "gres/gpu", "gres/shard", "license/x"
+	Type  string `json:"type,omitempty"`
+	Count int    `json:"count"`
+}
+
+// ParseTRESPerTask reads SLURM_TRES_PER_TASK: comma-separated
+// name[:type](=|:)count entries.
+func ParseTRESPerTask(s string) ([]TRES, error) {
+	var out []TRES
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		spec, cnt, ok := strings.Cut(part, "=")
+		if !ok {
+			i := strings.LastIndexByte(part, ':')
+			if i < 0 {
+				return nil, fmt.Errorf("entry %q has no count", part)
+			}
+			spec, cnt = part[:i], part[i+1:]
+		}
+		n, err := strconv.Atoi(cnt)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("entry %q: count %q is not a non-negative integer", part, cnt)
+		}
+		name, typ, _ := strings.Cut(spec, ":")
+		if name == "" || strings.Contains(typ, ":") {
+			return nil, fmt.Errorf("entry %q is not name[:type]=count", part)
+		}
+		out = append(out, TRES{Name: name, Type: typ, Count: n})
+	}
+	return out, nil
+}
+
+// parseGPUCount reads SLURM_GPUS_PER_TASK ("1", "h100:2"; srun(1)
+// --gpus-per-task=[type:]<number>, several types comma-separated) as the
+// total count.
+func parseGPUCount(s string) (int, error) {
+	total := 0
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if i := strings.LastIndexByte(part, ':'); i >= 0 {
+			part = part[i+1:]
+		}
+		n, err := strconv.Atoi(part)
+		if err != nil || n < 0 || n > 1<<20 {
+			return 0, fmt.Errorf("%q is not [type:]count", s)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// GPUsPerTaskCount is the GPUs each task of the step asked for
+// (--gpus-per-task, or gres/gpu in --tres-per-task), and the variable that
+// says so; 0 and "" when neither is set or parses.
+func (e *Env) GPUsPerTaskCount() (int, string) {
+	if e.GPUsPerTask != "" {
+		if n, err := parseGPUCount(e.GPUsPerTask); err == nil {
+			return n, "SLURM_GPUS_PER_TASK=" + e.GPUsPerTask
+		}
+	}
+	if e.TRESPerTask != "" {
+		if ts, err := ParseTRESPerTask(e.TRESPerTask); err == nil {
+			n, found := 0, false
+			for _, t := range ts {
+				if t.Name == "gres/gpu" {
+					n, found = n+t.Count, true
+				}
+			}
+			if found {
+				return n, "SLURM_TRES_PER_TASK=" + e.TRESPerTask
+			}
+		}
+	}
+	return 0, ""
+}
+
+// GPUBind is a parsed --gpu-bind (srun(1) --tres-bind, "Supported binding
+// type options for gres"): closest, map/map_gpu:<list>, mask/mask_gpu:<list>,
+// none, per_task:<n>, single:<tasks_per_gres>, optionally after "verbose,".
+type GPUBind struct {
+	Type    string `json:"type"` // closest, map, mask, none, per_task, single
+	Arg     string `json:"arg,omitempty"`
+	N       int    `json:"n,omitempty"` // per_task's and single's number
+	Verbose bool   `json:"verbose,omitempty"`
+}
+
+// ParseGPUBind reads SLURM_GPU_BIND's value.
+func ParseGPUBind(s string) (GPUBind, error) {
+	var b GPUBind
+	s = strings.TrimSpace(s)
+	if v, ok := strings.CutPrefix(s, "verbose,"); ok {
+		b.Verbose, s = true, v
+	}
+	typ, arg, hasArg := strings.Cut(s, ":")
+	switch typ {
+	case "closest", "none":
+		if hasArg {
+			return b, fmt.Errorf("%q takes no argument", typ)
+		}
+	case "map_gpu", "map", "mask_gpu", "mask":
+		if arg == "" {
+			return b, fmt.Errorf("%q needs a list", typ)
+		}
+		typ = strings.TrimSuffix(typ, "_gpu")
+	case "single", "per_task":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 {
+			return b, fmt.Errorf("%s:%q is not a positive count", typ, arg)
+		}
+		b.N = n
+	default:
+		return b, fmt.Errorf("unknown binding type %q", typ)
+	}
+	b.Type, b.Arg = typ, arg
+	return b, nil
+}
+
+// gpuTRESBind returns the gres/gpu entry of SLURM_TRES_BIND
+// ("gres/gpu:closest+gres/nic:closest" → "closest").
+func gpuTRESBind(s string) string {
+	for _, part := range strings.Split(s, "+") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "gres/gpu:"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Batch step IDs: slurmstepd sets no SLURM_STEP_ID in the batch script
+// (batch_stepd_step_rec_create leaves step_id NO_VAL, and env.c setup_env
+// sets it only when it is not), Slurm before 20.11 wrote the batch step's
+// number, SLURM_BATCH_SCRIPT (0xfffffffe = 4294967294; 0xfffffffb =
+// 4294967291 since 20.11, slurm.h), and the interactive step of salloc
+// (LaunchParameters=use_interactive_step) is SLURM_INTERACTIVE_STEP
+// (0xfffffffa = 4294967290).
+var singleProcessSteps = map[string]string{
+	"batch": "batch", "4294967294": "batch", "4294967291": "batch",
+	"interactive": "interactive", "4294967290": "interactive",
+}
+
+// SingleProcessStep reports the batch script (or salloc's interactive
+// step): one process, whatever the job's task count, which only the srun
+// steps it starts will have. It says which.
+func (e *Env) SingleProcessStep() (bool, string) {
+	if e.JobID == "" {
+		return false, ""
+	}
+	if e.StepID == "" {
+		return true, "the batch script (no SLURM_STEP_ID)"
+	}
+	if k, ok := singleProcessSteps[strings.ToLower(strings.TrimSpace(e.StepID))]; ok {
+		return true, "the " + k + " step (SLURM_STEP_ID=" + e.StepID + ")"
+	}
+	return false, ""
 }

@@ -91,3 +91,110 @@ func FuzzParseEnv(f *testing.F) {
 		e.InJobStep()
 	})
 }
+
+// The forms Slurm writes: slurm_opt.c's "<name>=<count>" (23.02+), with a
+// type "gres/gpu:h100=1", and proc_args.c xfmt_tres's "gres/gpu:1" (22.05).
+func TestParseTRESPerTask(t *testing.T) {
+	for in, want := range map[string]int{"gres/gpu:1": 1, "cpu=2,gres/gpu=1": 1, "gres/gpu:h100=2": 2, "gres/gpu:h100:4": 4,
+		"cpu=8": 0, "gres/gpu=1,gres/gpu:a100=1": 2} {
+		e := ParseEnv([]string{"SLURM_JOB_ID=1", "SLURM_TRES_PER_TASK=" + in})
+		n, from := e.GPUsPerTaskCount()
+		if n != want || len(e.Errors) != 0 || (want > 0) != strings.HasPrefix(from, "SLURM_TRES_PER_TASK=") {
+			t.Errorf("%q: %d GPUs per task from %q, errors %v; want %d", in, n, from, e.Errors, want)
+		}
+	}
+	for _, bad := range []string{"gres/gpu", "gres/gpu:x", "cpu=-1", "gres/gpu:a:b:1", "=1"} {
+		if _, err := ParseTRESPerTask(bad); err == nil {
+			t.Errorf("ParseTRESPerTask(%q) accepted", bad)
+		}
+	}
+	e := ParseEnv([]string{"SLURM_GPUS_PER_TASK=h100:2", "SLURM_TRES_PER_TASK=gres/gpu:h100=2"})
+	if n, from := e.GPUsPerTaskCount(); n != 2 || from != "SLURM_GPUS_PER_TASK=h100:2" {
+		t.Errorf("SLURM_GPUS_PER_TASK=h100:2: %d from %s", n, from)
+	}
+	if e := ParseEnv([]string{"SLURM_GPUS_PER_TASK=one"}); len(e.Errors) != 1 || e.Errors[0].Var != "SLURM_GPUS_PER_TASK" {
+		t.Errorf("SLURM_GPUS_PER_TASK=one: %v", e.Errors)
+	}
+}
+
+// srun(1) --tres-bind's types for gres; --gpu-bind is the same list
+// (map_gpu/mask_gpu are the older names of map/mask).
+func TestParseGPUBind(t *testing.T) {
+	for in, want := range map[string]GPUBind{
+		"closest":              {Type: "closest"},
+		"verbose,closest":      {Type: "closest", Verbose: true},
+		"single:2":             {Type: "single", Arg: "2", N: 2},
+		"per_task:1":           {Type: "per_task", Arg: "1", N: 1},
+		"map_gpu:0,1,2,3":      {Type: "map", Arg: "0,1,2,3"},
+		"mask_gpu:0x0f*4,0xf0": {Type: "mask", Arg: "0x0f*4,0xf0"},
+		"none":                 {Type: "none"},
+	} {
+		if got, err := ParseGPUBind(in); err != nil || got != want {
+			t.Errorf("ParseGPUBind(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "nearest", "single:0", "single:", "map_gpu:", "closest:1"} {
+		if _, err := ParseGPUBind(bad); err == nil {
+			t.Errorf("ParseGPUBind(%q) accepted", bad)
+		}
+	}
+	e := ParseEnv([]string{"SLURM_TRES_BIND=gres/nic:closest+gres/gpu:single:2"})
+	if e.GPUBind != "single:2" || e.GPUBindVar != "SLURM_TRES_BIND" {
+		t.Errorf("SLURM_TRES_BIND: %q from %q", e.GPUBind, e.GPUBindVar)
+	}
+	e = ParseEnv([]string{"SLURM_GPU_BIND=bogus", "SLURM_NTASKS_PER_GPU=2", "SLURM_SHARDS_ON_NODE=3", "MPI_LOCALNRANKS=8"})
+	if len(e.Errors) != 1 || e.Errors[0].Var != "SLURM_GPU_BIND" || *e.NTasksPerGPU != 2 || e.NTasksPerGPUVar != "SLURM_NTASKS_PER_GPU" || *e.ShardsOnNode != 3 || *e.MPILocalNRanks != 8 {
+		t.Errorf("env %+v errors %v", e, e.Errors)
+	}
+	// What real slurmd 22.05 gave a task of srun -n 2 --ntasks-per-gpu=2 (scripts/slurm-e2e.sh).
+	e = ParseEnv([]string{"SLURM_JOB_ID=64", "SLURM_STEP_ID=0", "SLURM_NTASKS_PER_TRES=2", "SLURM_STEP_GPUS=0", "SLURM_GPUS_ON_NODE=1", "CUDA_VISIBLE_DEVICES=0"})
+	if e.NTasksPerGPU == nil || *e.NTasksPerGPU != 2 || e.NTasksPerGPUVar != "SLURM_NTASKS_PER_TRES" {
+		t.Errorf("SLURM_NTASKS_PER_TRES: %v %q", e.NTasksPerGPU, e.NTasksPerGPUVar)
+	}
+}
+
+func TestSingleProcessStep(t *testing.T) {
+	for _, tt := range []struct {
+		env  []string
+		want bool
+	}{
+		{[]string{"SLURM_JOB_ID=5"}, true},                             // sbatch script, Slurm 20.11+
+		{[]string{"SLURM_JOB_ID=5", "SLURM_STEP_ID=4294967294"}, true}, // SLURM_BATCH_SCRIPT before 20.11
+		{[]string{"SLURM_JOB_ID=5", "SLURM_STEP_ID=4294967291"}, true}, // SLURM_BATCH_SCRIPT since 20.11
+		{[]string{"SLURM_JOB_ID=5", "SLURM_STEP_ID=batch"}, true},
+		{[]string{"SLURM_JOB_ID=5", "SLURM_STEP_ID=4294967290"}, true}, // salloc's interactive step
+		{[]string{"SLURM_JOB_ID=5", "SLURM_STEP_ID=0"}, false},
+		{[]string{"SLURM_JOB_ID=5", "SLURM_STEPID=3"}, false},
+		{nil, false},
+	} {
+		if got, why := ParseEnv(tt.env).SingleProcessStep(); got != tt.want || got != (why != "") {
+			t.Errorf("%v: %v %q", tt.env, got, why)
+		}
+	}
+}
+
+func FuzzParseTRESPerTask(f *testing.F) {
+	f.Add("cpu=2,gres/gpu:h100=1")
+	f.Add("gres/gpu:1")
+	f.Fuzz(func(t *testing.T, s string) {
+		ts, err := ParseTRESPerTask(s)
+		for _, x := range ts {
+			if x.Count < 0 || x.Name == "" {
+				t.Fatalf("%q: %+v", s, x)
+			}
+		}
+		if err == nil {
+			ParseEnv([]string{"SLURM_TRES_PER_TASK=" + s}).GPUsPerTaskCount()
+		}
+	})
+}
+
+func FuzzParseGPUBind(f *testing.F) {
+	f.Add("verbose,single:2")
+	f.Add("map_gpu:0*4,1")
+	f.Fuzz(func(t *testing.T, s string) {
+		if b, err := ParseGPUBind(s); err == nil && (b.Type == "single" || b.Type == "per_task") && b.N < 1 {
+			t.Fatalf("%q: %+v", s, b)
+		}
+	})
+}
