@@ -30,10 +30,10 @@ type Sampler struct {
 // sampled is one GPU of the sampler: its handle, identity and the state
 // the guard files its failures in.
 type sampled struct {
-	g        *guard
-	dev      gonvml.Device
-	gpu      state.GPU // Errors, Unsupported, Lost land here
-	info     state.JobGPU
+	g    *guard
+	dev  gonvml.Device
+	gpu  state.GPU // Errors, Unsupported, Lost land here
+	info state.JobGPU
 	// lastSeen is nvmlDeviceGetProcessUtilization's lastSeenTimeStamp:
 	// "the CPU timestamp in microseconds at which utilization samples were
 	// last read" (nvml.h), wall-clock µs since the epoch as real samples
