@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -354,17 +355,36 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 	}
 	const fix = "kill the leftover processes (or fix the epilog that should have); reset the GPU if memory stays in use"
 	idle := 0
+	var jobs []string
 	for _, g := range usable(n) {
 		if !g.ProcessesKnown {
 			missing(&v, g, "nvmlDeviceGetComputeRunningProcesses", "process list")
 			continue
 		}
-		if len(g.Processes) > 0 {
+		// A process inside a Slurm job's cgroup (JobID, from the kernel) is
+		// that running job's, not a leftover: the daemon and the health check
+		// run beside jobs. Only a Prolog or Epilog (--expect-idle) wants the
+		// GPU empty whoever holds it.
+		var stray []state.Process
+		for _, p := range g.Processes {
+			if p.JobID != "" && !cfg.Processes.ExpectIdle {
+				if !containsStr(jobs, p.JobID) {
+					jobs = append(jobs, p.JobID)
+				}
+				continue
+			}
+			stray = append(stray, p)
+		}
+		if len(stray) > 0 {
 			var who []string
-			for _, p := range g.Processes {
+			for _, p := range stray {
 				who = append(who, describeProcess(p))
 			}
-			v.add(sev, g, fix, fmt.Sprintf("%d compute process(es): %s", len(g.Processes), strings.Join(who, ", ")))
+			v.add(sev, g, fix, fmt.Sprintf("%d compute process(es): %s", len(stray), strings.Join(who, ", ")))
+			continue
+		}
+		if len(g.Processes) > 0 {
+			v.add(Pass, g, "", "")
 			continue
 		}
 		if m := g.Memory; m != nil && cfg.Processes.IdleMemoryMiB > 0 && m.UsedBytes>>20 >= cfg.Processes.IdleMemoryMiB {
@@ -374,7 +394,12 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 		idle++
 		v.add(Pass, g, "", "")
 	}
-	return v.result(fmt.Sprintf("%d GPUs idle, no leftover processes", idle))
+	pass := fmt.Sprintf("%d GPUs idle, no leftover processes", idle)
+	if len(jobs) > 0 {
+		sort.Strings(jobs)
+		pass = fmt.Sprintf("%d GPUs idle, the others running Slurm job %s; no leftover processes", idle, strings.Join(jobs, ", "))
+	}
+	return v.result(pass)
 }
 
 func describeProcess(p state.Process) string {
@@ -385,6 +410,9 @@ func describeProcess(p state.Process) string {
 			s += ": " + p.Command
 		}
 		s += ")"
+	}
+	if p.JobID != "" {
+		s += " of job " + p.JobID
 	}
 	return s + fmt.Sprintf(" %d MiB", p.UsedMemoryBytes>>20)
 }

@@ -230,11 +230,18 @@ func TestProcesses(t *testing.T) {
 	leftover := healthy(func(n *state.Node) {
 		n.NVML.GPUs[0].Processes = []state.Process{{PID: 4242, UsedMemoryBytes: 4 << 30, User: "alice", Command: "python train.py"}}
 	})
+	running := healthy(func(n *state.Node) {
+		n.NVML.GPUs[0].Processes = []state.Process{{PID: 4242, UsedMemoryBytes: 4 << 30, User: "alice", Command: "python train.py", JobID: "4242"}}
+	})
 	runCases(t, checkProcesses, []checkCase{
 		{name: "idle", node: healthy(nil), status: Pass, summary: "2 GPUs idle"},
 		{name: "leftover warns", node: leftover, status: Warn, summary: "pid 4242 (alice: python train.py) 4096 MiB", devices: []int{0}},
 		{name: "leftover fails when idle expected", node: leftover, cfg: func(c *Config) { c.Processes.ExpectIdle = true }, status: Fail, devices: []int{0}},
 		{name: "memory without process", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].Memory.UsedBytes = 2 << 30 }), status: Warn, summary: "2048 MiB in use with no compute process", devices: []int{1}},
+		// A rank of a running Slurm job (its cgroup names the job) is no
+		// leftover: serve and the health check run beside jobs. It warned.
+		{name: "a running job's rank", node: running, status: Pass, summary: "1 GPUs idle, the others running Slurm job 4242; no leftover processes"},
+		{name: "a job's process when idle is expected", node: running, cfg: func(c *Config) { c.Processes.ExpectIdle = true }, status: Fail, summary: "pid 4242 (alice: python train.py) of job 4242", devices: []int{0}},
 		{name: "unknown process list", node: healthy(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].ProcessesKnown = false

@@ -148,7 +148,6 @@ func devNum(p string) int {
 	return n
 }
 
-var cgroupJobRe = regexp.MustCompile(`/job_([0-9]+)(?:/|$)`)
 
 // gpuProcesses finds the Slurm job of every process on a GPU: from its
 // environment when readable (root, or our own), else from its cgroup path,
@@ -171,17 +170,20 @@ func gpuProcesses(n *state.Node, h slurmHost) []slurmstate.Process {
 			if uid, ok := statusUID(string(status)); ok {
 				sp.UID = &uid
 			}
-			if env, err := h.readFile(filepath.Join(dir, "environ")); err == nil {
-				for _, kv := range strings.Split(string(env), "\x00") {
-					if v, ok := strings.CutPrefix(kv, "SLURM_JOB_ID="); ok {
-						sp.JobID, sp.JobFrom = v, "environ"
-					}
-				}
-			}
-			if sp.JobID == "" {
-				if cg, err := h.readFile(filepath.Join(dir, "cgroup")); err == nil {
-					if m := cgroupJobRe.FindStringSubmatch(string(cg)); m != nil {
-						sp.JobID, sp.JobFrom = m[1], "cgroup"
+			// The job comes from the process's cgroup under Slurm's own
+			// directories (set by slurmstepd; slurmstate.JobFromCgroup, as
+			// the NVML collector recorded it). Its environment is the user's
+			// to write, so SLURM_JOB_ID there is believed only for a process
+			// of the same user as this run (no job cgroup: proctrack/linuxproc);
+			// another user's process claiming this job is not.
+			if p.JobID != "" {
+				sp.JobID, sp.JobFrom = p.JobID, "cgroup"
+			} else if sp.UID != nil && *sp.UID == h.uid() {
+				if env, err := h.readFile(filepath.Join(dir, "environ")); err == nil {
+					for _, kv := range strings.Split(string(env), "\x00") {
+						if v, ok := strings.CutPrefix(kv, "SLURM_JOB_ID="); ok {
+							sp.JobID, sp.JobFrom = v, "environ"
+						}
 					}
 				}
 			}
@@ -236,9 +238,7 @@ func readTask(ctx context.Context, h slurmHost) (*slurmstate.Task, []string) {
 			t.Cgroup = parts[2]
 		}
 	}
-	if m := cgroupJobRe.FindStringSubmatch(t.Cgroup); m != nil {
-		t.CgroupJobID = m[1]
-	}
+	t.CgroupJobID = slurmstate.JobFromCgroup(cg)
 	if devPath != "" && ctx.Err() == nil {
 		if data, err := h.readFile(filepath.Join(h.sys, "fs", "cgroup", "devices", devPath, "devices.list")); err == nil {
 			t.DeviceRules = strings.Split(strings.TrimSpace(string(data)), "\n")

@@ -68,6 +68,9 @@ func TestGatherSlurmInAJob(t *testing.T) {
 		"proc/777/cgroup":  "12:devices:/slurm/uid_1001/job_41/step_0/task_0\n",
 		"proc/778/status":  "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n",
 		"proc/778/environ": "PATH=/bin\x00SLURM_JOB_ID=42\x00",
+		// Another user's process claiming this job in its environment: not believed.
+		"proc/780/status":  "Name:\tpython\nUid:\t1002\t1002\t1002\t1002\n",
+		"proc/780/environ": "SLURM_JOB_ID=42\x00",
 		"sys/bus/pci/devices/0000:19:00.0/local_cpulist": "0-55,112-167\n",
 		"sys/bus/pci/devices/0000:19:00.0/numa_node":     "0\n",
 		"sys/class/infiniband/mlx5_0/fw_ver":             "28.39.1002\n",
@@ -89,7 +92,7 @@ func TestGatherSlurmInAJob(t *testing.T) {
 		}
 	}
 	n := &state.Node{NVML: &state.NVML{Available: true, GPUs: []state.GPU{
-		{Index: 0, PCIBusID: "00000000:19:00.0", ProcessesKnown: true, Processes: []state.Process{{PID: 777, User: "bob"}, {PID: 778}, {PID: 779}}},
+		{Index: 0, PCIBusID: "00000000:19:00.0", ProcessesKnown: true, Processes: []state.Process{{PID: 777, User: "bob", JobID: "41"}, {PID: 778}, {PID: 779}, {PID: 780}}}, // JobID as the NVML collector read it from 777's cgroup
 		{Index: 1, PCIBusID: "00000000:3B:00.0"},
 	}}}
 	env := []string{"SLURM_JOB_ID=42", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURMD_NODENAME=gpu001", "SLURM_JOB_NODELIST=gpu[001-002]",
@@ -131,6 +134,9 @@ func TestGatherSlurmInAJob(t *testing.T) {
 	}
 	if p := got[778]; p.JobID != "42" || p.JobFrom != "environ" {
 		t.Errorf("pid 778 %+v", p)
+	}
+	if p := got[780]; p.JobID != "" {
+		t.Errorf("pid 780 (uid 1002) claims job 42 in its environment and was believed: %+v", p)
 	}
 	if p := got[779]; !p.Gone {
 		t.Errorf("pid 779 %+v", p)

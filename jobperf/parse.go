@@ -340,19 +340,3 @@ func clip(s string) string {
 	return s
 }
 
-// JobOfCgroup names the Slurm job whose cgroup holds a process, from its
-// /proc/PID/cgroup: the job_<id> directory slurmstepd creates (v1 and v2
-// layouts alike), "" when no line has one. The kernel writes the file from
-// the cgroup the process sits in, which slurmstepd chose, not the user.
-func JobOfCgroup(data []byte) string {
-	lines, err := parseProcCgroup("cgroup", data)
-	if err != nil {
-		return ""
-	}
-	for _, l := range lines {
-		if id, _, ok := jobInPath(l.Path); ok {
-			return id
-		}
-	}
-	return ""
-}
