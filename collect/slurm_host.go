@@ -148,7 +148,6 @@ func devNum(p string) int {
 	return n
 }
 
-
 // gpuProcesses finds the Slurm job of every process on a GPU: from its
 // environment when readable (root, or our own), else from its cgroup path,
 // which anyone may read.

@@ -339,4 +339,3 @@ func clip(s string) string {
 	}
 	return s
 }
-
