@@ -115,11 +115,46 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 				fmt.Sprintf("gres.conf has no File= for gpu on %s and AutoDetect is %s: Slurm cannot bind GPUs", node, orNA(ad)))
 		}
 	}
+	checkGresTypes(&v, nl, devs)
 	if len(devs) == 0 || !nvmlOK {
 		return gresResult(&v, mode)
 	}
 	checkGresDevices(&v, n, nl, devs, ad, mig)
 	return gresResult(&v, fmt.Sprintf("%s; %d File= GPUs in NVML order", mode, len(devs)))
+}
+
+// checkGresTypes compares slurm.conf's typed gpu counts with the File=
+// devices gres.conf declares of each Type for this node. slurmctld counts
+// a node's GRES by type: a node whose slurmd reports fewer of a type than
+// slurm.conf declares registers invalid and is drained with "gres/gpu:TYPE
+// count too low (N < M)" (the Reason admins meet when a conversion leaves
+// the two files disagreeing). Untyped File= lines count as no type. Under
+// AutoDetect without File= lines the types come from NVML's names, whose
+// match with slurm.conf is not judged here.
+func checkGresTypes(v *verdict, nl slurmstate.NodeLine, devs []slurmstate.GresDevice) {
+	if len(devs) == 0 {
+		return
+	}
+	// Case matters: Slurm compares types by gres_build_id's hash of the
+	// exact bytes (src/common/gres.c), so "H100" is not "h100".
+	byType := map[string]uint64{}
+	var types []string
+	for _, d := range devs {
+		if byType[d.Type] == 0 {
+			types = append(types, orNA(d.Type))
+		}
+		byType[d.Type]++
+	}
+	for _, g := range nl.GresSpec {
+		if g.Name != "gpu" || g.Type == "" {
+			continue
+		}
+		if have := byType[g.Type]; have < g.Count {
+			v.add(Fail, nil, fmt.Sprintf("give gres.conf's File= lines for these GPUs Type=%s, or slurm.conf the type gres.conf uses", g.Type),
+				fmt.Sprintf("slurm.conf Gres=gpu:%s:%d (%s), but gres.conf declares %d GPU(s) of Type=%s for this node (its types: %s): slurmctld drains the node with \"gres/gpu:%s count too low (%d < %d)\"",
+					g.Type, g.Count, nl.Where, have, g.Type, strings.Join(types, ", "), g.Type, have, g.Count))
+		}
+	}
 }
 
 func gresResult(v *verdict, detail string) Result {

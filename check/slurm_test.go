@@ -175,6 +175,16 @@ func TestSlurmGres(t *testing.T) {
 			status: Warn, summary: `Type=a100 (gres.conf:1) is not part of the NVML name "NVIDIA H100 80GB HBM3" (nvidia_h100_80gb_hbm3)`, devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		{name: "Type mismatch with AutoDetect=nvml", node: gresNode("gpu002", 1, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:1\n", gres: "AutoDetect=nvml\nName=gpu Type=a100 File=/dev/nvidia0\n"}, nil),
 			status: Fail, summary: "Type=a100", devices: []int{0}},
+		// A conversion that left the two files disagreeing (slurmctld's own
+		// drain reason: "gres/gpu:TYPE count too low (0 < 8)").
+		{name: "slurm.conf type gres.conf does not have", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:a100:8 CPUs=224\n", gres: "Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"}, nil),
+			status: Fail, summary: `slurm.conf Gres=gpu:a100:8 (slurm.conf:2), but gres.conf declares 0 GPU(s) of Type=a100 for this node (its types: h100): slurmctld drains the node with "gres/gpu:a100 count too low (0 < 8)"`},
+		{name: "typed slurm.conf, untyped gres.conf", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:h100:8 CPUs=224\n", gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, nil),
+			status: Fail, summary: "declares 0 GPU(s) of Type=h100 for this node (its types: n/a)"},
+		{name: "types agree", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:h100:8 CPUs=224\n", gres: "Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"}, nil), status: Pass},
+		// gres_build_id hashes the exact bytes: H100 is another type than h100.
+		{name: "types differ in case", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: "GresTypes=gpu\nNodeName=gpu002 Gres=gpu:H100:8 CPUs=224\n", gres: "Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"}, nil),
+			status: Fail, summary: "gres/gpu:H100 count too low (0 < 8)"},
 		{name: "Cores on the right socket", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-3] Cores=0-55\nName=gpu File=/dev/nvidia[4-7] Cores=56-111\n"}, withCores(2, 56, 112)), status: Pass},
 		// docs/slurm.md used to advise copying nvidia-smi's CPU Affinity:
 		// those are CPU numbers, and 112-167 are no cores of a 112-core node.
