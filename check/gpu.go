@@ -73,12 +73,24 @@ func checkCount(n *state.Node, cfg *Config) Result {
 			v.add(Fail, g, "check dmesg for NVRM/Xid errors; reset the GPU or reboot the node", msg)
 		}
 	}
-	seen := len(n.NVML.GPUs)
+	seen, denied := len(n.NVML.GPUs), 0
+	for _, g := range n.NVML.GPUs {
+		if g.Denied {
+			denied++
+		}
+	}
 	if cfg.ExpectGPUs > 0 && seen != cfg.ExpectGPUs {
 		v.add(Fail, nil, "check that every GPU is seated and powered (lspci -d 10de:), and dmesg for GPUs the driver rejected",
 			fmt.Sprintf("NVML sees %d GPUs, expected %d", seen, cfg.ExpectGPUs))
 	}
-	pass := fmt.Sprintf("%d GPUs reachable", seen)
+	pass := fmt.Sprintf("%d GPUs reachable", seen-denied)
+	if denied > 0 {
+		// NVML enumerates every GPU but refuses a handle (NO_PERMISSION) for
+		// those whose device file this process may not open: inside a job
+		// with ConstrainDevices, the other jobs' GPUs. They are counted as
+		// present, not judged.
+		pass += fmt.Sprintf(", %d more closed to this process (NVML: no permission; a device cgroup)", denied)
+	}
 	if cfg.ExpectGPUs > 0 {
 		pass += fmt.Sprintf(" (expected %d)", cfg.ExpectGPUs)
 	}
@@ -91,7 +103,7 @@ func usable(n *state.Node) []*state.GPU {
 	var out []*state.GPU
 	for i := range n.NVML.GPUs {
 		g := &n.NVML.GPUs[i]
-		if !g.Lost && !g.Unreachable {
+		if !g.Lost && !g.Unreachable && !g.Denied {
 			out = append(out, g)
 		}
 	}

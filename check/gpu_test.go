@@ -96,6 +96,11 @@ func TestCount(t *testing.T) {
 		{name: "unreachable GPU", node: node(func(n *state.Node) {
 			n.NVML.GPUs[0] = state.GPU{Index: 0, Unreachable: true, Errors: []state.CallError{{Call: "nvmlDeviceGetHandleByIndex", Error: "unknown NVML error"}}}
 		}), status: Fail, summary: "nvmlDeviceGetHandleByIndex: unknown NVML error", devices: []int{0}},
+		// Inside a job with ConstrainDevices NVML lists every GPU but refuses
+		// a handle to the others (NO_PERMISSION): present, not broken.
+		{name: "GPU closed by a device cgroup", node: node(func(n *state.Node) {
+			n.NVML.GPUs[1] = state.GPU{Index: 1, Denied: true, Errors: []state.CallError{{Call: "nvmlDeviceGetHandleByIndex", Error: "no permission"}}}
+		}), cfg: func(c *Config) { c.ExpectGPUs = 2 }, status: Pass, summary: "1 GPUs reachable, 1 more closed to this process"},
 		{name: "no NVML", node: node(func(n *state.Node) { n.NVML = &state.NVML{} }), status: Skip, summary: "NVML unavailable"},
 	})
 }

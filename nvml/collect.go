@@ -97,11 +97,18 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 			gpu := &st.GPUs[i]
 			gpu.Index = i
 			g := &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: gpu, errs: &gpu.Errors, unsupp: &gpu.Unsupported, lib: libName}
+			var handleRet gonvml.Return
 			dev, o := call(g, "nvmlDeviceGetHandleByIndex", func() (gonvml.Device, gonvml.Return) {
-				return lib.DeviceGetHandleByIndex(i)
+				d, r := lib.DeviceGetHandleByIndex(i)
+				handleRet = r
+				return d, r
 			})
 			if o != ok {
-				gpu.Unreachable = true
+				if handleRet == gonvml.ERROR_NO_PERMISSION {
+					gpu.Denied = true // a device cgroup, not a broken GPU
+				} else {
+					gpu.Unreachable = true
+				}
 				return
 			}
 			d := &device{g: g, dev: dev, gpu: gpu, sym: symbols, real: opts.Real}

@@ -283,3 +283,25 @@ func TestCollectUtilization(t *testing.T) {
 		t.Errorf("unsupported utilisation: %+v, unsupported %v", g.Utilization, g.Unsupported)
 	}
 }
+
+// NVML under a job's device cgroup lists every GPU but refuses handles to
+// the others with NO_PERMISSION: recorded as closed to this process, not as
+// an unreachable (broken) GPU.
+func TestHandleRefusedByPermissionIsNotUnreachable(t *testing.T) {
+	srv := bareH100(nil)
+	inner := srv.DeviceGetHandleByIndexFunc
+	srv.DeviceGetHandleByIndexFunc = func(i int) (gonvml.Device, gonvml.Return) {
+		if i == 3 {
+			return nil, gonvml.ERROR_NO_PERMISSION
+		}
+		return inner(i)
+	}
+	st := Collect(context.Background(), srv, Options{CallTimeout: time.Second})
+	g := st.GPUs[3]
+	if !g.Denied || g.Unreachable || g.Lost {
+		t.Errorf("GPU 3 %+v: want denied, not unreachable", g)
+	}
+	if st.GPUs[2].Denied || st.GPUs[2].Unreachable {
+		t.Errorf("GPU 2 %+v", st.GPUs[2])
+	}
+}

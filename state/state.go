@@ -93,6 +93,10 @@ type GPU struct {
 	Lost bool `json:"lost,omitempty"`
 	// Unreachable is set when NVML could not even hand out a handle.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// Denied is set when NVML refused the handle with NO_PERMISSION: the
+	// device file is closed to this process (a job's device cgroup,
+	// ConstrainDevices), which says nothing about the GPU.
+	Denied bool `json:"denied,omitempty"`
 
 	Memory          *Memory       `json:"memory,omitempty"`
 	PersistenceMode *bool         `json:"persistence_mode,omitempty"`
