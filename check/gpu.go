@@ -113,11 +113,22 @@ func usable(n *state.Node) []*state.GPU {
 // missing explains why a value is absent: the call's error (an error
 // finding) or "not supported" (a skip).
 func missing(v *verdict, g *state.GPU, call, what string) {
-	if e := g.ErrorFor(call); e != nil {
-		v.add(Error, g, "", fmt.Sprintf("%s: %s: %s", what, call, e.Error))
-		return
+	for _, c := range append([]string{call}, sameCall[call]...) {
+		if e := g.ErrorFor(c); e != nil {
+			v.add(Error, g, "", fmt.Sprintf("%s: %s: %s", what, c, e.Error))
+			return
+		}
 	}
 	v.add(Skip, g, "", what+" not supported")
+}
+
+// sameCall lists the other entry points the collector may have asked for
+// the same value (older drivers lack the newer names, the _v2 forms fall
+// back to v1): an error under any of them is the value's error, never a
+// "not supported" skip.
+var sameCall = map[string][]string{
+	"nvmlDeviceGetCurrentClocksEventReasons": {"nvmlDeviceGetCurrentClocksThrottleReasons"},
+	"nvmlDeviceGetMemoryInfo":                {"nvmlDeviceGetMemoryInfo_v2"},
 }
 
 func checkECC(n *state.Node, cfg *Config) Result {

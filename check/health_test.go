@@ -60,6 +60,14 @@ func TestThrottle(t *testing.T) {
 	}
 	runCases(t, checkThrottle, []checkCase{
 		{name: "idle", node: healthy(nil), status: Pass},
+		// An older driver: the collector asked the ThrottleReasons name, and
+		// its failure was read as "not supported" (a skip).
+		{name: "the older entry point failed", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].ClockEvents = nil
+				n.NVML.GPUs[i].Errors = []state.CallError{{Call: "nvmlDeviceGetCurrentClocksThrottleReasons", Error: "unknown error"}}
+			}
+		}), status: Error, summary: "nvmlDeviceGetCurrentClocksThrottleReasons: unknown error", devices: []int{0, 1}},
 		{name: "app clocks and sync boost pass", node: reasons(0, "applications_clocks_setting", "sync_boost"), status: Pass},
 		// One sample of HW slowdown alone can be a clock change: a warning,
 		// not a drain. With its thermal cause it fails.
