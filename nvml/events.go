@@ -24,6 +24,9 @@ type XIDEvent struct {
 // caller should follow the kernel log instead.
 var ErrEventsUnsupported = errors.New("NVML events not supported")
 
+// sameErrorWindow pairs a DBE event with the XID 48 event of the same error.
+const sameErrorWindow = time.Second
+
 // waitSlice is how long one nvmlEventSetWait blocks, so ctx is noticed promptly.
 const waitSlice = 500 * time.Millisecond
 
@@ -106,6 +109,11 @@ func WatchXIDs(ctx context.Context, lib gonvml.Interface, onEvent func(XIDEvent)
 	}
 	pause := time.Duration(0)
 	errorsInARow := 0
+	type seen48 struct {
+		typ uint64
+		at  time.Time
+	}
+	last48 := map[int]seen48{}
 	for ctx.Err() == nil {
 		data, ret := set.Wait(uint32(waitSlice / time.Millisecond))
 		switch ret {
@@ -140,6 +148,16 @@ func WatchXIDs(ctx context.Context, lib gonvml.Interface, onEvent func(XIDEvent)
 			ev.Code = 48
 		default:
 			continue
+		}
+		// One double-bit error can arrive twice: as the DBE event and as
+		// the XID 48 the driver raises for it. The second of the pair (the
+		// other type, same GPU, within a second) is the same error.
+		if ev.Code == 48 {
+			if prev, ok := last48[ev.Index]; ok && prev.typ != data.EventType && ev.At.Sub(prev.at) < sameErrorWindow {
+				delete(last48, ev.Index)
+				continue
+			}
+			last48[ev.Index] = seen48{typ: data.EventType, at: ev.At}
 		}
 		onEvent(ev)
 	}

@@ -156,3 +156,61 @@ func TestWatchXIDsGivesUpAfterPersistentErrors(t *testing.T) {
 		t.Errorf("%d waits, %d pauses; want %d and %d", n, len(pauses), maxWaitErrors, maxWaitErrors-1)
 	}
 }
+
+// One double-bit error delivered as both the DBE event and the XID 48
+// event is counted once; a second error a while later is counted again.
+func TestWatchXIDsCountsADoubleBitErrorOnce(t *testing.T) {
+	sys := simSystem(t, "dgx-h100")
+	srv := sys.Server
+	target := sys.Devices[2]
+	seq := []gonvml.EventData{
+		{Device: target, EventType: gonvml.EventTypeDoubleBitEccError},
+		{Device: target, EventType: gonvml.EventTypeXidCriticalError, EventData: 48},
+		{Device: target, EventType: gonvml.EventTypeXidCriticalError, EventData: 79},
+	}
+	var mu sync.Mutex
+	i := 0
+	set := &mock.EventSet{
+		WaitFunc: func(uint32) (gonvml.EventData, gonvml.Return) {
+			mu.Lock()
+			defer mu.Unlock()
+			if i < len(seq) {
+				i++
+				return seq[i-1], gonvml.SUCCESS
+			}
+			time.Sleep(5 * time.Millisecond)
+			return gonvml.EventData{}, gonvml.ERROR_TIMEOUT
+		},
+		FreeFunc: func() gonvml.Return { return gonvml.SUCCESS },
+	}
+	srv.EventSetCreateFunc = func() (gonvml.EventSet, gonvml.Return) { return set, gonvml.SUCCESS }
+	for _, d := range sys.Devices {
+		d.GetSupportedEventTypesFunc = func() (uint64, gonvml.Return) {
+			return gonvml.EventTypeXidCriticalError | gonvml.EventTypeDoubleBitEccError, gonvml.SUCCESS
+		}
+		d.RegisterEventsFunc = func(uint64, gonvml.EventSet) gonvml.Return { return gonvml.SUCCESS }
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan XIDEvent, 10)
+	done := make(chan error, 1)
+	go func() { done <- WatchXIDs(ctx, srv, func(e XIDEvent) { got <- e }) }()
+	var codes []int
+	for len(codes) < 2 {
+		select {
+		case e := <-got:
+			codes = append(codes, e.Code)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("events %v", codes)
+		}
+	}
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	<-done
+	close(got)
+	for e := range got {
+		codes = append(codes, e.Code)
+	}
+	if len(codes) != 2 || codes[0] != 48 || codes[1] != 79 {
+		t.Errorf("codes %v, want [48 79]: the DBE and its XID 48 are one error", codes)
+	}
+}
