@@ -330,8 +330,11 @@ func checkPower(n *state.Node, cfg *Config) Result {
 					fmt.Sprintf("power limit %.0f W, below the required %.0f W", *p.LimitWatts, cfg.Power.MinLimitWatts))
 				ok = false
 			}
-			// Draw above the enforced limit means the limiter or the sensor is not working.
-			if p.DrawWatts > *p.LimitWatts*1.05 {
+			// Draw above the enforced limit means the limiter or the sensor
+			// is not working, where the reading is a 1 s average. Where it is
+			// instantaneous, spikes above the limit are how a limiter that
+			// works on the average looks, and say nothing.
+			if p.DrawWatts > *p.LimitWatts*1.05 && !instantPower(g) {
 				v.add(Warn, g, "check the power sensor and board firmware; report it to the vendor",
 					fmt.Sprintf("drawing %.0f W over its %.0f W limit", p.DrawWatts, *p.LimitWatts))
 				ok = false
@@ -342,6 +345,23 @@ func checkPower(n *state.Node, cfg *Config) Result {
 		}
 	}
 	return v.result(fmt.Sprintf("drawing %.0f W in total, within limits", total))
+}
+
+// instantPower: nvmlDeviceGetPowerUsage returns an instantaneous reading
+// "on GA100 and older architectures" and a 1 s average "on Ampere (except
+// GA100) or newer" (nvml.h). GA100 is the A100, A30 and A800.
+func instantPower(g *state.GPU) bool {
+	switch g.Architecture {
+	case "kepler", "maxwell", "pascal", "volta", "turing":
+		return true
+	case "ampere":
+		for _, ga100 := range []string{"A100", "A30", "A800"} {
+			if strings.Contains(g.Name, ga100) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func checkProcesses(n *state.Node, cfg *Config) Result {

@@ -231,6 +231,16 @@ func TestPower(t *testing.T) {
 		{name: "capped", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].Power.LimitWatts = ptr(300.0) }), cfg: func(c *Config) { c.Power.MinLimitWatts = 700 },
 			status: Fail, summary: "power limit 300 W, below the required 700 W", devices: []int{0}},
 		{name: "over limit", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].Power.DrawWatts = 800 }), status: Warn, summary: "drawing 800 W over its 700 W limit", devices: []int{1}},
+		// nvml.h: "On GA100 and older architectures, instantaneous power is
+		// returned": an A100's spike over its limit is no finding (it warned).
+		{name: "A100 instantaneous spike", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[1].Name, n.NVML.GPUs[1].Architecture = "NVIDIA A100-SXM4-80GB", "ampere"
+			n.NVML.GPUs[1].Power.DrawWatts, n.NVML.GPUs[1].Power.LimitWatts = 460, ptr(400.0)
+		}), status: Pass},
+		{name: "A10 averaged reading over its limit", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[1].Name, n.NVML.GPUs[1].Architecture = "NVIDIA A10", "ampere"
+			n.NVML.GPUs[1].Power.DrawWatts, n.NVML.GPUs[1].Power.LimitWatts = 180, ptr(150.0)
+		}), status: Warn, summary: "drawing 180 W over its 150 W limit", devices: []int{1}},
 	})
 }
 
