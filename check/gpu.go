@@ -119,6 +119,12 @@ func missing(v *verdict, g *state.GPU, call, what string) {
 			return
 		}
 	}
+	if g.MIG != nil && g.MIG.Current {
+		// With MIG instances the GPU-level memory counters (ECC, remapped
+		// rows) answer NOT_SUPPORTED: unknown here, not absent from the GPU.
+		v.add(Skip, g, "", what+" unknown: not readable while MIG is enabled (NVML answers not supported); disable MIG or read it per instance")
+		return
+	}
 	v.add(Skip, g, "", what+" not supported")
 }
 
