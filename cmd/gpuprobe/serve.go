@@ -88,6 +88,14 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 			nodeChecks = append(nodeChecks, ch)
 		}
 	}
+	// One hung NVML call must not expire the whole cycle: with a call
+	// deadline as long as the cycle's (the defaults: 10 s and 10 s) the
+	// first hang lost every check to "error" and served stale data. Each
+	// call gets at most half the cycle; the hung GPU is then an error of
+	// its own and the next cycles refuse it at once (deadline.Do).
+	if cycle := min(f.collect.timeout, f.interval); f.collect.callTimeout > cycle/2 {
+		f.collect.callTimeout = cycle / 2
+	}
 	f.jobs = jobrecord.New(0, 0, 0)
 	simKey := fmt.Sprintf("simulated-nvml#%d", daemons.Add(1))
 	exp := exporter.New(f.perLink)

@@ -489,3 +489,30 @@ func BenchmarkDaemonProcessRSS(b *testing.B) {
 		}
 	}
 }
+
+// With a call deadline as long as the cycle's (serve's defaults were 10 s
+// and 10 s), one hung GPU expired the whole first cycle: stale data, every
+// check an error. Each call now gets at most half the cycle.
+func TestServeHungCallDoesNotExpireTheCycle(t *testing.T) {
+	c := testCLI()
+	f := &serveFlags{interval: time.Hour, metricsPath: "/metrics"}
+	f.collect = collectFlags{simulate: "dgx-h100:nvml-hang=3", timeout: 2 * time.Second, callTimeout: 10 * time.Second}
+	d, _, err := c.newDaemon(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Cycle(context.Background())
+	s := d.Exporter.Latest()
+	if s == nil || !s.Success || s.Stale {
+		t.Fatalf("first cycle with a hung GPU: %+v, want a successful, fresh cycle", s)
+	}
+	errs := 0
+	for _, r := range s.Doc.Checks {
+		if r.Status == "error" {
+			errs++
+		}
+	}
+	if errs == 0 || errs > 3 {
+		t.Errorf("%d checks in error, want the few that read GPU 3's temperature, not all", errs)
+	}
+}
