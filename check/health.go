@@ -238,7 +238,20 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 				ok = false
 			}
 		}
-		if p.ReplayCounter != nil && uptime > 0 && cfg.PCIe.ReplayRatePerMinuteWarn > 0 {
+		// The daemon has the counter of its previous cycle: the rate over
+		// that interval shows a burst now, where the average since boot
+		// dilutes it (and keeps warning long after one). A one-shot run has
+		// only the lifetime average.
+		if prev := n.Previous.GPU(g.UUID); prev != nil && prev.PCIeReplays != nil && p.ReplayCounter != nil && *p.ReplayCounter >= *prev.PCIeReplays &&
+			n.CollectedAt.After(n.Previous.CollectedAt) && cfg.PCIe.ReplayRatePerMinuteWarn > 0 {
+			d := *p.ReplayCounter - *prev.PCIeReplays
+			span := n.CollectedAt.Sub(n.Previous.CollectedAt)
+			if rate := float64(d) / span.Minutes(); rate > cfg.PCIe.ReplayRatePerMinuteWarn {
+				v.add(Warn, g, "reseat the GPU; check the riser, retimer and PCIe switch for signal problems",
+					fmt.Sprintf("%d PCIe replays in the last %s (%.1f/min, threshold %.0f/min)", d, span.Round(time.Second), rate, cfg.PCIe.ReplayRatePerMinuteWarn))
+				ok = false
+			}
+		} else if p.ReplayCounter != nil && uptime > 0 && cfg.PCIe.ReplayRatePerMinuteWarn > 0 {
 			rate := float64(*p.ReplayCounter) / (uptime / 60)
 			if rate > cfg.PCIe.ReplayRatePerMinuteWarn {
 				v.add(Warn, g, "reseat the GPU; check the riser, retimer and PCIe switch for signal problems",

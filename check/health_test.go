@@ -202,6 +202,23 @@ func TestPCIeLink(t *testing.T) {
 			n.Kernel = kernelState(86400, nil)
 			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(67)
 		}), status: Pass},
+		// The daemon's previous cycle: a burst of 300 replays in the last
+		// 15 s warns, though the average since boot (a day) is low.
+		{name: "burst between two cycles", node: healthy(func(n *state.Node) {
+			n.Kernel = kernelState(86400, nil)
+			n.CollectedAt = time.Date(2026, 11, 24, 4, 0, 15, 0, time.UTC)
+			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(367)
+			n.Previous = &state.Previous{CollectedAt: time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC),
+				GPUs: []state.PreviousGPU{{UUID: n.NVML.GPUs[1].UUID, PCIeReplays: u64(67)}}}
+		}), status: Warn, summary: "300 PCIe replays in the last 15s (1200.0/min", devices: []int{1}},
+		// ... and a storm long past no longer warns once the daemon sees none new.
+		{name: "old storm, quiet now", node: healthy(func(n *state.Node) {
+			n.Kernel = kernelState(3600, nil)
+			n.CollectedAt = time.Date(2026, 11, 24, 4, 0, 15, 0, time.UTC)
+			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(1200)
+			n.Previous = &state.Previous{CollectedAt: time.Date(2026, 11, 24, 4, 0, 0, 0, time.UTC),
+				GPUs: []state.PreviousGPU{{UUID: n.NVML.GPUs[1].UUID, PCIeReplays: u64(1200)}}}
+		}), status: Pass},
 	})
 }
 

@@ -33,6 +33,8 @@ type Previous struct {
 type PreviousGPU struct {
 	UUID       string      `json:"uuid"`
 	Violations []Violation `json:"violations,omitempty"`
+	// PCIeReplays is the PCIe replay counter then.
+	PCIeReplays *uint64 `json:"pcie_replays,omitempty"`
 }
 
 // PreviousOf keeps what the next cycle needs of n: its time and each GPU's
@@ -43,10 +45,15 @@ func PreviousOf(n *Node) *Previous {
 	}
 	p := &Previous{CollectedAt: n.CollectedAt}
 	for _, g := range n.NVML.GPUs {
-		if g.UUID == "" || len(g.Violations) == 0 {
+		var replays *uint64
+		if g.PCIe != nil && g.PCIe.ReplayCounter != nil {
+			r := *g.PCIe.ReplayCounter
+			replays = &r
+		}
+		if g.UUID == "" || len(g.Violations) == 0 && replays == nil {
 			continue
 		}
-		p.GPUs = append(p.GPUs, PreviousGPU{UUID: g.UUID, Violations: append([]Violation(nil), g.Violations...)})
+		p.GPUs = append(p.GPUs, PreviousGPU{UUID: g.UUID, Violations: append([]Violation(nil), g.Violations...), PCIeReplays: replays})
 	}
 	if len(p.GPUs) == 0 {
 		return nil
