@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuprobe/gpuprobe/nvml"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -27,6 +28,9 @@ type Options struct {
 	// empty, a mock counts for its own collection alone. The real library
 	// is always "nvml".
 	NVMLName string
+	// NVMLSession, when set, holds the real library's initialisation across
+	// collections (the daemon's); ignored under simulation.
+	NVMLSession *nvml.Session
 	// Version is gpuprobe's own version, recorded in the state.
 	Version string
 	// NCCLLogs are NCCL_DEBUG=INFO logs to analyse (--nccl-log).

@@ -18,12 +18,21 @@ func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source 
 		nopts.Real, nopts.Library = true, "nvml"
 		open = func() (gonvml.Interface, error) { return nvml.Open() }
 	}
-	lib, err := open()
+	var lib gonvml.Interface
+	var err error
+	if opts.NVMLSession != nil && opts.Sources.OpenNVML == nil {
+		lib, nopts.Held, err = opts.NVMLSession.Acquire(ctx)
+	} else {
+		lib, err = open()
+	}
 	if err != nil {
 		n.NVML = &state.NVML{GPUs: []state.GPU{}, Error: err.Error()}
 		return state.Source{Error: err.Error()}
 	}
 	n.NVML = nvml.Collect(ctx, lib, nopts)
+	if nopts.Held {
+		opts.NVMLSession.Observe(n.NVML)
+	}
 	lookup := opts.Sources.Process
 	if lookup == nil {
 		lookup = hostProcesses(opts)

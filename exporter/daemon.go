@@ -16,8 +16,14 @@ import (
 type Daemon struct {
 	Exporter *Exporter
 	Interval time.Duration
-	// Timeout bounds one cycle; a cycle that overruns is a failed one.
+	// Timeout bounds one cycle's collection; a collection that overruns is
+	// a failed one.
 	Timeout time.Duration
+	// JudgeTimeout bounds judging, on a clock of its own: a collection that
+	// returns at its deadline (a hung GPU given up on) must still be judged,
+	// not turned into "did not finish" errors for every check. Zero means
+	// DefaultJudgeTimeout.
+	JudgeTimeout time.Duration
 	Collect func(ctx context.Context) *state.Node
 	Judge   func(ctx context.Context, n *state.Node) []check.Result
 	// OnCycle, if set, sees every published snapshot (logging, XIDs).
@@ -30,6 +36,10 @@ type Daemon struct {
 	// check stays a pure function of one node.
 	previous *state.Previous
 }
+
+// DefaultJudgeTimeout: the checks are pure functions that take
+// milliseconds; seconds is a bound for a bug, not a budget.
+const DefaultJudgeTimeout = 5 * time.Second
 
 // Run cycles until ctx ends. The first cycle starts at once so the first
 // scrape has data.
@@ -55,35 +65,50 @@ func (d *Daemon) Cycle(parent context.Context) *Snapshot {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(parent, d.Timeout)
 	defer cancel()
-	type out struct {
-		n       *state.Node
-		results []check.Result
-	}
 	prev := d.previous // read here: a cycle still running aside must not race the next
-	o, err := deadline.DoIn(&d.hung, ctx, "collection", 0, func() (out, error) {
-		n := d.Collect(ctx)
+	// The collectors' own deadline comes a little before the cycle's, so a
+	// collection that honours it (a hung GPU given up on, the rest kept) is
+	// never mistaken for a stuck one.
+	cctx, ccancel := context.WithTimeout(ctx, d.Timeout-min(d.Timeout/10, time.Second))
+	defer ccancel()
+	n, err := deadline.DoIn(&d.hung, ctx, "collection", 0, func() (*state.Node, error) {
+		n := d.Collect(cctx)
 		if n != nil && n.Previous == nil {
 			n.Previous = prev
 		}
-		return out{n, d.Judge(ctx, n)}, nil
+		return n, nil
 	})
-	s := &Snapshot{Node: o.n, At: time.Now(), Duration: time.Since(start), Success: true}
+	var results []check.Result
+	if err == nil {
+		judgeTimeout := d.JudgeTimeout
+		if judgeTimeout <= 0 {
+			judgeTimeout = DefaultJudgeTimeout
+		}
+		jctx, jcancel := context.WithTimeout(parent, judgeTimeout)
+		results, err = deadline.DoIn(&d.hung, jctx, "judging", 0, func() ([]check.Result, error) {
+			return d.Judge(jctx, n), nil
+		})
+		jcancel()
+	}
+	s := &Snapshot{Node: n, At: time.Now(), Duration: time.Since(start), Success: true}
 	switch {
 	case err != nil:
 		s.Success = false
 		s.Node = nil // Update serves the last good node, marked stale
 		s.Failing = err.Error()
-		if since, busy := d.hung.Busy("collection"); busy {
-			s.Failing = fmt.Sprintf("collection still running since %s (a source ignores its deadline)", since.UTC().Format(time.RFC3339))
+		for step, who := range map[string]string{"collection": "a source", "judging": "a check"} {
+			if since, busy := d.hung.Busy(step); busy {
+				s.Failing = fmt.Sprintf("%s still running since %s (%s ignores its deadline)", step, since.UTC().Format(time.RFC3339), who)
+			}
 		}
 	default:
-		if p := state.PreviousOf(o.n); p != nil {
+		if p := state.PreviousOf(n); p != nil {
 			d.previous = p
 		}
-		s.Doc = report.New(o.n, o.results, false, s.Duration)
-		if ctx.Err() != nil {
+		s.Doc = report.New(n, results, false, s.Duration)
+		if cctx.Err() != nil {
 			s.Success = false
-			s.Failing = slowestSource(o.n)
+			s.Failing = slowestSource(n)
 		}
 	}
 	d.Exporter.Update(s)

@@ -112,3 +112,36 @@ func TestDaemonJudgesThrottleOverTheInterval(t *testing.T) {
 		t.Fatalf("verdicts %s then %s, want pass (one sample, idle) then warn (83%% thermal over 30 s): %+v", status(first), status(second), second.Doc.Checks[0])
 	}
 }
+
+// A collection that gives up at its deadline (a hung GPU abandoned, the
+// rest collected) must still be judged: judging once shared the
+// collection's clock, so every check of such a cycle came out "did not
+// finish before the run deadline" and the node looked broken everywhere.
+func TestJudgingHasItsOwnDeadline(t *testing.T) {
+	var judgedWith error = context.Canceled
+	d := &Daemon{
+		Exporter: New(false),
+		Interval: time.Hour,
+		Timeout:  20 * time.Millisecond,
+		Collect: func(ctx context.Context) *state.Node {
+			<-ctx.Done() // a call abandoned at the deadline
+			return &state.Node{Host: "n1", NVML: &state.NVML{}}
+		},
+		Judge: func(ctx context.Context, n *state.Node) []check.Result {
+			judgedWith = ctx.Err()
+			return check.Run(ctx, n, &check.Config{}, check.All())
+		},
+	}
+	s := d.Cycle(context.Background())
+	if judgedWith != nil {
+		t.Fatalf("judged with an expired context: %v", judgedWith)
+	}
+	if s.Success || s.Doc == nil {
+		t.Fatalf("a collection that overran is published as failed with its report: success=%v doc=%v", s.Success, s.Doc != nil)
+	}
+	for _, r := range s.Doc.Checks {
+		if strings.Contains(r.Summary, "did not finish") {
+			t.Errorf("%s: %s", r.ID, r.Summary)
+		}
+	}
+}

@@ -29,6 +29,9 @@ type Options struct {
 	// collection of the same library. Empty: this collection alone (a mock
 	// is new every time, and an address could be reused by the next one).
 	Library string
+	// Held: the caller holds an initialisation of lib for its life
+	// (Session), so this collection makes no nvmlInit/nvmlShutdown of its own.
+	Held bool
 }
 
 var collections atomic.Int64
@@ -51,19 +54,21 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 	}
 	sys := &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &st.Errors, lib: libName}
 
-	ret, o := call(sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {
-		r := lib.Init()
-		return r, r
-	})
-	if o != ok {
-		// Never call into the library after a failed Init, not even Shutdown:
-		// without libnvidia-ml the process would die in the dynamic linker.
-		st.Error = initError(ret, st.Errors)
-		return st
+	if !opts.Held {
+		ret, o := call(sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {
+			r := lib.Init()
+			return r, r
+		})
+		if o != ok {
+			// Never call into the library after a failed Init, not even Shutdown:
+			// without libnvidia-ml the process would die in the dynamic linker.
+			st.Error = initError(ret, st.Errors)
+			return st
+		}
 	}
 	st.Available = true
 	defer func() {
-		if sys.stopped != "" {
+		if opts.Held || sys.stopped != "" {
 			return // a wedged driver would wedge Shutdown too
 		}
 		call(sys, "nvmlShutdown", func() (gonvml.Return, gonvml.Return) {

@@ -45,6 +45,8 @@ type serveFlags struct {
 	http        httpFlags // httpserver.go
 	// jobs is the record of jobs seen on the GPUs (jobapi.go).
 	jobs *jobrecord.Book
+	// nvml holds the real library's initialisation for the daemon's life.
+	nvml *nvml.Session
 }
 
 func registerServe(c *cli) {
@@ -97,6 +99,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 		f.collect.callTimeout = cycle / 2
 	}
 	f.jobs = jobrecord.New(0, 0, 0)
+	f.nvml = nvml.NewSession(nvml.Open, f.collect.callTimeout)
 	simKey := fmt.Sprintf("simulated-nvml#%d", daemons.Add(1))
 	exp := exporter.New(f.perLink)
 	exp.XIDs.Critical = cfg.XID.Critical
@@ -112,6 +115,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 				o = collect.Options{CallTimeout: f.collect.callTimeout, Version: version.Version}
 			}
 			o.ProcessCommandLines = f.http.exposeProcessDetails
+			o.NVMLSession = f.nvml // unused under simulation
 			if o.Sources.Simulated != "" {
 				// The simulated GPUs are the same devices every cycle, though
 				// each cycle opens a fresh mock: a call hung in one cycle
@@ -219,6 +223,7 @@ func (c *cli) runServe(f *serveFlags) error {
 		c.exit = exitUsage
 		fmt.Fprintf(c.stderr, "%s: serve: %v\n", programName, err)
 	}
+	f.nvml.Close()
 	return nil
 }
 
