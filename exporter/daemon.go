@@ -24,8 +24,8 @@ type Daemon struct {
 	// not turned into "did not finish" errors for every check. Zero means
 	// DefaultJudgeTimeout.
 	JudgeTimeout time.Duration
-	Collect func(ctx context.Context) *state.Node
-	Judge   func(ctx context.Context, n *state.Node) []check.Result
+	Collect      func(ctx context.Context) *state.Node
+	Judge        func(ctx context.Context, n *state.Node) []check.Result
 	// OnCycle, if set, sees every published snapshot (logging, XIDs).
 	OnCycle func(*Snapshot)
 	// hung remembers a cycle that overran and has not returned yet.
