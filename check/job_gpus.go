@@ -287,11 +287,22 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	// (srun(1); it implies --tres-bind=gres/gpu:single:N; the tasks see it
 	// as SLURM_NTASKS_PER_TRES, see slurmstate.Env.NTasksPerGPU), and a GPU shard
 	// (gres/shard) is a slice of a GPU other tasks and jobs share.
-	shared := ""
+	shared, limitBy, mapped := "", "", false
 	capacity := gpus
 	if env.NTasksPerGPU != nil && *env.NTasksPerGPU > 1 {
 		capacity = gpus * *env.NTasksPerGPU
+		limitBy = fmt.Sprintf("%s=%d", env.NTasksPerGPUVar, *env.NTasksPerGPU)
 		shared = fmt.Sprintf("shared as requested (%s=%d, --ntasks-per-gpu: up to %d processes on %d GPU(s))", env.NTasksPerGPUVar, *env.NTasksPerGPU, capacity, gpus)
+	}
+	// --gpu-bind=map_gpu/mask_gpu that names a GPU for several tasks is a
+	// placement the user wrote out (srun(1)); the tasks it binds are what
+	// it allows, a launcher inside them multiplies past that.
+	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && shared == "" {
+		if per := b.TasksPerGPU(tasks); per > 1 {
+			capacity = max(capacity, tasks)
+			limitBy, mapped = env.GPUBindVar+"="+env.GPUBind, true
+			shared = fmt.Sprintf("shared as requested (%s=%s puts up to %d tasks on one GPU)", env.GPUBindVar, env.GPUBind, per)
+		}
 	}
 	if env.ShardsOnNode != nil && *env.ShardsOnNode > 0 {
 		capacity = procs
@@ -304,7 +315,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 		}
 		what := arith
 		if capacity > gpus {
-			what += fmt.Sprintf(", more than the %d that %s=%d allows", capacity, env.NTasksPerGPUVar, *env.NTasksPerGPU)
+			what += fmt.Sprintf(", more than the %d that %s allows", capacity, limitBy)
 		}
 		v.add(sev, nil, "start one process per GPU: srun --ntasks-per-node=<GPUs> without an inner launcher, or srun --ntasks-per-node=1 torchrun --nproc_per_node=<GPUs>; if sharing is intended, use --ntasks-per-gpu, MPS or Slurm shards",
 			what)
@@ -316,7 +327,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	}
 	overlap(&v, env, t, tasks, gpus, procs, inner, shared)
 	summary := arith + fmt.Sprintf("; this task sees %d", len(t.visible))
-	if shared != "" && procs > gpus {
+	if shared != "" && (procs > gpus || mapped) {
 		summary += "; " + shared
 	}
 	if n, from := env.GPUsPerTaskCount(); single && n > 0 {

@@ -212,6 +212,18 @@ func TestGPUSharing(t *testing.T) {
 			"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_LOCAL_RANK=0", "OMPI_COMM_WORLD_LOCAL_SIZE=2"), nil), status: Fail, summary: "× 2 (OMPI_COMM_WORLD_LOCAL_SIZE=2 mpirun ranks per task) = 4 GPU processes on 2"},
 		{name: "Open MPI ranks launched by srun", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=2",
 			"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_LOCAL_RANK=1", "OMPI_COMM_WORLD_LOCAL_SIZE=2"), nil), status: Pass, summary: "= 2 GPU processes"},
+		// srun -n 4 --gres=gpu:2 --gpu-bind=map_gpu:0,0,1,1: two tasks on each
+		// GPU, written out by the user (srun(1) --gpu-bind map_gpu); it failed
+		// as "4 GPU processes on 2 GPU(s)".
+		{name: "map_gpu naming each GPU twice: shared as requested", node: jobNode(step(2, 4, "CUDA_VISIBLE_DEVICES=1", "GPU_DEVICE_ORDINAL=1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "SLURM_GPU_BIND=map_gpu:0,0,1,1"), nil),
+			status: Pass, summary: "= 4 GPU processes on 2 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1; shared as requested (SLURM_GPU_BIND=map_gpu:0,0,1,1 puts up to 2 tasks on one GPU)"},
+		{name: "map_gpu sharing × torchrun 4", node: jobNode(step(2, 4, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "SLURM_GPU_BIND=map_gpu:0*2,1*2",
+			"TORCHELASTIC_RUN_ID=r1", "LOCAL_RANK=3", "LOCAL_WORLD_SIZE=4"), nil),
+			status: Fail, summary: "= 16 GPU processes on 2 GPU(s) (SLURM_GPUS_ON_NODE), more than the 4 that SLURM_GPU_BIND=map_gpu:0*2,1*2 allows"},
+		{name: "map_gpu one GPU each is not sharing", node: jobNode(step(1, 4, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "SLURM_GPU_BIND=map_gpu:0,1,2,3"), nil),
+			status: Fail, summary: "= 4 GPU processes on 2 GPU(s)"},
+		{name: "overlapping mask_gpu: shared as requested", node: jobNode(step(0, 2, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "SLURM_GPU_BIND=mask_gpu:0x3"), nil),
+			status: Pass, summary: "shared as requested (SLURM_GPU_BIND=mask_gpu:0x3 puts up to 2 tasks on one GPU)"},
 		{name: "more tasks than GPUs, count inferred", node: jobNode(step(1, 4, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0"), nil),
 			status: Warn, summary: "4 GPU processes on 1 GPU(s) (visible to this task)"},
 		{name: "no GPUs", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="), nil), status: Skip, summary: "no GPUs"},

@@ -448,6 +448,67 @@ func ParseGPUBind(s string) (GPUBind, error) {
 	return b, nil
 }
 
+// TasksPerGPU is how many of a node's tasks a map or mask binding puts on
+// its busiest GPU, and 0 for the other binding types or a list that does
+// not parse. srun(1) --gpu-bind: map_gpu's list is each task's GPU ID
+// (decimal, hexadecimal after "0x"), mask_gpu's each task's GPU mask
+// (always hexadecimal, "0x" optional); "entry*count" repeats an entry, and
+// a list shorter than the tasks is reused from its start. A map that names
+// a GPU twice, or masks that overlap, is sharing the user asked for.
+func (b GPUBind) TasksPerGPU(tasks int) int {
+	if (b.Type != "map" && b.Type != "mask") || tasks < 1 {
+		return 0
+	}
+	tasks = min(tasks, 1<<16) // SLURM_TASKS_PER_NODE is the user's to set
+	var list []uint64
+	for _, e := range strings.Split(b.Arg, ",") {
+		val, rep, hasRep := strings.Cut(strings.TrimSpace(e), "*")
+		count := 1
+		if hasRep {
+			n, err := strconv.Atoi(rep)
+			if err != nil || n < 1 {
+				return 0
+			}
+			count = n
+		}
+		var v uint64
+		var err error
+		if b.Type == "mask" {
+			v, err = strconv.ParseUint(strings.TrimPrefix(strings.ToLower(val), "0x"), 16, 64)
+			if v == 0 {
+				return 0 // a task bound to no GPU: not a binding we can judge
+			}
+		} else if h, ok := strings.CutPrefix(strings.ToLower(val), "0x"); ok {
+			v, err = strconv.ParseUint(h, 16, 6) // a GPU ID below 64
+			v = 1 << v
+		} else {
+			v, err = strconv.ParseUint(val, 10, 6)
+			v = 1 << v
+		}
+		if err != nil {
+			return 0
+		}
+		for ; count > 0 && len(list) < tasks; count-- {
+			list = append(list, v)
+		}
+		if len(list) == tasks {
+			break
+		}
+	}
+	per := [64]int{}
+	most := 0
+	for i := 0; i < tasks; i++ {
+		m := list[i%len(list)]
+		for g := 0; g < 64; g++ {
+			if m&(1<<g) != 0 {
+				per[g]++
+				most = max(most, per[g])
+			}
+		}
+	}
+	return most
+}
+
 // gpuTRESBind returns the gres/gpu entry of SLURM_TRES_BIND
 // ("gres/gpu:closest+gres/nic:closest" → "closest").
 func gpuTRESBind(s string) string {

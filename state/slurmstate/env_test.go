@@ -198,3 +198,40 @@ func FuzzParseGPUBind(f *testing.F) {
 		}
 	})
 }
+
+// srun(1) --gpu-bind map_gpu/mask_gpu: entries per task, "*count" repeats,
+// a short list is reused from its start, masks are hexadecimal.
+func TestGPUBindTasksPerGPU(t *testing.T) {
+	for _, c := range []struct {
+		bind  string
+		tasks int
+		want  int
+	}{
+		{"map_gpu:0,1,2,3", 4, 1},
+		{"map_gpu:0*4,1*4", 8, 4}, // srun(1)'s own example
+		{"map_gpu:0,1", 4, 2},     // the list is reused: 0,1,0,1
+		{"map_gpu:0,0,1,1", 4, 2},
+		{"map_gpu:0x1,0xa", 2, 1},  // IDs 1 and 10
+		{"map_gpu:3,2,1,0", 2, 1},  // only the first two tasks are on this node
+		{"mask_gpu:0x3,0xC", 2, 1}, // disjoint masks
+		{"mask_gpu:3,6", 2, 2},     // hexadecimal without 0x; overlap on GPU 1
+		{"mask_gpu:0xff", 8, 8},
+		{"verbose,map_gpu:0*2", 2, 2},
+		{"closest", 8, 0},
+		{"single:2", 8, 0},
+		{"map_gpu:zero", 2, 0},
+		{"map_gpu:64", 2, 0}, // beyond any node
+		{"map_gpu:0*0", 2, 0},
+		{"mask_gpu:0", 2, 0},
+		{"map_gpu:0*1e3", 3, 0}, // not a count
+		{"map_gpu:0*1000000", 3, 3},
+	} {
+		b, err := ParseGPUBind(c.bind)
+		if err != nil && c.want != 0 {
+			t.Fatalf("%s: %v", c.bind, err)
+		}
+		if got := b.TasksPerGPU(c.tasks); got != c.want {
+			t.Errorf("%s with %d tasks: %d tasks on the busiest GPU, want %d", c.bind, c.tasks, got, c.want)
+		}
+	}
+}
