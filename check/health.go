@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -103,6 +104,21 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 				// for a rate over a window): warn. With its thermal or
 				// power-brake cause it is real.
 				if r == "hw_slowdown" && !active["hw_thermal_slowdown"] && !active["hw_power_brake_slowdown"] {
+					// The daemon has the previous cycle's reasons: a slowdown
+					// seen once, with NVML's thermal and power-brake slowdown
+					// counters still over the interval, is the transient;
+					// seen in two samples in a row it is held.
+					if prev := n.Previous.GPU(g.UUID); prev != nil && prev.ClockEvents != nil {
+						if !slices.Contains(prev.ClockEvents, "hw_slowdown") && !hwCounted(shares, cfg) {
+							continue
+						}
+						if slices.Contains(prev.ClockEvents, "hw_slowdown") {
+							v.add(Warn, g, fix, fmt.Sprintf("%s active in two samples %s apart (no thermal or power-brake cause reported): held, not a clock change; persistent means a board fault",
+								r, n.CollectedAt.Sub(n.Previous.CollectedAt).Round(time.Second)))
+							flagged = true
+							continue
+						}
+					}
 					v.add(Warn, g, fix, r+" active in this sample (no thermal or power-brake cause reported; transient during clock changes, persistent means a board fault)")
 					flagged = true
 					continue
@@ -119,16 +135,27 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 				flagged = true
 			}
 		}
-		for _, pol := range []struct{ name, what, fix string }{
-			{"thermal", "thermal (SW thermal slowdown)", "check cooling: fans, airflow, inlet temperature; the GPU is held at its thermal limit"},
-			{"board_limit", "board limit", "check the board's power and thermal limits and the PSUs feeding it (nvidia-smi -q -d PERFORMANCE)"},
+		for _, pol := range []struct {
+			name, what, fix string
+			sev             Status
+		}{
+			{"thermal", "thermal (SW thermal slowdown) held the clocks below application clocks", "check cooling: fans, airflow, inlet temperature; the GPU is held at its thermal limit", Warn},
+			{"board_limit", "board limit held the clocks below application clocks", "check the board's power and thermal limits and the PSUs feeding it (nvidia-smi -q -d PERFORMANCE)", Warn},
+			// Between two samples: a HW slowdown the sample at the scrape
+			// missed. Its causes fail as they do when a sample shows them.
+			{"hw_thermal_slowdown", "HW thermal slowdown (clocks halved or more) held", hwThrottle["hw_thermal_slowdown"], Fail},
+			{"hw_power_brake_slowdown", "HW power brake slowdown (clocks halved or more) held", hwThrottle["hw_power_brake_slowdown"], Fail},
 		} {
 			share, ok := shares[pol.name]
-			if !ok || share*100 <= cfg.Throttle.ViolationWarnPercent {
+			if !ok || share*100 <= cfg.Throttle.ViolationWarnPercent || active[pol.name] {
 				continue
 			}
-			v.add(Warn, g, pol.fix, fmt.Sprintf("%s held the clocks below application clocks for %.0f%% of the last %s (NVML violation counter; warn above %g%%)",
-				pol.what, share*100, span.Round(time.Second), cfg.Throttle.ViolationWarnPercent))
+			verb := "warn"
+			if pol.sev == Fail {
+				verb = "fail"
+			}
+			v.add(pol.sev, g, pol.fix, fmt.Sprintf("%s for %.0f%% of the last %s (NVML violation counter; %s above %g%%)",
+				pol.what, share*100, span.Round(time.Second), verb, cfg.Throttle.ViolationWarnPercent))
 			flagged = true
 		}
 		if !flagged {
@@ -140,6 +167,17 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 		summary += fmt.Sprintf(" (thermal and board-limit violation time judged over the last %s on %d)", interval.Round(time.Second), overTime)
 	}
 	return v.result(summary)
+}
+
+// hwCounted: NVML's HW thermal or power-brake slowdown counter grew by
+// more than the warning share over the daemon's interval.
+func hwCounted(shares map[string]float64, cfg *Config) bool {
+	for _, p := range []string{"hw_thermal_slowdown", "hw_power_brake_slowdown"} {
+		if s, ok := shares[p]; ok && s*100 > cfg.Throttle.ViolationWarnPercent {
+			return true
+		}
+	}
+	return false
 }
 
 // violationShares is, per perf policy, the share of the time between the

@@ -86,6 +86,28 @@ func TestThrottle(t *testing.T) {
 // decide, not the one sample: a slowdown that held between scrapes is seen
 // though the sample at the scrape shows none, and a momentary one in the
 // sample is not a finding.
+// hwSampled adds GPU 1's HW slowdown counters (moved by thermalNs and
+// brakeNs over the 30 s of TestThrottleOverTime's samples) and the previous
+// cycle's clock event reasons (nil: not recorded) to every GPU.
+func hwSampled(n *state.Node, prevReasons []string, thermalNs, brakeNs uint64) *state.Node {
+	const refUs = 1_700_000_000_000_000
+	for i := range n.NVML.GPUs {
+		g := &n.NVML.GPUs[i]
+		th, br := uint64(0), uint64(0)
+		if i == 1 {
+			th, br = thermalNs, brakeNs
+		}
+		n.Previous.GPUs[i].Violations = append(n.Previous.GPUs[i].Violations,
+			state.Violation{Policy: "hw_thermal_slowdown", ReferenceTimeUs: refUs, ViolationNs: 7e9},
+			state.Violation{Policy: "hw_power_brake_slowdown", ReferenceTimeUs: refUs, ViolationNs: 0})
+		g.Violations = append(g.Violations,
+			state.Violation{Policy: "hw_thermal_slowdown", ReferenceTimeUs: refUs + 30e6, ViolationNs: 7e9 + th},
+			state.Violation{Policy: "hw_power_brake_slowdown", ReferenceTimeUs: refUs + 30e6, ViolationNs: br})
+		n.Previous.GPUs[i].ClockEvents = prevReasons
+	}
+	return n
+}
+
 func TestThrottleOverTime(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
 	const refUs = 1_700_000_000_000_000
@@ -124,6 +146,19 @@ func TestThrottleOverTime(t *testing.T) {
 		{name: "off: the sample decides", node: sampled(15e9, 0, "sw_thermal_slowdown"), cfg: func(c *Config) { c.Throttle.ViolationWarnPercent = 0 }, status: Warn, summary: "sw_thermal_slowdown active", devices: []int{1}},
 		// HW slowdown has no violation counter: its one-sample rule stands.
 		{name: "hw slowdown alone still judged on the sample", node: sampled(0, 0, "hw_slowdown"), status: Warn, summary: "hw_slowdown active in this sample", devices: []int{1}},
+		// nvml.h's HW thermal / power-brake slowdown counters (field values
+		// 270, 271) and the previous cycle's reasons: HW slowdown in one
+		// sample with neither counter moving is the clock-change transient;
+		// in two samples in a row it is held; a counter that moved fails
+		// though the sample at the scrape is clean.
+		{name: "hw slowdown once, counters still: transient", node: hwSampled(sampled(0, 0, "hw_slowdown"), []string{"gpu_idle"}, 0, 0), status: Pass},
+		{name: "hw slowdown in two samples in a row warns", node: hwSampled(sampled(0, 0, "hw_slowdown"), []string{"hw_slowdown"}, 0, 0), status: Warn,
+			summary: "hw_slowdown active in two samples 30s apart", devices: []int{1}},
+		{name: "HW thermal slowdown between scrapes fails", node: hwSampled(sampled(0, 0), []string{}, 6e9, 0), status: Fail,
+			summary: "GPU 1 (0000:11:00.0): HW thermal slowdown (clocks halved or more) held for 20% of the last 30s", devices: []int{1}},
+		{name: "hw slowdown once while the power brake counter moved", node: hwSampled(sampled(0, 0, "hw_slowdown"), []string{}, 0, 15e9), status: Fail,
+			summary: "HW power brake slowdown (clocks halved or more) held for 50%", devices: []int{1}},
+		{name: "HW slowdown counters below the share pass", node: hwSampled(sampled(0, 0), nil, 1e9, 1e9), status: Pass},
 		{name: "counter went backwards (driver reload): no rate, the sample decides", node: func() *state.Node {
 			n := sampled(0, 0, "sw_thermal_slowdown")
 			n.Previous.GPUs[1].Violations[1].ViolationNs = 9e18

@@ -35,6 +35,10 @@ type PreviousGPU struct {
 	Violations []Violation `json:"violations,omitempty"`
 	// PCIeReplays is the PCIe replay counter then.
 	PCIeReplays *uint64 `json:"pcie_replays,omitempty"`
+	// ClockEvents are the clock event reasons NVML reported then (nil:
+	// not read), so a reason seen in one sample can be told from one that
+	// held across two.
+	ClockEvents []string `json:"clock_events,omitempty"`
 }
 
 // PreviousOf keeps what the next cycle needs of n: its time and each GPU's
@@ -50,10 +54,14 @@ func PreviousOf(n *Node) *Previous {
 			r := *g.PCIe.ReplayCounter
 			replays = &r
 		}
-		if g.UUID == "" || len(g.Violations) == 0 && replays == nil {
+		var events []string
+		if g.ClockEvents != nil {
+			events = append([]string{}, g.ClockEvents.Reasons...)
+		}
+		if g.UUID == "" || len(g.Violations) == 0 && replays == nil && events == nil {
 			continue
 		}
-		p.GPUs = append(p.GPUs, PreviousGPU{UUID: g.UUID, Violations: append([]Violation(nil), g.Violations...), PCIeReplays: replays})
+		p.GPUs = append(p.GPUs, PreviousGPU{UUID: g.UUID, Violations: append([]Violation(nil), g.Violations...), PCIeReplays: replays, ClockEvents: events})
 	}
 	if len(p.GPUs) == 0 {
 		return nil

@@ -25,6 +25,17 @@ func TestPreviousOf(t *testing.T) {
 	if got := p.GPU("GPU-a").Violations[0].ViolationNs; got != 7 {
 		t.Errorf("the kept reading changed with the node: %d", got)
 	}
+	// The clock event reasons are kept too (a reason seen in two samples in a
+	// row is held), copied like the counters.
+	n.NVML.GPUs[1].ClockEvents = &ClockEvents{Reasons: []string{"hw_slowdown"}}
+	p = PreviousOf(n)
+	if g := p.GPU("GPU-b"); g == nil || len(g.ClockEvents) != 1 || g.ClockEvents[0] != "hw_slowdown" {
+		t.Fatalf("reasons not kept: %+v", g)
+	}
+	n.NVML.GPUs[1].ClockEvents.Reasons[0] = "gpu_idle"
+	if p.GPU("GPU-b").ClockEvents[0] != "hw_slowdown" {
+		t.Error("the kept reasons changed with the node")
+	}
 	var none *Previous
 	if none.GPU("GPU-a") != nil {
 		t.Error("nil Previous found a GPU")
