@@ -305,3 +305,69 @@ func TestHandleRefusedByPermissionIsNotUnreachable(t *testing.T) {
 		t.Errorf("GPU 2 %+v", st.GPUs[2])
 	}
 }
+
+// A link that is not active is recorded as down and asked nothing more: a
+// PCIe card answers all 18 links disabled, and each was asked for its
+// version, peer and four error counters every cycle.
+func TestDisabledNVLinksAreNotAskedMore(t *testing.T) {
+	sys := simSystem(t, "dgx-h100")
+	d := sys.Devices[0]
+	var asked atomic.Int32
+	d.GetNvLinkStateFunc = func(l int) (gonvml.EnableState, gonvml.Return) {
+		if l >= 18 {
+			return 0, gonvml.ERROR_INVALID_ARGUMENT
+		}
+		return gonvml.FEATURE_DISABLED, gonvml.SUCCESS
+	}
+	d.GetNvLinkVersionFunc = func(int) (uint32, gonvml.Return) { asked.Add(1); return 4, gonvml.SUCCESS }
+	d.GetNvLinkErrorCounterFunc = func(int, gonvml.NvLinkErrorCounter) (uint64, gonvml.Return) { asked.Add(1); return 0, gonvml.SUCCESS }
+	d.GetNvLinkRemoteDeviceTypeFunc = func(int) (gonvml.IntNvLinkDeviceType, gonvml.Return) { asked.Add(1); return 0, gonvml.SUCCESS }
+	st := Collect(context.Background(), sys.Lib, Options{})
+	g := st.GPUs[0]
+	if len(g.NVLinks) != 18 || g.NVLinks[5].Up || g.NVLinks[5].Version != 0 || g.NVLinks[5].CRCFlitErrors != nil {
+		t.Fatalf("links = %d, link 5 = %+v", len(g.NVLinks), g.NVLinks[5])
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("disabled links were asked %d more calls", n)
+	}
+	if up := st.GPUs[1].NVLinks; len(up) != 18 || !up[0].Up || up[0].Version == 0 || up[0].CRCFlitErrors == nil {
+		t.Errorf("an active link lost its details: %+v", up[0])
+	}
+}
+
+// nvml.h's HW slowdown field values (270, 271) are recorded as violation
+// counters with NVML's timestamp; a driver that does not know a field
+// answers in that value's nvmlReturn and the field is named unsupported.
+func TestHWSlowdownCounters(t *testing.T) {
+	sys := simSystem(t, "dgx-h100")
+	d := sys.Devices[0]
+	d.GetFieldValuesFunc = func(vals []gonvml.FieldValue) gonvml.Return {
+		for i := range vals {
+			switch vals[i].FieldId {
+			case gonvml.FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN:
+				vals[i].ValueType = uint32(gonvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+				vals[i].Value = [8]byte{0x00, 0xca, 0x9a, 0x3b} // 1e9 ns, little-endian
+				vals[i].Timestamp = 1_700_000_000_000_000
+			default:
+				vals[i].NvmlReturn = uint32(gonvml.ERROR_INVALID_ARGUMENT)
+			}
+		}
+		return gonvml.SUCCESS
+	}
+	g := Collect(context.Background(), sys.Lib, Options{}).GPUs[0]
+	var got *state.Violation
+	for i := range g.Violations {
+		if g.Violations[i].Policy == "hw_thermal_slowdown" {
+			got = &g.Violations[i]
+		}
+		if g.Violations[i].Policy == "hw_power_brake_slowdown" {
+			t.Errorf("an unknown field was recorded: %+v", g.Violations[i])
+		}
+	}
+	if got == nil || got.ViolationNs != 1e9 || got.ReferenceTimeUs != 1_700_000_000_000_000 {
+		t.Fatalf("hw_thermal_slowdown = %+v (violations %+v)", got, g.Violations)
+	}
+	if !contains(g.Unsupported, "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN") {
+		t.Errorf("unsupported = %v", g.Unsupported)
+	}
+}

@@ -261,7 +261,55 @@ func (d *device) violations() {
 	if len(got) == 0 && !failedOnce {
 		d.gpu.Unsupported = append(d.gpu.Unsupported, name)
 	}
-	d.gpu.Violations = got
+	d.gpu.Violations = append(got, d.hwSlowdownCounters()...)
+}
+
+// hwSlowdownCounters reads the two cumulative HW slowdown times nvml.h has
+// as field values (go-nvml v0.13.4-0, pkg/nvml/nvml.h):
+// NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN 270 ("Throttling due to
+// temperature being too high (reducing core clocks by a factor of 2 or
+// more) in ns") and _HW_POWER_BRAKE_SLOWDOWN 271 ("... external power brake
+// assertion trigger ..."). With two samples they say how long the real
+// causes of HW slowdown held the clocks between the daemon's cycles, which
+// one sample of the reason bits cannot. A driver that does not know the
+// fields answers in each value's nvmlReturn; they are then left out and
+// filed as unsupported under the field's name.
+func (d *device) hwSlowdownCounters() []state.Violation {
+	if d.g.stopped != "" {
+		return nil
+	}
+	vals := []gonvml.FieldValue{
+		{FieldId: gonvml.FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN},
+		{FieldId: gonvml.FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN},
+	}
+	policies := []string{"hw_thermal_slowdown", "hw_power_brake_slowdown"}
+	names := []string{"NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN", "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN"}
+	quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors, unsupp: &d.gpu.Unsupported, lib: d.g.lib}
+	_, o := call(quiet, "nvmlDeviceGetFieldValues", func() (struct{}, gonvml.Return) { return struct{}{}, d.dev.GetFieldValues(vals) })
+	if quiet.stopped != "" {
+		d.g.stopped = quiet.stopped
+	}
+	if o != ok {
+		return nil
+	}
+	var out []state.Violation
+	for i, v := range vals {
+		switch ret := gonvml.Return(v.NvmlReturn); ret {
+		case gonvml.SUCCESS:
+		case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
+			d.gpu.Unsupported = append(d.gpu.Unsupported, names[i])
+			continue
+		default:
+			d.g.fail(names[i], returnString(ret), false)
+			continue
+		}
+		ns, known := fieldUint(v)
+		if !known {
+			continue
+		}
+		out = append(out, state.Violation{Policy: policies[i], ReferenceTimeUs: uint64(max(v.Timestamp, 0)), ViolationNs: ns})
+	}
+	return out
 }
 
 func (d *device) pcie() {
@@ -367,6 +415,14 @@ func (d *device) nvlinks() {
 			continue
 		}
 		nl := state.NVLink{Link: l, Up: st == gonvml.FEATURE_ENABLED}
+		if !nl.Up {
+			// A link that is not active has no version, peer or traffic to
+			// count: a PCIe card answers for all 18 links disabled, and
+			// asking each for six more things was 108 calls per GPU per
+			// cycle answered with errors.
+			links = append(links, nl)
+			continue
+		}
 		if v, o := call(d.g, "nvmlDeviceGetNvLinkVersion", func() (uint32, gonvml.Return) { return d.dev.GetNvLinkVersion(l) }); o == ok {
 			nl.Version = int(v)
 		}
