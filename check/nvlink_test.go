@@ -84,6 +84,9 @@ func TestXID(t *testing.T) {
 		return state.XIDEvent{Code: code, BusID: bus, Time: at.Add(-ago), FellOffBus: code == 79}
 	}
 	before := func(e state.XIDEvent) state.XIDEvent { e.BeforeDriverLoad = true; return e }
+	recovery := func(bus string, ago time.Duration, change string) state.XIDEvent {
+		return state.XIDEvent{Code: 154, BusID: bus, Time: at.Add(-ago), Message: "GPU recovery action changed from " + change}
+	}
 	runCases(t, checkXID, []checkCase{
 		{name: "none", node: withXIDs(), status: Pass, summary: "no XID events since boot"},
 		{name: "79 on GPU 1", node: withXIDs(ev(79, "0000:11:00", time.Hour)), status: Fail, summary: "GPU 1 (0000:11:00.0): Xid 79: GPU has fallen off the bus", devices: []int{1}},
@@ -126,6 +129,19 @@ func TestXID(t *testing.T) {
 		{name: "admin-critical before a driver load still fails", node: withXIDs(before(ev(13, "0000:10:00", 3*time.Hour))),
 			cfg: func(c *Config) { c.XID.Critical = []int{13} }, status: Fail, devices: []int{0}},
 		{name: "after the load it counts", node: withXIDs(before(ev(48, "0000:10:00", 3*time.Hour)), ev(48, "0000:10:00", time.Hour)), status: Fail, summary: "GPU 0 (0000:10:00.0): Xid 48", devices: []int{0}},
+		// Xid 154 names the recovery the driver now requires (the line from a
+		// real GH200 log, xid/xid_test.go); its latest line per GPU holds, and
+		// "to 0x0 (None)" after the reset is the recovery done.
+		{name: "154: reset required", node: withXIDs(recovery("0000:10:00", time.Hour, "0x0 (None) to 0x1 (GPU Reset Required)")), status: Fail,
+			summary: "GPU 0 (0000:10:00.0): Xid 154: the driver now requires a GPU reset (0x1 (GPU Reset Required))", devices: []int{0}},
+		{name: "154: reboot required", node: withXIDs(recovery("0000:11:00", time.Hour, "0x0 (None) to 0x2 (Node Reboot Required)")), status: Fail,
+			summary: "requires a node reboot", devices: []int{1}},
+		{name: "154: recovered after the reset", node: withXIDs(recovery("0000:10:00", 2*time.Hour, "0x0 (None) to 0x1 (GPU Reset Required)"),
+			recovery("0000:10:00", time.Hour, "0x1 (GPU Reset Required) to 0x0 (None)")), status: Pass},
+		{name: "154 unreadable: the catalogue row decides", node: withXIDs(state.XIDEvent{Code: 154, BusID: "0000:10:00", Time: at.Add(-time.Hour), Message: "GPU recovery action changed"}),
+			status: Fail, summary: "Xid 154: GPU recovery action changed", devices: []int{0}},
+		// NVIDIA's table: IGNORE (ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR); it warned.
+		{name: "Xid 43 is no finding", node: withXIDs(ev(43, "0000:10:00", time.Hour)), status: Pass},
 		{name: "no driver, nothing logged", node: healthy(func(n *state.Node) {
 			n.NVML = &state.NVML{}
 			n.Kernel = kernelState(1, nil)

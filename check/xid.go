@@ -3,6 +3,8 @@ package check
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/state"
@@ -43,7 +45,16 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	var keys []key
 	cleared := 0
 	var appFaults []appFault // RESTART_APP-class events, for recurrence
+	recovery := latestRecoveryActions(k.XIDs)
 	for _, ev := range k.XIDs {
+		// Xid 154 says what recovery the driver now requires; its latest
+		// line for a GPU is what holds. "0x0 (None)" after a reset is the
+		// recovery done: none of that GPU's 154 lines is a finding.
+		if ev.Code == 154 {
+			if a, ok := recovery[ev.BusID]; ok && a.code == 0 {
+				continue
+			}
+		}
 		// NVIDIA's IGNORE codes (63, 92: a row remap recorded, a high SBE
 		// rate) are no finding of their own: gpu.row_remap and gpu.ecc judge
 		// those conditions from NVML's counters, which a reset clears.
@@ -114,6 +125,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			msg += fmt.Sprintf(", last by %s (pid %d)", p, last[kk].PID)
 		}
 		remedy := info.Remedy
+		if a, ok := recovery[kk.bus]; ok && kk.code == 154 {
+			msg = fmt.Sprintf("%sXid 154: the driver now requires %s (%s)%s", where, a.words, a.raw, times)
+			remedy = a.remedy
+		}
 		if r, ok := recurring[gpuKey{kk.gpu, kk.bus}]; ok && sev == Warn && info.Action == ActionRestartApp {
 			sev = Fail
 			msg += "; " + r
@@ -128,6 +143,58 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		r.Details = append(r.Details, clearedNote(cleared)[2:])
 	}
 	return r
+}
+
+// recoveryAction is what an Xid 154 line says the driver now requires:
+// "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset
+// Required)". The codes are nvml.h's nvmlDeviceGpuRecoveryAction_t.
+type recoveryAction struct {
+	code          uint64
+	raw           string // as logged: "0x1 (GPU Reset Required)"
+	words, remedy string
+}
+
+var recoveryActions = map[uint64][2]string{
+	1: {"a GPU reset", "drain and reset the GPU (nvidia-smi -r)"},
+	2: {"a node reboot", "drain and reboot the node"},
+	3: {"peer-to-peer traffic drained", "drain the node so no job uses the GPU's peer-to-peer paths; then reset the GPU"},
+	4: {"P2P drained and a GPU reset", "drain and reset the GPU (nvidia-smi -r)"},
+	5: {"the IMEX domain recovered", "drain; recover the IMEX domain (nvidia-imex) of this node's NVLink domain"},
+	6: {"a reset of the GPU's PCIe bus", "drain and reset the GPU's PCIe bus (or reboot the node)"},
+	7: {"a system reboot", "drain and reboot the node"},
+}
+
+// latestRecoveryActions is, per bus ID, what the last Xid 154 line for that
+// GPU says. Lines whose action cannot be read are left out (the code is
+// then judged by its catalogue row alone).
+func latestRecoveryActions(events []state.XIDEvent) map[string]recoveryAction {
+	out := map[string]recoveryAction{}
+	for _, ev := range events {
+		if ev.Code != 154 {
+			continue
+		}
+		_, after, ok := strings.Cut(ev.Message, " to 0x")
+		if !ok {
+			continue
+		}
+		hex, rest, _ := strings.Cut(after, " ")
+		code, err := strconv.ParseUint(hex, 16, 8)
+		if err != nil {
+			continue
+		}
+		raw := strings.TrimSpace("0x" + hex + " " + rest)
+		if len(raw) > 64 {
+			raw = raw[:64] + "..."
+		}
+		a := recoveryAction{code: code, raw: raw}
+		if w, known := recoveryActions[code]; known {
+			a.words, a.remedy = w[0], w[1]
+		} else if code != 0 {
+			a.words, a.remedy = "recovery action "+a.raw, "drain and perform the recovery action the driver logged"
+		}
+		out[ev.BusID] = a
+	}
+	return out
 }
 
 // appFault is one RESTART_APP-class XID line: which GPU, and when.
@@ -247,11 +314,7 @@ func clearedByDriverLoad(ev state.XIDEvent, cfg *Config) bool {
 	if !ev.BeforeDriverLoad || ev.FellOffBus || containsInt(cfg.XID.Critical, ev.Code) {
 		return false
 	}
-	switch XIDLookup(ev.Code, nil).Action {
-	case ActionResetGPU, ActionRestartApp:
-		return true
-	}
-	return false
+	return resetClass(XIDLookup(ev.Code, nil).Action)
 }
 
 func clearedNote(n int) string {

@@ -22,85 +22,127 @@ type XIDInfo struct {
 	Remedy   string      `json:"remedy"`
 }
 
-// XIDAction is the "Resolution Bucket (Immediate Action)" of NVIDIA's Xid
-// catalogue (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
-// the source of every row below.
+// XIDAction is NVIDIA's resolution for an XID: the "Resolution Bucket
+// (Immediate Action)" of NVIDIA's Xid catalogue
+// (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), as
+// NVIDIA's NVSentinel ships it for every code (xidnvidia.go), under the
+// names it uses there.
 type XIDAction string
 
 // Actions, as NVIDIA names them.
 const (
-	ActionIgnore      XIDAction = "IGNORE"
-	ActionRestartApp  XIDAction = "RESTART_APP"
-	ActionResetGPU    XIDAction = "RESET_GPU"
-	ActionRestartBM   XIDAction = "RESTART_BM"
-	ActionContactSupp XIDAction = "CONTACT_SUPPORT"
+	ActionIgnore     XIDAction = "IGNORE"
+	ActionRestartApp XIDAction = "RESTART_APP"
+	ActionResetGPU   XIDAction = "RESET_GPU"
+	ActionRestartBM  XIDAction = "RESTART_BM"
+	ActionRestartVM  XIDAction = "RESTART_VM"
+	// ActionReportIssue is the catalogue page's CONTACT_SUPPORT.
+	ActionReportIssue      XIDAction = "UNEXPECTED_ERR_REPORT_ISSUE"
+	ActionCheckMechanicals XIDAction = "CHECK_MECHANICALS"
+	ActionUpdateSWFW       XIDAction = "UPDATE_SWFW"
+	ActionCheckUVM         XIDAction = "CHECK_UVM"
+	// The workflows are NVIDIA's multi-step procedures for these codes.
+	ActionWorkflow45      XIDAction = "WORKFLOW_XID_45"
+	ActionWorkflow48      XIDAction = "WORKFLOW_XID_48"
+	ActionNVLinkWorkflow  XIDAction = "WORKFLOW_NVLINK_ERR"
+	ActionNVLink5Workflow XIDAction = "WORKFLOW_NVLINK5_ERR"
+	// ActionFollowLinked is Xid 154's: "follow guidance as it applies to
+	// another Xid"; the line itself names the recovery action the driver
+	// now requires (checkXID reads it).
+	ActionFollowLinked XIDAction = "FOLLOW_LINKED_XID"
 )
 
 // verdictFor is the one rule from NVIDIA's action to gpuprobe's verdict: an
-// action on the GPU or the machine (reset, reboot, support) drains the node;
-// restarting the application is the job's business and warns; IGNORE is
-// no finding at all (gpu.row_remap and gpu.ecc judge those conditions from
-// NVML's own counters).
+// action on the GPU, the fabric or the machine (reset, reboot, a workflow,
+// support, mechanicals, software update) drains the node; what concerns the
+// application (restart it, Xid 45's cleanup after it was killed, its unified
+// memory use) is the job's business and warns; IGNORE is no finding at all
+// (gpu.row_remap and gpu.ecc judge those conditions from NVML's counters).
+// Xid 154 is critical unless its line says the recovery is done.
 func verdictFor(a XIDAction) XIDSeverity {
 	switch a {
-	case ActionResetGPU, ActionRestartBM, ActionContactSupp:
-		return XIDCritical
 	case ActionIgnore:
 		return XIDIgnored
+	case ActionRestartApp, ActionWorkflow45, ActionCheckUVM:
+		return XIDWarning
 	}
-	return XIDWarning
+	return XIDCritical
 }
 
-type xidRow struct {
-	action  XIDAction
-	meaning string
-	remedy  string
+// resetClass: actions a driver load answers, because it resets every GPU
+// (clearedByDriverLoad). A reboot, a support case, mechanicals or a
+// software update are not answered by it.
+func resetClass(a XIDAction) bool {
+	switch a {
+	case ActionResetGPU, ActionRestartApp, ActionWorkflow45, ActionCheckUVM,
+		ActionWorkflow48, ActionNVLinkWorkflow, ActionNVLink5Workflow:
+		return true
+	}
+	return false
 }
 
-// xidCatalogue holds the codes gpuprobe names, with NVIDIA's immediate
-// action. Codes not listed are reported with their own text as warnings.
-var xidCatalogue = map[int]xidRow{
-	13:  {ActionRestartApp, "graphics engine exception (usually an application bug or illegal memory access)", "check the job that ran on the GPU"},
-	31:  {ActionRestartApp, "GPU memory page fault (usually an application bug)", "check the job that ran on the GPU"},
-	43:  {ActionRestartApp, "GPU stopped processing (the application was stopped)", "check the job that ran on the GPU"},
-	45:  {ActionRestartApp, "preemptive cleanup after an earlier error or a killed application", "check the job that ran on the GPU"},
-	46:  {ActionResetGPU, "GPU stopped processing", "drain and reset the GPU (nvidia-smi -r); contact support if it recurs"},
-	48:  {ActionResetGPU, "double-bit (uncorrectable) ECC error", "drain and reset the GPU (nvidia-smi -r); RMA if it recurs"},
-	61:  {ActionRestartApp, "internal micro-controller breakpoint/warning", "restart the application; watch for Xid 62"},
-	62:  {ActionResetGPU, "internal micro-controller halt", "drain and reset the GPU or reboot; RMA if it recurs"},
-	63:  {ActionIgnore, "ECC page retirement or row remap recorded", "nothing for the XID itself; gpu.row_remap says when a reset is due"},
-	64:  {ActionResetGPU, "ECC page retirement or row remap recording failed", "drain and reset the GPU; replace it if it recurs"},
-	69:  {ActionRestartApp, "graphics engine class error", "check the job that ran on the GPU"},
-	74:  {ActionResetGPU, "NVLink error", "check nvlink.errors and the NVSwitch/fabric manager; reset the GPU; reseat or RMA if it recurs"},
-	79:  {ActionRestartBM, "GPU has fallen off the bus", "drain and reboot the node; check PCIe power and seating; RMA if it recurs"},
-	92:  {ActionIgnore, "high single-bit ECC error rate", "nothing for the XID itself; gpu.ecc and gpu.row_remap judge the counters"},
-	94:  {ActionRestartApp, "contained ECC error (the affected application was stopped)", "restart the application; gpu.row_remap says when a reset is due"},
-	95:  {ActionResetGPU, "uncontained ECC error (every application on the GPU is affected)", "drain and reset the GPU now; RMA if it recurs"},
-	109: {ActionResetGPU, "context switch timeout", "drain and reset the GPU; update the driver if it recurs"},
-	110: {ActionResetGPU, "reset-class fault (NVIDIA's catalogue: RESET_GPU)", "drain and reset the GPU"},
-	119: {ActionResetGPU, "GSP RPC timeout", "drain and reset the GPU or reboot; update the driver if it recurs"},
-	120: {ActionResetGPU, "GSP firmware error", "drain and reset the GPU or reboot; update the driver if it recurs"},
-	136: {ActionResetGPU, "reset-class fault (NVIDIA's catalogue: RESET_GPU)", "drain and reset the GPU"},
-	137: {ActionRestartApp, "NVLink FLA privilege error", "check the job that ran on the GPU"},
-	140: {ActionResetGPU, "unrecovered ECC error", "drain and reset the GPU; RMA if it recurs"},
-	143: {ActionResetGPU, "reset-class fault (NVIDIA's catalogue: RESET_GPU)", "drain and reset the GPU"},
-	144: {ActionResetGPU, "NVLink 5 error", "drain and reset the GPU; check the NVLink fabric"},
-	145: {ActionResetGPU, "NVLink 5 error", "drain and reset the GPU; check the NVLink fabric"},
-	146: {ActionResetGPU, "NVLink 5 error", "drain and reset the GPU; check the NVLink fabric"},
-	147: {ActionResetGPU, "NVLink 5 error", "drain and reset the GPU; check the NVLink fabric"},
-	148: {ActionResetGPU, "NVLink 5 error", "drain and reset the GPU; check the NVLink fabric"},
-	149: {ActionResetGPU, "NVLink 5 error", "drain and reset the GPU; check the NVLink fabric"},
-	150: {ActionResetGPU, "NVLink 5 error", "drain and reset the GPU; check the NVLink fabric"},
-	154: {ActionResetGPU, "GPU recovery action changed (reset or reboot required)", "drain and perform the recovery action the driver logged (GPU reset or node reboot)"},
-	155: {ActionResetGPU, "reset-class fault (NVIDIA's catalogue: RESET_GPU)", "drain and reset the GPU"},
-	156: {ActionResetGPU, "reset-class fault (NVIDIA's catalogue: RESET_GPU)", "drain and reset the GPU"},
-	158: {ActionResetGPU, "reset-class fault (NVIDIA's catalogue: RESET_GPU)", "drain and reset the GPU"},
+type nvidiaXID struct {
+	mnemonic string
+	action   XIDAction
+}
+
+// xidWords are gpuprobe's words for the codes operators meet most: what
+// the code means and what to do. The action is always NVIDIA's.
+var xidWords = map[int]struct{ meaning, remedy string }{
+	8:   {"GPU stopped processing (the channel idled out)", "check the job that ran on the GPU"},
+	13:  {"graphics engine exception (usually an application bug or illegal memory access)", "check the job that ran on the GPU"},
+	31:  {"GPU memory page fault (usually an application bug)", "check the job that ran on the GPU"},
+	43:  {"GPU stopped processing (the application was stopped)", "nothing to do for the XID itself"},
+	45:  {"preemptive cleanup after an earlier error or a killed application", "check the job that ran on the GPU and any XID logged just before"},
+	46:  {"GPU stopped processing", "drain and reset the GPU (nvidia-smi -r); contact support if it recurs"},
+	48:  {"double-bit (uncorrectable) ECC error", "drain and reset the GPU (nvidia-smi -r); gpu.row_remap says whether the row was remapped; RMA if it recurs"},
+	54:  {"clocks reduced for power (silent running)", "drain; check the board's power delivery and cooling"},
+	61:  {"internal micro-controller breakpoint", "drain; collect nvidia-bug-report.sh and contact NVIDIA support; watch for Xid 62"},
+	62:  {"internal micro-controller halt", "drain and reset the GPU or reboot; RMA if it recurs"},
+	63:  {"ECC page retirement or row remap recorded", "nothing for the XID itself; gpu.row_remap says when a reset is due"},
+	64:  {"ECC page retirement or row remap recording failed", "drain and reset the GPU; replace it if it recurs"},
+	69:  {"graphics engine class error", "check the job that ran on the GPU"},
+	74:  {"NVLink error", "check nvlink.errors and the NVSwitch/fabric manager; reset the GPU; reseat or RMA if it recurs"},
+	79:  {"GPU has fallen off the bus", "drain and reboot the node; check PCIe power and seating; RMA if it recurs"},
+	92:  {"high single-bit ECC error rate", "nothing for the XID itself; gpu.ecc and gpu.row_remap judge the counters"},
+	94:  {"contained ECC error (the affected application was stopped)", "restart the application; gpu.row_remap says when a reset is due"},
+	95:  {"uncontained ECC error (every application on the GPU is affected)", "drain and reset the GPU now; RMA if it recurs"},
+	109: {"context switch timeout", "drain and reset the GPU; update the driver if it recurs"},
+	110: {"security fault (SEC_FAULT_ERROR)", "drain and reset the GPU"},
+	119: {"GSP RPC timeout", "drain and reset the GPU or reboot; update the driver if it recurs"},
+	120: {"GSP firmware error", "drain and reset the GPU or reboot; update the driver if it recurs"},
+	136: {"NVLink link training failed (ALI_TRAINING_FAIL)", "drain and reset the GPU; check the NVLink fabric if it recurs"},
+	137: {"NVLink FLA privilege error", "nothing to do for the XID itself"},
+	140: {"unrecovered ECC error", "drain and reset the GPU; RMA if it recurs"},
+	143: {"GPU initialisation error (GPU_INIT_ERROR)", "drain and reset the GPU"},
+	154: {"GPU recovery action changed", "drain and perform the recovery action the driver logged (GPU reset or node reboot)"},
+	155: {"NVLink software-defined error (NVLINK_SW_DEFINED_ERROR)", "drain and reset the GPU"},
+	156: {"resource retirement event (RESOURCE_RETIREMENT_EVENT)", "drain and reset the GPU"},
+	158: {"GPU fatal timeout (GPU_FATAL_TIMEOUT)", "drain and reset the GPU"},
+}
+
+// actionRemedy is the fix for a code gpuprobe has no words of its own for.
+var actionRemedy = map[XIDAction]string{
+	ActionIgnore:           "nothing to do for the XID itself",
+	ActionRestartApp:       "check the job that ran on the GPU and restart it",
+	ActionWorkflow45:       "check the job that ran on the GPU and any XID logged just before",
+	ActionCheckUVM:         "check the job's unified memory use and the nvidia-uvm module",
+	ActionResetGPU:         "drain and reset the GPU (nvidia-smi -r)",
+	ActionWorkflow48:       "drain and reset the GPU (nvidia-smi -r); RMA if it recurs",
+	ActionNVLinkWorkflow:   "drain; check nvlink.errors and the fabric manager; reset the GPU; reseat or RMA if it recurs",
+	ActionNVLink5Workflow:  "drain; check the NVLink fabric (nvlink.errors, fabric.state); reset the GPU; reseat or RMA if it recurs",
+	ActionRestartBM:        "drain and reboot the node",
+	ActionRestartVM:        "drain and restart the VM",
+	ActionReportIssue:      "drain; collect nvidia-bug-report.sh and contact NVIDIA support",
+	ActionCheckMechanicals: "drain; check the board's power delivery and cooling",
+	ActionUpdateSWFW:       "drain; update the driver and the GPU firmware",
+	ActionFollowLinked:     "drain and perform the recovery action the driver logged",
 }
 
 // DefaultCriticalXIDs is the critical set as a list, for config defaults and docs.
 func DefaultCriticalXIDs() []int {
 	var out []int
-	for c, r := range xidCatalogue {
+	for c, r := range nvidiaXIDs {
 		if verdictFor(r.action) == XIDCritical {
 			out = append(out, c)
 		}
@@ -113,12 +155,21 @@ func DefaultCriticalXIDs() []int {
 // configuration gives a critical set, critical exactly for the codes in it
 // (the rest keep NVIDIA's ignore or warn).
 func XIDLookup(code int, criticalSet []int) XIDInfo {
-	row, known := xidCatalogue[code]
-	info := XIDInfo{Code: code, Action: row.action, Meaning: row.meaning, Remedy: row.remedy, Severity: XIDWarning}
+	row, known := nvidiaXIDs[code]
+	info := XIDInfo{Code: code, Action: row.action, Severity: XIDWarning}
 	if known {
 		info.Severity = verdictFor(row.action)
+		info.Meaning, info.Remedy = row.mnemonic, actionRemedy[row.action]
+		if info.Meaning == "" {
+			info.Meaning = "no mnemonic in NVIDIA's table"
+		}
+		if w, ok := xidWords[code]; ok {
+			info.Meaning, info.Remedy = w.meaning, w.remedy
+		}
 	} else {
-		info.Meaning = "not in gpuprobe's table; see NVIDIA's Xid catalogue"
+		// A code newer than NVIDIA's table here: reported with its own
+		// text (the kernel line), judged a warning, never silently passed.
+		info.Meaning = "not in NVIDIA's table as gpuprobe has it"
 		info.Remedy = fmt.Sprintf("look up Xid %d in NVIDIA's Xid catalogue (analyzing-xid-catalog); check the job that ran on the GPU", code)
 	}
 	if criticalSet != nil {

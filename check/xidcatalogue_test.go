@@ -1,6 +1,11 @@
 package check
 
-import "testing"
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // The verdict of each code follows NVIDIA's Xid catalogue ("Resolution
 // Bucket (Immediate Action)"), through one rule (verdictFor). The cases
@@ -15,9 +20,16 @@ func TestXIDCatalogue(t *testing.T) {
 		{94, XIDWarning},  // was critical: RESTART_APP (contained ECC)
 		{46, XIDCritical}, // was a warning: RESET_GPU
 		{110, XIDCritical}, {136, XIDCritical}, {143, XIDCritical}, {155, XIDCritical}, {156, XIDCritical}, {158, XIDCritical},
-		{144, XIDCritical}, {147, XIDCritical}, {150, XIDCritical}, // NVLink 5, were warnings
+		{144, XIDCritical}, {147, XIDCritical}, {150, XIDCritical}, // NVLink 5 workflow, were warnings
 		{48, XIDCritical}, {79, XIDCritical}, {95, XIDCritical}, {154, XIDCritical},
-		{13, XIDWarning}, {31, XIDWarning}, {43, XIDWarning},
+		{13, XIDWarning}, {31, XIDWarning}, {45, XIDWarning}, {159, XIDWarning},
+		// From NVIDIA's full table (NVSentinel's mapping), each a change:
+		{43, XIDIgnored},                       // was a warning: IGNORE (the channel reset was verified)
+		{137, XIDIgnored},                      // was a warning: IGNORE
+		{61, XIDCritical},                      // was a warning: UNEXPECTED_ERR_REPORT_ISSUE (contact support)
+		{54, XIDCritical},                      // was unknown: CHECK_MECHANICALS
+		{160, XIDCritical}, {162, XIDCritical}, // newest codes: RESTART_BM, RESET_GPU
+		{121, XIDIgnored}, {157, XIDIgnored},
 		{999, XIDWarning}, // unknown: reported with its own text
 	} {
 		if got := XIDLookup(tc.code, nil); got.Severity != tc.want || got.Meaning == "" || got.Remedy == "" {
@@ -33,9 +45,53 @@ func TestXIDCatalogue(t *testing.T) {
 	if i := XIDLookup(63, []int{13}); i.Severity != XIDIgnored {
 		t.Errorf("a configured critical set keeps NVIDIA's IGNORE for the rest: %+v", i)
 	}
-	for code, row := range xidCatalogue {
-		if got := XIDLookup(code, nil); got.Severity != verdictFor(row.action) || got.Action != row.action {
+	for code, row := range nvidiaXIDs {
+		if got := XIDLookup(code, nil); got.Severity != verdictFor(row.action) || got.Action != row.action || got.Remedy == "" {
 			t.Errorf("Xid %d does not follow the rule from its action %s: %+v", code, row.action, got)
 		}
+	}
+	for code := range xidWords {
+		if _, ok := nvidiaXIDs[code]; !ok {
+			t.Errorf("Xid %d has gpuprobe's words but no row in NVIDIA's table", code)
+		}
+	}
+}
+
+// The Go table is NVIDIA's CSV, row for row: every code, its mnemonic and
+// its action as NVSentinel ships them (the file keeps its source line).
+func TestNVIDIAXIDTableMatchesItsSource(t *testing.T) {
+	raw, err := os.ReadFile("testdata/nvsentinel-xiderrorsmapping.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := map[string]XIDAction{"Follow guidance as it aapplies to another Xid": ActionFollowLinked}
+	for _, a := range []XIDAction{ActionIgnore, ActionRestartApp, ActionResetGPU, ActionRestartBM, ActionRestartVM, ActionReportIssue,
+		ActionCheckMechanicals, ActionUpdateSWFW, ActionCheckUVM, ActionWorkflow45, ActionWorkflow48, ActionNVLinkWorkflow, ActionNVLink5Workflow} {
+		actions[string(a)] = a
+	}
+	rows := 0
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, ",")
+		if len(f) != 4 {
+			t.Fatalf("line %d: %q", i+1, line)
+		}
+		code, err := strconv.Atoi(f[0])
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		want := nvidiaXID{strings.TrimSpace(f[1]), actions[strings.TrimSpace(f[2])]}
+		if want.action == "" {
+			t.Fatalf("line %d: unknown action %q", i+1, f[2])
+		}
+		if got := nvidiaXIDs[code]; got != want {
+			t.Errorf("Xid %d: table has %+v, NVIDIA's file %+v", code, got, want)
+		}
+		rows++
+	}
+	if rows != len(nvidiaXIDs) || rows < 160 {
+		t.Errorf("%d rows in the file, %d in the table", rows, len(nvidiaXIDs))
 	}
 }
