@@ -60,15 +60,26 @@ var clockEventReasons = []struct {
 	{gonvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
 	{gonvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
 	{gonvml.ClocksEventReasonDisplayClockSetting, "display_clock_setting"},
+	// nvml.h: "The board limit (operating) policy is currently limiting the
+	// GPU clocks" and "The reliability policy is currently limiting the GPU
+	// clocks"; newer than the rest, and unnamed here until now.
+	{gonvml.ClocksEventReasonBoardLimit, "board_limit"},
+	{gonvml.ClocksEventReasonReliability, "reliability"},
 }
 
 // ClockEventNames decodes a clock-event mask into reason names.
 func ClockEventNames(mask uint64) []string {
 	out := []string{}
+	known := uint64(0)
 	for _, r := range clockEventReasons {
+		known |= r.bit
 		if mask&r.bit != 0 {
 			out = append(out, r.name)
 		}
+	}
+	// A bit newer than this table is said, not dropped.
+	for rest := mask &^ known; rest != 0; rest &= rest - 1 {
+		out = append(out, fmt.Sprintf("unknown_0x%x", rest&-rest))
 	}
 	return out
 }
