@@ -192,9 +192,19 @@ func FuzzParseTRESPerTask(f *testing.F) {
 func FuzzParseGPUBind(f *testing.F) {
 	f.Add("verbose,single:2")
 	f.Add("map_gpu:0*4,1")
+	f.Add("mask_gpu:0x3,c*2")
 	f.Fuzz(func(t *testing.T, s string) {
-		if b, err := ParseGPUBind(s); err == nil && (b.Type == "single" || b.Type == "per_task") && b.N < 1 {
+		b, err := ParseGPUBind(s)
+		if err == nil && (b.Type == "single" || b.Type == "per_task") && b.N < 1 {
 			t.Fatalf("%q: %+v", s, b)
+		}
+		// The busiest GPU holds no more tasks than there are, and only a
+		// map or a mask puts several on one.
+		for _, tasks := range []int{1, 7, 64} {
+			per := b.TasksPerGPU(tasks)
+			if per < 0 || per > tasks || per > 0 && b.Type != "map" && b.Type != "mask" {
+				t.Fatalf("%q with %d tasks: %d per GPU", s, tasks, per)
+			}
 		}
 	})
 }
