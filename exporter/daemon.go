@@ -20,6 +20,8 @@ type Daemon struct {
 	Timeout time.Duration
 	Collect func(ctx context.Context) *state.Node
 	Judge   func(ctx context.Context, n *state.Node) []check.Result
+	// Config is what Judge judges against, handed to every snapshot.
+	Config *check.Config
 	// OnCycle, if set, sees every published snapshot (logging, XIDs).
 	OnCycle func(*Snapshot)
 	// hung remembers a cycle that overran and has not returned yet.
@@ -67,7 +69,7 @@ func (d *Daemon) Cycle(parent context.Context) *Snapshot {
 		}
 		return out{n, d.Judge(ctx, n)}, nil
 	})
-	s := &Snapshot{Node: o.n, At: time.Now(), Duration: time.Since(start), Success: true}
+	s := &Snapshot{Node: o.n, At: time.Now(), Duration: time.Since(start), Success: true, Config: d.Config}
 	switch {
 	case err != nil:
 		s.Success = false
