@@ -125,7 +125,9 @@ func dgxProduct(d *topostate.DMI) string {
 	}
 	p := strings.ToUpper(d.ProductName)
 	p = strings.NewReplacer(" ", "", "-", "", "_", "").Replace(p)
-	rest, ok := strings.CutPrefix(p, "DGX")
+	// The DGX-2 names itself "NVIDIA DGX-2" (lablup/backend.ai#113), the
+	// DGX A100 "DGXA100 920-…": a leading "NVIDIA" is allowed.
+	rest, ok := strings.CutPrefix(strings.TrimPrefix(p, "NVIDIA"), "DGX")
 	if !ok {
 		return ""
 	}

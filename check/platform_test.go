@@ -45,6 +45,9 @@ func TestDetectPlatform(t *testing.T) {
 		{"DGX H100 with 7 GPUs visible", platformNode("NVIDIA H100 80GB HBM3", 7, nvidiaDMI("DGX H100")), "dgx-h100", 8, 18, false, &yes, ""},
 		{"DGX H200 (one chassis with the H100)", platformNode("NVIDIA H200", 8, nvidiaDMI("DGX-H200")), "dgx-h200", 8, 18, false, &yes, ""},
 		{"DGX B200", platformNode("NVIDIA B200", 8, nvidiaDMI("DGX B200")), "dgx-b200", 8, 18, false, &yes, ""},
+		// The DGX-2 spells its product "NVIDIA DGX-2": the same prefix is allowed.
+		{"DGX with an NVIDIA prefix", platformNode("NVIDIA H100 80GB HBM3", 8, nvidiaDMI("NVIDIA DGX H100")), "dgx-h100", 8, 18, false, &yes, ""},
+		{"not a DGX product", platformNode("NVIDIA H100 80GB HBM3", 8, nvidiaDMI("NVIDIA HGX H100 Eval")), "hgx-h100", 0, 18, false, nil, ""},
 		// The DMI says DGX A100 but the GPUs are H100s: the DMI is not
 		// trusted for the count; the model alone still fixes the links.
 		{"DGX name that does not fit the GPUs", platformNode("NVIDIA H100 80GB HBM3", 8, nvidiaDMI("DGXA100 920-23687-2531-001")), "hgx-h100", 0, 18, false, nil, "board is not identified"},
