@@ -66,6 +66,10 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 	for _, g := range gpus {
 		up, down := linksUp(g)
 		total += up
+		if migEnabled(g) {
+			v.add(Skip, g, "", "MIG enabled: NVLink carries no traffic under MIG (no GPU-to-GPU P2P), its links are not judged")
+			continue
+		}
 		want, fromPlatform := NVLinkExpectation(g, p, cfg)
 		switch {
 		case fromPlatform && len(g.NVLinks) == 0 && want > 0:

@@ -94,6 +94,19 @@ func TestNVLinkState(t *testing.T) {
 			cfg: func(c *Config) { c.Platform.Profile = "none" }, status: Pass, summary: "platform unknown"},
 		{name: "config sets the links of an unknown model", node: every("NVIDIA H800", 18, 0, "not_supported"),
 			cfg: func(c *Config) { c.Platform.NVLinksPerGPU = ptr(8) }, status: Fail, summary: "0 of 8 NVLinks up", devices: []int{0, 1}},
+		// MIG on: NVLink carries nothing, and the driver may train the
+		// links down; the GPU is not judged (the majority rule failed it
+		// beside GPUs without MIG).
+		{name: "MIG GPU with its links down beside a full one", node: healthy(func(n *state.Node) {
+			linksOf(n, 1, "NVIDIA H100 80GB HBM3", 18, 0, "completed")
+			n.NVML.GPUs[1].MIG = &state.MIG{Current: true}
+		}), status: Pass, summary: "18 NVLinks up on 2 GPUs"},
+		{name: "every GPU in MIG", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				linksOf(n, i, "NVIDIA H100 80GB HBM3", 18, 0, "completed")
+				n.NVML.GPUs[i].MIG = &state.MIG{Current: true}
+			}
+		}), status: Skip, summary: "MIG enabled"},
 		{name: "no NVLink on an unknown model", node: healthy(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].Name = "NVIDIA RTX 6000 Ada Generation"

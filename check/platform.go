@@ -316,11 +316,20 @@ func (pc PlatformConfig) validate(bad func(string, ...any)) {
 	}
 }
 
+// migEnabled: with MIG on, GPU-to-GPU P2P over NVLink (or PCIe) is not
+// supported (NVIDIA MIG User Guide, application considerations; NCCL's
+// MIG notes, NVIDIA/nccl#1716), so the links carry nothing and their state
+// says nothing about the hardware.
+func migEnabled(g *state.GPU) bool { return g.MIG != nil && g.MIG.Current }
+
 // NVLinkExpectation is what nvlink.state holds one GPU to, from the
 // config or the platform; ok is false where the expectation comes only
 // from the node's own GPUs (unknown platform), which the metrics leave to
 // the alert rule's fleet-wide comparison.
 func NVLinkExpectation(g *state.GPU, p Platform, cfg *Config) (want int, ok bool) {
+	if migEnabled(g) {
+		return 0, true // NVLink unused under MIG: nothing is required of it
+	}
 	if cfg.NVLink.ExpectedLinks > 0 {
 		return cfg.NVLink.ExpectedLinks, true
 	}

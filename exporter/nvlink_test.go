@@ -78,6 +78,12 @@ func TestNVLinkExpectedSeriesPCIe(t *testing.T) {
 	}{
 		{"A100 PCIe, one bridged, one not", []state.GPU{gpu(0, "NVIDIA A100 80GB PCIe", 12, 12), gpu(1, "NVIDIA A100 80GB PCIe", 12, 0)}, map[string]float64{"0": 12, "1": 0}},
 		{"unknown model", []state.GPU{gpu(0, "NVIDIA A40", 4, 0), gpu(1, "NVIDIA A40", 4, 0)}, map[string]float64{}},
+		// MIG on: nothing is required of the links (nvlink.state skips the GPU).
+		{"H100 with MIG on", []state.GPU{gpu(0, "NVIDIA H100 80GB HBM3", 18, 18), func() state.GPU {
+			g := gpu(1, "NVIDIA H100 80GB HBM3", 18, 0)
+			g.MIG = &state.MIG{Current: true}
+			return g
+		}()}, map[string]float64{"0": 18, "1": 0}},
 	} {
 		n := &state.Node{NVML: &state.NVML{Available: true, GPUs: tc.gpus}}
 		got := gaugeByGPU(t, gpusOnly{n}, "gpuprobe_nvlink_links_expected")
