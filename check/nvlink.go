@@ -24,13 +24,16 @@ func linksUp(g *state.GPU) (up int, down []int) {
 	return up, down
 }
 
-// fabricAttached: NVML reports the GPU as a member of an NVSwitch fabric
-// (nvmlDeviceGetGpuFabricInfo answers with a state; PCIe cards and
-// pre-Hopper GPUs answer NOT_SUPPORTED). Every NVLink of such a GPU runs to
-// an NVSwitch and is meant to be up; go-nvlib's IsFabricAttached reads the
-// same call the same way.
+// fabricAttached: the fabric manager registered the GPU with an NVSwitch
+// fabric (nvmlDeviceGetGpuFabricInfo: state COMPLETED, status SUCCESS).
+// Every NVLink of such a GPU runs to an NVSwitch and is meant to be up.
+// PCIe cards and GPUs without NVSwitches answer NOT_SUPPORTED. go-nvlib's
+// IsFabricAttached reads the call the same way and further asks for a
+// cluster UUID, which only multi-node NVLink (GB200 NVL) systems have.
+// A registration not (yet) completed is fabric.state's finding, not a
+// reason to expect links here.
 func fabricAttached(g *state.GPU) bool {
-	return g.Fabric != nil && g.Fabric.State != "" && g.Fabric.State != "not_supported"
+	return g.Fabric != nil && g.Fabric.State == "completed" && g.Fabric.Status == "success"
 }
 
 const nvlinkFix = "drain; reset the GPU; check nvidia-smi nvlink -s and the NVSwitch/fabric manager; reseat or RMA the baseboard if links stay down"
@@ -89,8 +92,7 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 		case !fromPlatform:
 			want = majority[g.Name]
 			if up == 0 && fabricAttached(g) && len(g.NVLinks) > 0 {
-				v.add(Fail, g, nvlinkFix, fmt.Sprintf("0 of %d NVLinks up, on a GPU attached to an NVSwitch fabric (fabric state %s)",
-					len(g.NVLinks), strings.ReplaceAll(g.Fabric.State, "_", " ")))
+				v.add(Fail, g, nvlinkFix, fmt.Sprintf("0 of %d NVLinks up, on a GPU registered with an NVSwitch fabric (fabric registration completed)", len(g.NVLinks)))
 				continue
 			}
 		}
