@@ -23,10 +23,22 @@ func linksOf(n *state.Node, gpu int, name string, listed, up int, fabric string)
 	g.Fabric = &state.Fabric{State: fabric}
 }
 
+// metal is healthy() on bare metal with the topology collected (no DMI):
+// the platform comes from the GPU model.
+func metal(mut func(n *state.Node)) *state.Node {
+	return healthy(func(n *state.Node) {
+		n.Topology = &topostate.Topology{Virtualization: topostate.Virtualization{Kind: "none"}}
+		if mut != nil {
+			mut(n)
+		}
+	})
+}
+
 func TestNVLinkState(t *testing.T) {
+	healthy := metal
 	dgx := func(mut func(n *state.Node)) *state.Node {
 		return healthy(func(n *state.Node) {
-			n.Topology = &topostate.Topology{DMI: &topostate.DMI{SysVendor: "NVIDIA", ProductName: "DGX H100"}}
+			n.Topology.DMI = &topostate.DMI{SysVendor: "NVIDIA", ProductName: "DGX H100"}
 			mut(n)
 		})
 	}
@@ -114,6 +126,21 @@ func TestNVLinkState(t *testing.T) {
 				n.NVML.GPUs[i].MIG = &state.MIG{Current: true}
 			}
 		}), status: Skip, summary: "MIG enabled"},
+		// Without the topology (a failed collector, an old snapshot) the
+		// platform is not decided: the node's majority, as before.
+		{name: "no topology: every link lost passes as before", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				linksOf(n, i, "NVIDIA H100 80GB HBM3", 18, 0, "not_supported")
+			}
+			n.Topology = nil
+		}), status: Pass, summary: "platform unknown, the topology (DMI, virtualization) was not collected"},
+		// A guest sees what the hypervisor passes: one SXM GPU without links.
+		{name: "VM with an SXM GPU and no link up", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				linksOf(n, i, "NVIDIA H100 80GB HBM3", 18, 0, "not_supported")
+			}
+			n.Topology.Virtualization.Kind = "vm"
+		}), status: Pass, summary: "platform unknown, a virtual machine"},
 		{name: "no NVLink on an unknown model", node: healthy(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].Name = "NVIDIA RTX 6000 Ada Generation"

@@ -156,7 +156,12 @@ func DetectPlatform(n *state.Node) Platform {
 	if n.NVML == nil || !n.NVML.Available {
 		return unknown("no NVML: the GPU model is not known")
 	}
-	if t := n.Topology; t != nil && t.Virtualization.VM() {
+	if n.Topology == nil {
+		// Without the topology there is neither the DMI nor the word on
+		// bare metal versus a guest, whose NVLinks the hypervisor decides.
+		return unknown("the topology (DMI, virtualization) was not collected")
+	}
+	if t := n.Topology; t.Virtualization.VM() {
 		// A guest sees the NVLinks and GPUs the hypervisor passes through
 		// (one SXM GPU of an HGX board, without its links), not the board's.
 		return unknown("a virtual machine: the hypervisor decides which GPUs and NVLinks the guest sees")
@@ -186,10 +191,7 @@ func DetectPlatform(n *state.Node) Platform {
 	if !ok {
 		return unknown(fmt.Sprintf("GPU model %q is not in the platform table", name))
 	}
-	var dmi *topostate.DMI
-	if n.Topology != nil {
-		dmi = n.Topology.DMI
-	}
+	dmi := n.Topology.DMI
 	f, t := false, true
 	switch m.form {
 	case formPCIe:

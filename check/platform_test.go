@@ -8,16 +8,14 @@ import (
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
-// platformNode is a node of count GPUs named name, with the DMI given
-// (nil: no topology at all).
+// platformNode is a node of count GPUs named name on bare metal, with the
+// DMI given (nil: none in the tree).
 func platformNode(name string, count int, dmi *topostate.DMI) *state.Node {
 	n := &state.Node{NVML: &state.NVML{Available: true}}
 	for i := 0; i < count; i++ {
 		n.NVML.GPUs = append(n.NVML.GPUs, state.GPU{Index: i, Name: name})
 	}
-	if dmi != nil {
-		n.Topology = &topostate.Topology{DMI: dmi, Virtualization: topostate.Virtualization{Kind: "none"}}
-	}
+	n.Topology = &topostate.Topology{DMI: dmi, Virtualization: topostate.Virtualization{Kind: "none"}}
 	return n
 }
 
@@ -81,6 +79,13 @@ func TestDetectPlatform(t *testing.T) {
 			return n
 		}(), "unknown", 0, -1, false, nil, "virtual machine"},
 		{"no NVML", &state.Node{NVML: &state.NVML{}}, "unknown", 0, -1, false, nil, "no NVML"},
+		// The topology collector failed (or an old snapshot): bare metal or
+		// a guest cannot be told, nor the DMI read.
+		{"no topology", func() *state.Node {
+			n := platformNode("NVIDIA H100 80GB HBM3", 8, nil)
+			n.Topology = nil
+			return n
+		}(), "unknown", 0, -1, false, nil, "topology (DMI, virtualization) was not collected"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := DetectPlatform(tc.node)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
 // gaugeByGPU gathers one gauge family, by its gpu label.
@@ -85,7 +86,7 @@ func TestNVLinkExpectedSeriesPCIe(t *testing.T) {
 			return g
 		}()}, map[string]float64{"0": 18, "1": 0}},
 	} {
-		n := &state.Node{NVML: &state.NVML{Available: true, GPUs: tc.gpus}}
+		n := &state.Node{NVML: &state.NVML{Available: true, GPUs: tc.gpus}, Topology: &topostate.Topology{Virtualization: topostate.Virtualization{Kind: "none"}}}
 		got := gaugeByGPU(t, gpusOnly{n}, "gpuprobe_nvlink_links_expected")
 		if len(got) != len(tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
