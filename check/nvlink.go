@@ -36,6 +36,16 @@ func fabricAttached(g *state.GPU) bool {
 	return g.Fabric != nil && g.Fabric.State == "completed" && g.Fabric.Status == "success"
 }
 
+// hungCall is the call that timed out on the GPU, if one did.
+func hungCall(g *state.GPU) *state.CallError {
+	for i := range g.Errors {
+		if g.Errors[i].Timeout {
+			return &g.Errors[i]
+		}
+	}
+	return nil
+}
+
 const nvlinkFix = "drain; reset the GPU; check nvidia-smi nvlink -s and the NVSwitch/fabric manager; reseat or RMA the baseboard if links stay down"
 
 // checkNVLinkState holds every GPU to the links its platform has
@@ -81,6 +91,9 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 			// cannot be judged.
 			if e := g.ErrorFor("nvmlDeviceGetNvLinkState"); e != nil {
 				v.add(Error, g, "", "NVLink state not read: nvmlDeviceGetNvLinkState: "+e.Error)
+			} else if e := hungCall(g); e != nil {
+				// The collector asks nothing more of a GPU after a hung call.
+				v.add(Error, g, "", "NVLink state not read: "+e.Call+" hung before it ("+e.Error+")")
 			} else {
 				v.add(Error, g, "", fmt.Sprintf("NVML lists no NVLink on a GPU that has %d (platform %s): cannot judge", want, p.Name))
 			}

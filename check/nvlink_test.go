@@ -91,6 +91,10 @@ func TestNVLinkState(t *testing.T) {
 			n.NVML.GPUs[1].NVLinks = nil
 			n.NVML.GPUs[1].Errors = []state.CallError{{Call: "nvmlDeviceGetNvLinkState", Error: "timeout", Timeout: true}}
 		}), status: Error, summary: "nvmlDeviceGetNvLinkState: timeout", devices: []int{1}},
+		{name: "SXM GPU after a hung call", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].NVLinks = nil
+			n.NVML.GPUs[0].Errors = []state.CallError{{Call: "nvmlDeviceGetPowerUsage", Error: "no answer within 5s", Timeout: true}}
+		}), status: Error, summary: "NVLink state not read: nvmlDeviceGetPowerUsage hung before it", devices: []int{0}},
 		// Unknown platform (the H800 is not in the table): the node's own
 		// majority, as before ...
 		{name: "unknown model, one GPU short", node: healthy(func(n *state.Node) {
