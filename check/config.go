@@ -17,8 +17,11 @@ import (
 // read from YAML (--config) and then overridden by flags. Every default is
 // documented, with its reason, in docs/checks.md.
 type Config struct {
-	// ExpectGPUs is the number of GPUs this node should have; 0 = no expectation.
+	// ExpectGPUs is the number of GPUs this node should have; 0 = the
+	// platform's count where the platform is certain of it, else none.
 	ExpectGPUs int `yaml:"expect_gpus"`
+	// Platform overrides the detected platform profile (check/platform.go).
+	Platform PlatformConfig `yaml:"platform"`
 	// MinDriver is the oldest acceptable driver version ("535.104.05"); empty = any.
 	MinDriver string    `yaml:"min_driver"`
 	ECC       ECCConfig `yaml:"ecc"`
@@ -137,8 +140,9 @@ type MIGConfig struct {
 
 // NVLinkConfig sets nvlink.state and nvlink.errors.
 type NVLinkConfig struct {
-	// ExpectedLinks per GPU; 0 = the most links up on any GPU of the same
-	// model on this node.
+	// ExpectedLinks per GPU; 0 = the platform's (check/platform.go), or
+	// on an unknown platform the most links up on any GPU of the same model
+	// on this node.
 	ExpectedLinks int `yaml:"expected_links"`
 	// Per-link error counters since reset that warn (0 = off), and the
 	// recovery count that fails.
@@ -243,6 +247,7 @@ func (cfg *Config) Validate() error {
 	if cfg.NVLink.ExpectedLinks > 64 {
 		bad("nvlink.expected_links: %d, NVML knows at most 18 links per GPU", cfg.NVLink.ExpectedLinks)
 	}
+	cfg.Platform.validate(bad)
 	for key, codes := range map[string][]int{"xid.critical": cfg.XID.Critical, "xid.ignore": cfg.XID.Ignore} {
 		for _, c := range codes {
 			if c < 1 || c > 999 {

@@ -79,9 +79,21 @@ func checkCount(n *state.Node, cfg *Config) Result {
 			denied++
 		}
 	}
-	if cfg.ExpectGPUs > 0 && seen != cfg.ExpectGPUs {
-		v.add(Fail, nil, "check that every GPU is seated and powered (lspci -d 10de:), and dmesg for GPUs the driver rejected",
-			fmt.Sprintf("NVML sees %d GPUs, expected %d", seen, cfg.ExpectGPUs))
+	// The expectation: expect_gpus, else the platform's count where the
+	// platform is certain of it (a DGX by its DMI name, or the config). A
+	// run scoped to some GPUs (a job's Prolog) judges no count.
+	expect, basis := cfg.ExpectGPUs, ""
+	if expect == 0 && n.Scope == "" {
+		if p := cfg.PlatformFor(n); p.GPUs > 0 {
+			expect, basis = p.GPUs, "platform "+p.Name+": "+p.Basis
+		}
+	}
+	if expect > 0 && seen != expect {
+		msg := fmt.Sprintf("NVML sees %d GPUs, expected %d", seen, expect)
+		if basis != "" {
+			msg += " (" + basis + ")"
+		}
+		v.add(Fail, nil, "check that every GPU is seated and powered (lspci -d 10de:), and dmesg for GPUs the driver rejected", msg)
 	}
 	pass := fmt.Sprintf("%d GPUs reachable", seen-denied)
 	if denied > 0 {
@@ -91,8 +103,11 @@ func checkCount(n *state.Node, cfg *Config) Result {
 		// present, not judged.
 		pass += fmt.Sprintf(", %d more closed to this process (NVML: no permission; a device cgroup)", denied)
 	}
-	if cfg.ExpectGPUs > 0 {
-		pass += fmt.Sprintf(" (expected %d)", cfg.ExpectGPUs)
+	switch {
+	case basis != "":
+		pass += fmt.Sprintf(" (expected %d, platform %s)", expect, cfg.PlatformFor(n).Name)
+	case expect > 0:
+		pass += fmt.Sprintf(" (expected %d)", expect)
 	}
 	return v.result(pass)
 }

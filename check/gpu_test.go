@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
 func u64(v uint64) *uint64 { return &v }
@@ -102,6 +103,35 @@ func TestCount(t *testing.T) {
 			n.NVML.GPUs[1] = state.GPU{Index: 1, Denied: true, Errors: []state.CallError{{Call: "nvmlDeviceGetHandleByIndex", Error: "no permission"}}}
 		}), cfg: func(c *Config) { c.ExpectGPUs = 2 }, status: Pass, summary: "1 GPUs reachable, 1 more closed to this process"},
 		{name: "no NVML", node: node(func(n *state.Node) { n.NVML = &state.NVML{} }), status: Skip, summary: "NVML unavailable"},
+		// The platform's count where it is certain: a DGX by its DMI name.
+		{name: "DGX H100 with 2 GPUs visible", node: dgxNode(nil), status: Fail,
+			summary: `NVML sees 2 GPUs, expected 8 (platform dgx-h100: DMI "NVIDIA" "DGX H100" with NVIDIA H100 80GB HBM3)`},
+		{name: "DGX H100 with its 8", node: dgxNode(func(n *state.Node) {
+			for i := 2; i < 8; i++ {
+				n.NVML.GPUs = append(n.NVML.GPUs, state.GPU{Index: i, Name: "NVIDIA H100 80GB HBM3"})
+			}
+		}), status: Pass, summary: "8 GPUs reachable (expected 8, platform dgx-h100)"},
+		{name: "expect_gpus wins over the platform", node: dgxNode(nil), cfg: func(c *Config) { c.ExpectGPUs = 2 }, status: Pass, summary: "(expected 2)"},
+		// A job's Prolog judges its own GPUs, not the node's count.
+		{name: "scoped run judges no count", node: dgxNode(func(n *state.Node) { n.Scope = "SLURM_JOB_GPUS=0,1" }), status: Pass, summary: "2 GPUs reachable"},
+		// An SXM model on a board the DMI does not name (HGX boards hold 4
+		// or 8): no count expected.
+		{name: "HGX board not identified", node: dgxNode(func(n *state.Node) { n.Topology.DMI.SysVendor = "Supermicro" }), status: Pass, summary: "2 GPUs reachable"},
+		{name: "config names the board", node: dgxNode(func(n *state.Node) { n.Topology.DMI.SysVendor = "Supermicro" }),
+			cfg: func(c *Config) { c.Platform.Profile = "hgx-h100-4" }, status: Fail, summary: "NVML sees 2 GPUs, expected 4 (platform hgx-h100-4: platform.profile hgx-h100-4 in the config)"},
+	})
+}
+
+// dgxNode is node() named as a DGX H100's GPUs, with the DGX's DMI.
+func dgxNode(mut func(n *state.Node)) *state.Node {
+	return node(func(n *state.Node) {
+		for i := range n.NVML.GPUs {
+			n.NVML.GPUs[i].Name = "NVIDIA H100 80GB HBM3"
+		}
+		n.Topology = &topostate.Topology{DMI: &topostate.DMI{SysVendor: "NVIDIA", ProductName: "DGX H100"}}
+		if mut != nil {
+			mut(n)
+		}
 	})
 }
 

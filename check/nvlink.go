@@ -24,44 +24,117 @@ func linksUp(g *state.GPU) (up int, down []int) {
 	return up, down
 }
 
+// fabricAttached: the fabric manager registered the GPU with an NVSwitch
+// fabric (nvmlDeviceGetGpuFabricInfo: state COMPLETED, status SUCCESS).
+// Every NVLink of such a GPU runs to an NVSwitch and is meant to be up.
+// PCIe cards and GPUs without NVSwitches answer NOT_SUPPORTED. go-nvlib's
+// IsFabricAttached reads the call the same way and further asks for a
+// cluster UUID, which only multi-node NVLink (GB200 NVL) systems have.
+// A registration not (yet) completed is fabric.state's finding, not a
+// reason to expect links here.
+func fabricAttached(g *state.GPU) bool {
+	return g.Fabric != nil && g.Fabric.State == "completed" && g.Fabric.Status == "success"
+}
+
+// hungCall is the call that timed out on the GPU, if one did.
+func hungCall(g *state.GPU) *state.CallError {
+	for i := range g.Errors {
+		if g.Errors[i].Timeout {
+			return &g.Errors[i]
+		}
+	}
+	return nil
+}
+
+const nvlinkFix = "drain; reset the GPU; check nvidia-smi nvlink -s and the NVSwitch/fabric manager; reseat or RMA the baseboard if links stay down"
+
+// checkNVLinkState holds every GPU to the links its platform has
+// (check/platform.go): nvlink.expected_links when set, else the platform
+// profile's count. Only where the platform is unknown does it fall back to
+// the node's own majority (the most links up on any GPU of the same model),
+// and even then a GPU that NVML reports attached to an NVSwitch fabric
+// must have its links up: a node whose every GPU lost every link otherwise
+// looks uniform, and uniform looked healthy.
 func checkNVLinkState(n *state.Node, cfg *Config) Result {
 	if r, skip := nvmlSkip(n); skip {
 		return r
 	}
 	gpus := usable(n)
-	// Without a configured count, the expectation is the most links up on
-	// any GPU of the same model: identical GPUs on one baseboard have the
-	// same wiring, so a GPU with fewer has lost links.
-	expected := map[string]int{}
-	any := false
+	p := cfg.PlatformFor(n)
+	majority := map[string]int{}
+	listed := false
 	for _, g := range gpus {
 		up, _ := linksUp(g)
-		expected[g.Name] = max(expected[g.Name], up)
-		any = any || len(g.NVLinks) > 0
+		majority[g.Name] = max(majority[g.Name], up)
+		listed = listed || len(g.NVLinks) > 0
 	}
-	if !any && cfg.NVLink.ExpectedLinks == 0 {
+	if !listed && cfg.NVLink.ExpectedLinks == 0 && !(p.LinksKnown && p.NVLinks > 0 && !p.Bridge) {
+		if p.LinksKnown {
+			return Result{Status: Skip, Summary: "no NVLinks on this node, none expected (platform " + p.Name + ": " + p.Basis + ")"}
+		}
 		return Result{Status: Skip, Summary: "no NVLinks on this node"}
 	}
 	v := verdict{id: "nvlink.state"}
-	total := 0
+	total, bridgeless := 0, 0
 	for _, g := range gpus {
-		want := expected[g.Name]
-		if cfg.NVLink.ExpectedLinks > 0 {
-			want = cfg.NVLink.ExpectedLinks
-		}
 		up, down := linksUp(g)
 		total += up
+		if migEnabled(g) {
+			v.add(Skip, g, "", "MIG enabled: NVLink carries no traffic under MIG (no GPU-to-GPU P2P), its links are not judged")
+			continue
+		}
+		want, fromPlatform := NVLinkExpectation(g, p, cfg)
+		switch {
+		case fromPlatform && len(g.NVLinks) == 0 && want > 0:
+			// NVML listed no link at all: that is not "links down" (a GPU
+			// that lost its links still answers DISABLED for each), so it
+			// cannot be judged.
+			if e := g.ErrorFor("nvmlDeviceGetNvLinkState"); e != nil {
+				v.add(Error, g, "", "NVLink state not read: nvmlDeviceGetNvLinkState: "+e.Error)
+			} else if e := hungCall(g); e != nil {
+				// The collector asks nothing more of a GPU after a hung call.
+				v.add(Error, g, "", "NVLink state not read: "+e.Call+" hung before it ("+e.Error+")")
+			} else {
+				v.add(Error, g, "", fmt.Sprintf("NVML lists no NVLink on a GPU that has %d (platform %s): cannot judge", want, p.Name))
+			}
+			continue
+		case fromPlatform && p.Bridge && cfg.NVLink.ExpectedLinks == 0 && up == 0:
+			bridgeless++
+			v.add(Pass, g, "", "")
+			continue
+		case !fromPlatform:
+			want = majority[g.Name]
+			if up == 0 && fabricAttached(g) && len(g.NVLinks) > 0 {
+				v.add(Fail, g, nvlinkFix, fmt.Sprintf("0 of %d NVLinks up, on a GPU registered with an NVSwitch fabric (fabric registration completed)", len(g.NVLinks)))
+				continue
+			}
+		}
 		if up < want {
 			msg := fmt.Sprintf("%d of %d NVLinks up", up, want)
 			if len(down) > 0 {
 				msg += fmt.Sprintf(" (down: %s)", joinInts(down))
 			}
-			v.add(Fail, g, "drain; reset the GPU; check nvidia-smi nvlink -s and the NVSwitch/fabric manager; reseat or RMA the baseboard if links stay down", msg)
+			v.add(Fail, g, nvlinkFix, msg)
 			continue
 		}
 		v.add(Pass, g, "", "")
 	}
-	return v.result(fmt.Sprintf("%d NVLinks up on %d GPUs", total, len(gpus)))
+	summary := fmt.Sprintf("%d NVLinks up on %d GPUs", total, len(gpus))
+	switch {
+	case cfg.NVLink.ExpectedLinks > 0:
+		summary += fmt.Sprintf(" (%d each, nvlink.expected_links)", cfg.NVLink.ExpectedLinks)
+	case p.LinksKnown && p.Bridge:
+		summary += fmt.Sprintf(" (platform %s: %d each where a bridge is fitted", p.Name, p.NVLinks)
+		if bridgeless > 0 {
+			summary += fmt.Sprintf("; %d GPUs without NVLink up are taken as unbridged, which a bridge that lost every link looks like too", bridgeless)
+		}
+		summary += ")"
+	case p.LinksKnown:
+		summary += fmt.Sprintf(" (platform %s: %d each)", p.Name, p.NVLinks)
+	default:
+		summary += " (platform unknown, " + p.Basis + ": GPUs compared with the best of their model here)"
+	}
+	return v.result(summary)
 }
 
 func checkNVLinkErrors(n *state.Node, cfg *Config) Result {

@@ -5,22 +5,149 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
 func kernelState(uptime float64, evs []state.XIDEvent) *state.Kernel {
 	return &state.Kernel{UptimeSeconds: uptime, XIDs: evs, XIDSource: "test"}
 }
 
+// linksOf sets the GPUs' model, their NVLinks (count listed, the first up
+// of them up) and their fabric state.
+func linksOf(n *state.Node, gpu int, name string, listed, up int, fabric string) {
+	g := &n.NVML.GPUs[gpu]
+	g.Name, g.NVLinks = name, nil
+	for l := 0; l < listed; l++ {
+		g.NVLinks = append(g.NVLinks, state.NVLink{Link: l, Up: l < up})
+	}
+	g.Fabric = &state.Fabric{State: fabric}
+}
+
+// metal is healthy() on bare metal with the topology collected (no DMI):
+// the platform comes from the GPU model.
+func metal(mut func(n *state.Node)) *state.Node {
+	return healthy(func(n *state.Node) {
+		n.Topology = &topostate.Topology{Virtualization: topostate.Virtualization{Kind: "none"}}
+		if mut != nil {
+			mut(n)
+		}
+	})
+}
+
 func TestNVLinkState(t *testing.T) {
+	healthy := metal
+	dgx := func(mut func(n *state.Node)) *state.Node {
+		return healthy(func(n *state.Node) {
+			n.Topology.DMI = &topostate.DMI{SysVendor: "NVIDIA", ProductName: "DGX H100"}
+			mut(n)
+		})
+	}
+	every := func(name string, listed, up int, fabric string) *state.Node {
+		return healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				linksOf(n, i, name, listed, up, fabric)
+			}
+		})
+	}
 	runCases(t, checkNVLinkState, []checkCase{
-		{name: "all up", node: healthy(nil), status: Pass, summary: "36 NVLinks up on 2 GPUs"},
+		{name: "all up", node: healthy(nil), status: Pass, summary: "36 NVLinks up on 2 GPUs (platform hgx-h100: 18 each)"},
 		{name: "one down", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].NVLinks[3].Up = false }),
 			status: Fail, summary: "17 of 18 NVLinks up (down: 3)", devices: []int{1}},
-		{name: "missing links inferred from the identical GPU", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].NVLinks = n.NVML.GPUs[0].NVLinks[:12] }),
+		{name: "links the driver no longer lists", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].NVLinks = n.NVML.GPUs[0].NVLinks[:12] }),
 			status: Fail, summary: "12 of 18 NVLinks up", devices: []int{0}},
-		{name: "configured expectation", node: healthy(nil), cfg: func(c *Config) { c.NVLink.ExpectedLinks = 12 }, status: Pass},
-		{name: "no NVLink", node: healthy(func(n *state.Node) {
+		{name: "configured expectation", node: healthy(nil), cfg: func(c *Config) { c.NVLink.ExpectedLinks = 12 }, status: Pass, summary: "(12 each, nvlink.expected_links)"},
+		// The platform, not the node's majority: every GPU lost every link.
+		// Compared with each other they looked alike, and this passed.
+		{name: "every GPU lost every link (DGX H100)", node: dgx(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
+				linksOf(n, i, "NVIDIA H100 80GB HBM3", 18, 0, "completed")
+			}
+		}), status: Fail, summary: "0 of 18 NVLinks up (down: 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17)", devices: []int{0, 1}},
+		{name: "every GPU lost every link (HGX board, no DMI)", node: every("NVIDIA H100 80GB HBM3", 18, 0, "not_supported"),
+			status: Fail, summary: "0 of 18 NVLinks up", devices: []int{0, 1}},
+		// An NVSwitch tray down: the same six links on every GPU.
+		{name: "every GPU lost the same links", node: every("NVIDIA H100 80GB HBM3", 18, 12, "completed"),
+			status: Fail, summary: "12 of 18 NVLinks up (down: 12,13,14,15,16,17)", devices: []int{0, 1}},
+		{name: "A100 SXM4 with its 12", node: every("NVIDIA A100-SXM4-80GB", 12, 12, "not_supported"), status: Pass, summary: "(platform hgx-a100: 12 each)"},
+		// PCIe cards: NVML lists the links of an unbridged A100 as disabled.
+		{name: "PCIe A100 without a bridge", node: every("NVIDIA A100 80GB PCIe", 12, 0, "not_supported"),
+			status: Pass, summary: "2 GPUs without NVLink up are taken as unbridged"},
+		{name: "PCIe A100 pair with a bridge missing links", node: healthy(func(n *state.Node) {
+			linksOf(n, 0, "NVIDIA A100 80GB PCIe", 12, 12, "not_supported")
+			linksOf(n, 1, "NVIDIA A100 80GB PCIe", 12, 8, "not_supported")
+		}), status: Fail, summary: "8 of 12 NVLinks up (down: 8,9,10,11)", devices: []int{1}},
+		// One bridged card beside an unbridged one: by the node's majority
+		// the unbridged card failed.
+		{name: "PCIe A100, one bridged and one not", node: healthy(func(n *state.Node) {
+			linksOf(n, 0, "NVIDIA A100 80GB PCIe", 12, 12, "not_supported")
+			linksOf(n, 1, "NVIDIA A100 80GB PCIe", 12, 0, "not_supported")
+		}), status: Pass, summary: "1 GPUs without NVLink up are taken as unbridged"},
+		{name: "L40S: none, none expected", node: every("NVIDIA L40S", 0, 0, "not_supported"), status: Skip, summary: "none expected (platform pcie-l40s"},
+		// NVML answered NOT_SUPPORTED for every link of an SXM GPU: nothing
+		// says the links are down, so it is not judged.
+		{name: "SXM GPU with no link listed", node: every("NVIDIA H100 80GB HBM3", 0, 0, "completed"),
+			status: Error, summary: "NVML lists no NVLink on a GPU that has 18", devices: []int{0, 1}},
+		{name: "SXM GPU whose link call failed", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[1].NVLinks = nil
+			n.NVML.GPUs[1].Errors = []state.CallError{{Call: "nvmlDeviceGetNvLinkState", Error: "timeout", Timeout: true}}
+		}), status: Error, summary: "nvmlDeviceGetNvLinkState: timeout", devices: []int{1}},
+		{name: "SXM GPU after a hung call", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].NVLinks = nil
+			n.NVML.GPUs[0].Errors = []state.CallError{{Call: "nvmlDeviceGetPowerUsage", Error: "no answer within 5s", Timeout: true}}
+		}), status: Error, summary: "NVLink state not read: nvmlDeviceGetPowerUsage hung before it", devices: []int{0}},
+		// Unknown platform (the H800 is not in the table): the node's own
+		// majority, as before ...
+		{name: "unknown model, one GPU short", node: healthy(func(n *state.Node) {
+			linksOf(n, 0, "NVIDIA H800", 18, 8, "not_supported")
+			linksOf(n, 1, "NVIDIA H800", 18, 6, "not_supported")
+		}), status: Fail, summary: "6 of 8 NVLinks up", devices: []int{1}},
+		{name: "unknown model, no link up, no fabric", node: every("NVIDIA H800", 18, 0, "not_supported"), status: Pass, summary: "platform unknown"},
+		// ... but a GPU NVML reports attached to an NVSwitch fabric has
+		// every link wired to a switch, whatever its neighbours show.
+		{name: "unknown model on an NVSwitch fabric, every link lost", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				linksOf(n, i, "NVIDIA H800", 18, 0, "completed")
+				n.NVML.GPUs[i].Fabric.Status = "success"
+			}
+		}), status: Fail, summary: "0 of 18 NVLinks up, on a GPU registered with an NVSwitch fabric", devices: []int{0, 1}},
+		// A registration still running is fabric.state's finding; the
+		// links are not expected from it.
+		{name: "unknown model, fabric registration in progress", node: every("NVIDIA H800", 18, 0, "in_progress"), status: Pass, summary: "platform unknown"},
+		{name: "profile none keeps the node's majority", node: every("NVIDIA H100 80GB HBM3", 18, 0, "not_supported"),
+			cfg: func(c *Config) { c.Platform.Profile = "none" }, status: Pass, summary: "platform unknown"},
+		{name: "config sets the links of an unknown model", node: every("NVIDIA H800", 18, 0, "not_supported"),
+			cfg: func(c *Config) { c.Platform.NVLinksPerGPU = ptr(8) }, status: Fail, summary: "0 of 8 NVLinks up", devices: []int{0, 1}},
+		// MIG on: NVLink carries nothing, and the driver may train the
+		// links down; the GPU is not judged (the majority rule failed it
+		// beside GPUs without MIG).
+		{name: "MIG GPU with its links down beside a full one", node: healthy(func(n *state.Node) {
+			linksOf(n, 1, "NVIDIA H100 80GB HBM3", 18, 0, "completed")
+			n.NVML.GPUs[1].MIG = &state.MIG{Current: true}
+		}), status: Pass, summary: "18 NVLinks up on 2 GPUs"},
+		{name: "every GPU in MIG", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				linksOf(n, i, "NVIDIA H100 80GB HBM3", 18, 0, "completed")
+				n.NVML.GPUs[i].MIG = &state.MIG{Current: true}
+			}
+		}), status: Skip, summary: "MIG enabled"},
+		// Without the topology (a failed collector, an old snapshot) the
+		// platform is not decided: the node's majority, as before.
+		{name: "no topology: every link lost passes as before", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				linksOf(n, i, "NVIDIA H100 80GB HBM3", 18, 0, "not_supported")
+			}
+			n.Topology = nil
+		}), status: Pass, summary: "platform unknown, the topology (DMI, virtualization) was not collected"},
+		// A guest sees what the hypervisor passes: one SXM GPU without links.
+		{name: "VM with an SXM GPU and no link up", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				linksOf(n, i, "NVIDIA H100 80GB HBM3", 18, 0, "not_supported")
+			}
+			n.Topology.Virtualization.Kind = "vm"
+		}), status: Pass, summary: "platform unknown, a virtual machine"},
+		{name: "no NVLink on an unknown model", node: healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].Name = "NVIDIA RTX 6000 Ada Generation"
 				n.NVML.GPUs[i].NVLinks = nil
 			}
 		}), status: Skip, summary: "no NVLinks"},

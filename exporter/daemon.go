@@ -26,6 +26,8 @@ type Daemon struct {
 	JudgeTimeout time.Duration
 	Collect      func(ctx context.Context) *state.Node
 	Judge        func(ctx context.Context, n *state.Node) []check.Result
+	// Config is what Judge judges against, handed to every snapshot.
+	Config *check.Config
 	// OnCycle, if set, sees every published snapshot (logging, XIDs).
 	OnCycle func(*Snapshot)
 	// hung remembers a cycle that overran and has not returned yet.
@@ -90,7 +92,7 @@ func (d *Daemon) Cycle(parent context.Context) *Snapshot {
 		})
 		jcancel()
 	}
-	s := &Snapshot{Node: n, At: time.Now(), Duration: time.Since(start), Success: true}
+	s := &Snapshot{Node: n, At: time.Now(), Duration: time.Since(start), Success: true, Config: d.Config}
 	switch {
 	case err != nil:
 		s.Success = false

@@ -131,7 +131,11 @@ func renderState(em emitter, s *Snapshot, perLink bool) {
 			em.gauge(dGPUCount, float64(len(nv.GPUs)))
 		}
 	}
-	emitGPUs(em, n, perLink)
+	cfg := s.Config
+	if cfg == nil {
+		cfg = check.DefaultConfig()
+	}
+	emitGPUs(em, n, cfg, perLink)
 	emitTopology(em, n)
 	if s.Doc != nil {
 		healthy := true

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -92,5 +93,5 @@ type gpusOnly struct{ n *state.Node }
 
 func (gpusOnly) Describe(chan<- *prometheus.Desc) {}
 func (c gpusOnly) Collect(ch chan<- prometheus.Metric) {
-	emitGPUs(emitter{ch}, c.n, false)
+	emitGPUs(emitter{ch}, c.n, check.DefaultConfig(), false)
 }

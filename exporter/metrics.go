@@ -64,7 +64,8 @@ var (
 	dMemUtil        = desc("gpu_memory_utilization_ratio", "Share of the driver's last sample period in which device memory was read or written, 0 to 1.", gpuLabels...)
 	dJobInfo        = desc("gpu_job_info", "1 for each Slurm job with a compute process on the GPU; the job is the job_<id> of the process's cgroup, the user its owner.", "gpu", "uuid", "job_id", "user")
 	dLinksUp        = desc("nvlink_links_up", "NVLinks up on the GPU.", gpuLabels...)
-	dLinksTotal     = desc("nvlink_links", "NVLinks the GPU reports (up or down).", gpuLabels...)
+	dLinksTotal     = desc("nvlink_links", "NVLinks the GPU reports (up or down; an unbridged PCIe card reports its links down).", gpuLabels...)
+	dLinksExpected  = desc("nvlink_links_expected", "NVLinks the GPU must have up, from its platform (GPU model, DMI) or the config, as nvlink.state judges; absent where the platform is unknown. 0 on a PCIe card without NVLink up (no bridge).", gpuLabels...)
 	dLinkErrors     = desc("nvlink_errors_total", "NVLink errors summed over the GPU's links, by type (crc_flit, crc_data, replay, recovery).", withGPU("type")...)
 	dLinkUp         = desc("nvlink_link_up", "1 when the link is up (--collector.nvlink.per-link).", withGPU("link")...)
 	dLinkErr        = desc("nvlink_link_errors_total", "NVLink errors per link and type (--collector.nvlink.per-link).", withGPU("link", "type")...)
@@ -113,11 +114,12 @@ func gpuLabelValues(g *state.GPU) []string {
 }
 
 // emitGPUs writes the per-GPU series of a node state.
-func emitGPUs(e emitter, n *state.Node, perLink bool) {
+func emitGPUs(e emitter, n *state.Node, cfg *check.Config, perLink bool) {
 	nv := n.NVML
 	if nv == nil {
 		return
 	}
+	platform := cfg.PlatformFor(n)
 	for i := range nv.GPUs {
 		g := &nv.GPUs[i]
 		l := gpuLabelValues(g)
@@ -202,6 +204,11 @@ func emitGPUs(e emitter, n *state.Node, perLink bool) {
 			e.jobs(g)
 		}
 		emitNVLinks(e, g, l, perLink)
+		if len(g.NVLinks) > 0 && !g.Lost && !g.Unreachable && !g.Denied {
+			if want, ok := check.NVLinkExpectation(g, platform, cfg); ok {
+				e.gauge(dLinksExpected, float64(want), l...)
+			}
+		}
 		if f := g.Fabric; f != nil && f.State != "not_supported" {
 			e.gauge(dFabric, b2f(f.State == "completed" && f.Status == "success"), l...)
 			e.gauge(dFabricDegraded, b2f(check.FabricUnhealthy(f)), l...)

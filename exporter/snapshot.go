@@ -4,6 +4,7 @@
 package exporter
 
 import (
+	"github.com/gpuprobe/gpuprobe/check"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/report"
@@ -23,4 +24,7 @@ type Snapshot struct {
 	Stale   bool
 	// Failing names the source that overran or failed.
 	Failing string
+	// Config is what the checks judged against; the NVLink expectation
+	// series comes from it (nil: the defaults, the platform detected).
+	Config *check.Config
 }

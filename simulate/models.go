@@ -4,8 +4,14 @@ package simulate
 // simulations need to agree on, in one table, so a GPU's bus ID, its NUMA
 // node's CPUs and its NIC are the same whichever collector reads them.
 type Model struct {
-	// Product is the DMI product name (/sys/class/dmi/id/product_name).
+	// Product is the DMI product name (/sys/class/dmi/id/product_name) and
+	// Board the board name (board_name; "" writes none). The DGX A100's
+	// are a real one's (dmidecode -t 1 and ipmitool fru in a public
+	// capture, docs/checks.md "Platform profile"); no public capture of
+	// the others' was found, so theirs is the product's own name, which
+	// check/platform.go matches with spaces and hyphens ignored.
 	Product string
+	Board   string
 	// BusIDs are the GPUs' PCI addresses in NVML order.
 	BusIDs [8]string
 	// CPUs lists, per socket, two [first,last] ranges: the cores, then their
@@ -58,7 +64,7 @@ var table = map[string]Model{
 		PowerLimitMW: 1000000, IdleMW: 140000, ReservedMiB: 1200, SlowdownC: 90, ShutdownC: 95, PCIeGen: 5,
 		GPUDevice: 0x2901, NICDevice: 0x1021, HCAType: "MT4129", FW: "28.41.1000", Rate: "400 Gb/sec (4X NDR)",
 		Driver: "560.28.03", Kernel: "6.8.0-1015-nvidia"},
-	"dgx-a100": {Product: "DGX A100",
+	"dgx-a100": {Product: "DGXA100 920-23687-2531-001", Board: "DGXA100",
 		BusIDs:  [8]string{"0000:07:00.0", "0000:0f:00.0", "0000:47:00.0", "0000:4e:00.0", "0000:87:00.0", "0000:90:00.0", "0000:b7:00.0", "0000:bd:00.0"},
 		CPUs:    [2][2][2]int{{{0, 63}, {128, 191}}, {{64, 127}, {192, 255}}},
 		NVLinks: 12, NVLinkVersion: 3, Fabric: false,

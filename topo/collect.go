@@ -80,6 +80,7 @@ func collect(o Options) (*topostate.Topology, error) {
 	t := &topostate.Topology{SysfsRoot: sys, ProcfsRoot: proc, GPUs: []topostate.GPU{}, NICs: []topostate.NIC{}, Bridges: []topostate.Bridge{}, Paths: []topostate.Path{}}
 	notef := func(f string, a ...any) { t.Notes = append(t.Notes, fmt.Sprintf(f, a...)) }
 	t.Virtualization = fsr.detectVirt(sys, proc, virt)
+	t.DMI = fsr.readDMI(sys)
 	t.NUMANodes = fsr.readNUMA(sys, notef)
 	t.Cores = fsr.readCores(sys, notef)
 	t.GPUs, t.GPUSource = pickGPUs(pci, o.GPUs, sys, notef)

@@ -69,6 +69,39 @@ func TestCheckRowRemapPendingNamesGPUAndRemedy(t *testing.T) {
 	}
 }
 
+// Every GPU of a DGX lost every NVLink. Compared with each other the GPUs
+// look alike, which nvlink.state used to take for healthy; the platform
+// (the DGX H100's DMI name and its GPUs' model) says 18 each. On the
+// DGX A100, whose simulated DMI is a real one's, likewise with 12.
+func TestCheckAllNVLinksLostFails(t *testing.T) {
+	for _, tc := range []struct{ model, want string }{
+		{"dgx-h100", "0 of 18 NVLinks up"},
+		{"dgx-a100", "0 of 12 NVLinks up"},
+	} {
+		code, out, _ := runCLI(t, "check", "--simulate", tc.model+":nvlinks-lost", "--checks", "nvlink.state,gpu.count", "--format", "json")
+		if code != 1 {
+			t.Fatalf("%s: exit %d, want 1\n%s", tc.model, code, out)
+		}
+		for _, r := range decode(t, out).Checks {
+			switch r.ID {
+			case "nvlink.state":
+				if r.Status != "fail" || len(r.Devices) != 8 || !strings.Contains(strings.Join(r.Details, "\n"), tc.want) {
+					t.Errorf("%s: nvlink.state = %+v", tc.model, r)
+				}
+			case "gpu.count":
+				if r.Status != "pass" || !strings.Contains(r.Summary, "(expected 8, platform dgx-") {
+					t.Errorf("%s: gpu.count = %+v", tc.model, r)
+				}
+			}
+		}
+		// The same node without the fault passes against the same platform.
+		code, out, _ = runCLI(t, "check", "--simulate", tc.model, "--checks", "nvlink.state", "--format", "json")
+		if code != 0 || !strings.Contains(out, "(platform dgx-") {
+			t.Errorf("%s healthy: exit %d\n%s", tc.model, code, out)
+		}
+	}
+}
+
 func TestCheckExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	badCfg := filepath.Join(dir, "bad.yml")

@@ -105,6 +105,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 	exp.XIDs.Critical = cfg.XID.Critical
 	d := &exporter.Daemon{
 		Exporter: exp,
+		Config:   cfg,
 		Interval: f.interval,
 		Timeout:  min(f.collect.timeout, f.interval),
 		Collect: func(ctx context.Context) *state.Node {

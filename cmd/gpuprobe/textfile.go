@@ -16,12 +16,14 @@ import (
 
 func init() {
 	var path string
+	var conf *check.Config
 	checkExtensions = append(checkExtensions, checkExtension{
 		flags: func(cmd *kingpin.CmdClause) {
 			path = "" // flags are registered anew for every run; forget the last run's value
 			cmd.Flag("textfile", "Also write the metrics to FILE for node_exporter's textfile collector (atomically: temp file + rename; FILE must be a regular file or missing, never a symlink or device).").PlaceHolder("FILE").StringVar(&path)
 		},
 		configure: func(f *checkFlags, cfg *check.Config, _ *collect.Options) error {
+			conf = cfg
 			if path == "" {
 				return nil
 			}
@@ -49,7 +51,7 @@ func init() {
 					nodeDoc.Checks = append(nodeDoc.Checks, r)
 				}
 			}
-			s := &exporter.Snapshot{Node: n, Doc: &nodeDoc, At: time.Now(), Duration: time.Duration(doc.ElapsedSeconds * float64(time.Second)), Success: true}
+			s := &exporter.Snapshot{Node: n, Doc: &nodeDoc, At: time.Now(), Duration: time.Duration(doc.ElapsedSeconds * float64(time.Second)), Success: true, Config: conf}
 			if err := exporter.WriteTextfile(path, s, false); err != nil {
 				return exitUsage, c.usageError("%v", err)
 			}

@@ -87,6 +87,20 @@ func init() {
 			}
 			return nil
 		}))
+	register("nvlinks-lost", "", "every NVLink of every GPU is down (an NVSwitch baseboard or every switch tray lost): the GPUs look alike, so only the platform's expectation sees it",
+		func(s *System, _ simulate.Fault) error {
+			for _, d := range s.Devices {
+				prev := d.GetNvLinkStateFunc
+				d.GetNvLinkStateFunc = func(l int) (gonvml.EnableState, gonvml.Return) {
+					st, r := prev(l)
+					if r == gonvml.SUCCESS {
+						return gonvml.FEATURE_DISABLED, r
+					}
+					return st, r
+				}
+			}
+			return nil
+		})
 	register("fabric-incomplete", "", "NVSwitch fabric registration stuck IN_PROGRESS on every GPU (fabric manager not finished)",
 		func(s *System, _ simulate.Fault) error {
 			for _, d := range s.Devices {

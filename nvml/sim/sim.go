@@ -5,6 +5,7 @@ package sim
 
 import (
 	"fmt"
+	"strings"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
@@ -82,6 +83,10 @@ func New(spec *simulate.Spec) (*System, error) {
 func (m model) dress(d *server.Device, i int) {
 	d.UUID = fmt.Sprintf("GPU-%08x-%04x-4%03x-8%03x-%012x", 0x5e1a0000+i, 0x1000+i*0x11, i, i, 0x00005e1a0000+i)
 	d.PciBusID = m.BusIDs[i]
+	// go-nvml's DGX A100 mock names its GPU "Mock NVIDIA A100-SXM4-40GB";
+	// a real one says "NVIDIA A100-SXM4-40GB" (the mock's own table spells
+	// the 80GB part so), and the platform profile reads the model from it.
+	d.Config.Name = strings.TrimPrefix(d.Config.Name, "Mock ")
 	total := d.MemoryInfo.Total
 	if m.TotalMiB > 0 {
 		total = m.TotalMiB << 20

@@ -19,7 +19,11 @@ type Topology struct {
 	// classified by their PCIe path alone.
 	NVLinkKnown    bool           `json:"nvlink_known"`
 	Virtualization Virtualization `json:"virtualization"`
-	NUMANodes      []NUMANode     `json:"numa_nodes"`
+	// DMI is the machine's SMBIOS identity as the kernel exports it under
+	// /sys/class/dmi/id; nil when the tree has no DMI (ARM boards without
+	// SMBIOS, a captured tree without it). check/ reads the platform from it.
+	DMI       *DMI       `json:"dmi,omitempty"`
+	NUMANodes []NUMANode `json:"numa_nodes"`
 	// Cores are the physical CPU cores in Slurm's logical core order
 	// (gres.conf(5) Cores=: core 0 is the first core of the first socket,
 	// as hwloc's "Core L#"): by package, then by lowest CPU number. Empty
@@ -177,6 +181,15 @@ type Virtualization struct {
 	Source string `json:"source"`
 	// Evidence is the file and value that decided.
 	Evidence string `json:"evidence"`
+}
+
+// DMI holds /sys/class/dmi/id/{sys_vendor,product_name,board_name} as
+// read, trimmed of surrounding white space; an unreadable or absent file is
+// an empty string.
+type DMI struct {
+	SysVendor   string `json:"sys_vendor,omitempty"`
+	ProductName string `json:"product_name,omitempty"`
+	BoardName   string `json:"board_name,omitempty"`
 }
 
 // VM reports whether the node is a virtual machine.

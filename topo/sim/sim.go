@@ -200,6 +200,9 @@ func Build(spec *simulate.Spec) (*fstree.Tree, error) {
 func host(mc *sysfake.Machine, m model, f faults, groups int) {
 	mc.File("sys/class/dmi/id/sys_vendor", "NVIDIA")
 	mc.File("sys/class/dmi/id/product_name", m.Product)
+	if m.Board != "" {
+		mc.File("sys/class/dmi/id/board_name", m.Board)
+	}
 	mc.File("sys/class/dmi/id/bios_vendor", "American Megatrends International, LLC.")
 	var cpuinfo strings.Builder
 	for i := 0; i < 2; i++ {
