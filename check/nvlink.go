@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpuprobe/gpuprobe/cpulist"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -111,8 +112,13 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 		}
 		if up < want {
 			msg := fmt.Sprintf("%d of %d NVLinks up", up, want)
-			if len(down) > 0 {
-				msg += fmt.Sprintf(" (down: %s)", joinInts(down))
+			// "(down: 0)" read as "none down": name the links.
+			switch len(down) {
+			case 0:
+			case 1:
+				msg += fmt.Sprintf(" (link %d down)", down[0])
+			default:
+				msg += fmt.Sprintf(" (links %s down)", cpulist.Format(down))
 			}
 			v.add(Fail, g, nvlinkFix, msg)
 			continue

@@ -52,7 +52,7 @@ func TestNVLinkState(t *testing.T) {
 	runCases(t, checkNVLinkState, []checkCase{
 		{name: "all up", node: healthy(nil), status: Pass, summary: "36 NVLinks up on 2 GPUs (platform hgx-h100: 18 each)"},
 		{name: "one down", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].NVLinks[3].Up = false }),
-			status: Fail, summary: "17 of 18 NVLinks up (down: 3)", devices: []int{1}},
+			status: Fail, summary: "17 of 18 NVLinks up (link 3 down)", devices: []int{1}},
 		{name: "links the driver no longer lists", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].NVLinks = n.NVML.GPUs[0].NVLinks[:12] }),
 			status: Fail, summary: "12 of 18 NVLinks up", devices: []int{0}},
 		{name: "configured expectation", node: healthy(nil), cfg: func(c *Config) { c.NVLink.ExpectedLinks = 12 }, status: Pass, summary: "(12 each, nvlink.expected_links)"},
@@ -62,12 +62,12 @@ func TestNVLinkState(t *testing.T) {
 			for i := range n.NVML.GPUs {
 				linksOf(n, i, "NVIDIA H100 80GB HBM3", 18, 0, "completed")
 			}
-		}), status: Fail, summary: "0 of 18 NVLinks up (down: 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17)", devices: []int{0, 1}},
+		}), status: Fail, summary: "0 of 18 NVLinks up (links 0-17 down)", devices: []int{0, 1}},
 		{name: "every GPU lost every link (HGX board, no DMI)", node: every("NVIDIA H100 80GB HBM3", 18, 0, "not_supported"),
 			status: Fail, summary: "0 of 18 NVLinks up", devices: []int{0, 1}},
 		// An NVSwitch tray down: the same six links on every GPU.
 		{name: "every GPU lost the same links", node: every("NVIDIA H100 80GB HBM3", 18, 12, "completed"),
-			status: Fail, summary: "12 of 18 NVLinks up (down: 12,13,14,15,16,17)", devices: []int{0, 1}},
+			status: Fail, summary: "12 of 18 NVLinks up (links 12-17 down)", devices: []int{0, 1}},
 		{name: "A100 SXM4 with its 12", node: every("NVIDIA A100-SXM4-80GB", 12, 12, "not_supported"), status: Pass, summary: "(platform hgx-a100: 12 each)"},
 		// PCIe cards: NVML lists the links of an unbridged A100 as disabled.
 		{name: "PCIe A100 without a bridge", node: every("NVIDIA A100 80GB PCIe", 12, 0, "not_supported"),
@@ -75,7 +75,7 @@ func TestNVLinkState(t *testing.T) {
 		{name: "PCIe A100 pair with a bridge missing links", node: healthy(func(n *state.Node) {
 			linksOf(n, 0, "NVIDIA A100 80GB PCIe", 12, 12, "not_supported")
 			linksOf(n, 1, "NVIDIA A100 80GB PCIe", 12, 8, "not_supported")
-		}), status: Fail, summary: "8 of 12 NVLinks up (down: 8,9,10,11)", devices: []int{1}},
+		}), status: Fail, summary: "8 of 12 NVLinks up (links 8-11 down)", devices: []int{1}},
 		// One bridged card beside an unbridged one: by the node's majority
 		// the unbridged card failed.
 		{name: "PCIe A100, one bridged and one not", node: healthy(func(n *state.Node) {
