@@ -73,6 +73,15 @@ stop_ns() {
 	done
 	ip netns del "$ns" 2>/dev/null || log "ip netns del $ns failed"
 }
+# rm_cgroups removes the cgroup v1 directories task/cgroup made for our
+# nodes (slurm_gp2n1, slurm_gp2n2 in each controller): slurmd leaves them.
+rm_cgroups() {
+	local d
+	for d in /sys/fs/cgroup/*/slurm_"$N1" /sys/fs/cgroup/*/slurm_"$N2"; do
+		[ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+	done
+	return 0
+}
 stop_all() {
 	# slurmd first while slurmctld and munged are up, then slurmctld, then
 	# munged (by its PID file, in this run's directory).
@@ -82,6 +91,7 @@ stop_all() {
 	stop_ns "$NS_N1"
 	stop_ns "$NS_N2"
 	stop_ns "$NS_CTL"
+	rm_cgroups
 	local pid
 	pid=$(cat "$W/run/munged.pid" 2>/dev/null)
 	if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$W/"; then
@@ -278,13 +288,32 @@ chmod 755 "$W/etc/healthcheck.sh"
 export SLURM_CONF=$W/etc/slurm.conf
 munged --socket="$W/munge/munge.socket" --key-file="$W/munge/munge.key" --pid-file="$W/run/munged.pid" \
 	--log-file="$W/log/munged.log" --seed-file="$W/munge/munged.seed" || die "munged did not start"
-# Foreground daemons in the background: their PIDs are ours to stop.
-"${CTL[@]}" slurmctld -D -c -f "$SLURM_CONF" >>"$W/log/slurmctld.out" 2>&1 &
-PIDS+=($!)
-"$INNS" "$NS_N1" "$N1" slurmd -D -f "$SLURM_CONF" >>"$W/log/slurmd-$N1.out" 2>&1 &
-PIDS+=($!)
-"$INNS" "$NS_N2" "$N2" slurmd -D -f "$SLURM_CONF" >>"$W/log/slurmd-$N2.out" 2>&1 &
-PIDS+=($!)
+# start_slurm: slurmctld (clean state) and the two slurmd, in the foreground
+# in the background: their PIDs are ours to stop. stop_slurm stops them,
+# slurmd first, TERM then KILL after 10 s.
+start_slurm() {
+	"${CTL[@]}" slurmctld -D -c -f "$SLURM_CONF" >>"$W/log/slurmctld.out" 2>&1 &
+	PIDS+=($!)
+	"$INNS" "$NS_N1" "$N1" slurmd -D -f "$SLURM_CONF" >>"$W/log/slurmd-$N1.out" 2>&1 &
+	PIDS+=($!)
+	"$INNS" "$NS_N2" "$N2" slurmd -D -f "$SLURM_CONF" >>"$W/log/slurmd-$N2.out" 2>&1 &
+	PIDS+=($!)
+}
+# alive PID: running, not a zombie.
+alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+stop_slurm() {
+	local p i
+	timeout 5 "${CTL[@]}" scancel --quiet --partition=debug 2>/dev/null
+	for i in 2 1 0; do
+		p=${PIDS[$i]}
+		kill -TERM "$p" 2>/dev/null
+		for _ in $(seq 1 100); do alive "$p" || break; sleep 0.1; done
+		alive "$p" && { log "pid $p needed SIGKILL"; kill -KILL "$p"; }
+		wait "$p" 2>/dev/null
+	done
+	PIDS=()
+}
+start_slurm
 
 # c CMD...: a Slurm client command in the controller's namespace, 30 s at most.
 c() { timeout 30 "${CTL[@]}" "$@"; }
@@ -305,7 +334,7 @@ both_idle() { [ "$(node_state $N1)" = idle ] && [ "$(node_state $N2)" = idle ]; 
 daemons_up() {
 	local p
 	for p in "${PIDS[@]}"; do
-		kill -0 "$p" 2>/dev/null || die "a daemon exited (pid $p): $(tail -n 2 "$W"/log/*.out 2>/dev/null)"
+		alive "$p" || die "a daemon exited (pid $p): $(tail -n 2 "$W"/log/*.out 2>/dev/null)"
 	done
 	both_idle
 }
@@ -334,12 +363,15 @@ else
 	die "srun -N 2 environment not as expected: $(cat "$W"/out/env-*.txt 2>/dev/null | grep -E '^(HOSTNAME|SLURMD_NODENAME|SLURM_JOB_NODELIST|SLURM_NNODES)=|eth0' | tr '\n' ' ') $(head -c 300 "$W/out/env.err")"
 fi
 
-# job2 NAME NODES SNIPPET: run gpuprobe's job checks as one task per node of
-# an NODES-node job, after the shell SNIPPET (which may export variables), into
+# job2 NAME NODES SNIPPET [SRUN-OPTION...]: run gpuprobe's job checks as one
+# task per node of an NODES-node job holding all eight GPUs of each node,
+# after the shell SNIPPET (which may export variables), into
 # $W/out/NAME-<node>.json.
 job2() {
-	"${SRUN[@]}" -N "$2" --ntasks-per-node=1 --gres=gpu:$NGPUS --output="$W/out/$1-%N.json" \
-		bash -c "$3"'; exec '"$CHECK" 2>"$W/out/$1.err"
+	local name=$1 nodes=$2 snippet=$3
+	shift 3
+	"${SRUN[@]}" -N "$nodes" --ntasks-per-node=1 --gres=gpu:$NGPUS "$@" --output="$W/out/$name-%N.json" \
+		bash -c "$snippet"'; exec '"$CHECK" 2>"$W/out/$name.err"
 }
 # expect NAME ID WANT1 WANT2 [SUBSTR1 [SUBSTR2]]: the check's status on each
 # node (WANT2 "-" for a one-node job), and a substring of each summary.
@@ -361,6 +393,13 @@ expect() {
 		fail "$name: $id '$s1'/'$s2', want $w1/$w2 with '$sub1'/'$sub2' ($N1: $m1; $N2: $m2) $(head -c 300 "$W/out/$name.err")"
 	fi
 }
+
+# A step that asked for no GPU, without ConstrainDevices: every fake device
+# file opens (ENXIO, no driver: not a cgroup's EPERM), so it can use all eight.
+job2 nogpu 1 "true" --gres=gpu:0
+expect nogpu job.visible_devices warn - "Slurm allocated no GPUs to this step, yet CUDA can use all 8 GPUs"
+grep -qF 'mode: no device cgroup: all 8 GPU device files open' "$W/out/nogpu-$N1.json" ||
+	fail "nogpu: job.visible_devices does not say it opened all 8 device files: $(grep -o '"mode: [^"]*"' "$W/out/nogpu-$N1.json")"
 
 # --- 2. MASTER_ADDR on a two-node job ------------------------------------------
 # As a job script derives it: the first node of SLURM_JOB_NODELIST.
@@ -478,3 +517,79 @@ for n in "$N1" "$N2"; do
 	fi
 done
 log "health check ran $(hc_runs $N1) times on $N1, $(hc_runs $N2) on $N2"
+
+# --- 6. ConstrainDevices=yes (task/cgroup): what slurmd sets, what gpuprobe says ---
+# Restarted with TaskPlugin=task/cgroup and ConstrainDevices=yes, steps get a
+# device cgroup: the fake GPUs not allocated answer open() with EPERM, and
+# CUDA_VISIBLE_DEVICES is renumbered from 0 while SLURM_STEP_GPUS keeps the
+# node's indexes. The simulated NVML is told which GPUs the task's real
+# cgroup lets through (cgroup-gpu=N, from open() on the fake devices inside
+# the task, not from Slurm's variables), as the driver would enumerate them.
+# Needs the cgroup v1 devices controller: Slurm 22.05's cgroup/v2 plugin wants
+# systemd (dbus) to make its scope, one per host, which two slurmd in
+# namespaces cannot share.
+if [ ! -d /sys/fs/cgroup/devices ]; then
+	log "NOT RUN: ConstrainDevices part: no cgroup v1 devices controller here ($(stat -fc %T /sys/fs/cgroup 2>&1) at /sys/fs/cgroup; see docs/slurm.md)"
+	[ "${SLURM_2NODE_CGROUP:-}" = require ] && fail "SLURM_2NODE_CGROUP=require, and there is no /sys/fs/cgroup/devices"
+else
+	stop_slurm
+	rm_cgroups
+	sed -i 's|^ProctrackType=.*|ProctrackType=proctrack/cgroup|; s|^TaskPlugin=.*|TaskPlugin=task/cgroup|' "$SLURM_CONF"
+	printf 'CgroupPlugin=cgroup/v1\nConstrainDevices=yes\n' >"$W/etc/cgroup.conf"
+	start_slurm
+	wait_for 40 daemons_up || die "not idle after the restart with task/cgroup: $N1 $(node_state $N1), $N2 $(node_state $N2)"
+	log "restarted with TaskPlugin=task/cgroup, ConstrainDevices=yes: $(c sinfo -h -N -o '%N/%T' | tr '\n' ' ')"
+	# cgtask OUT [NAME=VALUE...]: in a task, note Slurm's variables and the
+	# fake GPUs the device cgroup lets through into OUT-<node>.txt, then run
+	# the job checks on an NVML that enumerates just those.
+	cat >"$W/bin/cgtask" <<EOF
+#!/bin/sh
+out=\$1-\$SLURMD_NODENAME.txt
+shift
+allowed=
+faults=
+for f in $W/dev/\$SLURMD_NODENAME/fakegpu?; do
+	err=\$(LC_ALL=C sh -c 'exec 3<"\$1"' sh "\$f" 2>&1)
+	case \$err in
+	"" | *"No such device"*) allowed=\$allowed\${allowed:+,}\${f##*fakegpu}; faults=\$faults,cgroup-gpu=\${f##*fakegpu} ;;
+	esac
+done
+{ echo "ALLOWED=\$allowed"; env | grep -E '^(CUDA_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|SLURM_STEP_GPUS|SLURM_JOB_GPUS)='; } >"\$out"
+faults=\${faults#,}
+exec env "\$@" $GP check --simulate "dgx-h100:\${faults:-cgroup-gpu=none}" --format json --checks job
+EOF
+	chmod 755 "$W/bin/cgtask"
+	cgvars() { tr '\n' ' ' <"$W/out/$1-$2.txt" 2>/dev/null; }
+	# Hold GPUs 0-2 of gp2n1: the next step there gets 3,4, and the
+	# renumbering shows; gp2n2's step gets 0,1.
+	c sbatch --quiet -J gp-hold -w "$N1" -N 1 --gres=gpu:3 -o /dev/null --wrap 'sleep 300' >/dev/null 2>"$W/out/hold.err"
+	held() { [ "$(c squeue -h -n gp-hold -t R -o %N)" = "$N1" ]; }
+	wait_for 20 held || fail "holding job not running on $N1: $(c squeue -h -n gp-hold -o '%i %T %R') $(cat "$W/out/hold.err")"
+
+	"${SRUN[@]}" -N 2 --ntasks-per-node=1 --gres=gpu:2 --output="$W/out/cg-%N.json" "$W/bin/cgtask" "$W/out/cg" 2>"$W/out/cg.err"
+	v1=$(cgvars cg $N1)
+	v2=$(cgvars cg $N2)
+	if [[ "$v1" == *"ALLOWED=3,4 "* && "$v1" == *"CUDA_VISIBLE_DEVICES=0,1 "* && "$v1" == *"SLURM_STEP_GPUS=3,4 "* &&
+		"$v2" == *"ALLOWED=0,1 "* && "$v2" == *"CUDA_VISIBLE_DEVICES=0,1 "* && "$v2" == *"SLURM_STEP_GPUS=0,1 "* ]]; then
+		pass "ConstrainDevices, srun -N 2 --gres=gpu:2 with GPUs 0-2 of $N1 held: slurmd renumbers ($N1: $v1; $N2: $v2)"
+	else
+		fail "ConstrainDevices, srun -N 2 --gres=gpu:2: $N1: $v1; $N2: $v2 $(head -c 300 "$W/out/cg.err")"
+	fi
+	expect cg job.visible_devices pass pass "sees GPU 0,1, as allocated (SLURM_STEP_GPUS=3,4)" "sees GPU 0,1, as allocated (SLURM_STEP_GPUS=0,1)"
+	for n in "$N1" "$N2"; do
+		[[ "$(summary_of "$W/out/cg-$n.json" job.visible_devices)" =~ "; device cgroup: $W/dev/$n/fakegpu"[0-9]" is blocked (EPERM)"$ ]] ||
+			fail "cg on $n: job.visible_devices did not see the device cgroup: $(summary_of "$W/out/cg-$n.json" job.visible_devices)"
+	done
+	# The job widens CUDA_VISIBLE_DEVICES beyond what the cgroup lets through.
+	"${SRUN[@]}" -N 1 -w "$N1" --gres=gpu:2 --output="$W/out/cgwide-%N.json" "$W/bin/cgtask" "$W/out/cgwide" CUDA_VISIBLE_DEVICES=0,1,2,3 2>"$W/out/cgwide.err"
+	expect cgwide job.visible_devices fail - "CUDA_VISIBLE_DEVICES entry 2"
+	# A step with no GPU: the cgroup lets none through; nothing to warn about.
+	"${SRUN[@]}" -N 1 -w "$N1" --output="$W/out/cgnone-%N.json" "$W/bin/cgtask" "$W/out/cgnone" 2>"$W/out/cgnone.err"
+	st=$(status_of "$W/out/cgnone-$N1.json" job.visible_devices)
+	if [[ "$(cgvars cgnone $N1)" == "ALLOWED= "* ]] && { [ "$st" = pass ] || [ "$st" = skip ]; }; then
+		pass "ConstrainDevices, a step with no GPU: the cgroup lets no fake GPU through, job.visible_devices $st ($(summary_of "$W/out/cgnone-$N1.json" job.visible_devices))"
+	else
+		fail "ConstrainDevices, a step with no GPU: $(cgvars cgnone $N1); job.visible_devices '$st' ($(summary_of "$W/out/cgnone-$N1.json" job.visible_devices)) $(head -c 300 "$W/out/cgnone.err")"
+	fi
+	c scancel --quiet -n gp-hold
+fi
