@@ -525,14 +525,15 @@ log "health check ran $(hc_runs $N1) times on $N1, $(hc_runs $N2) on $N2"
 # node's indexes. The simulated NVML is told which GPUs the task's real
 # cgroup lets through (cgroup-gpu=N, from open() on the fake devices inside
 # the task, not from Slurm's variables), as the driver would enumerate them.
-# Needs the cgroup v1 devices controller: Slurm 22.05's cgroup/v2 plugin wants
-# systemd (dbus) to make its scope, one per host, which two slurmd in
-# namespaces cannot share.
+# Needs the cgroup v1 devices controller; not tried on cgroup v2 (where Slurm
+# 22.05 makes its scope through systemd's dbus unless cgroup.conf says
+# IgnoreSystemd=yes, and two slurmd on one host may not share it).
 if [ ! -d /sys/fs/cgroup/devices ]; then
 	log "NOT RUN: ConstrainDevices part: no cgroup v1 devices controller here ($(stat -fc %T /sys/fs/cgroup 2>&1) at /sys/fs/cgroup; see docs/slurm.md)"
 	[ "${SLURM_2NODE_CGROUP:-}" = require ] && fail "SLURM_2NODE_CGROUP=require, and there is no /sys/fs/cgroup/devices"
 else
 	stop_slurm
+	log "stopped slurmctld and slurmd for the restart"
 	rm_cgroups
 	sed -i 's|^ProctrackType=.*|ProctrackType=proctrack/cgroup|; s|^TaskPlugin=.*|TaskPlugin=task/cgroup|' "$SLURM_CONF"
 	printf 'CgroupPlugin=cgroup/v1\nConstrainDevices=yes\n' >"$W/etc/cgroup.conf"
@@ -565,6 +566,7 @@ EOF
 	c sbatch --quiet -J gp-hold -w "$N1" -N 1 --gres=gpu:3 -o /dev/null --wrap 'sleep 300' >/dev/null 2>"$W/out/hold.err"
 	held() { [ "$(c squeue -h -n gp-hold -t R -o %N)" = "$N1" ]; }
 	wait_for 20 held || fail "holding job not running on $N1: $(c squeue -h -n gp-hold -o '%i %T %R') $(cat "$W/out/hold.err")"
+	log "GPUs 0-2 of $N1 held by job $(c squeue -h -n gp-hold -o %i)"
 
 	"${SRUN[@]}" -N 2 --ntasks-per-node=1 --gres=gpu:2 --output="$W/out/cg-%N.json" "$W/bin/cgtask" "$W/out/cg" 2>"$W/out/cg.err"
 	v1=$(cgvars cg $N1)
