@@ -29,7 +29,12 @@
 #     with a fault first, exit 1;
 #   - HealthCheckProgram: a simulated fault on one node drains that node only
 #     (sinfo -R, scontrol show node), jobs then land on the other, and the
-#     node resumes when the fault is gone.
+#     node resumes when the fault is gone;
+#   - restarted with task/cgroup and ConstrainDevices=yes (cgroup v1): the
+#     renumbered CUDA_VISIBLE_DEVICES against SLURM_STEP_GPUS on two nodes, and
+#     job.visible_devices on the device cgroup it finds;
+#   - restarted with two declared sockets per node: --gpu-bind=closest gives
+#     each task its socket's four GPUs, with and without ConstrainDevices.
 #
 # Skips (exit 0, with a SKIP line) only when network or UTS namespaces cannot
 # be made here; anything else that goes wrong fails. Needs root. Knobs:
@@ -541,11 +546,11 @@ else
 	wait_for 40 daemons_up || die "not idle after the restart with task/cgroup: $N1 $(node_state $N1), $N2 $(node_state $N2)"
 	log "restarted with TaskPlugin=task/cgroup, ConstrainDevices=yes: $(c sinfo -h -N -o '%N/%T' | tr '\n' ' ')"
 	# cgtask OUT [NAME=VALUE...]: in a task, note Slurm's variables and the
-	# fake GPUs the device cgroup lets through into OUT-<node>.txt, then run
-	# the job checks on an NVML that enumerates just those.
+	# fake GPUs the device cgroup lets through into OUT-<node>-<local id>.txt,
+	# then run the job checks ($CGCHECKS) on an NVML that enumerates just those.
 	cat >"$W/bin/cgtask" <<EOF
 #!/bin/sh
-out=\$1-\$SLURMD_NODENAME.txt
+out=\$1-\$SLURMD_NODENAME-\$SLURM_LOCALID.txt
 shift
 allowed=
 faults=
@@ -557,10 +562,10 @@ for f in $W/dev/\$SLURMD_NODENAME/fakegpu?; do
 done
 { echo "ALLOWED=\$allowed"; env | grep -E '^(CUDA_VISIBLE_DEVICES|GPU_DEVICE_ORDINAL|SLURM_STEP_GPUS|SLURM_JOB_GPUS)='; } >"\$out"
 faults=\${faults#,}
-exec env "\$@" $GP check --simulate "dgx-h100:\${faults:-cgroup-gpu=none}" --format json --checks job
+exec env "\$@" $GP check --simulate "dgx-h100:\${faults:-cgroup-gpu=none}" --format json --checks "\${CGCHECKS:-job}"
 EOF
 	chmod 755 "$W/bin/cgtask"
-	cgvars() { tr '\n' ' ' <"$W/out/$1-$2.txt" 2>/dev/null; }
+	cgvars() { tr '\n' ' ' <"$W/out/$1-$2-${3:-0}.txt" 2>/dev/null; }
 	# Hold GPUs 0-2 of gp2n1: the next step there gets 3,4, and the
 	# renumbering shows; gp2n2's step gets 0,1.
 	c sbatch --quiet -J gp-hold -w "$N1" -N 1 --gres=gpu:3 -o /dev/null --wrap 'sleep 300' >/dev/null 2>"$W/out/hold.err"
@@ -594,4 +599,74 @@ EOF
 		fail "ConstrainDevices, a step with no GPU: $(cgvars cgnone $N1); job.visible_devices '$st' ($(summary_of "$W/out/cgnone-$N1.json" job.visible_devices)) $(head -c 300 "$W/out/cgnone.err")"
 	fi
 	c scancel --quiet -n gp-hold
+fi
+
+# --- 7. --gpu-bind=closest across two declared sockets ---------------------------
+# Each node declared as two sockets of one core (SlurmdParameters=
+# config_overrides: the machine's own layout differs), gres.conf putting GPUs
+# 0-3 on core 0 and 4-7 on core 1, task/affinity binding each task to a core.
+# Two tasks per node with --gpu-bind=closest: each gets the four GPUs of its
+# socket. Only job.visible_devices and job.gpu_sharing are judged: the task's
+# real CPU against the simulated node's NUMA layout would mean nothing.
+if [ ! -d /sys/fs/cgroup/devices ] || [ "$NCPU" -lt 2 ]; then
+	log "NOT RUN: --gpu-bind=closest part: needs the cgroup v1 devices controller and two CPUs (have $NCPU)"
+else
+	stop_slurm
+	rm_cgroups
+	sed -i 's|^TaskPlugin=.*|TaskPlugin=task/affinity,task/cgroup|; s|CPUs=[0-9]* Boards=1 SocketsPerBoard=1 CoresPerSocket=[0-9]*|CPUs=2 Boards=1 SocketsPerBoard=2 CoresPerSocket=1|' "$SLURM_CONF"
+	echo "SlurmdParameters=config_overrides" >>"$SLURM_CONF"
+	for n in "$N1" "$N2"; do
+		echo "NodeName=$n Name=gpu File=$W/dev/$n/fakegpu[0-3] Cores=0"
+		echo "NodeName=$n Name=gpu File=$W/dev/$n/fakegpu[4-7] Cores=1"
+	done >"$W/etc/gres.conf"
+	start_slurm
+	wait_for 40 daemons_up || die "not idle after the restart with two sockets: $N1 $(node_state $N1), $N2 $(node_state $N2)"
+	log "restarted with two sockets per node, gres.conf Cores=, task/affinity,task/cgroup"
+	export CGCHECKS=job.visible_devices,job.gpu_sharing
+	# closest NAME: two tasks per node, --gpu-bind=closest; then, per node,
+	# local task 0 must hold GPUs 0-3 and local task 1 GPUs 4-7 (by its
+	# cgroup or, unconstrained, by CUDA_VISIBLE_DEVICES), and both pass.
+	closest() {
+		local name=$1 n t v ok=1 all=""
+		"${SRUN[@]}" -N 2 --ntasks-per-node=2 --gres=gpu:$NGPUS --gpu-bind=closest --cpu-bind=cores \
+			--output="$W/out/$name-%N-%t.json" "$W/bin/cgtask" "$W/out/$name" 2>"$W/out/$name.err"
+		for n in "$N1" "$N2"; do
+			for t in 0 1; do
+				v=$(cgvars "$name" "$n" "$t")
+				all="$all $n/$t: $v;"
+				case $2/$t in
+				constrained/0) [[ "$v" == *"ALLOWED=0,1,2,3 "*"CUDA_VISIBLE_DEVICES=0,1,2,3 "* ]] || ok=0 ;;
+				constrained/1) [[ "$v" == *"ALLOWED=4,5,6,7 "*"CUDA_VISIBLE_DEVICES=0,1,2,3 "* ]] || ok=0 ;;
+				global/0) [[ "$v" == *"CUDA_VISIBLE_DEVICES=0,1,2,3 "*"SLURM_STEP_GPUS=0,1,2,3 "* ]] || ok=0 ;;
+				global/1) [[ "$v" == *"CUDA_VISIBLE_DEVICES=4,5,6,7 "*"SLURM_STEP_GPUS=4,5,6,7 "* ]] || ok=0 ;;
+				esac
+			done
+		done
+		if [ "$ok" = 1 ]; then
+			pass "$name: --gpu-bind=closest, 2 tasks on each of 2 nodes, each its socket's four GPUs:$all"
+		else
+			fail "$name: --gpu-bind=closest:$all $(head -c 300 "$W/out/$name.err")"
+		fi
+		local f st1 st2 bad=""
+		for f in "$W/out/$name"-*.json; do
+			st1=$(status_of "$f" job.visible_devices)
+			st2=$(status_of "$f" job.gpu_sharing)
+			[ "$st1" = pass ] && [ "$st2" = pass ] || bad="$bad ${f##*/}: visible_devices $st1 ($(summary_of "$f" job.visible_devices)), gpu_sharing $st2 ($(summary_of "$f" job.gpu_sharing));"
+		done
+		if [ -z "$bad" ] && [ "$(ls "$W/out/$name"-*.json | wc -l)" = 4 ]; then
+			pass "$name: job.visible_devices and job.gpu_sharing pass on all 4 tasks ($(summary_of "$W/out/$name-$N2-3.json" job.visible_devices); $(summary_of "$W/out/$name-$N2-3.json" job.gpu_sharing))"
+		else
+			fail "$name: $bad"
+		fi
+	}
+	# With ConstrainDevices each task's cgroup holds its four GPUs, renumbered
+	# 0-3; slurmd 22.05 then sets SLURM_STEP_GPUS to the renumbered list too
+	# (0,1,2,3 on the task that holds GPUs 4-7).
+	closest closest-cg constrained
+	# Without it the indexes are the node's.
+	printf 'CgroupPlugin=cgroup/v1\nConstrainDevices=no\n' >"$W/etc/cgroup.conf"
+	c scontrol reconfigure || fail "scontrol reconfigure"
+	sleep 2
+	closest closest-global global
+	unset CGCHECKS
 fi
