@@ -415,6 +415,10 @@ grep -qF 'mode: no device cgroup: all 8 GPU device files open' "$W/out/nogpu-$N1
 # As a job script derives it: the first node of SLURM_JOB_NODELIST.
 job2 ma-first 2 'export MASTER_ADDR=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1) MASTER_PORT=29500'
 expect ma-first job.master_addr pass pass "MASTER_ADDR=$N1 is the job's first node"
+# The same correct launch: each node's step sees its own eight GPUs, one task
+# per node of the two (SLURM_STEP_TASKS_PER_NODE=1(x2)).
+expect ma-first job.visible_devices pass pass "sees GPU 0-7, as allocated (SLURM_STEP_GPUS=0-7)"
+expect ma-first job.gpu_sharing pass pass "1 task(s) on this node (SLURM_STEP_TASKS_PER_NODE=1(x2))"
 job2 ma-second 2 "export MASTER_ADDR=$N2"
 expect ma-second job.master_addr warn warn "MASTER_ADDR=$N2 is node 2 of the job, not the first ($N1)"
 job2 ma-ip 2 "export MASTER_ADDR=$NET.2"
