@@ -63,6 +63,7 @@ e2e: test-prometheus test-systemd test-slurm test-landing test-package
 
 test-slurm:
 	bash scripts/slurm-e2e.sh
+	bash scripts/slurm-2node-e2e.sh
 
 test-prometheus:
 	bash scripts/prometheus-e2e.sh

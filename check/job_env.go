@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"net"
 	"strconv"
 	"strings"
 
@@ -128,6 +129,20 @@ func checkMasterAddr(n *state.Node, cfg *Config) Result {
 			break
 		}
 	}
+	// localhost (or 127.0.0.1, or a name that resolves only to loopback) is
+	// right on a one-node job, but on a multi-node job every node finds
+	// itself there: on the first node it matched one of its own addresses
+	// and passed, on the others it read as "node N, not the first". Only a
+	// job node's own name is exempt (Debian maps the host name to 127.0.1.1
+	// on that host; the other nodes resolve it properly).
+	if pos < 0 && len(hosts) > 1 && isLoopback(env.MasterAddr, addrs(env.MasterAddr)) {
+		where := ""
+		if a := addrs(env.MasterAddr); len(a) > 0 && a[0] != env.MasterAddr {
+			where = " (" + strings.Join(a, ", ") + ")"
+		}
+		v.add(Fail, nil, fixMaster, fmt.Sprintf("MASTER_ADDR=%s is a loopback address%s on a %d-node job: the other nodes cannot reach rank 0 there, the rendezvous will hang", env.MasterAddr, where, len(hosts)))
+		return v.result("")
+	}
 	sameAddr := shareAny(addrs(env.MasterAddr), addrs(first))
 	byName := pos >= 0
 	if pos < 0 && host != nil && shareAny(addrs(env.MasterAddr), host.LocalAddresses) {
@@ -151,6 +166,23 @@ func checkMasterAddr(n *state.Node, cfg *Config) Result {
 		return v.result(fmt.Sprintf("MASTER_ADDR=%s has the address of the job's first node %s", env.MasterAddr, first))
 	}
 	return v.result(fmt.Sprintf("MASTER_ADDR=%s is the job's first node", env.MasterAddr))
+}
+
+// isLoopback: name is localhost or a loopback IP, or every address it
+// resolved to is a loopback address.
+func isLoopback(name string, resolved []string) bool {
+	if ip := net.ParseIP(name); ip != nil {
+		return ip.IsLoopback()
+	}
+	if strings.EqualFold(name, "localhost") || strings.HasSuffix(strings.ToLower(name), ".localhost") {
+		return true
+	}
+	for _, a := range resolved {
+		if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return len(resolved) > 0
 }
 
 // shareAny reports whether two address lists have an address in common.

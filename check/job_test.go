@@ -382,6 +382,30 @@ func TestMasterAddr(t *testing.T) {
 			resolved(map[string][]string{"gpu002-ib": {"10.1.0.2"}, "gpu001": {"10.0.0.1"}}, nil)(n)
 			n.Slurm.Host.LocalAddresses = []string{"10.0.0.2", "10.1.0.2"}
 		}), status: Warn, summary: "is node 2 of the job, not the first (gpu001)"},
+		// Seen on a real two-node Slurm (scripts/slurm-2node-e2e.sh): the first
+		// node took localhost for one of its own addresses and passed, the
+		// second warned "node 2 of the job"; both must fail.
+		{name: "localhost on a two-node job, first node", node: jobNode(step(0, 1, "MASTER_ADDR=localhost"), func(n *state.Node) {
+			resolved(map[string][]string{"localhost": {"127.0.0.1", "::1"}, "gpu001": {"10.0.0.1"}}, nil)(n)
+			n.Slurm.Host.LocalAddresses = []string{"10.0.0.1", "127.0.0.1", "::1"}
+		}), status: Fail, summary: "MASTER_ADDR=localhost is a loopback address (127.0.0.1, ::1) on a 2-node job"},
+		{name: "localhost on a two-node job, second node", node: jobNode(onNode("gpu002", step(1, 1, "MASTER_ADDR=localhost")), func(n *state.Node) {
+			resolved(map[string][]string{"localhost": {"127.0.0.1"}, "gpu001": {"10.0.0.1"}}, nil)(n)
+			n.Slurm.Host.LocalAddresses = []string{"10.0.0.2", "127.0.0.1"}
+		}), status: Fail, summary: "is a loopback address"},
+		{name: "127.0.0.1 on a two-node job, not resolved", node: jobNode(step(0, 1, "MASTER_ADDR=127.0.0.1"), nil), status: Fail, summary: "MASTER_ADDR=127.0.0.1 is a loopback address on a 2-node job"},
+		{name: "an alias of loopback on a two-node job", node: jobNode(step(0, 1, "MASTER_ADDR=me"), resolved(map[string][]string{"me": {"127.0.1.1"}, "gpu001": {"10.0.0.1"}}, nil)),
+			status: Fail, summary: "MASTER_ADDR=me is a loopback address (127.0.1.1)"},
+		{name: "localhost on a one-node job", node: jobNode(oneNode(step(0, 1, "MASTER_ADDR=localhost")), func(n *state.Node) {
+			resolved(map[string][]string{"localhost": {"127.0.0.1"}, "gpu001": {"10.0.0.1"}}, nil)(n)
+			n.Slurm.Host.LocalAddresses = []string{"10.0.0.1", "127.0.0.1"}
+		}), status: Pass, summary: "has the address of the job's first node gpu001"},
+		// Debian's /etc/hosts maps the host's own name to 127.0.1.1: on the
+		// first node its own name resolves to loopback, and that is fine.
+		{name: "first node's name resolving to 127.0.1.1 on itself", node: jobNode(step(0, 1, "MASTER_ADDR=gpu001"), func(n *state.Node) {
+			resolved(map[string][]string{"gpu001": {"127.0.1.1"}}, nil)(n)
+			n.Slurm.Host.LocalAddresses = []string{"10.0.0.1", "127.0.0.1"}
+		}), status: Pass, summary: "MASTER_ADDR=gpu001 is the job's first node"},
 		{name: "bad port", node: jobNode(step(0, 1, "MASTER_ADDR=gpu001", "MASTER_PORT=99999"), resolved(map[string][]string{"gpu001": {"10.0.0.1"}}, nil)),
 			status: Fail, summary: `MASTER_PORT="99999" is not a port number`},
 	})

@@ -76,6 +76,9 @@ func New(spec *simulate.Spec) (*System, error) {
 			return nil, err
 		}
 	}
+	if err := constrain(sys); err != nil {
+		return nil, err
+	}
 	return sys, nil
 }
 
