@@ -268,6 +268,12 @@ func TestProcesses(t *testing.T) {
 	running := healthy(func(n *state.Node) {
 		n.NVML.GPUs[0].Processes = []state.Process{{PID: 4242, UsedMemoryBytes: 4 << 30, User: "alice", Command: "python train.py", JobID: "4242"}}
 	})
+	captured := healthy(func(n *state.Node) {
+		n.Capture = &state.Capture{Format: "nvidia-smi -q", NotCollected: []string{"process_jobs"}}
+		for i := range n.NVML.GPUs {
+			n.NVML.GPUs[i].Processes = []state.Process{{PID: 2010222 + uint32(i), UsedMemoryBytes: 6724 << 20, Command: "python"}}
+		}
+	})
 	runCases(t, checkProcesses, []checkCase{
 		{name: "idle", node: healthy(nil), status: Pass, summary: "2 GPUs idle"},
 		{name: "leftover warns", node: leftover, status: Warn, summary: "pid 4242 (alice: python train.py) 4096 MiB", devices: []int{0}},
@@ -277,6 +283,11 @@ func TestProcesses(t *testing.T) {
 		// leftover: serve and the health check run beside jobs. It warned.
 		{name: "a running job's rank", node: running, status: Pass, summary: "1 GPUs idle, the others running Slurm job 4242; no leftover processes"},
 		{name: "a job's process when idle is expected", node: running, cfg: func(c *Config) { c.Processes.ExpectIdle = true }, status: Fail, summary: "pid 4242 (alice: python train.py) of job 4242", devices: []int{0}},
+		// nvidia-smi -q lists processes but not their cgroups: the busy
+		// GPUs of a real capture (nvsmi/testdata/gpud_rtx4090x8_535.154.05_nvidia-smi-q.txt,
+		// one python rank on each of 8 RTX 4090s) warned as leftovers.
+		{name: "a capture's processes, job unknown", node: captured, status: Skip, summary: "the capture does not say whose job they belong to"},
+		{name: "a capture's processes when idle is expected", node: captured, cfg: func(c *Config) { c.Processes.ExpectIdle = true }, status: Fail, devices: []int{0, 1}},
 		{name: "unknown process list", node: healthy(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].ProcessesKnown = false

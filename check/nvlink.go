@@ -28,6 +28,9 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 	if r, skip := nvmlSkip(n); skip {
 		return r
 	}
+	if n.Lacks("nvlinks") {
+		return Result{Status: Skip, Summary: "NVLinks not collected (the capture does not hold them)"}
+	}
 	gpus := usable(n)
 	// Without a configured count, the expectation is the most links up on
 	// any GPU of the same model: identical GPUs on one baseboard have the
@@ -67,6 +70,9 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 	if r, skip := nvmlSkip(n); skip {
 		return r
+	}
+	if n.Lacks("nvlinks") {
+		return Result{Status: Skip, Summary: "NVLinks not collected (the capture does not hold them)"}
 	}
 	v := verdict{id: "nvlink.errors"}
 	t := cfg.NVLink

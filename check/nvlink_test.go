@@ -19,6 +19,10 @@ func TestNVLinkState(t *testing.T) {
 		{name: "missing links inferred from the identical GPU", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].NVLinks = n.NVML.GPUs[0].NVLinks[:12] }),
 			status: Fail, summary: "12 of 18 NVLinks up", devices: []int{0}},
 		{name: "configured expectation", node: healthy(nil), cfg: func(c *Config) { c.NVLink.ExpectedLinks = 12 }, status: Pass},
+		// nvidia-smi -q prints no NVLink state: an H100 capture is not a node without NVLinks.
+		{name: "capture without NVLinks", node: healthy(func(n *state.Node) {
+			n.Capture = &state.Capture{NotCollected: []string{"nvlinks"}}
+		}), status: Skip, summary: "NVLinks not collected"},
 		{name: "no NVLink", node: healthy(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].NVLinks = nil
