@@ -52,7 +52,7 @@ func Parse(file string, data []byte, now time.Time) (*state.Node, error) {
 		return nil, &ParseError{File: file, Msg: "empty: no nvidia-smi -q output"}
 	case '<':
 		format = FormatXML
-		root, err = parseXML(file, data)
+		root, err = parseXML(file, blankHeader(data))
 		if err == nil {
 			root = root.child("nvidia_smi_log")
 			if root == nil {
@@ -80,6 +80,29 @@ func first(data []byte) byte {
 		return t[0]
 	}
 	return 0
+}
+
+// blankHeader empties the '#' lines before the XML starts (a corpus
+// file's "# source:" header), keeping the line count so errors still name
+// the file's own lines.
+func blankHeader(data []byte) []byte {
+	out := bytes.Clone(data)
+	for off := 0; off < len(out); {
+		end := bytes.IndexByte(out[off:], '\n')
+		if end < 0 {
+			end = len(out) - off
+		}
+		line := out[off : off+end]
+		t := bytes.TrimSpace(line)
+		if len(t) > 0 && t[0] != '#' {
+			break
+		}
+		for i := range line {
+			line[i] = ' '
+		}
+		off += end + 1
+	}
+	return out
 }
 
 // elided reports a capture that says it left things out: a line "[...]"
@@ -258,7 +281,7 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 			return nil, r.err
 		}
 		if !ok {
-			return nil, &ParseError{File: r.file, Line: attached.line, Msg: fmt.Sprintf("Attached GPUs is %q: no GPU could be listed", attached.val)}
+			return nil, &ParseError{File: r.file, Line: attached.line, Msg: fmt.Sprintf("%s is %q: no GPU could be listed", attached.key, attached.val)}
 		}
 		if c != uint64(len(blocks)) {
 			if !partial {
@@ -268,7 +291,7 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 					end = fmt.Sprintf("the last, %s at line %d, ends at line %d", blockName(last), last.line, lastLine(last))
 				}
 				return nil, &ParseError{File: r.file, Line: attached.line, Msg: fmt.Sprintf(
-					"Attached GPUs is %d but the capture holds %d GPU block(s) (%s): truncated or cut, so GPUs it does not show would pass unseen", c, len(blocks), end)}
+					"%s is %d but the capture holds %d GPU block(s) (%s): truncated or cut, so GPUs it does not show would pass unseen", attached.key, c, len(blocks), end)}
 			}
 			n.Capture.Partial = fmt.Sprintf("excerpt: %d of %d attached GPUs shown (the capture marks cuts with [...])", len(blocks), c)
 		}

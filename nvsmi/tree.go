@@ -160,6 +160,9 @@ func parseXML(file string, data []byte) (*item, error) {
 		}
 		if err != nil {
 			var se *xml.SyntaxError
+			if errors.As(err, &se) && se.Msg == "unexpected EOF" && len(stack) > 1 {
+				return nil, &ParseError{file, se.Line, fmt.Sprintf("the XML ends inside <%s>: truncated", stack[len(stack)-1].key)}
+			}
 			if errors.As(err, &se) {
 				return nil, &ParseError{file, se.Line, "not well-formed XML: " + se.Msg}
 			}
