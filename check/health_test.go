@@ -171,7 +171,10 @@ func TestPCIeLink(t *testing.T) {
 	runCases(t, checkPCIeLink, []checkCase{
 		{name: "full", node: healthy(nil), status: Pass},
 		// nvidia-smi: width, like generation, may be reduced while idle.
-		{name: "idle GPU at x8 is fine", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].PCIe.CurrentWidth = 8 }), status: Pass},
+		// An idle A10G at Gen1 x8 of Gen4 x16 (nvsmi/testdata/telegraf_a10g_515.105.01_nvidia-smi-q-x.xml)
+		// passed as "at full width": true verdict, untrue words.
+		{name: "idle GPU at x8 is fine", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].PCIe.CurrentWidth = 8 }), status: Pass,
+			summary: "PCIe links at full width on 1 GPUs; 1 idle GPU(s) at a reduced link"},
 		{name: "busy GPU at x8 of x16 fails", node: healthy(func(n *state.Node) {
 			n.NVML.GPUs[1].PCIe.CurrentWidth = 8
 			n.NVML.GPUs[1].ClockEvents.Reasons = nil
