@@ -32,7 +32,7 @@ func checkRetiredPages(n *state.Node, cfg *Config) Result {
 			if g.RemappedRows != nil {
 				v.add(Skip, g, "", "uses row remapping instead (see gpu.row_remap)")
 			} else {
-				missing(&v, g, "nvmlDeviceGetRetiredPages", "page retirement")
+				missing(n, &v, g, "nvmlDeviceGetRetiredPages", "page retirement")
 			}
 			continue
 		}
@@ -80,7 +80,7 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 	var interval time.Duration
 	for _, g := range gpus {
 		if g.ClockEvents == nil {
-			missing(&v, g, "nvmlDeviceGetCurrentClocksEventReasons", "clock event reasons")
+			missing(n, &v, g, "nvmlDeviceGetCurrentClocksEventReasons", "clock event reasons")
 			continue
 		}
 		flagged := false
@@ -213,7 +213,7 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 	for _, g := range gpus {
 		p := g.PCIe
 		if p == nil {
-			missing(&v, g, "nvmlDeviceGetCurrPcieLinkWidth", "PCIe link state")
+			missing(n, &v, g, "nvmlDeviceGetCurrPcieLinkWidth", "PCIe link state")
 			continue
 		}
 		ok := true
@@ -287,7 +287,7 @@ func checkPersistence(n *state.Node, cfg *Config) Result {
 	for _, g := range gpus {
 		switch {
 		case g.PersistenceMode == nil:
-			missing(&v, g, "nvmlDeviceGetPersistenceMode", "persistence mode")
+			missing(n, &v, g, "nvmlDeviceGetPersistenceMode", "persistence mode")
 		case !*g.PersistenceMode:
 			v.add(Warn, g, "enable nvidia-persistenced (systemctl enable --now nvidia-persistenced)",
 				"persistence mode off: every NVML/CUDA client pays the driver's start-up cost")
@@ -307,7 +307,7 @@ func checkTemperature(n *state.Node, cfg *Config) Result {
 	for _, g := range usable(n) {
 		t := g.Thermal
 		if t == nil {
-			missing(&v, g, "nvmlDeviceGetTemperature", "temperature")
+			missing(n, &v, g, "nvmlDeviceGetTemperature", "temperature")
 			continue
 		}
 		hottest = max(hottest, t.TemperatureC)
@@ -340,7 +340,7 @@ func checkPower(n *state.Node, cfg *Config) Result {
 	for _, g := range usable(n) {
 		p := g.Power
 		if p == nil {
-			missing(&v, g, "nvmlDeviceGetPowerUsage", "power draw")
+			missing(n, &v, g, "nvmlDeviceGetPowerUsage", "power draw")
 			continue
 		}
 		total += p.DrawWatts
@@ -399,7 +399,7 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 	var jobs []string
 	for _, g := range usable(n) {
 		if !g.ProcessesKnown {
-			missing(&v, g, "nvmlDeviceGetComputeRunningProcesses", "process list")
+			missing(n, &v, g, "nvmlDeviceGetComputeRunningProcesses", "process list")
 			continue
 		}
 		// A process inside a Slurm job's cgroup (JobID, from the kernel) is
@@ -475,7 +475,7 @@ func checkMIG(n *state.Node, cfg *Config) Result {
 	for _, g := range usable(n) {
 		m := g.MIG
 		if m == nil {
-			missing(&v, g, "nvmlDeviceGetMigMode", "MIG")
+			missing(n, &v, g, "nvmlDeviceGetMigMode", "MIG")
 			continue
 		}
 		modes[m.Current] = append(modes[m.Current], g.Index)

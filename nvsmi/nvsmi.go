@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,10 +119,11 @@ func elided(data []byte) bool {
 }
 
 type reader struct {
-	file string
-	xml  bool
-	err  error
-	gpu  *state.GPU
+	file    string
+	xml     bool
+	err     error
+	gpu     *state.GPU
+	unknown []state.CaptureUnknown
 }
 
 // fail keeps the first error.
@@ -236,8 +238,26 @@ func str(it *item) string {
 	return it.val
 }
 
-func (r *reader) unsupported(call string) {
+// unsupported marks the value behind call unknown: listed in the GPU's
+// Unsupported, as an NVML NOT_SUPPORTED answer is, and recorded with what
+// the capture printed in its place (the first of items that is printed and
+// unknown; nothing when none is printed).
+func (r *reader) unsupported(call string, items ...*item) {
+	if slices.Contains(r.gpu.Unsupported, call) {
+		return
+	}
 	r.gpu.Unsupported = append(r.gpu.Unsupported, call)
+	u := state.CaptureUnknown{GPU: r.gpu.Index, Call: call}
+	for _, it := range items {
+		if it != nil && unknown(it.val) && (it.val != "" || len(it.kids) == 0) {
+			u.Printed, u.Line = it.val, it.line
+			if u.Printed == "" {
+				u.Printed = "(nothing)"
+			}
+			break
+		}
+	}
+	r.unknown = append(r.unknown, u)
 }
 
 func (r *reader) node(root *item, format string, now time.Time, partial bool) (*state.Node, error) {
@@ -316,6 +336,7 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 		nv.GPUs = append(nv.GPUs, g)
 	}
 	nv.DeviceCount = len(nv.GPUs)
+	n.Capture.Unknown = r.unknown
 	n.NVML = nv
 	n.Sources = []state.Source{{Name: "nvidia-smi", OK: true}}
 	if err := n.Validate(); err != nil {
@@ -386,29 +407,33 @@ const mib = 1 << 20
 
 func (r *reader) memory(b *item) {
 	fb := r.get(b, "FB Memory Usage", "fb_memory_usage")
-	total, ok1 := r.number(r.get(fb, "Total", "total"), " MiB")
-	used, ok2 := r.number(r.get(fb, "Used", "used"), " MiB")
+	totalIt, usedIt := r.get(fb, "Total", "total"), r.get(fb, "Used", "used")
+	total, ok1 := r.number(totalIt, " MiB")
+	used, ok2 := r.number(usedIt, " MiB")
 	free, _ := r.number(r.get(fb, "Free", "free"), " MiB")
 	reserved, _ := r.number(r.get(fb, "Reserved", "reserved"), " MiB")
 	if !ok1 || !ok2 {
-		r.unsupported("nvmlDeviceGetMemoryInfo")
+		r.unsupported("nvmlDeviceGetMemoryInfo", fb, totalIt, usedIt)
 		return
 	}
 	r.gpu.Memory = &state.Memory{TotalBytes: uint64(total) * mib, UsedBytes: uint64(used) * mib, FreeBytes: uint64(free) * mib, ReservedBytes: uint64(reserved) * mib}
 }
 
 func (r *reader) modes(b *item) {
-	if on, ok := r.flag(r.get(b, "Persistence Mode", "persistence_mode")); ok {
+	pm := r.get(b, "Persistence Mode", "persistence_mode")
+	if on, ok := r.flag(pm); ok {
 		r.gpu.PersistenceMode = &on
 	} else {
-		r.unsupported("nvmlDeviceGetPersistenceMode")
+		r.unsupported("nvmlDeviceGetPersistenceMode", pm)
 	}
-	cur, ok1 := r.flag(r.get(b, "MIG Mode/Current", "mig_mode/current_mig"))
-	pend, ok2 := r.flag(r.get(b, "MIG Mode/Pending", "mig_mode/pending_mig"))
+	mig := r.get(b, "MIG Mode", "mig_mode")
+	curIt, pendIt := r.get(mig, "Current", "current_mig"), r.get(mig, "Pending", "pending_mig")
+	cur, ok1 := r.flag(curIt)
+	pend, ok2 := r.flag(pendIt)
 	if ok1 && ok2 {
 		r.gpu.MIG = &state.MIG{Current: cur, Pending: pend}
 	} else {
-		r.unsupported("nvmlDeviceGetMigMode")
+		r.unsupported("nvmlDeviceGetMigMode", mig, curIt, pendIt)
 	}
 }
 
@@ -418,10 +443,12 @@ func (r *reader) modes(b *item) {
 // "Single Bit"/"Double Bit" with a "Total" (older GPUs). Counters are read
 // only with ECC enabled, as the collector reads them.
 func (r *reader) ecc(b *item) {
-	cur, ok1 := r.flag(r.get(b, "ECC Mode/Current", "ecc_mode/current_ecc"))
-	pend, ok2 := r.flag(r.get(b, "ECC Mode/Pending", "ecc_mode/pending_ecc"))
+	mode := r.get(b, "ECC Mode", "ecc_mode")
+	curIt, pendIt := r.get(mode, "Current", "current_ecc"), r.get(mode, "Pending", "pending_ecc")
+	cur, ok1 := r.flag(curIt)
+	pend, ok2 := r.flag(pendIt)
 	if !ok1 || !ok2 {
-		r.unsupported("nvmlDeviceGetEccMode")
+		r.unsupported("nvmlDeviceGetEccMode", mode, curIt, pendIt)
 		return
 	}
 	e := &state.ECC{EnabledCurrent: cur, EnabledPending: pend}
@@ -430,10 +457,18 @@ func (r *reader) ecc(b *item) {
 		return
 	}
 	errs := r.get(b, "ECC Errors", "ecc_errors")
-	e.Volatile = r.eccCounts(r.get(errs, "Volatile", "volatile"))
+	vol := r.get(errs, "Volatile", "volatile")
+	e.Volatile = r.eccCounts(vol)
 	e.Aggregate = r.eccCounts(r.get(errs, "Aggregate", "aggregate"))
 	if e.Volatile.Uncorrected == nil {
-		r.unsupported("nvmlDeviceGetTotalEccErrors")
+		var printed []*item
+		if vol != nil {
+			printed = append(printed, vol.kids...)
+			for _, k := range vol.kids {
+				printed = append(printed, k.kids...)
+			}
+		}
+		r.unsupported("nvmlDeviceGetTotalEccErrors", append([]*item{errs, vol}, printed...)...)
 	}
 }
 
@@ -484,24 +519,28 @@ func (r *reader) eccCounts(sec *item) state.ECCCounts {
 // the collector, retired pages are read only where remapping is unknown.
 func (r *reader) pages(b *item) {
 	rr := r.get(b, "Remapped Rows", "remapped_rows")
-	corr, ok1 := r.count(r.get(rr, "Correctable Error", "remapped_row_corr"))
-	unc, ok2 := r.count(r.get(rr, "Uncorrectable Error", "remapped_row_unc"))
-	pend, ok3 := r.flag(r.get(rr, "Pending", "remapped_row_pending"))
-	fail, ok4 := r.flag(r.get(rr, "Remapping Failure Occurred", "remapped_row_failure"))
+	rrItems := []*item{rr, r.get(rr, "Correctable Error", "remapped_row_corr"), r.get(rr, "Uncorrectable Error", "remapped_row_unc"),
+		r.get(rr, "Pending", "remapped_row_pending"), r.get(rr, "Remapping Failure Occurred", "remapped_row_failure")}
+	corr, ok1 := r.count(rrItems[1])
+	unc, ok2 := r.count(rrItems[2])
+	pend, ok3 := r.flag(rrItems[3])
+	fail, ok4 := r.flag(rrItems[4])
 	if ok1 && ok2 && ok3 && ok4 && corr < 1<<31 && unc < 1<<31 {
 		r.gpu.RemappedRows = &state.RemappedRows{Correctable: int(corr), Uncorrectable: int(unc), Pending: pend, Failure: fail}
 		return
 	}
-	r.unsupported("nvmlDeviceGetRemappedRows")
+	r.unsupported("nvmlDeviceGetRemappedRows", rrItems...)
 	rp := r.get(b, "Retired Pages", "retired_pages")
-	sbe, o1 := r.count(r.get(rp, "Single Bit ECC", "multiple_single_bit_retirement/retired_count"))
-	dbe, o2 := r.count(r.get(rp, "Double Bit ECC", "double_bit_retirement/retired_count"))
-	pending, o3 := r.flag(r.get(rp, "Pending Page Blacklist|Pending Page Retirement|Pending", "pending_retirement|pending_blacklist"))
+	rpItems := []*item{rp, r.get(rp, "Single Bit ECC", "multiple_single_bit_retirement/retired_count"), r.get(rp, "Double Bit ECC", "double_bit_retirement/retired_count"),
+		r.get(rp, "Pending Page Blacklist|Pending Page Retirement|Pending", "pending_retirement|pending_blacklist")}
+	sbe, o1 := r.count(rpItems[1])
+	dbe, o2 := r.count(rpItems[2])
+	pending, o3 := r.flag(rpItems[3])
 	if o1 && o2 && o3 && sbe < 1<<31 && dbe < 1<<31 {
 		r.gpu.RetiredPages = &state.RetiredPages{SingleBitECC: int(sbe), DoubleBitECC: int(dbe), Pending: pending}
 		return
 	}
-	r.unsupported("nvmlDeviceGetRetiredPages")
+	r.unsupported("nvmlDeviceGetRetiredPages", rpItems...)
 }
 
 // clockEventReasons are nvml.h's nvmlClocksEventReason* bits with the
@@ -530,7 +569,7 @@ func (r *reader) clockEvents(b *item) {
 	sec := r.get(b, "Clocks Event Reasons|Clocks Throttle Reasons", "clocks_event_reasons|clocks_throttle_reasons")
 	const call = "nvmlDeviceGetCurrentClocksEventReasons"
 	if sec == nil {
-		r.unsupported(call)
+		r.unsupported(call, sec)
 		return
 	}
 	ce := &state.ClockEvents{Reasons: []string{}}
@@ -547,7 +586,7 @@ func (r *reader) clockEvents(b *item) {
 		on, ok := r.flag(it)
 		if !ok {
 			if c.needed {
-				r.unsupported(call)
+				r.unsupported(call, it)
 				return
 			}
 			continue
@@ -562,19 +601,22 @@ func (r *reader) clockEvents(b *item) {
 
 func (r *reader) pcie(b *item) {
 	link := r.get(b, "PCI/GPU Link Info", "pci/pci_gpu_link_info")
-	mg, o1 := r.number(r.get(link, "PCIe Generation/Max", "pcie_gen/max_link_gen"))
-	cg, o2 := r.number(r.get(link, "PCIe Generation/Current", "pcie_gen/current_link_gen"))
-	mw, o3 := r.number(r.get(link, "Link Width/Max", "link_widths/max_link_width"), "x")
-	cw, o4 := r.number(r.get(link, "Link Width/Current", "link_widths/current_link_width"), "x")
+	its := []*item{link, r.get(link, "PCIe Generation/Max", "pcie_gen/max_link_gen"), r.get(link, "PCIe Generation/Current", "pcie_gen/current_link_gen"),
+		r.get(link, "Link Width/Max", "link_widths/max_link_width"), r.get(link, "Link Width/Current", "link_widths/current_link_width")}
+	mg, o1 := r.number(its[1])
+	cg, o2 := r.number(its[2])
+	mw, o3 := r.number(its[3], "x")
+	cw, o4 := r.number(its[4], "x")
 	if !o1 || !o2 || !o3 || !o4 || mg > 64 || cg > 64 || mw > 64 || cw > 64 {
-		r.unsupported("nvmlDeviceGetCurrPcieLinkWidth")
+		r.unsupported("nvmlDeviceGetCurrPcieLinkWidth", its...)
 		return
 	}
 	p := &state.PCIe{CurrentGen: int(cg), MaxGen: int(mg), CurrentWidth: int(cw), MaxWidth: int(mw)}
-	if v, ok := r.count(r.get(b, "PCI/Replays Since Reset", "pci/replay_counter")); ok {
+	rc := r.get(b, "PCI/Replays Since Reset", "pci/replay_counter")
+	if v, ok := r.count(rc); ok {
 		p.ReplayCounter = &v
 	} else {
-		r.unsupported("nvmlDeviceGetPcieReplayCounter")
+		r.unsupported("nvmlDeviceGetPcieReplayCounter", rc)
 	}
 	r.gpu.PCIe = p
 }
@@ -585,9 +627,10 @@ func (r *reader) pcie(b *item) {
 // temperatures: those leave the threshold unknown.
 func (r *reader) thermal(b *item) {
 	t := r.get(b, "Temperature", "temperature")
-	cur, ok := r.number(r.get(t, "GPU Current Temp", "gpu_temp"), " C")
+	curIt := r.get(t, "GPU Current Temp", "gpu_temp")
+	cur, ok := r.number(curIt, " C")
 	if !ok || cur < -100 || cur > 1000 {
-		r.unsupported("nvmlDeviceGetTemperature")
+		r.unsupported("nvmlDeviceGetTemperature", t, curIt)
 		return
 	}
 	th := &state.Thermal{TemperatureC: int(cur)}
@@ -608,26 +651,29 @@ func (r *reader) thermal(b *item) {
 // "Enforced Power Limit" in the older "Power Readings" section).
 func (r *reader) power(b *item) {
 	sec := r.get(b, "GPU Power Readings|Power Readings", "gpu_power_readings|power_readings")
-	draw, ok := r.number(r.get(sec, "Power Draw|Average Power Draw|Instantaneous Power Draw", "power_draw|average_power_draw|instant_power_draw"), " W")
+	drawIt := r.get(sec, "Power Draw|Average Power Draw|Instantaneous Power Draw", "power_draw|average_power_draw|instant_power_draw")
+	draw, ok := r.number(drawIt, " W")
 	if !ok {
-		r.unsupported("nvmlDeviceGetPowerUsage")
+		r.unsupported("nvmlDeviceGetPowerUsage", sec, drawIt)
 		return
 	}
 	p := &state.Power{DrawWatts: draw}
-	if lim, ok := r.number(r.get(sec, "Current Power Limit|Enforced Power Limit|Power Limit", "current_power_limit|enforced_power_limit|power_limit"), " W"); ok {
+	limIt := r.get(sec, "Current Power Limit|Enforced Power Limit|Power Limit", "current_power_limit|enforced_power_limit|power_limit")
+	if lim, ok := r.number(limIt, " W"); ok {
 		p.LimitWatts = &lim
 	} else {
-		r.unsupported("nvmlDeviceGetEnforcedPowerLimit")
+		r.unsupported("nvmlDeviceGetEnforcedPowerLimit", limIt)
 	}
 	r.gpu.Power = p
 }
 
 func (r *reader) utilization(b *item) {
 	u := r.get(b, "Utilization", "utilization")
-	gpu, ok1 := r.number(r.get(u, "Gpu", "gpu_util"), " %")
-	mem, ok2 := r.number(r.get(u, "Memory", "memory_util"), " %")
+	gpuIt, memIt := r.get(u, "Gpu", "gpu_util"), r.get(u, "Memory", "memory_util")
+	gpu, ok1 := r.number(gpuIt, " %")
+	mem, ok2 := r.number(memIt, " %")
 	if !ok1 || !ok2 || gpu > 100 || mem > 100 {
-		r.unsupported("nvmlDeviceGetUtilizationRates")
+		r.unsupported("nvmlDeviceGetUtilizationRates", u, gpuIt, memIt)
 		return
 	}
 	r.gpu.Utilization = &state.Utilization{GPUPercent: uint32(gpu), MemoryPercent: uint32(mem)}
@@ -639,7 +685,7 @@ func (r *reader) utilization(b *item) {
 func (r *reader) processes(b *item) {
 	sec := r.get(b, "Processes", "processes")
 	if sec == nil || len(sec.kids) == 0 && unknown(sec.val) && sec.val != "" {
-		r.unsupported("nvmlDeviceGetComputeRunningProcesses")
+		r.unsupported("nvmlDeviceGetComputeRunningProcesses", sec)
 		return
 	}
 	r.gpu.ProcessesKnown = true

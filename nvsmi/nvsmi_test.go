@@ -174,6 +174,9 @@ func TestUnknownStaysUnknown(t *testing.T) {
 		if r.Status != check.Skip {
 			t.Errorf("%s: %s (%s), want skip: every value it reads is unknown", r.ID, r.Status, r.Summary)
 		}
+		if !strings.Contains(r.Summary, "unknown: the capture prints ") {
+			t.Errorf("%s: %q does not say what the capture printed", r.ID, r.Summary)
+		}
 	}
 }
 

@@ -63,9 +63,37 @@ type Capture struct {
 	// hold ("kernel", "topology", "slurm", "nvlinks", ...): checks that need
 	// them skip, never pass.
 	NotCollected []string `json:"not_collected,omitempty"`
+	// Unknown lists, per GPU, the values the checks read that the capture
+	// leaves unknown, with what it printed instead ("" when it printed
+	// nothing for them), so a skip can say why.
+	Unknown []CaptureUnknown `json:"unknown,omitempty"`
 	// Partial says the capture is an excerpt that marks what it left out
 	// ("[...]"): only the GPU blocks it shows are in the state.
 	Partial string `json:"partial,omitempty"`
+}
+
+// CaptureUnknown is one value a capture leaves unknown: the GPU (index),
+// the NVML entry point the value stands for (as in GPU.Unsupported), what
+// the capture printed ("N/A", "[Unknown Error]"; "" when absent) and where.
+type CaptureUnknown struct {
+	GPU     int    `json:"gpu"`
+	Call    string `json:"call"`
+	Printed string `json:"printed,omitempty"`
+	Line    int    `json:"line,omitempty"`
+}
+
+// CaptureUnknownFor returns what a capture printed for a GPU's value in
+// place of it, or nil when the state is no capture or has no record.
+func (n *Node) CaptureUnknownFor(gpu int, call string) *CaptureUnknown {
+	if n == nil || n.Capture == nil {
+		return nil
+	}
+	for i := range n.Capture.Unknown {
+		if u := &n.Capture.Unknown[i]; u.GPU == gpu && u.Call == call {
+			return u
+		}
+	}
+	return nil
 }
 
 // Lacks reports whether the node state came from a capture that cannot hold
