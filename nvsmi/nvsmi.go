@@ -731,9 +731,8 @@ func (r *reader) processes(b *item) {
 
 // fabric: State and Status as NVML names them (nvml/names.go); printed
 // only on GPUs with NVSwitch fabric (N/A elsewhere, which leaves it nil as
-// a NOT_SUPPORTED answer does). The health mask is not printed as a number,
-// so it stays 0 ("not reported" in every field); a printed health summary
-// is kept.
+// a NOT_SUPPORTED answer does). The health mask is rebuilt from the
+// printed health rows and the summary kept, where the driver prints them.
 func (r *reader) fabric(b *item) {
 	f := r.get(b, "Fabric", "fabric")
 	st := str(r.get(f, "State", "state"))
@@ -754,6 +753,7 @@ func (r *reader) fabric(b *item) {
 		fs.CliqueID = uint32(v)
 	}
 	fs.ClusterUUID = str(r.get(f, "ClusterUUID", "clusterUuid|cluster_uuid"))
+	fs.HealthMask = r.fabricMask(r.get(f, "Health", "health"))
 	switch strings.ToLower(str(r.get(f, "Health/Summary", "health/summary"))) {
 	case "healthy":
 		fs.HealthSummary = 1
@@ -763,6 +763,38 @@ func (r *reader) fabric(b *item) {
 		fs.HealthSummary = 3
 	}
 	r.gpu.Fabric = fs
+}
+
+// fabricMask encodes the printed fabric health rows (driver R570 and
+// later) as nvml.h's NVML_GPU_FABRIC_HEALTH_MASK_* fields, for fabric.state
+// to decode as it decodes NVML's: each two-bit flag is TRUE (1) or FALSE
+// (2), the incorrect-configuration code NONE (1); a row that is absent,
+// unknown or worded otherwise leaves its field 0, "not reported".
+func (r *reader) fabricMask(h *item) uint32 {
+	if h == nil {
+		return 0
+	}
+	var mask uint32
+	flag := func(text, xml string, shift uint32, trueWord, falseWord string) {
+		it := r.get(h, text, xml)
+		if it == nil || unknown(it.val) {
+			return
+		}
+		switch v := strings.ToLower(it.val); {
+		case v == trueWord || v == "true" || v == "yes":
+			mask |= 1 << shift
+		case v == falseWord || v == "false" || v == "no":
+			mask |= 2 << shift
+		}
+	}
+	flag("Bandwidth", "bandwidth", 0, "degraded", "full")
+	flag("Route Recovery in progress", "route_recovery_in_progress", 2, "true", "false")
+	flag("Route Unhealthy", "route_unhealthy", 4, "true", "false")
+	flag("Access Timeout Recovery", "access_timeout_recovery", 6, "true", "false")
+	if strings.EqualFold(str(r.get(h, "Incorrect Configuration", "incorrect_configuration")), "none") {
+		mask |= 1 << 8
+	}
+	return mask
 }
 
 // archName is "Product Architecture" as nvml/names.go names architectures.

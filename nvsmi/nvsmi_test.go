@@ -268,3 +268,22 @@ func equal(a, b any) bool {
 	}
 	return a == b
 }
+
+// The fabric health rows of newer drivers become nvml.h's mask and summary,
+// which fabric.state decodes as it decodes NVML's own.
+func TestFabricHealthRows(t *testing.T) {
+	n := parse(t, "synthetic_fabric_health.txt")
+	ok, bad := n.NVML.GPUs[0].Fabric, n.NVML.GPUs[1].Fabric
+	if ok.HealthMask != 0x1aa || ok.HealthSummary != 1 || ok.CliqueID != 32766 || ok.ClusterUUID == "" {
+		t.Errorf("healthy fabric: %+v (want mask 0x1aa, summary 1)", ok)
+	}
+	// bandwidth degraded TRUE (1), route unhealthy TRUE (1<<4), the rest FALSE/NONE.
+	if want := uint32(1 | 2<<2 | 1<<4 | 2<<6 | 1<<8); bad.HealthMask != want || bad.HealthSummary != 2 {
+		t.Errorf("unhealthy fabric: mask %#x summary %d, want %#x and 2", bad.HealthMask, bad.HealthSummary, want)
+	}
+	checks, _ := check.Select([]string{"fabric.state"}, nil)
+	r := check.Run(context.Background(), n, check.DefaultConfig(), checks)[0]
+	if r.Status != check.Fail || len(r.Devices) != 1 || r.Devices[0].Index != 1 || !strings.Contains(r.Summary, "route unhealthy") {
+		t.Errorf("fabric.state: %s on %v: %s", r.Status, r.Devices, r.Summary)
+	}
+}
