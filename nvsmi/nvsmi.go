@@ -311,7 +311,7 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 					end = fmt.Sprintf("the last, %s at line %d, ends at line %d", blockName(last), last.line, lastLine(last))
 				}
 				return nil, &ParseError{File: r.file, Line: attached.line, Msg: fmt.Sprintf(
-					"%s is %d but the capture holds %d GPU block(s) (%s): truncated or cut, so GPUs it does not show would pass unseen", attached.key, c, len(blocks), end)}
+					"%s is %d but the capture holds %d GPU block(s) (%s): truncated or cut, so GPUs it does not show would pass unseen (nvidia-smi -q -i picks GPUs: capture them all)", attached.key, c, len(blocks), end)}
 			}
 			n.Capture.Partial = fmt.Sprintf("excerpt: %d of %d attached GPUs shown (the capture marks cuts with [...])", len(blocks), c)
 		}
