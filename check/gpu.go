@@ -126,8 +126,17 @@ func usable(n *state.Node) []*state.GPU {
 }
 
 // missing explains why a value is absent: the call's error (an error
-// finding) or "not supported" (a skip).
-func missing(v *verdict, g *state.GPU, call, what string) {
+// finding) or "not supported" (a skip); in a state read from an
+// nvidia-smi capture, what the capture printed instead (a skip).
+func missing(n *state.Node, v *verdict, g *state.GPU, call, what string) {
+	if u := n.CaptureUnknownFor(g.Index, call); u != nil {
+		if u.Printed == "" {
+			v.add(Skip, g, "", what+" unknown: not in the capture")
+		} else {
+			v.add(Skip, g, "", fmt.Sprintf("%s unknown: the capture prints %q (line %d)", what, u.Printed, u.Line))
+		}
+		return
+	}
 	for _, c := range append([]string{call}, sameCall[call]...) {
 		if e := g.ErrorFor(c); e != nil {
 			v.add(Error, g, "", fmt.Sprintf("%s: %s: %s", what, c, e.Error))
@@ -161,7 +170,7 @@ func checkECC(n *state.Node, cfg *Config) Result {
 	gpus := usable(n)
 	for _, g := range gpus {
 		if g.ECC == nil {
-			missing(&v, g, "nvmlDeviceGetEccMode", "ECC")
+			missing(n, &v, g, "nvmlDeviceGetEccMode", "ECC")
 			continue
 		}
 		e := g.ECC
@@ -173,7 +182,7 @@ func checkECC(n *state.Node, cfg *Config) Result {
 			v.add(Warn, g, "reset the GPU or reboot to apply the pending ECC mode", "ECC mode change pending a reset")
 		}
 		if e.Volatile.Uncorrected == nil {
-			missing(&v, g, "nvmlDeviceGetTotalEccErrors", "ECC counters")
+			missing(n, &v, g, "nvmlDeviceGetTotalEccErrors", "ECC counters")
 			continue
 		}
 		if vu := *e.Volatile.Uncorrected; t.VolatileUncorrectedFail > 0 && vu >= t.VolatileUncorrectedFail {
@@ -203,7 +212,7 @@ func checkRowRemap(n *state.Node, cfg *Config) Result {
 	for _, g := range usable(n) {
 		rr := g.RemappedRows
 		if rr == nil {
-			missing(&v, g, "nvmlDeviceGetRemappedRows", "row remapping")
+			missing(n, &v, g, "nvmlDeviceGetRemappedRows", "row remapping")
 			continue
 		}
 		judged++

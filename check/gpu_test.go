@@ -138,6 +138,17 @@ func dgxNode(mut func(n *state.Node)) *state.Node {
 func TestECC(t *testing.T) {
 	runCases(t, checkECC, []checkCase{
 		{name: "clean", node: node(nil), status: Pass, summary: "no uncorrectable ECC errors on 2 GPUs"},
+		// A capture's "[Unknown Error]" is no "not supported": the skip
+		// quotes what nvidia-smi printed and where (nvsmi/testdata/synthetic_unknowns.txt).
+		{name: "capture printed an error", node: node(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].ECC.Volatile.Uncorrected = nil
+				n.NVML.GPUs[i].Unsupported = []string{"nvmlDeviceGetTotalEccErrors"}
+			}
+			n.Capture = &state.Capture{Unknown: []state.CaptureUnknown{
+				{GPU: 0, Call: "nvmlDeviceGetTotalEccErrors", Printed: "[Unknown Error]", Line: 50},
+				{GPU: 1, Call: "nvmlDeviceGetTotalEccErrors"}}}
+		}), status: Skip, summary: `ECC counters unknown: the capture prints "[Unknown Error]" (line 50)`},
 		{name: "volatile uncorrectable", node: node(func(n *state.Node) { n.NVML.GPUs[1].ECC.Volatile.Uncorrected = u64(3) }),
 			status: Fail, summary: "GPU 1 (0000:11:00.0): 3 uncorrectable ECC errors since the last reset", devices: []int{1}},
 		{name: "threshold raised", node: node(func(n *state.Node) { n.NVML.GPUs[1].ECC.Volatile.Uncorrected = u64(3) }),

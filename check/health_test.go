@@ -206,7 +206,10 @@ func TestPCIeLink(t *testing.T) {
 	runCases(t, checkPCIeLink, []checkCase{
 		{name: "full", node: healthy(nil), status: Pass},
 		// nvidia-smi: width, like generation, may be reduced while idle.
-		{name: "idle GPU at x8 is fine", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].PCIe.CurrentWidth = 8 }), status: Pass},
+		// An idle A10G at Gen1 x8 of Gen4 x16 (nvsmi/testdata/telegraf_a10g_515.105.01_nvidia-smi-q-x.xml)
+		// passed as "at full width": true verdict, untrue words.
+		{name: "idle GPU at x8 is fine", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].PCIe.CurrentWidth = 8 }), status: Pass,
+			summary: "PCIe links at full width on 1 GPUs; 1 idle GPU(s) at a reduced link"},
 		{name: "busy GPU at x8 of x16 fails", node: healthy(func(n *state.Node) {
 			n.NVML.GPUs[1].PCIe.CurrentWidth = 8
 			n.NVML.GPUs[1].ClockEvents.Reasons = nil
@@ -303,6 +306,12 @@ func TestProcesses(t *testing.T) {
 	running := healthy(func(n *state.Node) {
 		n.NVML.GPUs[0].Processes = []state.Process{{PID: 4242, UsedMemoryBytes: 4 << 30, User: "alice", Command: "python train.py", JobID: "4242"}}
 	})
+	captured := healthy(func(n *state.Node) {
+		n.Capture = &state.Capture{Format: "nvidia-smi -q", NotCollected: []string{"process_jobs"}}
+		for i := range n.NVML.GPUs {
+			n.NVML.GPUs[i].Processes = []state.Process{{PID: 2010222 + uint32(i), UsedMemoryBytes: 6724 << 20, Command: "python"}}
+		}
+	})
 	runCases(t, checkProcesses, []checkCase{
 		{name: "idle", node: healthy(nil), status: Pass, summary: "2 GPUs idle"},
 		{name: "leftover warns", node: leftover, status: Warn, summary: "pid 4242 (alice: python train.py) 4096 MiB", devices: []int{0}},
@@ -312,6 +321,11 @@ func TestProcesses(t *testing.T) {
 		// leftover: serve and the health check run beside jobs. It warned.
 		{name: "a running job's rank", node: running, status: Pass, summary: "1 GPUs idle, the others running Slurm job 4242; no leftover processes"},
 		{name: "a job's process when idle is expected", node: running, cfg: func(c *Config) { c.Processes.ExpectIdle = true }, status: Fail, summary: "pid 4242 (alice: python train.py) of job 4242", devices: []int{0}},
+		// nvidia-smi -q lists processes but not their cgroups: the busy
+		// GPUs of a real capture (nvsmi/testdata/gpud_rtx4090x8_535.154.05_nvidia-smi-q.txt,
+		// one python rank on each of 8 RTX 4090s) warned as leftovers.
+		{name: "a capture's processes, job unknown", node: captured, status: Skip, summary: "the capture does not say whose job they belong to"},
+		{name: "a capture's processes when idle is expected", node: captured, cfg: func(c *Config) { c.Processes.ExpectIdle = true }, status: Fail, devices: []int{0, 1}},
 		{name: "unknown process list", node: healthy(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].ProcessesKnown = false

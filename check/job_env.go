@@ -35,7 +35,7 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 	others := 0
 	for _, g := range t.visible {
 		if !g.ProcessesKnown {
-			missing(&v, g, "nvmlDeviceGetComputeRunningProcesses", "process list")
+			missing(n, &v, g, "nvmlDeviceGetComputeRunningProcesses", "process list")
 			continue
 		}
 		var mine uint64

@@ -407,7 +407,7 @@ func checkGPUMemory(n *state.Node, cfg *Config) Result {
 	t := visibleGPUs(n)
 	for _, g := range t.visible {
 		if g.Memory == nil {
-			missing(&v, g, "nvmlDeviceGetMemoryInfo", "memory size")
+			missing(n, &v, g, "nvmlDeviceGetMemoryInfo", "memory size")
 			continue
 		}
 		// The size a card is sold by includes what the driver and firmware

@@ -60,6 +60,9 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 	if r, skip := nvmlSkip(n); skip {
 		return r
 	}
+	if n.Lacks("nvlinks") {
+		return Result{Status: Skip, Summary: "NVLinks not collected (the capture does not hold them)"}
+	}
 	gpus := usable(n)
 	p := cfg.PlatformFor(n)
 	majority := map[string]int{}
@@ -146,6 +149,9 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 	if r, skip := nvmlSkip(n); skip {
 		return r
+	}
+	if n.Lacks("nvlinks") {
+		return Result{Status: Skip, Summary: "NVLinks not collected (the capture does not hold them)"}
 	}
 	v := verdict{id: "nvlink.errors"}
 	t := cfg.NVLink

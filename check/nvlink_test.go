@@ -53,6 +53,10 @@ func TestNVLinkState(t *testing.T) {
 		{name: "all up", node: healthy(nil), status: Pass, summary: "36 NVLinks up on 2 GPUs (platform hgx-h100: 18 each)"},
 		{name: "one down", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].NVLinks[3].Up = false }),
 			status: Fail, summary: "17 of 18 NVLinks up (link 3 down)", devices: []int{1}},
+		// nvidia-smi -q prints no NVLink state: an H100 capture is not a node without NVLinks.
+		{name: "capture without NVLinks", node: healthy(func(n *state.Node) {
+			n.Capture = &state.Capture{NotCollected: []string{"nvlinks"}}
+		}), status: Skip, summary: "NVLinks not collected"},
 		{name: "links the driver no longer lists", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].NVLinks = n.NVML.GPUs[0].NVLinks[:12] }),
 			status: Fail, summary: "12 of 18 NVLinks up", devices: []int{0}},
 		{name: "configured expectation", node: healthy(nil), cfg: func(c *Config) { c.NVLink.ExpectedLinks = 12 }, status: Pass, summary: "(12 each, nvlink.expected_links)"},

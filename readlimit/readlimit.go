@@ -31,6 +31,9 @@ const (
 	// KernelLog: a saved dmesg or journalctl -k; the kernel's ring buffer
 	// holds at most a few MiB, a journal of weeks some tens.
 	KernelLog = 64 << 20
+	// NvidiaSMI: a saved nvidia-smi -q is ~200 KiB for 8 GPUs, its -q -x
+	// (every supported clock listed) a few MiB.
+	NvidiaSMI = 16 << 20
 	// Report: the daemon's /report is a few KiB per check.
 	Report = 4 << 20
 	// PseudoFile: a sysfs attribute or /proc file (PCI config space is 4 KiB;

@@ -22,6 +22,9 @@ type Document struct {
 	Host          string `json:"host"`
 	Simulated     bool   `json:"simulated"`
 	SimulateSpec  string `json:"simulate_spec,omitempty"`
+	// Capture names the saved tool output the state was read from
+	// ("nvidia-smi -q of FILE"); empty for a collection.
+	Capture string `json:"capture,omitempty"`
 	// Scope: only these GPUs were judged (check --gpus).
 	Scope           string         `json:"scope,omitempty"`
 	Status          check.Status   `json:"status"`
@@ -54,6 +57,15 @@ func New(n *state.Node, results []check.Result, strict bool, elapsed time.Durati
 		GpuprobeVersion: n.GpuprobeVersion,
 		Counts:          map[string]int{},
 		Checks:          results,
+	}
+	if c := n.Capture; c != nil {
+		d.Capture = c.Format + " of " + c.File
+		if c.Timestamp != "" {
+			d.Capture += " (" + c.Timestamp + ")"
+		}
+		if c.Partial != "" {
+			d.Capture += "; " + c.Partial
+		}
 	}
 	if n.NVML != nil {
 		d.Driver, d.CUDA, d.GPUs = n.NVML.DriverVersion, n.NVML.CUDADriverVersion, len(n.NVML.GPUs)

@@ -40,6 +40,7 @@ func (p *Page) WriteHTML(w io.Writer) error {
 type pageView struct {
 	Title, Node, Status, StatusClass, Version string
 	Simulated                                 string
+	Capture                                   string
 	Stale                                     bool
 	CollectedAt, Age                          string
 	Counts                                    string
@@ -82,6 +83,7 @@ func (p *Page) view() pageView {
 	if d.Simulated {
 		v.Simulated = d.SimulateSpec
 	}
+	v.Capture = d.Capture
 	if !d.CollectedAt.IsZero() {
 		v.CollectedAt = d.CollectedAt.UTC().Format("2006-01-02 15:04:05 UTC")
 		if !p.Now.IsZero() {
@@ -218,6 +220,7 @@ td.pass,td.warn,td.fail,td.error,td.skip{color:#fff}
 <body>
 <h1>gpuprobe on {{.Node}} <span class="status {{.StatusClass}}">{{.Status}}</span></h1>
 {{if .Simulated}}<div class="banner">SIMULATED: {{.Simulated}} (go-nvml mock; not real hardware)</div>{{end}}
+{{if .Capture}}<div class="banner">FROM A CAPTURE: {{.Capture}} (not collected by gpuprobe; checks needing what it lacks skip)</div>{{end}}
 {{if .Stale}}<div class="banner">STALE: the last collection failed; this is the previous one.</div>{{end}}
 <p class="muted">Last collection: {{if .CollectedAt}}{{.CollectedAt}}{{if .Age}} ({{.Age}}){{end}}{{else}}none yet{{end}}{{if .Counts}} · {{.Counts}}{{end}}{{if .Version}} · gpuprobe {{.Version}}{{end}}</p>
 <p>{{range $i, $l := .Links}}{{if $i}} · {{end}}<a href="{{$l.Href}}">{{$l.Text}}</a>{{end}}</p>

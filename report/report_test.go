@@ -170,3 +170,32 @@ func FuzzFoldSkips(f *testing.F) {
 		}
 	})
 }
+
+// A state read from an nvidia-smi capture says so in every rendering: it
+// was not collected by gpuprobe, and the checks it cannot feed skipped.
+func TestCaptureIsNamed(t *testing.T) {
+	n := &state.Node{Host: "h100x8", Capture: &state.Capture{Format: "nvidia-smi -q", File: "h100x8.txt", Timestamp: "Wed Jul 31 11:22:39 2024"}}
+	d := New(n, nil, false, 0)
+	const want = "nvidia-smi -q of h100x8.txt (Wed Jul 31 11:22:39 2024)"
+	if d.Capture != want {
+		t.Fatalf("Capture = %q, want %q", d.Capture, want)
+	}
+	var text, html, js bytes.Buffer
+	if err := d.WriteText(&text, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Page{Doc: d, Node: n}).WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]string{"text": text.String(), "json": js.String(), "html": html.String()} {
+		if !strings.Contains(b, want) {
+			t.Errorf("%s rendering does not name the capture:\n%s", name, b)
+		}
+	}
+	if !strings.HasPrefix(text.String(), "*** FROM A CAPTURE:") {
+		t.Errorf("text report must open with the capture banner:\n%s", text.String())
+	}
+}

@@ -58,6 +58,9 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 	if d.Simulated {
 		b.WriteString(paint(bold+yellow, "*** SIMULATED: "+clean(d.SimulateSpec)+" (go-nvml mock; not real hardware) ***") + "\n")
 	}
+	if d.Capture != "" {
+		b.WriteString(paint(bold+yellow, "*** FROM A CAPTURE: "+clean(d.Capture)+"; not collected by gpuprobe, checks needing what it lacks skip ***") + "\n")
+	}
 	if d.JobPerf != nil {
 		writeJobFigures(&b, d, clean)
 	} else {

@@ -21,6 +21,9 @@ type Node struct {
 	CollectedAt   time.Time `json:"collected_at"`
 	// Simulated is the --simulate spec the state came from; empty for real hardware.
 	Simulated string `json:"simulated,omitempty"`
+	// Capture says the state was read from a saved tool output
+	// (snapshot --from-nvidia-smi), not collected by gpuprobe; nil otherwise.
+	Capture *Capture `json:"capture,omitempty"`
 	// Scope says the run judged only some GPUs ("SLURM_JOB_GPUS=0,1": a
 	// Prolog or Epilog scoped to its job); the others, and the XIDs that
 	// name them, were left out of the state. Empty: the whole node.
@@ -45,6 +48,66 @@ type Node struct {
 	// Sources records how each collector fared, so a report can say what was
 	// not looked at and why.
 	Sources []Source `json:"sources,omitempty"`
+}
+
+// Capture is where a state read from a saved tool output came from, and
+// what that output cannot hold.
+type Capture struct {
+	// Format is the tool output: "nvidia-smi -q" or "nvidia-smi -q -x".
+	Format string `json:"format"`
+	// File is the file it was read from ("-" for stdin).
+	File string `json:"file"`
+	// Timestamp is the capture's own time stamp, as printed (no time zone).
+	Timestamp string `json:"timestamp,omitempty"`
+	// NotCollected names the parts of the node state the format does not
+	// hold ("kernel", "topology", "slurm", "nvlinks", ...): checks that need
+	// them skip, never pass.
+	NotCollected []string `json:"not_collected,omitempty"`
+	// Unknown lists, per GPU, the values the checks read that the capture
+	// leaves unknown, with what it printed instead ("" when it printed
+	// nothing for them), so a skip can say why.
+	Unknown []CaptureUnknown `json:"unknown,omitempty"`
+	// Partial says the capture is an excerpt that marks what it left out
+	// ("[...]"): only the GPU blocks it shows are in the state.
+	Partial string `json:"partial,omitempty"`
+}
+
+// CaptureUnknown is one value a capture leaves unknown: the GPU (index),
+// the NVML entry point the value stands for (as in GPU.Unsupported), what
+// the capture printed ("N/A", "[Unknown Error]"; "" when absent) and where.
+type CaptureUnknown struct {
+	GPU     int    `json:"gpu"`
+	Call    string `json:"call"`
+	Printed string `json:"printed,omitempty"`
+	Line    int    `json:"line,omitempty"`
+}
+
+// CaptureUnknownFor returns what a capture printed for a GPU's value in
+// place of it, or nil when the state is no capture or has no record.
+func (n *Node) CaptureUnknownFor(gpu int, call string) *CaptureUnknown {
+	if n == nil || n.Capture == nil {
+		return nil
+	}
+	for i := range n.Capture.Unknown {
+		if u := &n.Capture.Unknown[i]; u.GPU == gpu && u.Call == call {
+			return u
+		}
+	}
+	return nil
+}
+
+// Lacks reports whether the node state came from a capture that cannot hold
+// part (a name from Capture.NotCollected).
+func (n *Node) Lacks(part string) bool {
+	if n == nil || n.Capture == nil {
+		return false
+	}
+	for _, p := range n.Capture.NotCollected {
+		if p == part {
+			return true
+		}
+	}
+	return false
 }
 
 // Source is one collector's outcome.

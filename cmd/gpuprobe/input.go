@@ -25,10 +25,11 @@ import (
 // snapshot -o, stdout). Everywhere else a lone "-" is an error: it would
 // otherwise create a file named "-" or read stdin where nobody expects it.
 var stdinFlags = map[string]bool{
-	"check --from-snapshot": true,
-	"check --config":        true,
-	"check --kernel-log":    true,
-	"snapshot --output":     true,
+	"check --from-snapshot":      true,
+	"check --config":             true,
+	"check --kernel-log":         true,
+	"snapshot --output":          true,
+	"snapshot --from-nvidia-smi": true,
 }
 
 // dashArgs works around the flag library turning a lone "-" into an empty

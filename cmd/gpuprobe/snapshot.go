@@ -4,21 +4,29 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/gpuprobe/gpuprobe/nvsmi"
+	"github.com/gpuprobe/gpuprobe/readlimit"
 	"github.com/gpuprobe/gpuprobe/safefile"
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 func init() { registrars = append(registrars, registerSnapshot) }
 
 func registerSnapshot(c *cli) {
 	var f collectFlags
-	var out string
+	var out, fromSMI string
 	cmd := c.app.Command("snapshot", "Collect the node state and write it as JSON, for 'check --from-snapshot' or a bug report.")
 	f.register(cmd, "30s")
 	cmd.Flag("output", "Write to FILE instead of stdout.").Short('o').PlaceHolder("FILE").StringVar(&out)
+	cmd.Flag("from-nvidia-smi", "Build the snapshot from a saved 'nvidia-smi -q' (text) or 'nvidia-smi -q -x' (XML) of any node instead of collecting ('-': stdin); what it cannot hold (kernel log, topology, Slurm, NVLinks) is marked not collected and those checks skip.").PlaceHolder("FILE").StringVar(&fromSMI)
 	cmd.Action(func(*kingpin.ParseContext) error {
+		if fromSMI != "" && (f.simulate != "" || f.simulateFile != "") {
+			return c.usageError("--from-nvidia-smi and --simulate exclude each other")
+		}
 		o, err := f.options()
 		if err != nil {
 			return c.usageError("%v", err)
@@ -31,7 +39,19 @@ func registerSnapshot(c *cli) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 		defer cancel()
-		node := c.collectNode(ctx, &f, o)
+		var node *state.Node
+		if fromSMI != "" {
+			data, err := readlimit.Input(ctx, "--from-nvidia-smi", fromSMI, c.stdinIf(true), readlimit.NvidiaSMI)
+			if err != nil {
+				return c.usageError("snapshot: %v", err)
+			}
+			if node, err = nvsmi.Parse(fromSMI, data, time.Now()); err != nil {
+				return c.usageError("snapshot --from-nvidia-smi: %v", err)
+			}
+			node.GpuprobeVersion = o.Version
+		} else {
+			node = c.collectNode(ctx, &f, o)
+		}
 		data, err := json.MarshalIndent(node, "", "  ")
 		if err != nil {
 			return fmt.Errorf("encoding snapshot: %w", err)

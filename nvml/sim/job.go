@@ -12,10 +12,12 @@ import (
 // idle is what a real GPU with nothing running reports: no kernel and no
 // memory traffic in the last sample period, SM clock parked, no process
 // samples (NOT_FOUND).
-func idle(d *server.Device, maxSM uint32) {
+func idle(d *server.Device, model string) {
 	d.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) { return gonvml.Utilization{}, gonvml.SUCCESS }
-	d.GetClockInfoFunc = func(gonvml.ClockType) (uint32, gonvml.Return) { return 345, gonvml.SUCCESS }
-	d.GetMaxClockInfoFunc = func(gonvml.ClockType) (uint32, gonvml.Return) { return maxSM, gonvml.SUCCESS }
+	// Per clock domain: an idle H100 shows SM 345, memory 2619 and video
+	// 765 MHz, not 345 for all of them.
+	d.GetClockInfoFunc = func(c gonvml.ClockType) (uint32, gonvml.Return) { return idleClock(model, c), gonvml.SUCCESS }
+	d.GetMaxClockInfoFunc = func(c gonvml.ClockType) (uint32, gonvml.Return) { return maxClock(model, c), gonvml.SUCCESS }
 	d.GetPcieThroughputFunc = func(gonvml.PcieUtilCounter) (uint32, gonvml.Return) { return 120, gonvml.SUCCESS }
 	d.GetProcessUtilizationFunc = func(uint64) ([]gonvml.ProcessUtilizationSample, gonvml.Return) {
 		return nil, gonvml.ERROR_NOT_FOUND
@@ -53,7 +55,13 @@ func job(sys *System, sc *simulate.JobScenario, maxSM uint32) {
 		draw := idleW + (lw-idleW)/100*util
 		d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return draw, gonvml.SUCCESS }
 		sm := 345 + (maxSM-345)/100*min(100, util*2)
-		d.GetClockInfoFunc = func(gonvml.ClockType) (uint32, gonvml.Return) { return sm, gonvml.SUCCESS }
+		model := sys.Spec.Model
+		d.GetClockInfoFunc = func(c gonvml.ClockType) (uint32, gonvml.Return) {
+			if c == gonvml.CLOCK_SM || c == gonvml.CLOCK_GRAPHICS {
+				return sm, gonvml.SUCCESS
+			}
+			return idleClock(model, c), gonvml.SUCCESS
+		}
 		reasons := uint64(gonvml.ClocksEventReasonGpuIdle)
 		if util > 0 {
 			reasons = 0

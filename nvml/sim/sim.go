@@ -53,7 +53,7 @@ func New(spec *simulate.Spec) (*System, error) {
 	for i, d := range srv.Devices {
 		dev := d.(*server.Device)
 		m.dress(dev, i)
-		idle(dev, maxSMClock(spec.Model))
+		idle(dev, spec.Model)
 		FillNotSupported(&dev.Device)
 		sys.Devices = append(sys.Devices, dev)
 	}
@@ -123,7 +123,12 @@ func (m model) dress(d *server.Device, i int) {
 	d.GetMaxPcieLinkGenerationFunc = func() (int, gonvml.Return) { return gen, gonvml.SUCCESS }
 	d.GetCurrPcieLinkWidthFunc = func() (int, gonvml.Return) { return 16, gonvml.SUCCESS }
 	d.GetMaxPcieLinkWidthFunc = func() (int, gonvml.Return) { return 16, gonvml.SUCCESS }
-	d.GetPcieReplayCounterFunc = func() (int, gonvml.Return) { return 0, gonvml.SUCCESS }
+	// Healthy HGX H100s have replayed a few dozen TLPs since the last
+	// reset: 120 111 58 60 63 93 69 78 on GPUs 0-7 of a real capture
+	// (nvsmi/testdata/gpud_h100x8_535.183.01_nvidia-smi-q.txt), 43-82 on
+	// another. Zero is a value no real node shows.
+	replays := healthyReplays[i%len(healthyReplays)]
+	d.GetPcieReplayCounterFunc = func() (int, gonvml.Return) { return replays, gonvml.SUCCESS }
 	temp := uint32(29 + i%4)
 	d.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { return temp, gonvml.SUCCESS }
 	slow, shut := m.SlowdownC, m.ShutdownC
@@ -202,6 +207,44 @@ func copy8[T ~int8 | ~uint8](dst []T, s string) {
 	for i := 0; i < len(s) && i < len(dst)-1; i++ {
 		dst[i] = T(s[i])
 	}
+}
+
+// healthyReplays are "Replays Since Reset" of the eight GPUs of a real
+// HGX H100 (driver 535.183.01).
+var healthyReplays = []int{120, 111, 58, 60, 63, 93, 69, 78}
+
+// idleClock is what an idle GPU of the model reports per clock domain, and
+// maxClock its maximum, as nvidia-smi -q prints them ("Clocks", "Max
+// Clocks"). H100 SXM: 345/345/2619/765 MHz idle, 1980/1980/2619/1545 max
+// (nvsmi/testdata/gpud_h100x8_535.183.01_nvidia-smi-q.txt); A100 SXM4:
+// 1410/1410/1593/1290 max (nvsmi/testdata/telegraf_a100-mig_535.54.03_nvidia-smi-q-x_excerpt.xml),
+// its idle graphics clock taken from the H100 for want of an idle capture;
+// H200 and B200 are given the H100's figures (no capture at hand).
+func idleClock(model string, c gonvml.ClockType) uint32 {
+	switch c {
+	case gonvml.CLOCK_MEM:
+		return maxClock(model, c) // HBM stays at its clock when idle
+	case gonvml.CLOCK_VIDEO:
+		return 765
+	}
+	return 345
+}
+
+func maxClock(model string, c gonvml.ClockType) uint32 {
+	a100 := model == "dgx-a100"
+	switch c {
+	case gonvml.CLOCK_MEM:
+		if a100 {
+			return 1593
+		}
+		return 2619
+	case gonvml.CLOCK_VIDEO:
+		if a100 {
+			return 1290
+		}
+		return 1545
+	}
+	return maxSMClock(model)
 }
 
 // maxSMClock is the model's maximum SM clock as nvidia-smi -q prints it

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// snapshot --from-nvidia-smi turns a real capture into a snapshot that
+// check --from-snapshot judges, and the report says it came from a capture.
+func TestSnapshotFromNvidiaSMI(t *testing.T) {
+	capture := filepath.Join("..", "..", "nvsmi", "testdata", "gpud_a10_535.129.03_nvidia-smi-q.txt")
+	file := filepath.Join(t.TempDir(), "snap.json")
+	if code, _, errs := runCLI(t, "snapshot", "--from-nvidia-smi", capture, "-o", file); code != 0 {
+		t.Fatalf("snapshot exit %d: %s", code, errs)
+	}
+	code, out, errs := runCLI(t, "check", "--from-snapshot", file, "--format", "json")
+	if code != 1 {
+		t.Fatalf("the A10 with a pending row remap must fail: exit %d: %s %s", code, out, errs)
+	}
+	d := decode(t, out)
+	if !strings.Contains(d.Capture, "nvidia-smi -q of "+capture) {
+		t.Errorf("capture = %q", d.Capture)
+	}
+	for _, r := range d.Checks {
+		if r.ID == "gpu.row_remap" && r.Status != "fail" || r.ID == "gpu.xid" && r.Status != "skip" {
+			t.Errorf("%s: %s (%s)", r.ID, r.Status, r.Summary)
+		}
+	}
+
+	// From stdin, text report: the banner names the capture.
+	data, err := os.ReadFile(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, snap, errs := runStdin(t, string(data), "snapshot", "--from-nvidia-smi", "-")
+	if code != 0 {
+		t.Fatalf("stdin: exit %d: %s", code, errs)
+	}
+	_, text, _ := runStdin(t, snap, "check", "--from-snapshot", "-")
+	if !strings.HasPrefix(text, "*** FROM A CAPTURE: nvidia-smi -q of - (Wed Sep 25 10:40:24 2024)") {
+		t.Errorf("text report:\n%s", text)
+	}
+}
+
+// A truncated capture and a wrong invocation exit 2 with a message naming
+// the file and line; --from-nvidia-smi and --simulate exclude each other.
+func TestSnapshotFromNvidiaSMIRefuses(t *testing.T) {
+	capture := filepath.Join("..", "..", "nvsmi", "testdata", "gpud_h100_535.183.01_nvidia-smi-q_truncated-invalid.txt")
+	code, out, errs := runCLI(t, "snapshot", "--from-nvidia-smi", capture)
+	if code != 2 || out != "" || !strings.Contains(errs, capture+":9: Attached GPUs is 8 but the capture holds 1 GPU block(s)") {
+		t.Errorf("truncated: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs = runCLI(t, "snapshot", "--from-nvidia-smi", capture, "--simulate", "dgx-h100")
+	if code != 2 || !strings.Contains(errs, "exclude each other") {
+		t.Errorf("with --simulate: exit %d, %q", code, errs)
+	}
+	code, _, errs = runCLI(t, "snapshot", "--from-nvidia-smi", filepath.Join(t.TempDir(), "missing.txt"))
+	if code != 2 || !strings.Contains(errs, "missing.txt") {
+		t.Errorf("missing file: exit %d, %q", code, errs)
+	}
+}

@@ -1,0 +1,204 @@
+package nvsmi_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/nvsmi"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// corpusCase labels one real capture in testdata/ (each names its source
+// in its "# source:" header) and says what the real checks must conclude.
+type corpusCase struct {
+	file string
+	// healthy is the label: no check may fail. Checks in want are the
+	// only ones allowed to say anything but pass or skip.
+	healthy bool
+	// why is the label's evidence.
+	why string
+	// want is each non-pass, non-skip verdict, with the GPUs it names.
+	want map[string]verdict
+	// err: the capture must be refused with an error containing this.
+	err string
+	// gpus is how many GPUs the state must hold.
+	gpus int
+}
+
+type verdict struct {
+	status  check.Status
+	devices []int
+}
+
+var all8 = []int{0, 1, 2, 3, 4, 5, 6, 7}
+
+var corpus = []corpusCase{
+	{file: "gpud_a10_535.129.03_nvidia-smi-q.txt", gpus: 1,
+		why: "Remapped Rows: Uncorrectable Error 4, Pending Yes. A pending remap takes effect only after a GPU reset " +
+			"(NVIDIA, A100/Ampere GPU memory error management: 'row-remapping ... requires a GPU reset'); gpud added this very capture " +
+			"as the case that must alert (leptonai/gpud#80)",
+		want: map[string]verdict{"gpu.row_remap": {check.Fail, []int{0}}}},
+	{file: "gpud_h100_535.183.01_nvidia-smi-q_truncated-invalid.txt",
+		why: "gpud's 'invalid' fixture: Attached GPUs 8, one GPU block cut off after its clock event reasons",
+		err: "Attached GPUs is 8 but the capture holds 1 GPU block(s)"},
+	{file: "gpud_h100x8_535.161.08_nvidia-smi-q.txt", gpus: 8,
+		why: "every GPU reports HW Slowdown with HW Power Brake Slowdown active at P0, clocks held at 86 MHz: " +
+			"nvml.h nvmlClocksEventReasonHwPowerBrakeSlowdown is 'External Power Brake Assertion is triggered (e.g. by the system power supply)'",
+		want: map[string]verdict{"gpu.throttle": {check.Fail, all8}}},
+	{file: "gpud_h100x8_535.183.01_nvidia-smi-q.txt", gpus: 8,
+		why:  "GPU 2 (75:00.0) reports HW Power Brake Slowdown and SW Thermal Slowdown active (nvml.h: an external power brake assertion)",
+		want: map[string]verdict{"gpu.throttle": {check.Fail, []int{2}}}},
+	{file: "gpud_rtx4090x8_535.154.05_nvidia-smi-q.txt", gpus: 8, healthy: true,
+		why:  "8 busy RTX 4090s, one python rank each, no slowdown, remapped rows 0; ECC is off (a configuration, which gpu.ecc warns about by policy)",
+		want: map[string]verdict{"gpu.ecc": {check.Warn, all8}}},
+	{file: "gpud_titanv_560.35.03_nvidia-smi-q.txt", gpus: 1, healthy: true,
+		why:  "idle TITAN V at PCIe Gen1 of Gen3 ('may be reduced when the GPU is not in use'), desktop processes only, ECC and remapping N/A on this board; persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
+	{file: "mleng_a100_xid63_nvidia-smi-q_ecc_remapped.txt", gpus: 1,
+		why:  "after Xid 63 the A100 shows Remapped Rows Pending: Yes; the author (stas00/ml-engineering) and NVIDIA's memory error management guide: reset the GPU to apply the remap",
+		want: map[string]verdict{"gpu.row_remap": {check.Fail, []int{0}}}},
+	{file: "telegraf_a10g_515.105.01_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why:  "idle A10G (GPU idle active, P8) at PCIe Gen1 x8 of Gen4 x16, ECC clean, no remaps; persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
+	{file: "telegraf_2xa5000_590.44.01_nvidia-smi-q-x.xml", gpus: 2, healthy: true,
+		why:  "two idle RTX A5000 at PCIe Gen1 of Gen4 holding a llama-server's memory, no slowdown, no remaps; ECC off (policy warn)",
+		want: map[string]verdict{"gpu.ecc": {check.Warn, []int{0, 1}}}},
+	{file: "telegraf_a100-mig_535.54.03_nvidia-smi-q-x_excerpt.xml",
+		why: "edited upstream: attached_gpus 4, one <gpu> kept",
+		err: "attached_gpus is 4 but the capture holds 1 GPU block(s)"},
+}
+
+// TestCorpus judges every real capture with the real checks: healthy ones
+// raise no false alarm, faulty ones fail the right check on the right GPUs,
+// broken ones are refused with an error naming the file and line.
+func TestCorpus(t *testing.T) {
+	listed := map[string]bool{}
+	for _, tc := range corpus {
+		listed[tc.file] = true
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join("testdata", tc.file)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(string(data), "# source: ") {
+				t.Errorf("%s does not start with a '# source:' line", path)
+			}
+			n, err := nvsmi.Parse(path, data, time.Now())
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), path+":") {
+					t.Fatalf("error = %v, want one naming %s and a line, containing %q", err, path, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(n.NVML.GPUs); got != tc.gpus {
+				t.Fatalf("%d GPUs, want %d", got, tc.gpus)
+			}
+			checks, err := check.Select(nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results := check.Run(context.Background(), n, check.DefaultConfig(), checks)
+			failed := false
+			for _, r := range results {
+				w, expected := tc.want[r.ID]
+				switch {
+				case expected:
+					if r.Status != w.status || !sameInts(devices(r), w.devices) {
+						t.Errorf("%s: %s on %v (%s), want %s on %v", r.ID, r.Status, devices(r), r.Summary, w.status, w.devices)
+					}
+				case r.Status != check.Pass && r.Status != check.Skip:
+					t.Errorf("%s: unexpected %s: %s %v", r.ID, r.Status, r.Summary, r.Details)
+				}
+				failed = failed || r.Status == check.Fail
+			}
+			if failed == tc.healthy {
+				t.Errorf("labelled healthy=%v (%s), but a check failed=%v", tc.healthy, tc.why, failed)
+			}
+			for id := range tc.want {
+				if !hasResult(results, id) {
+					t.Errorf("no result for %s", id)
+				}
+			}
+		})
+	}
+	// Every capture in testdata/ is labelled.
+	files, _ := filepath.Glob("testdata/*")
+	for _, f := range files {
+		if fi, err := os.Stat(f); err != nil || fi.IsDir() {
+			continue // testdata/fuzz: the fuzzer's findings
+		}
+		if base := filepath.Base(f); !listed[base] && !strings.HasPrefix(base, "synthetic_") {
+			t.Errorf("%s has no label in the corpus table", base)
+		}
+	}
+}
+
+// What a capture cannot tell skips: the kernel log (gpu.xid), sysfs
+// topology, Slurm, NVLinks. None of those checks may pass on a capture.
+func TestCorpusSkipsWhatCapturesLack(t *testing.T) {
+	n := parse(t, "gpud_h100x8_535.183.01_nvidia-smi-q.txt")
+	checks, _ := check.Select(nil, nil)
+	for _, r := range check.Run(context.Background(), n, check.DefaultConfig(), checks) {
+		lacking := r.ID == "gpu.xid" || r.ID == "fabric.sxid"
+		for _, p := range []string{"nvlink.", "topo.", "job.", "slurm.", "pcie.", "nccl.", "iommu.", "gdr.", "ib."} {
+			lacking = lacking || strings.HasPrefix(r.ID, p)
+		}
+		if lacking && r.Status != check.Skip {
+			t.Errorf("%s: %s (%s), want skip: a capture does not hold what it judges", r.ID, r.Status, r.Summary)
+		}
+	}
+}
+
+func parse(t *testing.T, file string) *state.Node {
+	t.Helper()
+	path := filepath.Join("testdata", file)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nvsmi.Parse(path, data, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func devices(r check.Result) []int {
+	var out []int
+	for _, d := range r.Devices {
+		out = append(out, d.Index)
+	}
+	sort.Ints(out)
+	return out
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func hasResult(rs []check.Result, id string) bool {
+	for _, r := range rs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
