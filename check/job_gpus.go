@@ -224,7 +224,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	v := verdict{id: "job.gpu_sharing"}
 	for _, e := range env.Errors {
 		switch e.Var {
-		case "SLURM_GPU_BIND", "SLURM_TRES_BIND", "SLURM_TRES_PER_TASK", "SLURM_GPUS_PER_TASK", "SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES", "SLURM_SHARDS_ON_NODE":
+		case "SLURMD_TRES_BIND", "SLURM_GPU_BIND", "SLURM_TRES_BIND", "SLURM_TRES_PER_TASK", "SLURM_GPUS_PER_TASK", "SLURM_NTASKS_PER_GPU", "SLURM_NTASKS_PER_TRES", "SLURM_SHARDS_ON_NODE":
 			v.add(Warn, nil, "unset "+e.Var+" in the job script: srun sets it from its options",
 				fmt.Sprintf("%s=%q does not parse (%s): the binding Slurm was asked for is unknown", e.Var, e.Value, e.Error))
 		}
@@ -300,8 +300,8 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && shared == "" {
 		if per := b.TasksPerGPU(tasks); per > 1 {
 			capacity = max(capacity, tasks)
-			limitBy, mapped = env.GPUBindVar+"="+env.GPUBind, true
-			shared = fmt.Sprintf("shared as requested (%s=%s puts up to %d tasks on one GPU)", env.GPUBindVar, env.GPUBind, per)
+			limitBy, mapped = fmt.Sprintf("--gpu-bind=%s (%s)", env.GPUBind, env.GPUBindVar), true
+			shared = fmt.Sprintf("shared as requested (--gpu-bind=%s, from %s: up to %d tasks on one GPU)", env.GPUBind, env.GPUBindVar, per)
 		}
 	}
 	if env.ShardsOnNode != nil && *env.ShardsOnNode > 0 {

@@ -216,14 +216,18 @@ func TestGPUSharing(t *testing.T) {
 		// GPU, written out by the user (srun(1) --gpu-bind map_gpu); it failed
 		// as "4 GPU processes on 2 GPU(s)".
 		{name: "map_gpu naming each GPU twice: shared as requested", node: jobNode(step(2, 4, "CUDA_VISIBLE_DEVICES=1", "GPU_DEVICE_ORDINAL=1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "SLURM_GPU_BIND=map_gpu:0,0,1,1"), nil),
-			status: Pass, summary: "= 4 GPU processes on 2 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1; shared as requested (SLURM_GPU_BIND=map_gpu:0,0,1,1 puts up to 2 tasks on one GPU)"},
+			status: Pass, summary: "= 4 GPU processes on 2 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1; shared as requested (--gpu-bind=map_gpu:0,0,1,1, from SLURM_GPU_BIND: up to 2 tasks on one GPU)"},
 		{name: "map_gpu sharing × torchrun 4", node: jobNode(step(2, 4, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "SLURM_GPU_BIND=map_gpu:0*2,1*2",
 			"TORCHELASTIC_RUN_ID=r1", "LOCAL_RANK=3", "LOCAL_WORLD_SIZE=4"), nil),
-			status: Fail, summary: "= 16 GPU processes on 2 GPU(s) (SLURM_GPUS_ON_NODE), more than the 4 that SLURM_GPU_BIND=map_gpu:0*2,1*2 allows"},
+			status: Fail, summary: "= 16 GPU processes on 2 GPU(s) (SLURM_GPUS_ON_NODE), more than the 4 that --gpu-bind=map_gpu:0*2,1*2 (SLURM_GPU_BIND) allows"},
+		// Real slurmd 22.05: the tasks get SLURMD_TRES_BIND=gpu:map_gpu:0,0 and
+		// no SLURM_GPU_BIND (scripts/slurm-e2e.sh).
+		{name: "map_gpu from slurmstepd's SLURMD_TRES_BIND", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0", "SLURM_GPUS_ON_NODE=1", "SLURMD_TRES_BIND=gpu:map_gpu:0,0"), nil),
+			status: Pass, summary: "shared as requested (--gpu-bind=map_gpu:0,0, from SLURMD_TRES_BIND: up to 2 tasks on one GPU)"},
 		{name: "map_gpu one GPU each is not sharing", node: jobNode(step(1, 4, "CUDA_VISIBLE_DEVICES=1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "SLURM_GPU_BIND=map_gpu:0,1,2,3"), nil),
 			status: Fail, summary: "= 4 GPU processes on 2 GPU(s)"},
 		{name: "overlapping mask_gpu: shared as requested", node: jobNode(step(0, 2, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "SLURM_GPU_BIND=mask_gpu:0x3"), nil),
-			status: Pass, summary: "shared as requested (SLURM_GPU_BIND=mask_gpu:0x3 puts up to 2 tasks on one GPU)"},
+			status: Pass, summary: "shared as requested (--gpu-bind=mask_gpu:0x3, from SLURM_GPU_BIND: up to 2 tasks on one GPU)"},
 		{name: "more tasks than GPUs, count inferred", node: jobNode(step(1, 4, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0"), nil),
 			status: Warn, summary: "4 GPU processes on 1 GPU(s) (visible to this task)"},
 		{name: "no GPUs", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES="), nil), status: Skip, summary: "no GPUs"},

@@ -9,7 +9,8 @@
 #   - as HealthCheckProgram, gpuprobe drains the node on a simulated fault,
 #     resumes it when the fault is gone, and leaves an admin's drain alone;
 #   - the contrib TaskProlog prints the job checks into the job's output;
-#   - srun --ntasks-per-gpu=2 is sharing as requested, and gpuprobe in an
+#   - srun --ntasks-per-gpu=2 and --gpu-bind=map_gpu:0,0 are sharing as
+#     requested, and gpuprobe in an
 #     sbatch batch script is one process, not the job's tasks.
 # The GPUs are simulated (--simulate dgx-h100, eight H100s like the fake
 # devices); the Slurm side is real. Prints one PASS/FAIL line per assertion
@@ -359,7 +360,7 @@ fi
 # setup_env; 22.05 sets no SLURM_NTASKS_PER_GPU there), and the
 # sbatch batch step is one process however many tasks the job has (no
 # SLURM_STEP_ID; SLURM_TASKS_PER_NODE is the job's).
-slurm_vars() { grep -oE '(SLURM_(STEP_ID|NTASKS_PER_GPU|NTASKS_PER_TRES|GPUS_PER_TASK|TRES_PER_TASK|TASKS_PER_NODE|STEP_GPUS|JOB_GPUS|GPUS_ON_NODE|GPU_BIND)|CUDA_VISIBLE_DEVICES)=[^ ]*' "$1" | sort | tr '\n' ' '; }
+slurm_vars() { grep -oE '(SLURM_(STEP_ID|NTASKS_PER_GPU|NTASKS_PER_TRES|GPUS_PER_TASK|TRES_PER_TASK|TASKS_PER_NODE|STEP_GPUS|JOB_GPUS|GPUS_ON_NODE|GPU_BIND)|SLURMD_TRES_BIND|CUDA_VISIBLE_DEVICES)=[^ ]*' "$1" | sort | tr '\n' ' '; }
 $SRUN -n 2 --ntasks-per-gpu=2 --output="$D/out/pergpu-%t.json" $CHECK 2>"$D/out/pergpu.err"
 $SRUN -n 2 --ntasks-per-gpu=2 --output="$D/out/pergpu-env-%t.txt" env 2>/dev/null
 s0=$(status_of "$D/out/pergpu-0.json" job.gpu_sharing)
@@ -369,6 +370,18 @@ if [ "$s0" = pass ] && [ "$s1" = pass ] && [[ "$sum" == *"shared as requested (S
 	pass "srun -n 2 --ntasks-per-gpu=2: job.gpu_sharing pass on both tasks ($sum; env: $(slurm_vars "$D/out/pergpu-env-1.txt"))"
 else
 	fail "srun -n 2 --ntasks-per-gpu=2: job.gpu_sharing '$s0'/'$s1' ($sum); env: $(slurm_vars "$D/out/pergpu-env-1.txt") $(head -c 300 "$D/out/pergpu.err")"
+fi
+# --gpu-bind=map_gpu naming one GPU for both tasks is placement the user
+# wrote out (srun(1)): two processes on one GPU, shared as requested.
+$SRUN -n 2 --gres=gpu:1 --gpu-bind=map_gpu:0,0 --output="$D/out/map-%t.json" $CHECK 2>"$D/out/map.err"
+$SRUN -n 2 --gres=gpu:1 --gpu-bind=map_gpu:0,0 --output="$D/out/map-env-%t.txt" env 2>/dev/null
+s0=$(status_of "$D/out/map-0.json" job.gpu_sharing)
+s1=$(status_of "$D/out/map-1.json" job.gpu_sharing)
+sum=$(summary_of "$D/out/map-1.json" job.gpu_sharing)
+if [ "$s0" = pass ] && [ "$s1" = pass ] && [[ "$sum" == *"shared as requested (--gpu-bind=map_gpu:0,0, from SLURM"* ]]; then
+	pass "srun -n 2 --gres=gpu:1 --gpu-bind=map_gpu:0,0: job.gpu_sharing pass on both tasks ($sum; env: $(slurm_vars "$D/out/map-env-1.txt"))"
+else
+	fail "srun -n 2 --gres=gpu:1 --gpu-bind=map_gpu:0,0: job.gpu_sharing '$s0'/'$s1' ($sum); env: $(slurm_vars "$D/out/map-env-1.txt") $(head -c 300 "$D/out/map.err")"
 fi
 timeout 60 sbatch --quiet --wait -n 2 --gpus-per-task=1 -o "$D/out/batch.json" --wrap "env >$D/out/batch-env.txt; exec $CHECK" 2>"$D/out/batch.err"
 st=$(status_of "$D/out/batch.json" job.gpu_sharing)

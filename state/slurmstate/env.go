@@ -42,9 +42,14 @@ type Env struct {
 	// ("cpu=2,gres/gpu=1"; 22.05 wrote "gres/gpu:1"): --gpus-per-task and
 	// --cpus-per-task land there too (srun(1), OUTPUT ENVIRONMENT VARIABLES).
 	TRESPerTask string `json:"tres_per_task,omitempty"`
-	// GPUBind is SLURM_GPU_BIND ("closest", "single:2", "verbose,map_gpu:0,1"),
-	// else the gres/gpu part of SLURM_TRES_BIND ("gres/gpu:closest"), which
-	// srun sets for --gpu-bind since 23.02; GPUBindVar names which.
+	// GPUBind is the step's GPU binding ("closest", "single:2",
+	// "verbose,map_gpu:0,1"): first the gpu part of SLURMD_TRES_BIND, which
+	// slurmstepd sets in every task from the step's own tres_bind (mgr.c;
+	// real slurmd 22.05 gave the tasks of srun --gpu-bind=map_gpu:0,0
+	// SLURMD_TRES_BIND=gpu:map_gpu:0,0 and no SLURM_GPU_BIND), else
+	// SLURM_GPU_BIND (srun(1)'s output variable, which a batch script
+	// inherits), else the gres/gpu part of SLURM_TRES_BIND ("gres/gpu:closest",
+	// srun's since 23.02); GPUBindVar names which.
 	GPUBind    string `json:"gpu_bind,omitempty"`
 	GPUBindVar string `json:"gpu_bind_var,omitempty"`
 	// NTasksPerGPU is --ntasks-per-gpu: N tasks share each GPU on purpose.
@@ -191,7 +196,9 @@ func ParseEnv(environ []string) *Env {
 			e.Errors = append(e.Errors, VarError{Var: "SLURM_GPUS_PER_TASK", Value: e.GPUsPerTask, Error: err.Error()})
 		}
 	}
-	if v := get("SLURM_GPU_BIND"); v != "" {
+	if v := gpuTRESBind(get("SLURMD_TRES_BIND")); v != "" {
+		e.GPUBind, e.GPUBindVar = v, "SLURMD_TRES_BIND"
+	} else if v := get("SLURM_GPU_BIND"); v != "" {
 		e.GPUBind, e.GPUBindVar = v, "SLURM_GPU_BIND"
 	} else if v := gpuTRESBind(get("SLURM_TRES_BIND")); v != "" {
 		e.GPUBind, e.GPUBindVar = v, "SLURM_TRES_BIND"
@@ -509,11 +516,16 @@ func (b GPUBind) TasksPerGPU(tasks int) int {
 	return most
 }
 
-// gpuTRESBind returns the gres/gpu entry of SLURM_TRES_BIND
-// ("gres/gpu:closest+gres/nic:closest" → "closest").
+// gpuTRESBind returns the GPU entry of a TRES binding
+// ("gres/gpu:closest+gres/nic:closest" → "closest"); slurmstepd's
+// SLURMD_TRES_BIND names it "gpu:" in 22.05 ("gpu:map_gpu:0,0").
 func gpuTRESBind(s string) string {
 	for _, part := range strings.Split(s, "+") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "gres/gpu:"); ok {
+		part = strings.TrimSpace(part)
+		if v, ok := strings.CutPrefix(part, "gres/gpu:"); ok {
+			return v
+		}
+		if v, ok := strings.CutPrefix(part, "gpu:"); ok {
 			return v
 		}
 	}

@@ -138,6 +138,16 @@ func TestParseGPUBind(t *testing.T) {
 			t.Errorf("ParseGPUBind(%q) accepted", bad)
 		}
 	}
+	// What real slurmd 22.05 gave the tasks of srun --gpu-bind=map_gpu:0,0
+	// (scripts/slurm-e2e.sh prints it): no SLURM_GPU_BIND, slurmstepd's
+	// SLURMD_TRES_BIND in the "gpu:" form. It is the step's own and wins
+	// over a SLURM_GPU_BIND inherited from the batch script.
+	if e := ParseEnv([]string{"SLURMD_TRES_BIND=gpu:map_gpu:0,0"}); e.GPUBind != "map_gpu:0,0" || e.GPUBindVar != "SLURMD_TRES_BIND" {
+		t.Errorf("SLURMD_TRES_BIND: %q from %q", e.GPUBind, e.GPUBindVar)
+	}
+	if e := ParseEnv([]string{"SLURM_GPU_BIND=closest", "SLURMD_TRES_BIND=gpu:single:1"}); e.GPUBind != "single:1" {
+		t.Errorf("the step's own binding lost to the inherited one: %q from %q", e.GPUBind, e.GPUBindVar)
+	}
 	e := ParseEnv([]string{"SLURM_TRES_BIND=gres/nic:closest+gres/gpu:single:2"})
 	if e.GPUBind != "single:2" || e.GPUBindVar != "SLURM_TRES_BIND" {
 		t.Errorf("SLURM_TRES_BIND: %q from %q", e.GPUBind, e.GPUBindVar)
