@@ -37,6 +37,10 @@ type Platform struct {
 	Bridge     bool
 	// NVSwitch says whether NVSwitches join the GPUs; nil = not known.
 	NVSwitch *bool
+	// IBPorts is how many RDMA ports the platform's compute fabric has at
+	// least (one ConnectX per GPU on a DGX); 0 = not known. A minimum: the
+	// storage/in-band HCAs come on top, in numbers sites choose.
+	IBPorts int
 	// Basis says what decided the profile (or why it is unknown), for results.
 	Basis string
 }
@@ -205,7 +209,8 @@ func DetectPlatform(n *state.Node) Platform {
 	}
 	if tok := dgxProduct(dmi); tok != "" && m.dgx != "" && dgxFits(tok, m.dgx) {
 		// Every DGX A100, H100, H200 and B200 holds 8 GPUs on NVSwitches.
-		return Platform{Name: "dgx-" + strings.ToLower(tok), GPUs: 8, NVLinks: m.nvlinks, LinksKnown: true, NVSwitch: &t,
+		// ... and one ConnectX compute port per GPU (docs/checks.md).
+		return Platform{Name: "dgx-" + strings.ToLower(tok), GPUs: 8, NVLinks: m.nvlinks, LinksKnown: true, NVSwitch: &t, IBPorts: 8,
 			Basis: fmt.Sprintf("DMI %q %q with %s", dmi.SysVendor, dmi.ProductName, name)}
 	}
 	board := "no DMI"
@@ -219,10 +224,10 @@ func DetectPlatform(n *state.Node) Platform {
 // namedPlatforms are the profiles platform.profile can name. Sources in
 // docs/checks.md ("Platform profile").
 var namedPlatforms = map[string]Platform{
-	"dgx-a100":   {GPUs: 8, NVLinks: 12, LinksKnown: true, NVSwitch: ptrTo(true)},
-	"dgx-h100":   {GPUs: 8, NVLinks: 18, LinksKnown: true, NVSwitch: ptrTo(true)},
-	"dgx-h200":   {GPUs: 8, NVLinks: 18, LinksKnown: true, NVSwitch: ptrTo(true)},
-	"dgx-b200":   {GPUs: 8, NVLinks: 18, LinksKnown: true, NVSwitch: ptrTo(true)},
+	"dgx-a100":   {GPUs: 8, NVLinks: 12, LinksKnown: true, NVSwitch: ptrTo(true), IBPorts: 8},
+	"dgx-h100":   {GPUs: 8, NVLinks: 18, LinksKnown: true, NVSwitch: ptrTo(true), IBPorts: 8},
+	"dgx-h200":   {GPUs: 8, NVLinks: 18, LinksKnown: true, NVSwitch: ptrTo(true), IBPorts: 8},
+	"dgx-b200":   {GPUs: 8, NVLinks: 18, LinksKnown: true, NVSwitch: ptrTo(true), IBPorts: 8},
 	"hgx-a100-8": {GPUs: 8, NVLinks: 12, LinksKnown: true, NVSwitch: ptrTo(true)},
 	"hgx-a100-4": {GPUs: 4, NVLinks: 12, LinksKnown: true, NVSwitch: ptrTo(false)},
 	"hgx-h100-8": {GPUs: 8, NVLinks: 18, LinksKnown: true, NVSwitch: ptrTo(true)},

@@ -298,10 +298,17 @@ func checkIBPorts(n *state.Node, cfg *Config) Result {
 		return r
 	}
 	t := n.Topology
-	want := cfg.Topo.IBPorts
+	want, wantFrom := cfg.Topo.IBPorts, ""
+	if want == 0 {
+		// A DGX has one ConnectX compute port per GPU: fewer enumerated is
+		// an HCA gone from the bus or its driver not loaded.
+		if p := cfg.PlatformFor(n); p.IBPorts > 0 {
+			want, wantFrom = p.IBPorts, fmt.Sprintf(" (platform %s: one compute-fabric ConnectX port per GPU)", p.Name)
+		}
+	}
 	if len(t.NICs) == 0 {
 		if want > 0 {
-			return Result{Status: Fail, Summary: fmt.Sprintf("no RDMA devices in /sys/class/infiniband, expected %d ports", want),
+			return Result{Status: Fail, Summary: fmt.Sprintf("no RDMA devices in /sys/class/infiniband, expected %d ports%s", want, wantFrom),
 				Remedy: "check that the HCAs are seated and their drivers loaded (lspci -d 15b3:; lsmod | grep ib_core; ibstat)"}
 		}
 		return Result{Status: Skip, Summary: "no RDMA devices (/sys/class/infiniband absent or empty)"}
@@ -318,10 +325,11 @@ func checkIBPorts(n *state.Node, cfg *Config) Result {
 		}
 	}
 	v := verdict{id: "ib.ports"}
-	count, active := 0, 0
+	count, active, ignoredPorts := 0, 0, 0
 	rates := map[string]int{}
 	for _, nic := range t.NICs {
 		if ibIgnored(cfg.Topo.IBIgnore, nic.Name, 0) {
+			ignoredPorts += len(nic.Ports)
 			continue
 		}
 		if nic.Error != "" {
@@ -330,6 +338,7 @@ func checkIBPorts(n *state.Node, cfg *Config) Result {
 		}
 		for _, p := range nic.Ports {
 			if ibIgnored(cfg.Topo.IBIgnore, nic.Name, p.Port) {
+				ignoredPorts++
 				continue
 			}
 			count++
@@ -353,9 +362,15 @@ func checkIBPorts(n *state.Node, cfg *Config) Result {
 			}
 		}
 	}
-	if want > 0 && count < want {
+	// Against the platform's count, a port the admin ignores is accounted
+	// for (present, down on purpose); topo.ib_ports counts as it always did.
+	have := count
+	if wantFrom != "" {
+		have += ignoredPorts
+	}
+	if want > 0 && have < want {
 		v.add(Fail, nil, "check that every HCA is seated and its driver loaded (lspci -d 15b3:; ibstat)",
-			fmt.Sprintf("%d RDMA ports found, expected %d", count, want))
+			fmt.Sprintf("%d RDMA ports found, expected %d%s", count, want, wantFrom))
 	}
 	var parts []string
 	for _, k := range sortedKeys(rates) {
@@ -364,6 +379,9 @@ func checkIBPorts(n *state.Node, cfg *Config) Result {
 	pass := fmt.Sprintf("%d RDMA ports ACTIVE/LinkUp (%s)", active, strings.Join(parts, ", "))
 	if want > 0 {
 		pass += fmt.Sprintf(", expected %d", want)
+		if wantFrom != "" {
+			pass += " (platform)"
+		}
 	}
 	return v.result(pass)
 }

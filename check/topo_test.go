@@ -153,6 +153,19 @@ func TestTopoPeerMem(t *testing.T) {
 	}, map[string]string{"no module, no DMA-BUF": "modprobe nvidia_peermem"})
 }
 
+// onDGX gives a simulated topology the GPUs of healthy() and a DMI product.
+func onDGX(n *state.Node, product string) *state.Node {
+	n.NVML = healthy(nil).NVML
+	n.Topology.DMI = &topostate.DMI{SysVendor: "NVIDIA", ProductName: product}
+	n.Topology.Virtualization = topostate.Virtualization{Kind: "none"}
+	return n
+}
+
+// dropNIC removes the i-th RDMA device, as if its HCA left the bus.
+func dropNIC(i int) func(*topostate.Topology) {
+	return func(tp *topostate.Topology) { tp.NICs = append(tp.NICs[:i:i], tp.NICs[i+1:]...) }
+}
+
 func TestTopoIBPorts(t *testing.T) {
 	slow := func(tp *topostate.Topology) { tp.NICs[5].Ports[0].RateGbps = 200 }
 	remedyCases(t, checkIBPorts, []checkCase{
@@ -170,6 +183,15 @@ func TestTopoIBPorts(t *testing.T) {
 		{name: "unreadable device", node: simNode(t, "dgx-h100", func(tp *topostate.Topology) { tp.NICs[2].Error, tp.NICs[2].Ports = "no fw_ver", nil }), status: Error, summary: "mlx5_2: no fw_ver"},
 		{name: "no IB", node: simNode(t, "dgx-h100", noNICs), status: Skip, summary: "no RDMA devices"},
 		{name: "no IB but ports expected", node: simNode(t, "dgx-h100", noNICs), cfg: func(c *Config) { c.Topo.IBPorts = 8 }, status: Fail, summary: "expected 8 ports"},
+		// A DGX (DMI) has one ConnectX compute port per GPU: an HCA gone from
+		// /sys/class/infiniband fails though every port left is fine; an
+		// ignored port is accounted for; an OEM HGX board expects nothing.
+		{name: "DGX H100 with an HCA missing", node: onDGX(simNode(t, "dgx-h100", dropNIC(3)), "DGX H100"), status: Fail,
+			summary: "7 RDMA ports found, expected 8 (platform dgx-h100: one compute-fabric ConnectX port per GPU)"},
+		{name: "DGX H100 complete", node: onDGX(simNode(t, "dgx-h100", nil), "DGX H100"), status: Pass, summary: "expected 8 (platform)"},
+		{name: "DGX H100 with a port ignored", node: onDGX(simNode(t, "dgx-h100:ib-down=mlx5_3", nil), "DGX H100"), cfg: func(c *Config) { c.Topo.IBIgnore = []string{"mlx5_3"} }, status: Pass},
+		{name: "HGX board: no count from the platform", node: onDGX(simNode(t, "dgx-h100", dropNIC(3)), "SYS-821GE-TNHR"), status: Pass, summary: "7 RDMA ports"},
+		{name: "DGX without any RDMA device", node: onDGX(simNode(t, "dgx-h100", noNICs), "DGX H100"), status: Fail, summary: "expected 8 ports (platform dgx-h100"},
 		{name: "IB without GPUs is still judged", node: simNode(t, "dgx-h100:ib-down=mlx5_0", noGPUs), status: Fail},
 	}, map[string]string{"port down": "ibstat mlx5_3", "link up, no subnet manager": "subnet manager"})
 }
