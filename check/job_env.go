@@ -3,7 +3,6 @@ package check
 import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
-	"net"
 	"strconv"
 	"strings"
 
@@ -171,18 +170,103 @@ func checkMasterAddr(n *state.Node, cfg *Config) Result {
 // isLoopback: name is localhost or a loopback IP, or every address it
 // resolved to is a loopback address.
 func isLoopback(name string, resolved []string) bool {
-	if ip := net.ParseIP(name); ip != nil {
-		return ip.IsLoopback()
+	if ip, loop := loopbackIP(name); ip {
+		return loop
 	}
 	if strings.EqualFold(name, "localhost") || strings.HasSuffix(strings.ToLower(name), ".localhost") {
 		return true
 	}
 	for _, a := range resolved {
-		if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
+		if ip, loop := loopbackIP(a); !ip || !loop {
 			return false
 		}
 	}
 	return len(resolved) > 0
+}
+
+// loopbackIP reads s as an IP address without the net package (check
+// stays free of it, archtest): ip says whether s is an IPv4 dotted quad or
+// an IPv6 address, loop whether it is a loopback one — 127.0.0.0/8, ::1,
+// or ::ffff:127.x.x.x (what net.IP.IsLoopback accepts).
+func loopbackIP(s string) (ip, loop bool) {
+	if v4, ok := dottedQuad(s); ok {
+		return true, v4[0] == 127
+	}
+	s, _, _ = strings.Cut(s, "%") // a zone ("fe80::1%eth0")
+	if !strings.Contains(s, ":") {
+		return false, false
+	}
+	var words []uint64
+	tail := []uint64{}
+	head, rest, double := strings.Cut(s, "::")
+	if strings.Count(s, "::") > 1 {
+		return false, false
+	}
+	// An embedded IPv4 address may only end the whole address.
+	parse := func(part string, into *[]uint64, last bool) bool {
+		if part == "" {
+			return true
+		}
+		fields := strings.Split(part, ":")
+		for i, f := range fields {
+			if last && i == len(fields)-1 && strings.Contains(f, ".") {
+				q, ok := dottedQuad(f)
+				if !ok {
+					return false
+				}
+				*into = append(*into, uint64(q[0])<<8|uint64(q[1]), uint64(q[2])<<8|uint64(q[3]))
+				continue
+			}
+			w, err := strconv.ParseUint(f, 16, 16)
+			if err != nil || len(f) > 4 {
+				return false
+			}
+			*into = append(*into, w)
+		}
+		return true
+	}
+	if !parse(head, &words, !double) || double && !parse(rest, &tail, true) {
+		return false, false
+	}
+	if double {
+		if len(words)+len(tail) > 7 {
+			return false, false
+		}
+		words = append(words, make([]uint64, 8-len(words)-len(tail))...)
+		words = append(words, tail...)
+	}
+	if len(words) != 8 {
+		return false, false
+	}
+	for _, w := range words[:5] {
+		if w != 0 {
+			return true, false
+		}
+	}
+	switch {
+	case words[5] == 0 && words[6] == 0 && words[7] == 1: // ::1
+		return true, true
+	case words[5] == 0xffff: // IPv4-mapped
+		return true, words[6]>>8 == 127
+	}
+	return true, false
+}
+
+// dottedQuad parses a.b.c.d, each 0-255.
+func dottedQuad(s string) ([4]byte, bool) {
+	var q [4]byte
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return q, false
+	}
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 10, 8)
+		if err != nil || p == "" || len(p) > 3 || len(p) > 1 && p[0] == '0' || p[0] == '+' {
+			return q, false
+		}
+		q[i] = byte(n)
+	}
+	return q, true
 }
 
 // shareAny reports whether two address lists have an address in common.
