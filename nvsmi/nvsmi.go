@@ -621,10 +621,16 @@ func (r *reader) pcie(b *item) {
 	r.gpu.PCIe = p
 }
 
-// thermal: the absolute thresholds only ("GPU Slowdown Temp"). Newer
-// drivers print the "T.Limit" forms on some GPUs instead, which are margins
-// relative to the GPU's T.Limit ("GPU Slowdown T.Limit Temp : -2 C"), not
-// temperatures: those leave the threshold unknown.
+// thermal: the absolute thresholds ("GPU Slowdown Temp"), else derived
+// from the "T.Limit" forms R570+ drivers print instead on Hopper and later.
+// Those are margins, not temperatures: "GPU T.Limit Temp : 52 C" is how far
+// the GPU is below its T.Limit now, "GPU Slowdown T.Limit Temp : -2 C" the
+// margin at which HW slowdown begins (nvml.h: NVML_FI_DEV_TEMPERATURE_
+// SLOWDOWN_TLIMIT, "T.Limit temperature after which GPU may begin HW
+// slowdown"). So slowdown = current + margin - slowdown margin. On a real
+// H100 (driver 580.159.04, nvsmi/testdata/realgpu_*) that gives 35+52+2 =
+// 89 and 35+52+8 = 95 °C, what nvmlDeviceGetTemperatureThreshold answered
+// on the same GPU in the same second.
 func (r *reader) thermal(b *item) {
 	t := r.get(b, "Temperature", "temperature")
 	curIt := r.get(t, "GPU Current Temp", "gpu_temp")
@@ -642,7 +648,35 @@ func (r *reader) thermal(b *item) {
 		i := int(v)
 		th.ShutdownC = &i
 	}
+	if th.SlowdownC == nil && th.ShutdownC == nil {
+		th.SlowdownC, th.ShutdownC = r.tlimitThresholds(t, int(cur))
+	}
 	r.gpu.Thermal = th
+}
+
+// tlimitThresholds are the absolute thresholds from the T.Limit margins, nil
+// where a margin is missing or the result is not a plausible temperature.
+func (r *reader) tlimitThresholds(t *item, cur int) (slow, shut *int) {
+	m, ok := r.number(r.get(t, "GPU T.Limit Temp", "gpu_temp_tlimit"), " C")
+	if !ok || m < -200 || m > 200 {
+		return nil, nil
+	}
+	abs := func(text, xml string) *int {
+		v, ok := r.number(r.get(t, text, xml), " C")
+		if !ok || v < -200 || v > 200 {
+			return nil
+		}
+		if a := cur + int(m) - int(v); a > 0 && a < 200 {
+			return &a
+		}
+		return nil
+	}
+	slow = abs("GPU Slowdown T.Limit Temp", "gpu_temp_slow_tlimit_threshold")
+	shut = abs("GPU Shutdown T.Limit Temp", "gpu_temp_max_tlimit_threshold")
+	if slow != nil && shut != nil && *slow >= *shut {
+		return nil, nil
+	}
+	return slow, shut
 }
 
 // power: "Power Draw" is nvmlDeviceGetPowerUsage; drivers from R550 print

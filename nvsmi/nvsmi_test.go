@@ -54,8 +54,10 @@ func TestMapsTextFields(t *testing.T) {
 		{"pcie", [4]int{g.PCIe.CurrentGen, g.PCIe.MaxGen, g.PCIe.CurrentWidth, g.PCIe.MaxWidth}, [4]int{5, 5, 16, 16}},
 		{"replays", *g.PCIe.ReplayCounter, uint64(67)},
 		{"temperature", g.Thermal.TemperatureC, 29},
-		// "GPU Slowdown T.Limit Temp : -2 C" is a margin, not a threshold.
-		{"slowdown threshold", g.Thermal.SlowdownC == nil && g.Thermal.ShutdownC == nil, true},
+		// "GPU Slowdown T.Limit Temp : -2 C" is a margin, not a threshold:
+		// 29 C now + 56 C of margin to T.Limit + 2 = 87 C (the derivation a
+		// real H100 confirmed against NVML, realgpu_test.go).
+		{"slowdown threshold", [2]int{*g.Thermal.SlowdownC, *g.Thermal.ShutdownC}, [2]int{87, 93}},
 		{"power", [2]float64{g.Power.DrawWatts, *g.Power.LimitWatts}, [2]float64{67.74, 700}},
 		{"utilization", *g.Utilization, state.Utilization{}},
 		{"processes", [2]any{g.ProcessesKnown, len(g.Processes)}, [2]any{true, 0}},
