@@ -474,7 +474,10 @@ func checkTopoNUMA(n *state.Node, cfg *Config) Result {
 	for _, k := range keys {
 		node := itoa(k)
 		if k < 0 {
-			node = "none (-1)"
+			node = "none (numa_node -1)"
+			if nodes <= 1 {
+				node = "none (numa_node -1: the firmware gives no proximity, which one node does not need)"
+			}
 		}
 		parts = append(parts, strings.Join(byNode[k], ",")+" on node "+node)
 	}

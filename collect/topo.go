@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/gpuprobe/gpuprobe/state"
@@ -40,6 +41,11 @@ func gpuHints(nv *state.NVML) ([]topo.GPUHint, bool) {
 			continue
 		}
 		h := topo.GPUHint{Index: g.Index, BusID: g.PCIBusID}
+		// NOT_SUPPORTED for the link state is NVML's answer for a GPU
+		// with no NVLinks (a real PCIe H100 says so): known, none.
+		if slices.Contains(g.Unsupported, "nvmlDeviceGetNvLinkState") {
+			known = true
+		}
 		for _, l := range g.NVLinks {
 			known = true
 			if !l.Up {

@@ -195,6 +195,9 @@ func topoSummary(n *state.Node) []string {
 		gpus = fmt.Sprintf("GPUs:           %d found in sysfs by PCI ID (NVML unavailable or not this machine's)", len(t.GPUs))
 	}
 	nvlink := "NVLink:         from NVML"
+	if t.NVLinkKnown && !anyNVLink(t) {
+		nvlink = "NVLink:         from NVML: no NVLink up on any GPU (GPU pairs show their PCIe path)"
+	}
 	if !t.NVLinkKnown {
 		nvlink = "NVLink:         unknown without NVML: GPU pairs show their PCIe path"
 	}
@@ -241,4 +244,14 @@ func acsLine(t *topostate.Topology) string {
 		s += fmt.Sprintf("; %d unknown (config space needs root or CAP_SYS_ADMIN)", len(unknown))
 	}
 	return s
+}
+
+// anyNVLink says some GPU has an NVLink up, to a peer or an NVSwitch.
+func anyNVLink(t *topostate.Topology) bool {
+	for _, g := range t.GPUs {
+		if g.SwitchLinks > 0 || len(g.PeerLinks) > 0 {
+			return true
+		}
+	}
+	return false
 }

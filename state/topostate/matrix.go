@@ -94,8 +94,14 @@ func (t *Topology) Matrix() Matrix {
 			if g.LocalCPUs != "" {
 				row.CPUAffinity = g.LocalCPUs
 			}
-			if g.NUMANode >= 0 {
+			switch {
+			case g.NUMANode >= 0:
 				row.NUMAAffinity = strconv.Itoa(g.NUMANode)
+			case len(t.NUMANodes) == 1:
+				// numa_node -1 on a one-node machine: the GPU is on the
+				// only node, which is what nvidia-smi topo -m prints (a
+				// real H100 VM: sysfs -1, nvidia-smi 0).
+				row.NUMAAffinity = strconv.Itoa(t.NUMANodes[0].ID)
 			}
 		}
 		m.Rows = append(m.Rows, row)
