@@ -11,7 +11,7 @@ import (
 
 func init() {
 	register(Check{ID: "nvlink.state", Title: "every NVLink that should be up is up", Run: checkNVLinkState})
-	register(Check{ID: "nvlink.errors", Title: "NVLink CRC, replay and recovery counters under thresholds", Run: checkNVLinkErrors})
+	register(Check{ID: "nvlink.errors", Title: "NVLink CRC, replay and recovery errors: growth between daemon cycles, else totals, under thresholds", Run: checkNVLinkErrors})
 	register(Check{ID: "fabric.state", Title: "NVSwitch fabric registration completed and healthy", Run: checkFabric})
 }
 
