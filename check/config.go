@@ -144,12 +144,36 @@ type NVLinkConfig struct {
 	// on an unknown platform the most links up on any GPU of the same model
 	// on this node.
 	ExpectedLinks int `yaml:"expected_links"`
-	// Per-link error counters since reset that warn (0 = off), and the
-	// recovery count that fails.
-	CRCFlitWarn  uint64 `yaml:"crc_flit_warn"`
-	CRCDataWarn  uint64 `yaml:"crc_data_warn"`
-	ReplayWarn   uint64 `yaml:"replay_warn"`
+	// One sample (a one-shot check, the daemon's first cycle): per-link
+	// error counts since the counters were last reset (driver load, GPU
+	// reset) that warn (0 = off). Default 100 each.
+	CRCFlitWarn uint64 `yaml:"crc_flit_warn"`
+	CRCDataWarn uint64 `yaml:"crc_data_warn"`
+	ReplayWarn  uint64 `yaml:"replay_warn"`
+	// RecoveryFail: recoveries on one link between the daemon's two samples
+	// that fail (0 = off). Default 1: DCGM's NVLink health watch fails any
+	// recovery-counter growth (DCGM_LIMIT_MAX_NVLINK_ERROR). From one
+	// sample the count is not known to be growing and only warns.
 	RecoveryFail uint64 `yaml:"recovery_fail"`
+	// Between the daemon's two samples, per link: CRC flit or data errors
+	// at CRCWarnPerMinute or faster warn, at CRCFailPerSecond or faster
+	// fail (0 = off). Defaults 1/min (DCGM warns on any CRC growth in its
+	// one-minute default window) and 100/s (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR:
+	// "CRC errors only matter at rates of 100+ per second").
+	CRCWarnPerMinute float64 `yaml:"crc_warn_per_minute"`
+	CRCFailPerSecond float64 `yaml:"crc_fail_per_second"`
+	// Replays on one link between two samples that warn and that fail (0 =
+	// off). Defaults 1 and 0: DCGM fails any replay growth; docs/checks.md
+	// says why gpuprobe warns.
+	ReplayGrowthWarn uint64 `yaml:"replay_growth_warn"`
+	ReplayGrowthFail uint64 `yaml:"replay_growth_fail"`
+}
+
+// DefaultNVLinkConfig: lifetime counts of 100 warn from one sample; in the
+// daemon DCGM's NVLink health-watch limits (docs/checks.md, nvlink.errors).
+func DefaultNVLinkConfig() NVLinkConfig {
+	return NVLinkConfig{CRCFlitWarn: 100, CRCDataWarn: 100, ReplayWarn: 100, RecoveryFail: 1,
+		CRCWarnPerMinute: 1, CRCFailPerSecond: 100, ReplayGrowthWarn: 1}
 }
 
 // ECCConfig sets the ECC thresholds. A threshold of 0 disables that rule.
@@ -179,7 +203,7 @@ func DefaultConfig() *Config {
 		PCIe:         PCIeConfig{ReplayRatePerMinuteWarn: 8},
 		Throttle:     ThrottleConfig{ViolationWarnPercent: 10},
 		Processes:    ProcessesConfig{IdleMemoryMiB: 1024},
-		NVLink:       NVLinkConfig{CRCFlitWarn: 100, CRCDataWarn: 100, ReplayWarn: 100, RecoveryFail: 1},
+		NVLink:       DefaultNVLinkConfig(),
 		Job:          DefaultJobConfig(),
 		Perf:         DefaultPerfConfig(),
 		Topo:         DefaultTopoConfig(),
@@ -246,6 +270,12 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.NVLink.ExpectedLinks > 64 {
 		bad("nvlink.expected_links: %d, NVML knows at most 18 links per GPU", cfg.NVLink.ExpectedLinks)
+	}
+	if w, f := cfg.NVLink.CRCWarnPerMinute, cfg.NVLink.CRCFailPerSecond; w > 0 && f > 0 && w >= f*60 {
+		bad("nvlink.crc_warn_per_minute %g must be below nvlink.crc_fail_per_second %g (%g per minute): the warning could never come first", w, f, f*60)
+	}
+	if w, f := cfg.NVLink.ReplayGrowthWarn, cfg.NVLink.ReplayGrowthFail; w > 0 && f > 0 && w > f {
+		bad("nvlink.replay_growth_warn %d is above nvlink.replay_growth_fail %d: the warning could never come first", w, f)
 	}
 	cfg.Platform.validate(bad)
 	for key, codes := range map[string][]int{"xid.critical": cfg.XID.Critical, "xid.ignore": cfg.XID.Ignore} {

@@ -26,6 +26,10 @@ func TestParseConfigRejects(t *testing.T) {
 		{"xid: {critical: [0, 79]}\n", "xid.critical: 0 is not an XID"},
 		{"xid: {window: -5m}\n", "xid.window: -5m0s is negative"},
 		{"strict: true\n---\nstrict: false\n", "line 2: a second YAML document"},
+		{"nvlink: {crc_fail_per_second: .nan}\n", "nvlink.crc_fail_per_second: NaN is not a finite number"},
+		{"nvlink: {crc_warn_per_minute: -1}\n", "nvlink.crc_warn_per_minute: -1 is negative"},
+		{"nvlink: {crc_warn_per_minute: 600, crc_fail_per_second: 10}\n", "nvlink.crc_warn_per_minute 600 must be below nvlink.crc_fail_per_second 10"},
+		{"nvlink: {replay_growth_warn: 5, replay_growth_fail: 2}\n", "nvlink.replay_growth_warn 5 is above nvlink.replay_growth_fail 2"},
 	} {
 		err := ParseConfig([]byte(tc.yaml), DefaultConfig())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -35,7 +39,8 @@ func TestParseConfigRejects(t *testing.T) {
 }
 
 func TestParseConfigAccepts(t *testing.T) {
-	for _, y := range []string{"", "---\nstrict: true\n", "# only a comment\n", "temperature: {warn_c: 80, fail_c: 88}\nxid: {critical: [79, 48]}\n"} {
+	for _, y := range []string{"", "---\nstrict: true\n", "# only a comment\n", "temperature: {warn_c: 80, fail_c: 88}\nxid: {critical: [79, 48]}\n",
+		"nvlink: {recovery_fail: 1, crc_warn_per_minute: 0.5, crc_fail_per_second: 100, replay_growth_warn: 1, replay_growth_fail: 1}\n"} {
 		if err := ParseConfig([]byte(y), DefaultConfig()); err != nil {
 			t.Errorf("ParseConfig(%q): %v", y, err)
 		}

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/cpulist"
 	"github.com/gpuprobe/gpuprobe/state"
@@ -10,7 +11,7 @@ import (
 
 func init() {
 	register(Check{ID: "nvlink.state", Title: "every NVLink that should be up is up", Run: checkNVLinkState})
-	register(Check{ID: "nvlink.errors", Title: "NVLink CRC, replay and recovery counters under thresholds", Run: checkNVLinkErrors})
+	register(Check{ID: "nvlink.errors", Title: "NVLink CRC, replay and recovery errors: growth between daemon cycles, else totals, under thresholds", Run: checkNVLinkErrors})
 	register(Check{ID: "fabric.state", Title: "NVSwitch fabric registration completed and healthy", Run: checkFabric})
 }
 
@@ -146,6 +147,41 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 	return v.result(summary)
 }
 
+// nvlinkCounter is one of a link's error counters, now and in the
+// daemon's previous sample (nil: not read).
+type nvlinkCounter struct {
+	name      string
+	cur, prev *uint64
+}
+
+// counterGrowth is how much a counter grew between two samples. A counter
+// that went down was reset in between (a driver reload, a GPU reset,
+// nvidia-smi nvlink -re: NVML's counters start again from zero), so what
+// it holds now all came after the reset, inside the interval: that is the
+// growth, never a negative or wrapped-around one.
+func counterGrowth(cur, prev uint64) (growth uint64, reset bool) {
+	if cur < prev {
+		return cur, true
+	}
+	return cur - prev, false
+}
+
+const (
+	nvlinkWatchFix    = "watch the link (nvidia-smi nvlink -e); reset the GPU at the next drain; reseat if the count keeps rising"
+	nvlinkRecoveryFix = "drain and reset the GPU; if recoveries return, reseat or RMA (check Xid 74 in dmesg)"
+	nvlinkCRCFix      = "drain and reset the GPU; if the CRC rate returns, reseat the GPU or baseboard and check the NVSwitch trays; RMA if it stays (nvidia-smi nvlink -e)"
+	nvlinkOldFix      = "see whether the count grows (gpuprobe serve judges growth; or nvidia-smi nvlink -e twice, minutes apart); reset the GPU at the next drain; reseat or RMA if recoveries return"
+)
+
+// checkNVLinkErrors judges NVML's per-link error counters
+// (nvmlDeviceGetNvLinkErrorCounter), which count since the driver loaded
+// or the GPU was last reset. With the daemon's previous sample of a link
+// it judges their growth over the interval, by DCGM's NVLink health watch
+// (DcgmHealthWatch::MonitorNVLink): recovery growth fails, CRC growth
+// warns and fails at 100/s, replay growth warns (DCGM fails it; see
+// docs/checks.md). From one sample (a one-shot check, the daemon's first
+// cycle) only the totals are known: they warn, a recovery count included,
+// since nothing says the errors are still happening.
 func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 	if r, skip := nvmlSkip(n); skip {
 		return r
@@ -155,29 +191,47 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 	}
 	v := verdict{id: "nvlink.errors"}
 	t := cfg.NVLink
-	links := 0
+	links, overTime := 0, 0
+	var span time.Duration
 	for _, g := range usable(n) {
 		if len(g.NVLinks) == 0 {
 			continue
 		}
+		var prev *state.PreviousGPU
+		if p := n.Previous.GPU(g.UUID); p != nil && n.CollectedAt.After(n.Previous.CollectedAt) {
+			prev, span = p, n.CollectedAt.Sub(n.Previous.CollectedAt)
+		}
 		ok := true
+		flag := func(s Status, fix, msg string) {
+			v.add(s, g, fix, msg)
+			ok = false
+		}
 		for _, l := range g.NVLinks {
 			links++
-			if l.RecoveryErrors != nil && t.RecoveryFail > 0 && *l.RecoveryErrors >= t.RecoveryFail {
-				v.add(Fail, g, "drain and reset the GPU; if recoveries return, reseat or RMA (check Xid 74 in dmesg)",
-					fmt.Sprintf("link %d: %d recovery errors", l.Link, *l.RecoveryErrors))
-				ok = false
+			pl := prev.NVLink(l.Link)
+			var was struct{ flit, data, replay, recovery *uint64 }
+			if pl != nil {
+				was.flit, was.data, was.replay, was.recovery = pl.CRCFlitErrors, pl.CRCDataErrors, pl.ReplayErrors, pl.RecoveryErrors
 			}
-			for _, c := range []struct {
-				name  string
-				val   *uint64
-				limit uint64
-			}{{"CRC flit", l.CRCFlitErrors, t.CRCFlitWarn}, {"CRC data", l.CRCDataErrors, t.CRCDataWarn}, {"replay", l.ReplayErrors, t.ReplayWarn}} {
-				if c.val != nil && c.limit > 0 && *c.val >= c.limit {
-					v.add(Warn, g, "watch the link (nvidia-smi nvlink -e); reset the GPU at the next drain; reseat if the count keeps rising",
-						fmt.Sprintf("link %d: %d %s errors", l.Link, *c.val, c.name))
-					ok = false
+			timed := false
+			for _, c := range []nvlinkCounter{
+				{"recovery", l.RecoveryErrors, was.recovery},
+				{"CRC flit", l.CRCFlitErrors, was.flit},
+				{"CRC data", l.CRCDataErrors, was.data},
+				{"replay", l.ReplayErrors, was.replay},
+			} {
+				if c.cur == nil {
+					continue
 				}
+				if c.prev == nil {
+					judgeNVLinkTotal(l.Link, c, t, flag)
+					continue
+				}
+				timed = true
+				judgeNVLinkGrowth(l.Link, c, span, t, flag)
+			}
+			if timed {
+				overTime++
 			}
 		}
 		if ok {
@@ -187,7 +241,71 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 	if links == 0 {
 		return Result{Status: Skip, Summary: "no NVLinks on this node"}
 	}
-	return v.result(fmt.Sprintf("no NVLink errors over thresholds on %d links", links))
+	summary := fmt.Sprintf("no NVLink errors over thresholds on %d links", links)
+	switch {
+	case overTime == links:
+		summary = fmt.Sprintf("no NVLink error growth over thresholds on %d links in the last %s", links, span.Round(time.Second))
+	case overTime > 0:
+		summary += fmt.Sprintf(" (%d judged by their growth in the last %s, the rest by their totals from one sample)", overTime, span.Round(time.Second))
+	default:
+		summary += " (totals since the counters were last reset, from one sample)"
+	}
+	return v.result(summary)
+}
+
+// judgeNVLinkGrowth judges one counter's growth since the daemon's
+// previous sample, span ago.
+func judgeNVLinkGrowth(link int, c nvlinkCounter, span time.Duration, t NVLinkConfig, flag func(Status, string, string)) {
+	d, reset := counterGrowth(*c.cur, *c.prev)
+	if d == 0 {
+		return
+	}
+	what := fmt.Sprintf("link %d: %d %s errors in the last %s", link, d, c.name, span.Round(time.Second))
+	if reset {
+		what = fmt.Sprintf("link %d: %d %s errors in the last %s (the counter went back from %d: reset since the previous sample, counted from zero)",
+			link, d, c.name, span.Round(time.Second), *c.prev)
+	}
+	switch c.name {
+	case "recovery":
+		if t.RecoveryFail > 0 && d >= t.RecoveryFail {
+			flag(Fail, nvlinkRecoveryFix, fmt.Sprintf("%s: the link went down and retrained while in use (fail at %d, DCGM's NVLink health watch)", what, t.RecoveryFail))
+		}
+	case "replay":
+		switch {
+		case t.ReplayGrowthFail > 0 && d >= t.ReplayGrowthFail:
+			flag(Fail, nvlinkCRCFix, fmt.Sprintf("%s (fail at %d, nvlink.replay_growth_fail)", what, t.ReplayGrowthFail))
+		case t.ReplayGrowthWarn > 0 && d >= t.ReplayGrowthWarn:
+			flag(Warn, nvlinkWatchFix, fmt.Sprintf("%s: retransmitted, not lost (warn at %d)", what, t.ReplayGrowthWarn))
+		}
+	default: // CRC flit, CRC data
+		perSec := float64(d) / span.Seconds()
+		switch {
+		case t.CRCFailPerSecond > 0 && perSec >= t.CRCFailPerSecond:
+			flag(Fail, nvlinkCRCFix, fmt.Sprintf("%s (%.1f/s; fail at %g/s, DCGM's NVLink CRC limit)", what, perSec, t.CRCFailPerSecond))
+		case t.CRCWarnPerMinute > 0 && perSec*60 >= t.CRCWarnPerMinute:
+			flag(Warn, nvlinkWatchFix, fmt.Sprintf("%s (%.1f/min; warn at %g/min, fail at %g/s)", what, perSec*60, t.CRCWarnPerMinute, t.CRCFailPerSecond))
+		}
+	}
+}
+
+// judgeNVLinkTotal judges one counter from one sample: its total since the
+// counters were last reset. Nothing says the errors are still happening,
+// so even recoveries only warn: a node is not drained for errors that may
+// be months old.
+func judgeNVLinkTotal(link int, c nvlinkCounter, t NVLinkConfig, flag func(Status, string, string)) {
+	v := *c.cur
+	switch c.name {
+	case "recovery":
+		if t.RecoveryFail > 0 && v >= t.RecoveryFail {
+			flag(Warn, nvlinkOldFix, fmt.Sprintf("link %d: %d recovery errors since the counters were last reset (driver load or GPU reset); "+
+				"one sample cannot tell whether they are still happening, so this warns; growing recoveries fail in the daemon (gpuprobe serve)", link, v))
+		}
+		return
+	}
+	limit := map[string]uint64{"CRC flit": t.CRCFlitWarn, "CRC data": t.CRCDataWarn, "replay": t.ReplayWarn}[c.name]
+	if limit > 0 && v >= limit {
+		flag(Warn, nvlinkWatchFix, fmt.Sprintf("link %d: %d %s errors since the counters were last reset (one sample)", link, v, c.name))
+	}
 }
 
 func checkFabric(n *state.Node, cfg *Config) Result {

@@ -159,14 +159,85 @@ func TestNVLinkState(t *testing.T) {
 }
 
 func TestNVLinkErrors(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
+	// set sets one counter of one link: "flit", "data", "replay" or "recovery".
+	set := func(gpu, link int, counter string, v uint64) func(n *state.Node) {
+		return func(n *state.Node) {
+			l := &n.NVML.GPUs[gpu].NVLinks[link]
+			*map[string]**uint64{"flit": &l.CRCFlitErrors, "data": &l.CRCDataErrors, "replay": &l.ReplayErrors, "recovery": &l.RecoveryErrors}[counter] = u64(v)
+		}
+	}
+	// daemon is the daemon's second cycle, span after its first: before
+	// sets the first sample's counters, now this one's.
+	daemon := func(span time.Duration, before, now func(n *state.Node)) *state.Node {
+		first := healthy(before)
+		first.CollectedAt = t0
+		n := healthy(now)
+		n.CollectedAt = t0.Add(span)
+		n.Previous = state.PreviousOf(first)
+		return n
+	}
+	both := func(fs ...func(n *state.Node)) func(n *state.Node) {
+		return func(n *state.Node) {
+			for _, f := range fs {
+				f(n)
+			}
+		}
+	}
 	runCases(t, checkNVLinkErrors, []checkCase{
-		{name: "clean", node: healthy(nil), status: Pass, summary: "on 36 links"},
-		{name: "crc over threshold", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].NVLinks[2].CRCFlitErrors = u64(500) }),
-			status: Warn, summary: "link 2: 500 CRC flit errors", devices: []int{0}},
-		{name: "replay", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].NVLinks[7].ReplayErrors = u64(100) }), status: Warn, devices: []int{1}},
-		{name: "any recovery fails", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].NVLinks[0].RecoveryErrors = u64(1) }),
-			status: Fail, summary: "link 0: 1 recovery errors", devices: []int{1}},
-		{name: "below thresholds", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].NVLinks[2].CRCFlitErrors = u64(5) }), status: Pass},
+		// One sample (a one-shot check): the totals since the counters were
+		// last reset, which may be months old.
+		{name: "clean, one sample", node: healthy(nil), status: Pass, summary: "on 36 links (totals since the counters were last reset, from one sample)"},
+		{name: "crc total over threshold", node: healthy(set(0, 2, "flit", 500)),
+			status: Warn, summary: "link 2: 500 CRC flit errors since the counters were last reset", devices: []int{0}},
+		{name: "replay total", node: healthy(set(1, 7, "replay", 100)), status: Warn, summary: "link 7: 100 replay errors", devices: []int{1}},
+		{name: "crc total below threshold", node: healthy(set(0, 2, "flit", 5)), status: Pass},
+		// An old recovery count is not known to be growing: it failed, and
+		// drained a healthy node for a months-old error; it warns now.
+		{name: "old recovery count warns from one sample", node: healthy(set(1, 0, "recovery", 1)),
+			status: Warn, summary: "link 0: 1 recovery errors since the counters were last reset (driver load or GPU reset); one sample cannot tell", devices: []int{1}},
+		// The daemon: growth over the interval, DCGM's health-watch rules.
+		{name: "clean, over the interval", node: daemon(30*time.Second, nil, nil), status: Pass, summary: "no NVLink error growth over thresholds on 36 links in the last 30s"},
+		{name: "old recovery count, not growing, passes", node: daemon(30*time.Second, set(1, 0, "recovery", 5), set(1, 0, "recovery", 5)), status: Pass},
+		{name: "old CRC and replay totals, not growing, pass", node: daemon(30*time.Second,
+			both(set(0, 2, "flit", 5000), set(0, 3, "replay", 900)), both(set(0, 2, "flit", 5000), set(0, 3, "replay", 900))), status: Pass},
+		{name: "recovery growth fails", node: daemon(30*time.Second, set(1, 4, "recovery", 5), set(1, 4, "recovery", 6)),
+			status: Fail, summary: "link 4: 1 recovery errors in the last 30s", remedy: "Xid 74", devices: []int{1}},
+		{name: "CRC growth at a low rate warns", node: daemon(30*time.Second, set(0, 2, "flit", 40), set(0, 2, "flit", 50)),
+			status: Warn, summary: "link 2: 10 CRC flit errors in the last 30s (20.0/min; warn at 1/min", devices: []int{0}},
+		{name: "CRC growth at 100/s fails", node: daemon(30*time.Second, nil, set(0, 5, "data", 3000)),
+			status: Fail, summary: "link 5: 3000 CRC data errors in the last 30s (100.0/s; fail at 100/s", devices: []int{0}},
+		{name: "CRC growth just under 100/s warns", node: daemon(30*time.Second, nil, set(0, 5, "data", 2999)), status: Warn, devices: []int{0}},
+		{name: "one CRC error in five minutes is under the warning rate", node: daemon(5*time.Minute, nil, set(0, 5, "flit", 1)), status: Pass},
+		{name: "CRC warning off", node: daemon(30*time.Second, nil, set(0, 2, "flit", 10)),
+			cfg: func(c *Config) { c.NVLink.CRCWarnPerMinute = 0 }, status: Pass},
+		{name: "replay growth warns", node: daemon(30*time.Second, set(1, 7, "replay", 3), set(1, 7, "replay", 4)),
+			status: Warn, summary: "link 7: 1 replay errors in the last 30s", devices: []int{1}},
+		{name: "replay growth fails as DCGM's when configured", node: daemon(30*time.Second, set(1, 7, "replay", 3), set(1, 7, "replay", 4)),
+			cfg: func(c *Config) { c.NVLink.ReplayGrowthFail = 1 }, status: Fail, summary: "fail at 1, nvlink.replay_growth_fail", devices: []int{1}},
+		// A counter that went down was reset (driver reload, GPU reset):
+		// not negative growth, nor a wrapped-around huge one.
+		{name: "counters reset to zero", node: daemon(30*time.Second,
+			both(set(0, 2, "flit", 5000), set(0, 2, "recovery", 7)), nil), status: Pass},
+		{name: "recoveries after a reset fail", node: daemon(30*time.Second, set(0, 2, "recovery", 7), set(0, 2, "recovery", 1)),
+			status: Fail, summary: "link 2: 1 recovery errors in the last 30s (the counter went back from 7: reset since the previous sample", devices: []int{0}},
+		// A GPU the previous cycle did not see (a new UUID) has one sample.
+		{name: "GPU without a previous sample", node: func() *state.Node {
+			n := daemon(30*time.Second, nil, set(1, 0, "recovery", 3))
+			n.Previous.GPUs = n.Previous.GPUs[:1]
+			return n
+		}(), status: Warn, summary: "3 recovery errors since the counters were last reset", devices: []int{1}},
+		{name: "part judged over time", node: func() *state.Node {
+			n := daemon(30*time.Second, nil, nil)
+			n.Previous.GPUs = n.Previous.GPUs[:1]
+			return n
+		}(), status: Pass, summary: "on 36 links (18 judged by their growth in the last 30s, the rest by their totals from one sample)"},
+		// The clock went back: no interval, one sample.
+		{name: "previous sample not earlier", node: func() *state.Node {
+			n := daemon(30*time.Second, set(1, 0, "recovery", 2), set(1, 0, "recovery", 2))
+			n.CollectedAt = t0
+			return n
+		}(), status: Warn, summary: "one sample cannot tell", devices: []int{1}},
 	})
 }
 

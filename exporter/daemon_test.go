@@ -113,6 +113,48 @@ func TestDaemonJudgesThrottleOverTheInterval(t *testing.T) {
 	}
 }
 
+// The daemon hands each cycle the previous cycle's NVLink error counters,
+// per link, so nvlink.errors judges their growth: an old recovery count
+// warns on the first cycle (one sample), passes while it stays put, and
+// fails the cycle it grows. The counter going back (a GPU reset) is not
+// growth.
+func TestDaemonJudgesNVLinkErrorGrowth(t *testing.T) {
+	checks, err := check.Select([]string{"nvlink.errors"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC)
+	recoveries := []uint64{3, 3, 4, 0}
+	cycle := 0
+	d := &Daemon{
+		Exporter: New(false),
+		Interval: time.Hour,
+		Timeout:  5 * time.Second,
+		Collect: func(context.Context) *state.Node {
+			r, zero := recoveries[cycle], uint64(0)
+			n := &state.Node{Host: "n1", CollectedAt: t0.Add(time.Duration(cycle) * 30 * time.Second), NVML: &state.NVML{Available: true, DeviceCount: 1, GPUs: []state.GPU{{
+				Index: 0, UUID: "GPU-a", PCIBusID: "0000:10:00.0",
+				NVLinks: []state.NVLink{{Link: 0, Up: true, RecoveryErrors: &zero}, {Link: 1, Up: true, RecoveryErrors: &r, CRCFlitErrors: &zero}},
+			}}}}
+			cycle++
+			return n
+		},
+		Judge: func(ctx context.Context, n *state.Node) []check.Result {
+			return check.Run(ctx, n, check.DefaultConfig(), checks)
+		},
+	}
+	want := []check.Status{check.Warn, check.Pass, check.Fail, check.Pass}
+	for i, w := range want {
+		s := d.Cycle(context.Background())
+		if got := s.Doc.Checks[0]; got.Status != w {
+			t.Fatalf("cycle %d (recoveries %d): %s (%s), want %s", i, recoveries[i], got.Status, got.Summary, w)
+		}
+	}
+	if p := d.previous.GPU("GPU-a"); p == nil || p.NVLink(1) == nil || *p.NVLink(1).RecoveryErrors != 0 || !d.previous.CollectedAt.Equal(t0.Add(90*time.Second)) {
+		t.Fatalf("previous kept = %+v, want the last cycle's link counters and time", d.previous)
+	}
+}
+
 // A collection that gives up at its deadline (a hung GPU abandoned, the
 // rest collected) must still be judged: judging once shared the
 // collection's clock, so every check of such a cycle came out "did not

@@ -39,10 +39,60 @@ type PreviousGPU struct {
 	// not read), so a reason seen in one sample can be told from one that
 	// held across two.
 	ClockEvents []string `json:"clock_events,omitempty"`
+	// NVLinks are the links' error counters then, so nvlink.errors judges
+	// their growth over the interval (Previous.CollectedAt is the sample
+	// time), not the totals since the driver loaded.
+	NVLinks []PreviousNVLink `json:"nvlinks,omitempty"`
+}
+
+// PreviousNVLink is one link's error counters in an earlier sample (nil:
+// not read then), keyed by the link number.
+type PreviousNVLink struct {
+	Link           int     `json:"link"`
+	CRCFlitErrors  *uint64 `json:"crc_flit_errors,omitempty"`
+	CRCDataErrors  *uint64 `json:"crc_data_errors,omitempty"`
+	ReplayErrors   *uint64 `json:"replay_errors,omitempty"`
+	RecoveryErrors *uint64 `json:"recovery_errors,omitempty"`
+}
+
+// NVLink returns the earlier counters of this link, or nil.
+func (p *PreviousGPU) NVLink(link int) *PreviousNVLink {
+	if p == nil {
+		return nil
+	}
+	for i := range p.NVLinks {
+		if p.NVLinks[i].Link == link {
+			return &p.NVLinks[i]
+		}
+	}
+	return nil
+}
+
+func copyCount(v *uint64) *uint64 {
+	if v == nil {
+		return nil
+	}
+	c := *v
+	return &c
+}
+
+// previousNVLinks copies the links' error counters; links with none read
+// are left out.
+func previousNVLinks(links []NVLink) []PreviousNVLink {
+	var out []PreviousNVLink
+	for _, l := range links {
+		if l.CRCFlitErrors == nil && l.CRCDataErrors == nil && l.ReplayErrors == nil && l.RecoveryErrors == nil {
+			continue
+		}
+		out = append(out, PreviousNVLink{Link: l.Link, CRCFlitErrors: copyCount(l.CRCFlitErrors), CRCDataErrors: copyCount(l.CRCDataErrors),
+			ReplayErrors: copyCount(l.ReplayErrors), RecoveryErrors: copyCount(l.RecoveryErrors)})
+	}
+	return out
 }
 
 // PreviousOf keeps what the next cycle needs of n: its time and each GPU's
-// rate counters. Nil when n has no GPUs with a UUID and counters.
+// rate counters (violations, PCIe replays, clock event reasons, NVLink
+// error counters per link). Nil when n has no GPUs with a UUID and counters.
 func PreviousOf(n *Node) *Previous {
 	if n == nil || n.NVML == nil {
 		return nil
@@ -58,10 +108,11 @@ func PreviousOf(n *Node) *Previous {
 		if g.ClockEvents != nil {
 			events = append([]string{}, g.ClockEvents.Reasons...)
 		}
-		if g.UUID == "" || len(g.Violations) == 0 && replays == nil && events == nil {
+		links := previousNVLinks(g.NVLinks)
+		if g.UUID == "" || len(g.Violations) == 0 && replays == nil && events == nil && links == nil {
 			continue
 		}
-		p.GPUs = append(p.GPUs, PreviousGPU{UUID: g.UUID, Violations: append([]Violation(nil), g.Violations...), PCIeReplays: replays, ClockEvents: events})
+		p.GPUs = append(p.GPUs, PreviousGPU{UUID: g.UUID, Violations: append([]Violation(nil), g.Violations...), PCIeReplays: replays, ClockEvents: events, NVLinks: links})
 	}
 	if len(p.GPUs) == 0 {
 		return nil
