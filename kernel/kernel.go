@@ -221,12 +221,20 @@ type Log struct {
 }
 
 // add reads one record or line. A driver load marks everything before it.
+// A saved log (boot unknown) dates a line from the wall-clock time it
+// starts with, where it has one (lineTime).
 func (l *Log) add(rec []byte, boot time.Time) {
 	if ev, ok := xid.ParseKmsg(rec, boot); ok {
+		if boot.IsZero() && ev.Time.IsZero() {
+			ev.Time = lineTime(rec)
+		}
 		l.XIDs = append(l.XIDs, ev)
 	} else if ev, ok := xid.ParseSXidKmsg(rec, boot); ok {
 		if n := len(l.SXIDs); n > 0 && sxidDetail(l.SXIDs[n-1], ev) {
 			return
+		}
+		if boot.IsZero() && ev.Time.IsZero() {
+			ev.Time = lineTime(rec)
 		}
 		l.SXIDs = append(l.SXIDs, ev)
 	} else if xid.IsDriverLoad(rec) {
@@ -235,6 +243,45 @@ func (l *Log) add(rec []byte, boot time.Time) {
 			l.SXIDs[i].BeforeDriverLoad = true
 		}
 	}
+}
+
+// lineTime is the wall-clock time a saved log's line starts with:
+//
+//	[Fri Aug 30 11:43:09 2024] NVRM: ...                       dmesg -T / --ctime (the printing machine's local time, read as UTC)
+//	2026-06-01T15:55:06.218036+03:00 host kernel: NVRM: ...    journalctl -o short-iso
+//	kern  :err   : 2025-01-25T10:34:54,859532+00:00 NVRM: ...  dmesg --decode --time-format iso
+//
+// and the zero time for the forms that cannot be placed: journalctl's
+// default "Jun 01 17:12:22" has no year, dmesg's "[ 1843.308145]" counts
+// from a boot the file does not date.
+func lineTime(line []byte) time.Time {
+	if len(line) > 96 {
+		line = line[:96]
+	}
+	s := string(line)
+	if strings.HasPrefix(s, "[") {
+		if end := strings.IndexByte(s, ']'); end > 0 {
+			if t, err := time.Parse("Mon Jan _2 15:04:05 2006", strings.TrimSpace(s[1:end])); err == nil {
+				return t.UTC()
+			}
+		}
+		return time.Time{}
+	}
+	fields := strings.Fields(s)
+	for i, f := range fields {
+		if i >= 5 || strings.HasPrefix(f, "NVRM") || strings.HasPrefix(f, "nvidia") {
+			break
+		}
+		if len(f) < 19 || f[4] != '-' || f[10] != 'T' {
+			continue
+		}
+		for _, layout := range []string{"2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05Z0700"} {
+			if t, err := time.Parse(layout, f); err == nil {
+				return t.UTC()
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // sxidDetail: ev is one of the records the nvswitch driver logs after an

@@ -191,3 +191,28 @@ func TestSXidDetailRecordsBelongToTheirHead(t *testing.T) {
 		t.Errorf("lone detail: %+v", l.SXIDs)
 	}
 }
+
+// A saved log's lines carry wall-clock times in dmesg -T, dmesg --time-format
+// iso and journalctl -o short-iso; those date the events (recurrence counts
+// separate incidents by them). journalctl's default "Jun 01 17:12:22" has no
+// year and dmesg's "[ 1843.308145]" is since an unknown boot: undated.
+func TestSavedLogLinesAreDatedFromTheirTimes(t *testing.T) {
+	for line, want := range map[string]time.Time{
+		"[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception":              time.Date(2024, 8, 30, 11, 43, 9, 0, time.UTC),
+		"[Wed Mar  1 17:44:24 2023] NVRM: Xid (PCI:0000:07:00): 13, Graphics Exception":                                               time.Date(2023, 3, 1, 17, 44, 24, 0, time.UTC),
+		"2026-06-01T15:55:06.218036+03:00 isaac-Predator-PO5-650 kernel: NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.": time.Date(2026, 6, 1, 12, 55, 6, 218036000, time.UTC),
+		"2026-06-01T15:55:06+0300 host kernel: NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.":                           time.Date(2026, 6, 1, 12, 55, 6, 0, time.UTC),
+		"kern  :err   : 2025-01-25T10:34:54,859532+00:00 NVRM: Xid (PCI:0000:84:00): 13, x":                                           time.Date(2025, 1, 25, 10, 34, 54, 859532000, time.UTC),
+		"Jun 01 17:12:22 isaac-Predator-PO5-650 kernel: NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.":                  {},
+		"[ 1843.308145] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.":                                                  {},
+	} {
+		l := readString(t, line+"\n")
+		if len(l.XIDs) != 1 || !l.XIDs[0].Time.Equal(want) {
+			t.Errorf("%q: %+v, want time %v", line, l.XIDs, want)
+		}
+	}
+	l := readString(t, "[Wed Mar  1 17:44:24 2023] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 x\n")
+	if len(l.SXIDs) != 1 || !l.SXIDs[0].Time.Equal(time.Date(2023, 3, 1, 17, 44, 24, 0, time.UTC)) {
+		t.Errorf("SXid: %+v", l.SXIDs)
+	}
+}
