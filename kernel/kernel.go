@@ -161,10 +161,56 @@ func readLog(open func() (io.ReadCloser, error), boot time.Time) (Log, error) {
 		return Log{}, fmt.Errorf("kernel log larger than %d MiB", maxLog>>20)
 	}
 	evs := Log{XIDs: []state.XIDEvent{}}
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		evs.add(l, boot)
+	for _, rec := range records(data) {
+		evs.add(rec, boot)
 	}
 	return evs, nil
+}
+
+// maxRecord bounds a record joined from continuation lines; Parse looks at
+// the first 4 KiB of one anyway.
+const maxRecord = 8 << 10
+
+// records splits a saved log into its records. A printk with newlines in it
+// is one record that dmesg and journalctl print as several lines, each
+// later one indented to the column where the message began (the driver's
+// "The NVIDIA GPU 0000:b3:00.0 / (PCI ID ...) installed in this system has /
+// fallen off the bus ..." notice, NVSentinel #155): such a line is joined to
+// the record it continues, without its own "NVRM: ". A line is a
+// continuation only when the record's first line has a header (a time, a
+// host, "kernel:") exactly that wide, so a paste whose lines are all
+// indented alike stays one record a line.
+func records(data []byte) [][]byte {
+	var out [][]byte
+	var first []byte // the current record's first line
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if n := len(out); n > 0 && continues(first, line) {
+			if len(out[n-1]) < maxRecord {
+				text := bytes.TrimPrefix(bytes.TrimLeft(line, " "), []byte("NVRM: "))
+				joined := make([]byte, 0, len(out[n-1])+1+len(text))
+				joined = append(append(append(joined, out[n-1]...), ' '), text...)
+				out[n-1] = joined
+			}
+			continue
+		}
+		out = append(out, line)
+		first = line
+	}
+	return out
+}
+
+// continues: line is indented by spaces to the column where first's message
+// begins, after a header of other text.
+func continues(first, line []byte) bool {
+	c := 0
+	for c < len(line) && line[c] == ' ' {
+		c++
+	}
+	if c == 0 || c == len(line) || c >= len(first) || first[c-1] != ' ' || first[c] == ' ' {
+		return false
+	}
+	return len(bytes.TrimSpace(first[:c])) > 0
 }
 
 // Log is what a kernel log holds for gpuprobe: the GPUs' XIDs and the
@@ -175,10 +221,21 @@ type Log struct {
 }
 
 // add reads one record or line. A driver load marks everything before it.
+// A saved log (boot unknown) dates a line from the wall-clock time it
+// starts with, where it has one (lineTime).
 func (l *Log) add(rec []byte, boot time.Time) {
 	if ev, ok := xid.ParseKmsg(rec, boot); ok {
+		if boot.IsZero() && ev.Time.IsZero() {
+			ev.Time = lineTime(rec)
+		}
 		l.XIDs = append(l.XIDs, ev)
 	} else if ev, ok := xid.ParseSXidKmsg(rec, boot); ok {
+		if n := len(l.SXIDs); n > 0 && sxidDetail(l.SXIDs[n-1], ev) {
+			return
+		}
+		if boot.IsZero() && ev.Time.IsZero() {
+			ev.Time = lineTime(rec)
+		}
 		l.SXIDs = append(l.SXIDs, ev)
 	} else if xid.IsDriverLoad(rec) {
 		xid.MarkDriverLoad(l.XIDs)
@@ -186,6 +243,56 @@ func (l *Log) add(rec []byte, boot time.Time) {
 			l.SXIDs[i].BeforeDriverLoad = true
 		}
 	}
+}
+
+// lineTime is the wall-clock time a saved log's line starts with:
+//
+//	[Fri Aug 30 11:43:09 2024] NVRM: ...                       dmesg -T / --ctime (the printing machine's local time, read as UTC)
+//	2026-06-01T15:55:06.218036+03:00 host kernel: NVRM: ...    journalctl -o short-iso
+//	kern  :err   : 2025-01-25T10:34:54,859532+00:00 NVRM: ...  dmesg --decode --time-format iso
+//
+// and the zero time for the forms that cannot be placed: journalctl's
+// default "Jun 01 17:12:22" has no year, dmesg's "[ 1843.308145]" counts
+// from a boot the file does not date.
+func lineTime(line []byte) time.Time {
+	if len(line) > 96 {
+		line = line[:96]
+	}
+	s := string(line)
+	if strings.HasPrefix(s, "[") {
+		if end := strings.IndexByte(s, ']'); end > 0 {
+			if t, err := time.Parse("Mon Jan _2 15:04:05 2006", strings.TrimSpace(s[1:end])); err == nil {
+				return t.UTC()
+			}
+		}
+		return time.Time{}
+	}
+	fields := strings.Fields(s)
+	for i, f := range fields {
+		if i >= 5 || strings.HasPrefix(f, "NVRM") || strings.HasPrefix(f, "nvidia") {
+			break
+		}
+		if len(f) < 19 || f[4] != '-' || f[10] != 'T' {
+			continue
+		}
+		for _, layout := range []string{"2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05Z0700"} {
+			if t, err := time.Parse(layout, f); err == nil {
+				return t.UTC()
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// sxidDetail: ev is one of the records the nvswitch driver logs after an
+// SXid's head for the same switch and code, "Severity N Engine instance ..."
+// and "Data {...}" (nvtrust #124; NVIDIA's Fabric Manager guide shows the
+// three together): part of that SXid, not another one.
+func sxidDetail(head, ev state.SXIDEvent) bool {
+	if ev.Severity != "" || head.Device != ev.Device || head.BusID != ev.BusID || head.Code != ev.Code {
+		return false
+	}
+	return strings.HasPrefix(ev.Message, "Severity ") || strings.HasPrefix(ev.Message, "Data {")
 }
 
 // ModuleVersion reads the loaded nvidia.ko version:

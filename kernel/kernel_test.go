@@ -134,3 +134,85 @@ func TestSXidsRead(t *testing.T) {
 		t.Errorf("SXids %+v", l.SXIDs)
 	}
 }
+
+func readString(t *testing.T, s string) Log {
+	t.Helper()
+	l, err := readLog(func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(s)), nil }, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// dmesg and journalctl print one record with embedded newlines as several
+// lines, the later ones indented to the column where the message began
+// (NVSentinel #155: the bus ID is on the first line, "fallen off the bus" on
+// the third). They are one record: the event has its GPU.
+func TestIndentedContinuationIsOneRecord(t *testing.T) {
+	for name, log := range map[string]string{
+		"dmesg": "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n" +
+			"               NVRM: (PCI ID: 10de:26b5) installed in this system has\n" +
+			"               NVRM: fallen off the bus and is not responding to commands.\n" +
+			"[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
+		"journalctl": "May 11 19:25:29 homecomp kernel: NVRM: The NVIDIA GPU 0000:b3:00.0\n" +
+			"                                 NVRM: (PCI ID: 10de:26b5) installed in this system has\n" +
+			"                                 NVRM: fallen off the bus and is not responding to commands.\n",
+	} {
+		l := readString(t, log)
+		if len(l.XIDs) != 1 || l.XIDs[0].BusID != "0000:b3:00" || !l.XIDs[0].FellOffBus {
+			t.Errorf("%s: %+v, want one fallen-off-the-bus event on 0000:b3:00", name, l.XIDs)
+		}
+	}
+	// Lines that are all indented alike, with no header (a pasted grep), are
+	// separate records: the Xid is not swallowed by the line before it.
+	l := readString(t, "        NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.163.01\n"+
+		"        NVRM: Xid (PCI:0000:01:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")
+	if len(l.XIDs) != 1 || l.XIDs[0].Code != 79 || l.XIDs[0].BeforeDriverLoad {
+		t.Errorf("indented paste: %+v", l.XIDs)
+	}
+}
+
+// The nvswitch driver logs one SXid as three records: the head with its
+// severity, then "Severity N Engine instance ..." and "Data {...}" for the
+// same switch and code (nvtrust #124). They are one event, not three, and the
+// two details are not SXids "without a severity word".
+func TestSXidDetailRecordsBelongToTheirHead(t *testing.T) {
+	l := readString(t, "[   25.948274] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 Minion Link DLREQ interrupt\n"+
+		"[   25.950244] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Severity 0 Engine instance 00 Sub-engine instance 00\n"+
+		"[   25.952303] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Data {0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x80005302, 0x00000000, 0x00000000, 0x00000000, 0x00000000}\n"+
+		"[   25.955391] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 01 Minion Link DLREQ interrupt\n")
+	if len(l.SXIDs) != 2 || l.SXIDs[0].Severity != "non-fatal" || l.SXIDs[1].Message != "Link 01 Minion Link DLREQ interrupt" {
+		t.Errorf("SXIDs = %+v, want the two heads", l.SXIDs)
+	}
+	// A detail record with no head before it (a grep that matched only it)
+	// is still an SXid.
+	l = readString(t, "kern  :err   : 2025-01-25T10:34:54,859532+00:00 nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, Data {0x000001c0, 0x00bd5c8a}\n")
+	if len(l.SXIDs) != 1 || l.SXIDs[0].Code != 12028 {
+		t.Errorf("lone detail: %+v", l.SXIDs)
+	}
+}
+
+// A saved log's lines carry wall-clock times in dmesg -T, dmesg --time-format
+// iso and journalctl -o short-iso; those date the events (recurrence counts
+// separate incidents by them). journalctl's default "Jun 01 17:12:22" has no
+// year and dmesg's "[ 1843.308145]" is since an unknown boot: undated.
+func TestSavedLogLinesAreDatedFromTheirTimes(t *testing.T) {
+	for line, want := range map[string]time.Time{
+		"[Fri Aug 30 11:43:09 2024] NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception":              time.Date(2024, 8, 30, 11, 43, 9, 0, time.UTC),
+		"[Wed Mar  1 17:44:24 2023] NVRM: Xid (PCI:0000:07:00): 13, Graphics Exception":                                               time.Date(2023, 3, 1, 17, 44, 24, 0, time.UTC),
+		"2026-06-01T15:55:06.218036+03:00 isaac-Predator-PO5-650 kernel: NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.": time.Date(2026, 6, 1, 12, 55, 6, 218036000, time.UTC),
+		"2026-06-01T15:55:06+0300 host kernel: NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.":                           time.Date(2026, 6, 1, 12, 55, 6, 0, time.UTC),
+		"kern  :err   : 2025-01-25T10:34:54,859532+00:00 NVRM: Xid (PCI:0000:84:00): 13, x":                                           time.Date(2025, 1, 25, 10, 34, 54, 859532000, time.UTC),
+		"Jun 01 17:12:22 isaac-Predator-PO5-650 kernel: NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.":                  {},
+		"[ 1843.308145] NVRM: Xid (PCI:0000:01:00): 79, GPU has fallen off the bus.":                                                  {},
+	} {
+		l := readString(t, line+"\n")
+		if len(l.XIDs) != 1 || !l.XIDs[0].Time.Equal(want) {
+			t.Errorf("%q: %+v, want time %v", line, l.XIDs, want)
+		}
+	}
+	l := readString(t, "[Wed Mar  1 17:44:24 2023] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 x\n")
+	if len(l.SXIDs) != 1 || !l.SXIDs[0].Time.Equal(time.Date(2023, 3, 1, 17, 44, 24, 0, time.UTC)) {
+		t.Errorf("SXid: %+v", l.SXIDs)
+	}
+}

@@ -59,7 +59,11 @@ func ParseSXid(line []byte) (state.SXIDEvent, bool) {
 
 // ParseSXidKmsg parses a /dev/kmsg record holding an SXid and dates it.
 func ParseSXidKmsg(rec []byte, boot time.Time) (state.SXIDEvent, bool) {
-	ev, ok := ParseSXid(rec)
+	line := rec
+	if semi := bytes.IndexByte(rec, ';'); semi > 0 {
+		line = rec[:semi+1+len(recordText(rec[semi+1:]))]
+	}
+	ev, ok := ParseSXid(line)
 	if !ok {
 		return ev, false
 	}

@@ -34,7 +34,7 @@ func Parse(line []byte) (state.XIDEvent, bool) {
 	if i < 0 {
 		return state.XIDEvent{}, false
 	}
-	msg := strings.TrimSpace(string(line[i+len("NVRM: "):]))
+	msg := strings.TrimSpace(unescapeNewlines(string(line[i+len("NVRM: "):])))
 	if rest, ok := strings.CutPrefix(msg, "Xid ("); ok {
 		return parseXid(rest)
 	}

@@ -110,3 +110,21 @@ func TestParseSXidRejectsGarbledCode(t *testing.T) {
 		t.Errorf("garbled code accepted: %+v", ev)
 	}
 }
+
+// /dev/kmsg escapes the newlines inside one printk as "\x0a" (the driver's
+// fallen-off-the-bus notice is three lines in one record, NVSentinel #155);
+// the escape is a line break, not part of a word: the bus ID before it is
+// read, and the dictionary lines after the record's text are not the message.
+func TestParseKmsgEscapedNewline(t *testing.T) {
+	rec := `3,1311,1843308145,-;NVRM: The NVIDIA GPU 0000:b3:00.0\x0aNVRM: (PCI ID: 10de:26b5) installed in this system has\x0aNVRM: fallen off the bus and is not responding to commands.` + "\n SUBSYSTEM=pci\n DEVICE=+pci:0000:b3:00.0\n"
+	ev, ok := ParseKmsg([]byte(rec), time.Time{})
+	want := state.XIDEvent{BusID: "0000:b3:00", FellOffBus: true, Seq: 1311,
+		Message: "The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus and is not responding to commands."}
+	if !ok || ev != want {
+		t.Errorf("ParseKmsg\n got %+v %v\nwant %+v", ev, ok, want)
+	}
+	sx, ok := ParseSXidKmsg([]byte("4,77,25948274,-;nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 Minion Link DLREQ interrupt\n SUBSYSTEM=pci\n"), time.Time{})
+	if !ok || sx.Message != "Link 00 Minion Link DLREQ interrupt" || sx.Seq != 77 {
+		t.Errorf("ParseSXidKmsg = %+v %v", sx, ok)
+	}
+}

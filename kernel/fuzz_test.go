@@ -1,0 +1,61 @@
+package kernel
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// FuzzReadLog feeds the saved-log reader (the path of check --kernel-log)
+// arbitrary text, seeded with the real logs of the corpus: it never panics,
+// joins only indented lines (a log without them is read one record a line),
+// bounds what it joins, and reads the same events twice.
+func FuzzReadLog(f *testing.F) {
+	seeds, _ := filepath.Glob("../cmd/gpuprobe/testdata/kernel-logs/*.txt")
+	seeds = append(seeds, "../cmd/gpuprobe/testdata/kernel-log-rtx4080-xid79.txt")
+	for _, p := range seeds {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`3,1311,1843308145,-;NVRM: The NVIDIA GPU 0000:b3:00.0\x0aNVRM: fallen off the bus` + "\n SUBSYSTEM=pci\n"))
+	f.Add([]byte("[x] a\n    b\n\n \n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		a, err := readLog(open, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := readLog(open, time.Time{})
+		if len(a.XIDs) != len(b.XIDs) || len(a.SXIDs) != len(b.SXIDs) {
+			t.Fatalf("two reads differ: %d/%d XIDs, %d/%d SXids", len(a.XIDs), len(b.XIDs), len(a.SXIDs), len(b.SXIDs))
+		}
+		for _, ev := range a.XIDs {
+			if ev.Code < 0 || ev.Code > 100000 || len(ev.Message) > maxRecord {
+				t.Fatalf("event out of bounds: %+v", ev)
+			}
+		}
+		lines := bytes.Split(data, []byte("\n"))
+		recs := records(data)
+		if len(recs) > len(lines) {
+			t.Fatalf("%d records from %d lines", len(recs), len(lines))
+		}
+		for _, r := range recs {
+			if bytes.IndexByte(r, '\n') >= 0 || len(r) > maxRecord+len(data) {
+				t.Fatalf("record %q", r)
+			}
+		}
+		indented := false
+		for _, l := range lines {
+			indented = indented || len(l) > 0 && l[0] == ' '
+		}
+		if !indented && len(recs) != len(lines) {
+			t.Fatalf("no indented line, yet %d records from %d lines", len(recs), len(lines))
+		}
+	})
+}
