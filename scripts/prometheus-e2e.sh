@@ -116,6 +116,16 @@ for v in "default:$P_DEF:--simulate dgx-h100" \
     printf '%s\n' "$out" | sed 's/^/    /'
   fi
 done
+# The exposition a real H100 (driver 580) produced, captured on the lent GPU.
+real=exporter/testdata/realgpu-h100-580-metrics.prom
+out=$(grep -v '^# source:' "$real" | promtool check metrics 2>&1)
+rc=$?
+if [ $rc -eq 0 ] && [ -z "$out" ]; then
+  pass "promtool check metrics on a real H100's exposition ($real): no output, exit 0"
+else
+  fail "promtool check metrics on a real H100's exposition ($real): exit $rc:"
+  printf '%s\n' "$out" | sed 's/^/    /'
+fi
 if [ -s "$W/default.prom" ]; then
   n=$(series "$W/default.prom")
   if [ "$n" -le "$MAX_SERIES" ]; then
