@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpuprobe/gpuprobe/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -196,7 +197,14 @@ const (
 	fixCPUBound = "ask for more CPUs (--cpus-per-task) and give the data loader as many workers (PyTorch DataLoader num_workers); move decoding and augmentation to the GPU (e.g. NVIDIA DALI)"
 	fixNetRead  = "stage the dataset to node-local storage at the start of the job (copy to $TMPDIR or the node's scratch) or pack it into large shards read sequentially; more loader workers with prefetching hide the rest"
 	fixLocalIO  = "the local disk is the limit: more loader workers with prefetching, the dataset in memory (/dev/shm) or on faster local storage"
-	fixUnknown  = "profile a few training steps (PyTorch profiler, Nsight Systems) to see what the GPU waits for: synchronisation, communication, small batches or host-side work"
+	// A process that keeps one CPU busy while the job's other CPUs idle is
+	// a serial bottleneck. Not on a GPU, it is a data loader worker (or a
+	// helper process): samples are made one at a time. On a GPU, it is the
+	// training process itself: its Python loop (one thread, under the GIL)
+	// does per-step host work the GPU waits for.
+	fixHotWorker = "one loader process cannot keep up: raise the DataLoader's num_workers towards the allocated CPUs so samples are prepared in parallel; make per-sample transforms lighter (pre-process the dataset once, decode smaller images) or move decoding and augmentation to the GPU (NVIDIA DALI)"
+	fixHotMain   = "the training process's main loop is the limit (Python runs one thread at a time under the GIL): move per-sample and per-batch CPU work into DataLoader workers (num_workers > 0, pin_memory=True), cut Python work per step (larger batches, torch.compile or CUDA graphs), and profile the main thread (py-spy dump/top, PyTorch profiler) to see where it spends its time"
+	fixUnknown   = "profile a few training steps (PyTorch profiler, Nsight Systems) to see what the GPU waits for: synchronisation, communication, small batches or host-side work"
 )
 
 func checkBottleneck(n *state.Node, cfg *Config) Result {
@@ -264,7 +272,14 @@ func checkBottleneck(n *state.Node, cfg *Config) Result {
 		}
 		v.add(Warn, nil, fix, fmt.Sprintf("I/O-bound: %s while %s%s", gpus, wait, from))
 	}
-	if !cpuBound && !ioBound {
+	hotBound := false
+	if !cpuBound && cpuOK {
+		if hot := hotProcesses(p, pc); len(hot) > 0 {
+			hotBound = true
+			v.add(Warn, nil, hotFix(p, hot), hotLine(p, hot, gpus))
+		}
+	}
+	if !cpuBound && !ioBound && !hotBound {
 		why := "the cause is unknown: " + host
 		if !cpuOK && !ioOK {
 			why = "the cause is unknown: the job's CPU and I/O counters could not be read"
@@ -272,6 +287,100 @@ func checkBottleneck(n *state.Node, cfg *Config) Result {
 		v.add(Warn, nil, fixUnknown, fmt.Sprintf("%s, mostly idle; %s", gpus, why))
 	}
 	return v.result("")
+}
+
+// hotProcesses are the job's processes that each kept one CPU at least
+// ProcessCPUPercent busy over the window, and used less than two CPUs: a
+// process that used more runs in parallel, so one CPU is not what holds it
+// back. Only the busiest few processes are in the state (TopProcesses); a
+// job with one CPU is judged by the job-wide share alone.
+func hotProcesses(p *state.JobPerf, pc PerfConfig) []state.JobProcess {
+	c := p.CPU
+	if c == nil || c.AllocatedCount < 2 || p.WindowSeconds <= 0 {
+		return nil
+	}
+	var out []state.JobProcess
+	for _, pr := range c.TopProcesses {
+		share := 100 * pr.CPUSeconds / p.WindowSeconds
+		if share >= pc.ProcessCPUPercent && share < 200 {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// onGPU reports whether NVML lists pid as one of the job's processes on one
+// of its GPUs: the training process, not a loader worker.
+func onGPU(p *state.JobPerf, pid int32) bool {
+	for _, g := range p.GPUs {
+		for _, q := range g.JobPIDs {
+			if int64(q) == int64(pid) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hotFix(p *state.JobPerf, hot []state.JobProcess) string {
+	main, other := false, false
+	for _, h := range hot {
+		if onGPU(p, h.PID) {
+			main = true
+		} else {
+			other = true
+		}
+	}
+	switch {
+	case main && other:
+		return fixHotMain + "; " + fixHotWorker
+	case main:
+		return fixHotMain
+	}
+	return fixHotWorker
+}
+
+// hotLine names the busy processes (their comm escaped: users choose it)
+// and what the rest of the job's CPUs did meanwhile.
+func hotLine(p *state.JobPerf, hot []state.JobProcess, gpus string) string {
+	c := p.CPU
+	w := p.WindowSeconds
+	var names []string
+	var hotSec float64
+	for _, h := range hot {
+		share := 100 * h.CPUSeconds / w
+		s := fmt.Sprintf("pid %d (%s)", h.PID, safetext.Clean(h.Comm))
+		if share <= 100 {
+			s += fmt.Sprintf(" kept one CPU %.0f%% busy", share)
+		} else {
+			s += fmt.Sprintf(" used %.1f CPUs", h.CPUSeconds/w)
+		}
+		var what []string
+		if onGPU(p, h.PID) {
+			what = append(what, "the process on the GPU")
+		}
+		if h.Threads == 1 {
+			what = append(what, "1 thread")
+		} else if h.Threads > 1 {
+			what = append(what, fmt.Sprintf("%d threads", h.Threads))
+		}
+		if len(what) > 0 {
+			s += " [" + strings.Join(what, ", ") + "]"
+		}
+		names = append(names, s)
+		hotSec += h.CPUSeconds
+	}
+	who := "one process is CPU-bound: "
+	if len(hot) > 1 {
+		who = fmt.Sprintf("%d processes are CPU-bound, one CPU each: ", len(hot))
+	}
+	// The rest of the job's CPU time (cgroup counter, or the tasks' sum)
+	// spread over its other CPUs.
+	others, rest := c.AllocatedCount-len(hot), ""
+	if others > 0 {
+		rest = fmt.Sprintf(" while the job's other %d allocated CPUs were %.0f%% busy", others, 100*math.Max(0, c.UsedSeconds-hotSec)/(float64(others)*w))
+	}
+	return fmt.Sprintf("%s%s%s (%s, mostly idle)", who, strings.Join(names, ", "), rest, gpus)
 }
 
 // hostLine is the host side's figures in one phrase.

@@ -112,6 +112,64 @@ func TestPerfBottleneck(t *testing.T) {
 	})
 }
 
+// realJob is the shape of the real runs on one H100 (driver 580, PyTorch,
+// 16 CPUs, 2026-11-26; /work/realgpu): one GPU whose job process is pid 675,
+// a window of window seconds, the cgroup's CPU time used over it and the
+// busiest processes. The cgroup figures are gpuprobe's own (job_perf.cpu);
+// the per-process split of the cpustarve run is ps's (pt_data_worker 99.6%,
+// the run predates top_processes): 5.11 s of cgroup time in a 5.0 s window
+// is 4.98 s for the worker and the rest for python3.
+func realJob(window float64, util uint32, used float64, top ...state.JobProcess) *state.Node {
+	n := perfNode(window, []gpuTicks{{util: ticks(util, 6), memGiB: 1.3, procs: 1}},
+		&state.JobCPU{AllocatedCPUs: "0-15", AllocatedCount: 16, UsedSeconds: used, From: "cpu.stat", TopProcesses: top}, nil, ioUse(0, f64(0)))
+	n.JobPerf.GPUs[0].JobPIDs = []uint32{675}
+	return n
+}
+
+// cpuHot is cpuUse(pct) with the given busiest processes.
+func cpuHot(pct float64, top ...state.JobProcess) *state.JobCPU {
+	c := cpuUse(pct)
+	c.TopProcesses = top
+	return c
+}
+
+func proc(pid int32, comm string, cpuSeconds float64, threads int) state.JobProcess {
+	return state.JobProcess{PID: pid, Comm: comm, CPUSeconds: cpuSeconds, Threads: threads}
+}
+
+// One process at one CPU while the job's other CPUs idle: today's verdict
+// was "the cause is unknown" (it judged the job's 16 CPUs as a whole).
+func TestPerfBottleneckOneHotProcess(t *testing.T) {
+	worker := proc(697, "pt_data_worker", 4.98, 0)
+	main := proc(675, "python3", 0.12, 0)
+	runCases(t, checkBottleneck, []checkCase{
+		{name: "real cpustarve: one loader worker at one CPU", node: realJob(5.000109899, 0, 5.108904, worker, main), status: Warn,
+			summary: "one process is CPU-bound: pid 697 (pt_data_worker) kept one CPU 100% busy while the job's other 15 allocated CPUs were 0% busy (GPU 0 0% busy, mostly idle)",
+			remedy:  "num_workers"},
+		{name: "real cpustarve: the worker fix names DALI, not the GIL", node: realJob(5.000109899, 0, 5.108904, worker, main), status: Warn, summary: "pt_data_worker", remedy: "NVIDIA DALI"},
+		{name: "real healthy: the main process at one CPU drives a busy GPU", node: realJob(10, 100, 13, proc(675, "python3", 9.9, 41), proc(700, "pt_data_worker", 0.9, 3)), status: Pass,
+			summary: "GPU-bound: GPU 0 100% busy; nothing to fix here (CPUs 8% of 16 allocated"},
+		{name: "real sleep-starve: no process busy, the cause stays unknown", node: realJob(10.001, 0, 0.02, proc(675, "python3", 0.02, 41)), status: Warn,
+			summary: "GPU 0 0% busy, mostly idle; the cause is unknown: CPUs 0% of 16 allocated", remedy: "profile"},
+		{name: "no process read: unknown as before", node: realJob(10, 0, 0.5), status: Warn, summary: "the cause is unknown"},
+		{name: "the training process itself under the GIL", node: realJob(10, 6, 14.5, proc(675, "python3", 13.1, 41), proc(700, "pt_data_worker", 0.8, 3)), status: Warn,
+			summary: "one process is CPU-bound: pid 675 (python3) used 1.3 CPUs [the process on the GPU, 41 threads] while the job's other 15 allocated CPUs were 1% busy", remedy: "GIL"},
+		{name: "process below the threshold", node: realJob(10, 0, 9.5, proc(697, "pt_data_worker", 8.9, 3)), status: Warn, summary: "the cause is unknown"},
+		{name: "process threshold from config", node: realJob(10, 0, 9.5, proc(697, "pt_data_worker", 8.5, 3)), cfg: func(c *Config) { c.Perf.ProcessCPUPercent = 80 },
+			status: Warn, summary: "pid 697 (pt_data_worker) kept one CPU 85% busy [3 threads]"},
+		{name: "a process on several CPUs runs in parallel: not one-CPU-bound", node: perfNode(10, four(8, 48), cpuHot(20, proc(900, "python3", 35, 64)), nil, ioUse(0, nil)), status: Warn, summary: "the cause is unknown"},
+		{name: "two workers at one CPU each", node: perfNode(10, four(8, 48), cpuHot(7, proc(901, "pt_data_worker", 9.9, 2), proc(902, "pt_data_worker", 9.7, 2), proc(900, "python3", 1.5, 40)), nil, ioUse(0, nil)), status: Warn,
+			summary: "2 processes are CPU-bound, one CPU each: pid 901 (pt_data_worker) kept one CPU 99% busy [2 threads], pid 902 (pt_data_worker) kept one CPU 97% busy [2 threads] while the job's other 30 allocated CPUs were 1% busy", remedy: "num_workers"},
+		{name: "a saturated allocation stays job-wide CPU-bound", node: perfNode(10, four(8, 48), cpuHot(98, proc(901, "pt_data_worker", 10, 1)), nil, ioUse(0, nil)), status: Warn,
+			summary: "input pipeline CPU-bound: GPUs 0,1,2,3 8% busy on average while the job's 32 CPUs are 98% used", remedy: "--cpus-per-task"},
+		{name: "one allocated CPU is judged job-wide", node: perfNode(10, four(8, 48), &state.JobCPU{AllocatedCPUs: "3", AllocatedCount: 1, UsedSeconds: 8.5, From: "cpu.stat", TopProcesses: []state.JobProcess{proc(901, "x", 9.5, 1)}}, nil, ioUse(0, nil)), status: Warn, summary: "the cause is unknown"},
+		{name: "I/O-bound and a hot process: both said", node: perfNode(10, four(8, 48), cpuHot(5, proc(901, "pt_data_worker", 9.5, 1)), nil, ioUse(4, nil, nfsData)), status: Warn,
+			summary: "I/O-bound", remedy: "num_workers"},
+		{name: "a hostile name is escaped", node: perfNode(10, four(8, 48), cpuHot(4, proc(901, "\x1b[2J\u202eevil", 9.5, 1)), nil, ioUse(0, nil)), status: Warn,
+			summary: `pid 901 (\x1b[2J\u202eevil) kept one CPU 95% busy`},
+	})
+}
+
 func TestPerfGPUsUsed(t *testing.T) {
 	oneOfFour := []gpuTicks{{util: ticks(96, 10), memGiB: 56, procs: 1}, {util: ticks(0, 10), memGiB: 0.5}, {util: ticks(0, 10), memGiB: 0.5}, {util: ticks(0, 10), memGiB: 0.5}}
 	dp := []gpuTicks{{util: ticks(96, 10), memGiB: 56, procs: 1}, {util: ticks(2, 10), memGiB: 20, procs: 1}}
@@ -208,6 +266,8 @@ func TestPerfConfigValidate(t *testing.T) {
 		{"perf:\n  idle_percent: 140\n", "perf.idle_percent: 140 is not a percentage"},
 		{"perf:\n  idle_percent: 90\n", "above perf.busy_percent"},
 		{"perf:\n  min_samples: 0\n", "perf.min_samples"},
+		{"perf:\n  process_cpu_percent: 75\n", ""},
+		{"perf:\n  process_cpu_percent: 140\n", "perf.process_cpu_percent: 140 is not a percentage"},
 		{"perf:\n  idel_percent: 40\n", "idel_percent"},
 	} {
 		cfg := DefaultConfig()

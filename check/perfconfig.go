@@ -18,6 +18,11 @@ type PerfConfig struct {
 	// CPUSaturatedPercent: CPU time used at or above this share of the
 	// allocated CPUs × window is a saturated allocation.
 	CPUSaturatedPercent float64 `yaml:"cpu_saturated_percent"`
+	// ProcessCPUPercent: one process whose CPU time is at or above this
+	// share of one CPU × window (and below two CPUs' worth) while the job's
+	// allocation is not saturated is a serial bottleneck: one loader worker,
+	// or the training loop's Python thread under the GIL.
+	ProcessCPUPercent float64 `yaml:"process_cpu_percent"`
 	// IOWaitTasks: the job's tasks in state D, averaged over the ticks, at or
 	// above this means it waits for reads; IOPressurePercent is the same
 	// judgement from cgroup v2 io.pressure "some" (share of the window).
@@ -39,7 +44,7 @@ type PerfConfig struct {
 // DefaultPerfConfig returns the documented defaults.
 func DefaultPerfConfig() PerfConfig {
 	return PerfConfig{IdlePercent: 30, BusyPercent: 80, UnusedPercent: 5, UnusedMemoryMiB: 1024,
-		CPUSaturatedPercent: 90, IOWaitTasks: 1, IOPressurePercent: 25, FitMemoryPercent: 25,
+		CPUSaturatedPercent: 90, ProcessCPUPercent: 90, IOWaitTasks: 1, IOPressurePercent: 25, FitMemoryPercent: 25,
 		MemoryLimitPercent: 90, ThrottledPercent: 50, MinSamples: 3}
 }
 
@@ -49,7 +54,7 @@ func (c PerfConfig) Validate() error {
 		name string
 		v    float64
 	}{{"idle_percent", c.IdlePercent}, {"busy_percent", c.BusyPercent}, {"unused_percent", c.UnusedPercent},
-		{"cpu_saturated_percent", c.CPUSaturatedPercent}, {"io_pressure_percent", c.IOPressurePercent},
+		{"cpu_saturated_percent", c.CPUSaturatedPercent}, {"process_cpu_percent", c.ProcessCPUPercent}, {"io_pressure_percent", c.IOPressurePercent},
 		{"fit_memory_percent", c.FitMemoryPercent}, {"memory_limit_percent", c.MemoryLimitPercent},
 		{"throttled_percent", c.ThrottledPercent}} {
 		if p.v < 0 || p.v > 100 {

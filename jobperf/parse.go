@@ -87,12 +87,22 @@ func parsePressure(name string, data []byte) (uint64, error) {
 	return 0, fmt.Errorf("%s: no \"some\" line", name)
 }
 
-// procStat is what gpuprobe reads of /proc/PID/stat (proc(5)): the state
-// letter and the user and system CPU time in clock ticks.
+// procStat is what gpuprobe reads of /proc/PID/stat (proc(5)): the command
+// name, the state letter and the user and system CPU time in clock ticks.
 type procStat struct {
+	// Comm is field 2 without its parentheses: the executable's name or
+	// whatever the process set with prctl(PR_SET_NAME) (PyTorch's DataLoader
+	// workers name themselves pt_data_worker). Untrusted: any bytes the
+	// user chose, at most MaxComm of them kept.
+	Comm         string
 	State        byte
 	UTime, STime uint64
 }
+
+// MaxComm bounds the command name kept from /proc/PID/stat. The kernel's is
+// at most 15 bytes (TASK_COMM_LEN 16, include/linux/sched.h); a bigger one
+// is not the kernel's and is cut.
+const MaxComm = 64
 
 // parseProcStat reads /proc/PID/stat. The command name (field 2) is in
 // parentheses and may hold spaces and ')' (it is the user's choice), so the
@@ -119,14 +129,22 @@ func parseProcStat(name string, data []byte) (procStat, error) {
 	if err != nil {
 		return procStat{}, fmt.Errorf("%s: stime %q: %w", name, clip(f[12]), err)
 	}
-	return procStat{State: f[0][0], UTime: u, STime: s}, nil
+	comm := ""
+	if j := bytes.IndexByte(data, '('); j >= 0 && j < i {
+		comm = string(data[j+1 : i])
+		if len(comm) > MaxComm {
+			comm = comm[:MaxComm]
+		}
+	}
+	return procStat{Comm: comm, State: f[0][0], UTime: u, STime: s}, nil
 }
 
-// procStatus is what gpuprobe reads of /proc/PID/status: the real UID and
-// the CPUs the task may run on.
+// procStatus is what gpuprobe reads of /proc/PID/status: the real UID, the
+// CPUs the task may run on and its thread count (0: no Threads: line).
 type procStatus struct {
 	UID         string
 	CPUsAllowed string
+	Threads     int
 }
 
 func parseProcStatus(name string, data []byte) (procStatus, error) {
@@ -148,6 +166,10 @@ func parseProcStatus(name string, data []byte) (procStatus, error) {
 			st.UID = f[0]
 		case "Cpus_allowed_list":
 			st.CPUsAllowed = strings.TrimSpace(v)
+		case "Threads":
+			if n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 31); err == nil {
+				st.Threads = int(n)
+			}
 		}
 	}
 	if st.UID == "" {

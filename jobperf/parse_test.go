@@ -26,8 +26,8 @@ func TestParsersOnCapturedProc(t *testing.T) {
 	m := procfsTree(t)
 
 	st, err := parseProcStat("stat", file(t, m, "proc/26231/stat"))
-	if err != nil || st.State != 'R' || st.UTime != 1677 || st.STime != 44 {
-		t.Errorf("26231/stat = %+v, %v; want R utime 1677 stime 44", st, err)
+	if err != nil || st.Comm != "vim" || st.State != 'R' || st.UTime != 1677 || st.STime != 44 {
+		t.Errorf("26231/stat = %+v, %v; want vim R utime 1677 stime 44", st, err)
 	}
 	// A kernel thread: negative and huge fields after stime must not matter.
 	st, err = parseProcStat("stat", file(t, m, "proc/26232/stat"))
@@ -44,7 +44,7 @@ func TestParsersOnCapturedProc(t *testing.T) {
 	}
 
 	status, err := parseProcStatus("status", file(t, m, "proc/26231/status"))
-	if err != nil || status.UID != "1000" || status.CPUsAllowed != "0-7" {
+	if err != nil || status.UID != "1000" || status.CPUsAllowed != "0-7" || status.Threads != 1 {
 		t.Errorf("status = %+v, %v", status, err)
 	}
 
@@ -109,8 +109,13 @@ func second[T any](_ T, err error) error { return err }
 func TestParseCornerCases(t *testing.T) {
 	// The command name is the user's: spaces and ')' inside it.
 	st, err := parseProcStat("stat", []byte("42 (evil) S (x) D 1 1 1 1 1 1 1 1 1 1 300 20 0 0"))
-	if err != nil || st.State != 'D' || st.UTime != 300 || st.STime != 20 {
+	if err != nil || st.Comm != "evil) S (x" || st.State != 'D' || st.UTime != 300 || st.STime != 20 {
 		t.Errorf("stat with ')' in the name = %+v, %v", st, err)
+	}
+	// A name longer than the kernel's 15 bytes is not the kernel's: cut.
+	st, err = parseProcStat("stat", []byte("42 ("+strings.Repeat("x", 200)+") S 1 1 1 1 1 1 1 1 1 1 300 20 0 0"))
+	if err != nil || len(st.Comm) != MaxComm {
+		t.Errorf("long name kept %d bytes, %v; want %d", len(st.Comm), err, MaxComm)
 	}
 	// Kernel escapes in mount points (fs/proc_namespace.c mangle()).
 	ms, err := parseMountinfo("mi", []byte(`40 30 0:26 / /mnt/my\040data rw - nfs4 srv:/a\040b rw`+"\n"))

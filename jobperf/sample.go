@@ -44,6 +44,9 @@ type Counters struct {
 
 // Task is one process at one tick.
 type Task struct {
+	// Comm is /proc/PID/stat field 2, the process's name (untrusted: the
+	// user's choice; escaped when printed).
+	Comm         string
 	State        byte   // /proc/PID/stat field 3: R, S, D, ...
 	UTime, STime uint64 // clock ticks (USER_HZ, 100 a second on Linux)
 	// RChar and ReadBytes are /proc/PID/io's (nil: unreadable, e.g. not
@@ -51,6 +54,7 @@ type Task struct {
 	RChar, ReadBytes *uint64
 	CPUsAllowed      string
 	UID              string // real UID (/proc/PID/status)
+	Threads          int    // /proc/PID/status Threads: (0: not read)
 	Files            []File
 }
 
@@ -284,9 +288,9 @@ func (j *Job) task(ctx context.Context, pid int32, mounts map[string][]mount, fd
 	if err != nil {
 		return nil, err
 	}
-	t := &Task{State: st.State, UTime: st.UTime, STime: st.STime}
+	t := &Task{Comm: st.Comm, State: st.State, UTime: st.UTime, STime: st.STime}
 	if s, err := j.status(ctx, pid); err == nil {
-		t.CPUsAllowed, t.UID = s.CPUsAllowed, s.UID
+		t.CPUsAllowed, t.UID, t.Threads = s.CPUsAllowed, s.UID, s.Threads
 	}
 	if data, err := j.r.read(ctx, path.Join(dir, "io")); err == nil {
 		if m, err := parseKeyed(path.Join(dir, "io"), data); err == nil {

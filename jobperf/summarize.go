@@ -18,6 +18,9 @@ const ClockTicks = 100
 // MaxFilesystems bounds the filesystems a summary lists (the ones read most).
 const MaxFilesystems = 32
 
+// MaxTopProcesses bounds the busiest processes a summary lists.
+const MaxTopProcesses = 5
+
 // Summarize turns the ticks into what state records: counter differences
 // between the first and the last tick, state counts over all ticks, and the
 // memory figures of the last tick. The strings are what could not be read
@@ -138,7 +141,29 @@ func summarizeCPU(j *Job, ts []*Sample, first, last *Sample) (*state.JobCPU, []s
 			}
 		}
 	}
+	c.TopProcesses = topProcesses(first, last)
 	return c, errs
+}
+
+// topProcesses is the MaxTopProcesses tasks present at both ends that used
+// the most CPU time (utime+stime) between them, most first, the lower PID
+// first among equals; a task that used none is left out. Name and thread
+// count are the last tick's.
+func topProcesses(first, last *Sample) []state.JobProcess {
+	var out []state.JobProcess
+	for _, pid := range both(first, last) {
+		a, b := first.Tasks[pid], last.Tasks[pid]
+		ua, ub := a.UTime+a.STime, b.UTime+b.STime
+		if ub <= ua {
+			continue // none used, or a PID reused by a younger process
+		}
+		out = append(out, state.JobProcess{PID: pid, Comm: b.Comm, CPUSeconds: float64(ub-ua) / ClockTicks, Threads: b.Threads})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CPUSeconds > out[j].CPUSeconds })
+	if len(out) > MaxTopProcesses {
+		out = out[:MaxTopProcesses]
+	}
+	return out
 }
 
 func summarizeMemory(first, last *Sample) (*state.JobMemory, []string) {

@@ -3,10 +3,13 @@ package jobperf
 import (
 	"context"
 	"io/fs"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 func u(v uint64) *uint64 { return &v }
@@ -108,5 +111,87 @@ func TestOpenFilesAreBoundedPerTask(t *testing.T) {
 	}
 	if f := s.Tasks[500].Files[0]; f.Mount.FSType != "nfs4" || !f.ReadOnly {
 		t.Errorf("file %+v", f)
+	}
+}
+
+// The busiest processes over the window, read through the collector from
+// /proc as the real cpustarve run left it (a PyTorch job whose one
+// DataLoader worker, pt_data_worker, burnt a CPU while the main python3
+// process waited): names from stat field 2, thread counts from status, CPU
+// time from the utime+stime advance, bounded to MaxTopProcesses.
+func TestTopProcessesFromProc(t *testing.T) {
+	m := fstest.MapFS{"proc/self/mountinfo": {Data: readTestdata(t, "mountinfo-v2.txt")}}
+	type proc struct {
+		pid           int32
+		comm          string
+		threads       int
+		utime0, util1 uint64 // utime at the two ticks
+	}
+	procs := []proc{
+		{675, "python3", 41, 9000, 9010},
+		{697, "pt_data_worker", 3, 2000, 2497},
+		{700, "pt_main_thread", 1, 50, 51},
+		{701, "a", 1, 50, 53},
+		{702, "b", 1, 50, 52},
+		{703, "c", 1, 50, 52}, // ties with 702: the lower PID is kept
+		{704, "sleeper", 1, 80, 80},
+		{705, "\x1b[2Jevil) R (", 1, 0, 300}, // hostile name: kept as read, escaped when printed
+	}
+	set := func(tick int) {
+		for _, p := range procs {
+			ut := p.utime0
+			if tick == 1 {
+				ut = p.util1
+			}
+			d := "proc/" + strconv.Itoa(int(p.pid)) + "/"
+			m[d+"stat"] = &fstest.MapFile{Data: []byte(strconv.Itoa(int(p.pid)) + " (" + p.comm + ") R 1 1 1 0 -1 0 0 0 0 0 " + strconv.FormatUint(ut, 10) + " 0 0 0 20 0 1 0 0 0 0")}
+			m[d+"status"] = &fstest.MapFile{Data: []byte("Name:\tx\nUid:\t1000\t1000\t1000\t1000\nThreads:\t" + strconv.Itoa(p.threads) + "\nCpus_allowed_list:\t0-15\n")}
+		}
+	}
+	pids := make([]int32, len(procs))
+	for i, p := range procs {
+		pids[i] = p.pid
+	}
+	j, err := Find(context.Background(), Options{Root: m, JobID: "2", ListPIDs: func(context.Context, string) ([]int32, error) { return pids, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []*Sample
+	for tick := 0; tick < 2; tick++ {
+		set(tick)
+		s, err := j.Sample(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, s)
+	}
+	cpu, _, _, _ := Summarize(j, ts)
+	if cpu == nil {
+		t.Fatal("no CPU summary")
+	}
+	want := []state.JobProcess{
+		{PID: 697, Comm: "pt_data_worker", CPUSeconds: 4.97, Threads: 3},
+		{PID: 705, Comm: "\x1b[2Jevil) R (", CPUSeconds: 3, Threads: 1},
+		{PID: 675, Comm: "python3", CPUSeconds: 0.1, Threads: 41},
+		{PID: 701, Comm: "a", CPUSeconds: 0.03, Threads: 1},
+		{PID: 702, Comm: "b", CPUSeconds: 0.02, Threads: 1},
+	}
+	if len(cpu.TopProcesses) != len(want) {
+		t.Fatalf("top processes %+v, want %+v", cpu.TopProcesses, want)
+	}
+	for i, w := range want {
+		g := cpu.TopProcesses[i]
+		if g.PID != w.PID || g.Comm != w.Comm || g.Threads != w.Threads || math.Abs(g.CPUSeconds-w.CPUSeconds) > 1e-9 {
+			t.Errorf("top[%d] = %+v, want %+v", i, g, w)
+		}
+	}
+	// CPU time that went backwards (a PID reused) or did not move is no use.
+	ts[1].Tasks[697].UTime = 1
+	ts[1].Tasks[705].UTime = 0
+	cpu, _, _, _ = Summarize(j, ts)
+	for _, p := range cpu.TopProcesses {
+		if p.PID == 697 || p.PID == 705 || p.PID == 704 {
+			t.Errorf("%+v listed: it used no CPU time in the window", p)
+		}
 	}
 }

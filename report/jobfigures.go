@@ -160,6 +160,18 @@ func writeJobFigures(b *strings.Builder, d *Document, clean func(string) string)
 		if c.ThrottledSeconds != nil {
 			line += fmt.Sprintf(", quota-throttled %.1f s", *c.ThrottledSeconds)
 		}
+		if len(c.TopProcesses) > 0 && p.WindowSeconds > 0 {
+			// The busiest few, by the CPUs each used over the window; the
+			// names are the job owner's choice.
+			var top []string
+			for i, pr := range c.TopProcesses {
+				if i == 3 {
+					break
+				}
+				top = append(top, fmt.Sprintf("pid %d %s %.1f", pr.PID, clean(pr.Comm), pr.CPUSeconds/p.WindowSeconds))
+			}
+			line += "; busiest (CPUs): " + strings.Join(top, ", ")
+		}
 		b.WriteString(line + "\n")
 	}
 	if m := p.Memory; m != nil {

@@ -26,7 +26,8 @@ func sampledJob() *state.Node {
 	lim := uint64(256 << 30)
 	return &state.Node{Host: "gpu01", CollectedAt: t0, JobPerf: &state.JobPerf{JobID: "4242", User: "alice", TasksFrom: "cgroup-v2",
 		PIDs: []int32{70102, 70110}, WindowSeconds: 2, IntervalSeconds: 1, GPUsFrom: "scontrol show job -d", GPUs: []state.JobGPU{g},
-		CPU:    &state.JobCPU{AllocatedCPUs: "0-7", AllocatedCount: 8, UsedSeconds: 8, From: "cpu.stat"},
+		CPU: &state.JobCPU{AllocatedCPUs: "0-7", AllocatedCount: 8, UsedSeconds: 8, From: "cpu.stat",
+			TopProcesses: []state.JobProcess{{PID: 70110, Comm: "pt_data_worker", CPUSeconds: 1.99}, {PID: 70102, Comm: "evil\x1b]0;x\a", CPUSeconds: 1}}},
 		Memory: &state.JobMemory{UsedBytes: 64 << 30, LimitBytes: &lim, Events: map[string]uint64{"oom_kill": 0, "high": 2}},
 		IO: &state.JobIO{Ticks: 3, DStateTaskSamples: 3, ReadBytes: 200 << 20, StorageReadBytes: 0,
 			Filesystems: []state.JobFilesystem{{Type: "nfs4", MountPoint: "/data\x1b[2J\u202e", OpenFiles: 4, ReadBytes: 200 << 20}}}}}
@@ -44,7 +45,7 @@ func TestJobFigures(t *testing.T) {
 		"gpuprobe job 4242 on gpu01 — 1 GPUs, 2s sampled every 1s",
 		"job: 2 processes (cgroup-v2, user alice), GPUs from scontrol show job -d",
 		"GPU 2 (0000:4c:00.0):  95% busy (90-99), memory controller 50%, 40.0/80.0 GiB, PCIe rx 2.00 GB/s tx 1.00 GB/s, NVLink rx 10.00 GB/s tx 5.00 GB/s, 650/700 W, SM 1980/1980 MHz, sw_power_cap×3, 1 job process(es)",
-		"CPU: 4.0 of 8 allocated CPUs busy (50%, cpu.stat; CPUs 0-7)",
+		"CPU: 4.0 of 8 allocated CPUs busy (50%, cpu.stat; CPUs 0-7); busiest (CPUs): pid 70110 pt_data_worker 1.0, pid 70102 evil\\x1b]0;x\\x07 0.5",
 		"memory: 64.0 GiB of 256.0 GiB limit, events: high 2",
 		"I/O: reads 100.0 MiB/s (0.0 MiB/s from block devices), 1.0 task(s) in I/O wait; nfs4 /data",
 	} {
@@ -52,8 +53,8 @@ func TestJobFigures(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.ContainsAny(out, "\x1b\u202e") {
-		t.Errorf("a mount point's control or bidi characters reach the terminal raw:\n%q", out)
+	if strings.ContainsAny(out, "\x1b\u202e\a") {
+		t.Errorf("a mount point's or a process name's control or bidi characters reach the terminal raw:\n%q", out)
 	}
 	b.Reset()
 	if err := doc.WriteJobSummary(&b); err != nil {

@@ -23,6 +23,10 @@ type JobScenario struct {
 	// CPUBusyPercent is the job's CPU time over the window as a percent of
 	// its allocated CPUs (100 = every allocated CPU busy all the time).
 	CPUBusyPercent uint32
+	// HotWorkerCPUs is the CPU time per second of the first data-loader
+	// worker alone (1 = one CPU flat out), taken out of CPUBusyPercent; the
+	// rest is spread as usual. 0: no worker stands out.
+	HotWorkerCPUs float64
 	// DStateTasks is how many of the job's tasks sit in state D at each tick.
 	DStateTasks int
 	// ReadFSType is the filesystem the job reads its data from ("nfs4",
@@ -66,6 +70,10 @@ var JobScenarios = []JobScenario{
 		GPUUtil: []uint32{12, 9, 14, 11}, MemUtil: []uint32{4, 3, 5, 4}, GPUMemPercent: []uint32{60, 60, 61, 60},
 		RanksOnGPU: []bool{true, true, true, true}, CPUBusyPercent: 98, ReadFSType: "ext4", ReadMiBps: 30,
 		MemPercentOfLimit: 45},
+	{Fault: "job-loader-starved", Effect: "a running job whose GPUs wait on its one busy DataLoader worker: it keeps one CPU busy while the job's other allocated CPUs idle (the real cpustarve run's shape)",
+		GPUUtil: []uint32{7, 6, 8, 7}, MemUtil: []uint32{2, 2, 3, 2}, GPUMemPercent: []uint32{30, 30, 30, 30},
+		RanksOnGPU: []bool{true, true, true, true}, CPUBusyPercent: 5, HotWorkerCPUs: 1, ReadFSType: "ext4", ReadMiBps: 5,
+		MemPercentOfLimit: 20},
 	{Fault: "job-io-bound", Effect: "a running job whose GPUs wait while its tasks sit in I/O wait reading from NFS",
 		GPUUtil: []uint32{8, 6, 7, 9}, MemUtil: []uint32{2, 2, 2, 3}, GPUMemPercent: []uint32{60, 60, 60, 60},
 		RanksOnGPU: []bool{true, true, true, true}, CPUBusyPercent: 15, DStateTasks: 8, ReadFSType: "nfs4", ReadMiBps: 90,

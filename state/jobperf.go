@@ -112,6 +112,22 @@ type JobCPU struct {
 	// RunnableTaskSamples counts, over all ticks, the job's tasks found in
 	// state R (running or runnable).
 	RunnableTaskSamples int `json:"runnable_task_samples"`
+	// TopProcesses are the job's busiest processes over the window, most
+	// CPU time first (at most a handful; processes that used none are left
+	// out). Only processes present at both ends of the window are counted.
+	TopProcesses []JobProcess `json:"top_processes,omitempty"`
+}
+
+// JobProcess is one of the job's processes and the CPU time it used over the
+// window (/proc/PID/stat utime+stime at the window's two ends).
+type JobProcess struct {
+	PID int32 `json:"pid"`
+	// Comm is /proc/PID/stat's command name as read: untrusted (the user
+	// chooses it), escape it before printing.
+	Comm       string  `json:"comm"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// Threads is /proc/PID/status Threads: at the window's end, 0 if not read.
+	Threads int `json:"threads,omitempty"`
 }
 
 // JobMemory is the job's memory on this node at the window's end.

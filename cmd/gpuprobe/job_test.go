@@ -22,6 +22,7 @@ func TestJobSimulatedScenarios(t *testing.T) {
 		{"job-healthy", "perf.bottleneck", check.Pass, "GPU-bound"},
 		{"job-input-bound", "perf.bottleneck", check.Warn, "input pipeline CPU-bound"},
 		{"job-io-bound", "perf.bottleneck", check.Warn, "from nfs4 /data (a network filesystem)"},
+		{"job-loader-starved", "perf.bottleneck", check.Warn, "one process is CPU-bound: pid 70110 (pt_data_worker) kept one CPU"},
 		{"job-one-gpu", "perf.gpus_used", check.Warn, "the job uses 1 of its 4 GPUs"},
 		{"job-oversized", "perf.gpu_fit", check.Warn, "would fit on 1 of its 4 GPUs"},
 		{"job-memory-pressure", "perf.memory", check.Fail, "killed 1 of the job's processes"},

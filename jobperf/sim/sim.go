@@ -114,14 +114,26 @@ func build(o *overlay, sc *simulate.JobScenario) error {
 	}
 	// CPU seconds per second: busy percent of the allocated CPUs, a
 	// quarter to the ranks and the rest to the workers.
+	// A hot worker (HotWorkerCPUs) takes its share first; the other
+	// workers split the rest of theirs.
 	cpuRate := float64(sc.CPUBusyPercent) / 100 * float64(j.CPUCount)
 	workers := len(tasks) - len(ranks)
 	readRate := float64(sc.ReadMiBps) * (1 << 20)
+	if sc.HotWorkerCPUs > cpuRate*0.75 || sc.HotWorkerCPUs > 0 && workers < 2 {
+		return fmt.Errorf("simulated job %s: a hot worker at %.1f CPUs does not fit the workers' %.1f CPUs over %d workers", sc.Fault, sc.HotWorkerCPUs, cpuRate*0.75, workers)
+	}
 	for _, t := range tasks {
-		if t.rank {
+		switch {
+		case t.rank:
 			t.cpu = cpuRate * 0.25 / float64(len(ranks))
-		} else {
+		case sc.HotWorkerCPUs > 0 && t.index == 0:
+			t.cpu = sc.HotWorkerCPUs
+		case sc.HotWorkerCPUs > 0:
+			t.cpu = (cpuRate*0.75 - sc.HotWorkerCPUs) / float64(workers-1)
+		default:
 			t.cpu = cpuRate * 0.75 / float64(workers)
+		}
+		if !t.rank {
 			t.read = readRate / float64(workers)
 		}
 	}
@@ -200,13 +212,20 @@ func build(o *overlay, sc *simulate.JobScenario) error {
 		o.attr(dir+"/cgroup", fmt.Sprintf("0::%s/step_0/user/task_%d", JobCgroup, t.taskDir))
 		o.attr(dir+"/mountinfo", mountinfo)
 		o.link(dir+"/ns/mnt", "mnt:[4026531841]")
+		// A rank is python with the CUDA runtime's threads; a DataLoader
+		// worker names itself pt_data_worker (prctl PR_SET_NAME) and runs
+		// with torch's intra-op threads set to one.
+		comm, threads := "python", 8
+		if !t.rank {
+			comm, threads = "pt_data_worker", 3
+		}
 		o.file(dir+"/stat", func(el float64) string {
 			ticks := t.cpu * el * 100 // USER_HZ
-			return fmt.Sprintf("%d (python) %c 1 %d %d 0 -1 4194560 120000 0 12 0 %d %d 0 0 20 0 %d 0 4200 34359738368 2097152 18446744073709551615 0 0 0 0 0 0 0 16781312 1266 0 0 0 17 3 0 0 0 0 0",
-				t.pid, t.state, t.pid, t.pid, uint64(ticks*0.8), uint64(ticks*0.2), 8)
+			return fmt.Sprintf("%d (%s) %c 1 %d %d 0 -1 4194560 120000 0 12 0 %d %d 0 0 20 0 %d 0 4200 34359738368 2097152 18446744073709551615 0 0 0 0 0 0 0 16781312 1266 0 0 0 17 3 0 0 0 0 0",
+				t.pid, comm, t.state, t.pid, t.pid, uint64(ticks*0.8), uint64(ticks*0.2), threads)
 		})
-		o.attr(dir+"/status", fmt.Sprintf("Name:\tpython\nState:\t%c\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t%s\t%s\t%s\t%s\nGid:\t%s\t%s\t%s\t%s\nThreads:\t8\nCpus_allowed_list:\t%s\nMems_allowed_list:\t0",
-			t.state, t.pid, t.pid, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.CPUs))
+		o.attr(dir+"/status", fmt.Sprintf("Name:\t%s\nState:\t%c\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t%s\t%s\t%s\t%s\nGid:\t%s\t%s\t%s\t%s\nThreads:\t%d\nCpus_allowed_list:\t%s\nMems_allowed_list:\t0",
+			comm, t.state, t.pid, t.pid, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, threads, j.CPUs))
 		o.file(dir+"/io", func(el float64) string {
 			r := uint64(t.read*el) + 1<<20 // a MiB of imports and config at start
 			rb := uint64(0)

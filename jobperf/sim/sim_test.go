@@ -83,6 +83,14 @@ func TestEveryScenarioThroughTheRealCollector(t *testing.T) {
 			if cpu.AllocatedCount != job.CPUCount || cpu.AllocatedCPUs != job.CPUs || cpu.From != "cpu.stat" {
 				t.Errorf("cpu = %+v", cpu)
 			}
+			if sc.HotWorkerCPUs > 0 {
+				if len(cpu.TopProcesses) == 0 || cpu.TopProcesses[0].PID != job.WorkerPIDs[0] || cpu.TopProcesses[0].Comm != "pt_data_worker" ||
+					cpu.TopProcesses[0].Threads != 3 || !near(cpu.TopProcesses[0].CPUSeconds, 10*sc.HotWorkerCPUs, 0.02) {
+					t.Errorf("top processes %+v, want worker %d (pt_data_worker, 3 threads) first at %.1f CPU s", cpu.TopProcesses, job.WorkerPIDs[0], 10*sc.HotWorkerCPUs)
+				}
+			} else if len(cpu.TopProcesses) == 0 || len(cpu.TopProcesses) > jobperf.MaxTopProcesses {
+				t.Errorf("top processes %+v", cpu.TopProcesses)
+			}
 			busy := cpu.UsedSeconds / (10 * float64(cpu.AllocatedCount)) * 100
 			t.Logf("busy %.1f%% of %d CPUs, D %d/%d task samples, read %.1f MiB/s (%s %s), mem %d MiB, swap %v, events %v",
 				busy, cpu.AllocatedCount, io.DStateTaskSamples, io.TaskSamples, float64(io.ReadBytes)/10/(1<<20),
