@@ -11,7 +11,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
-// On a real H100 (driver 580.159.04) gpuprobe's NVML snapshot and
+// On a real H100 and H200 (driver 580.159.04) gpuprobe's NVML snapshot and
 // nvidia-smi's report were taken in the same second. Everything both hold
 // must agree: the importer reads nvidia-smi the way NVML answers, and a
 // difference is a bug in one of them.
@@ -19,6 +19,7 @@ func TestRealGPUCaptureMatchesNVML(t *testing.T) {
 	for _, tc := range []struct{ snap, text, xml string }{
 		{"realgpu_h100_580.159.04_snapshot-idle.json", "realgpu_h100_580.159.04_nvidia-smi-q.txt", "realgpu_h100_580.159.04_nvidia-smi-q-x.xml"},
 		{"realgpu_h100_580.159.04_snapshot-busy.json", "realgpu_h100-busy_580.159.04_nvidia-smi-q.txt", "realgpu_h100-busy_580.159.04_nvidia-smi-q-x.xml"},
+		{"realgpu_h200_580.159.04_snapshot-idle.json", "realgpu_h200_580.159.04_nvidia-smi-q.txt", "realgpu_h200_580.159.04_nvidia-smi-q-x.xml"},
 	} {
 		real := loadSnapshot(t, tc.snap).NVML.GPUs[0]
 		for _, file := range []string{tc.text, tc.xml} {
@@ -36,8 +37,16 @@ func TestRealGPUCaptureMatchesNVML(t *testing.T) {
 				eq("bus id", got.PCIBusID, real.PCIBusID)
 				eq("name", got.Name, real.Name)
 				eq("serial", got.Serial, real.Serial)
-				eq("memory total", got.Memory.TotalBytes, real.Memory.TotalBytes)
-				eq("memory reserved", got.Memory.ReservedBytes, real.Memory.ReservedBytes)
+				// nvidia-smi prints whole MiB: the H200's 615.06 MiB reserved
+				// prints as 616, so memory agrees to within 1 MiB.
+				mib := func(what string, a, b uint64) {
+					t.Helper()
+					if d := int64(a) - int64(b); d <= -1<<20 || d >= 1<<20 {
+						t.Errorf("%s: nvidia-smi gives %d B, NVML gave %d B", what, a, b)
+					}
+				}
+				mib("memory total", got.Memory.TotalBytes, real.Memory.TotalBytes)
+				mib("memory reserved", got.Memory.ReservedBytes, real.Memory.ReservedBytes)
 				eq("persistence", got.PersistenceMode, real.PersistenceMode)
 				eq("mig", got.MIG, real.MIG)
 				eq("ecc mode", []any{got.ECC.EnabledCurrent, got.ECC.EnabledPending}, []any{real.ECC.EnabledCurrent, real.ECC.EnabledPending})
@@ -64,7 +73,7 @@ func TestRealGPUCaptureMatchesNVML(t *testing.T) {
 // The NVML snapshots themselves, judged as `check --from-snapshot` judges
 // them: a real healthy H100, idle and busy, raises nothing.
 func TestRealGPUSnapshotsPass(t *testing.T) {
-	for _, f := range []string{"realgpu_h100_580.159.04_snapshot-idle.json", "realgpu_h100_580.159.04_snapshot-busy.json"} {
+	for _, f := range []string{"realgpu_h100_580.159.04_snapshot-idle.json", "realgpu_h100_580.159.04_snapshot-busy.json", "realgpu_h200_580.159.04_snapshot-idle.json"} {
 		t.Run(f, func(t *testing.T) {
 			n := loadSnapshot(t, f)
 			checks, err := check.Select(nil, nil)
