@@ -371,3 +371,70 @@ func TestHWSlowdownCounters(t *testing.T) {
 		t.Errorf("unsupported = %v", g.Unsupported)
 	}
 }
+
+// Where nvmlDeviceGetTemperatureThreshold no longer answers (nvml.h: not the
+// preferred interface on Ada and later), the thresholds come from the
+// T.Limit margin and fields. The values are a real H200's (driver
+// 580.159.04): 33 C, margin 54, shutdown/slowdown T.Limit fields -8/-2 as
+// signed ints, and the threshold call said 95/89 on that GPU.
+func TestThresholdsFromTLimitFields(t *testing.T) {
+	le := func(v int32) [8]byte {
+		var b [8]byte
+		u := uint32(v)
+		b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+		return b
+	}
+	for _, tc := range []struct {
+		name       string
+		fieldsRet  gonvml.Return
+		slow, shut int // 0: nil
+	}{
+		{"real H200 values", gonvml.SUCCESS, 89, 95},
+		{"fields unknown to the driver", gonvml.ERROR_NOT_SUPPORTED, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := simSystem(t, "dgx-h100")
+			d := sys.Devices[0]
+			d.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { return 33, gonvml.SUCCESS }
+			d.GetTemperatureThresholdFunc = func(gonvml.TemperatureThresholds) (uint32, gonvml.Return) { return 0, gonvml.ERROR_NOT_SUPPORTED }
+			d.GetMarginTemperatureFunc = func() (gonvml.MarginTemperature, gonvml.Return) {
+				return gonvml.MarginTemperature{MarginTemperature: 54}, gonvml.SUCCESS
+			}
+			inner := d.GetFieldValuesFunc
+			d.GetFieldValuesFunc = func(vals []gonvml.FieldValue) gonvml.Return {
+				for i := range vals {
+					switch vals[i].FieldId {
+					case gonvml.FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT, gonvml.FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT:
+						if tc.fieldsRet != gonvml.SUCCESS {
+							vals[i].NvmlReturn = uint32(tc.fieldsRet)
+							continue
+						}
+						vals[i].ValueType = uint32(gonvml.VALUE_TYPE_SIGNED_INT)
+						vals[i].Value = le(-2)
+						if vals[i].FieldId == gonvml.FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT {
+							vals[i].Value = le(-8)
+						}
+					default:
+						if inner != nil {
+							return inner(vals)
+						}
+					}
+				}
+				return gonvml.SUCCESS
+			}
+			g := Collect(context.Background(), sys.Lib, Options{}).GPUs[0]
+			ptr := func(p *int) int {
+				if p == nil {
+					return 0
+				}
+				return *p
+			}
+			if g.Thermal == nil || ptr(g.Thermal.SlowdownC) != tc.slow || ptr(g.Thermal.ShutdownC) != tc.shut {
+				t.Fatalf("thermal = %+v, want slowdown %d shutdown %d", g.Thermal, tc.slow, tc.shut)
+			}
+			if len(g.Errors) != 0 {
+				t.Errorf("errors = %+v", g.Errors)
+			}
+		})
+	}
+}

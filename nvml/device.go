@@ -312,6 +312,58 @@ func (d *device) hwSlowdownCounters() []state.Violation {
 	return out
 }
 
+// tlimitThresholds derives the absolute slowdown and shutdown temperatures
+// where nvmlDeviceGetTemperatureThreshold no longer answers: nvml.h says it
+// "is no longer the preferred interface ... on Ada and later" and points to
+// the NVML_FI_DEV_TEMPERATURE_*_TLIMIT field values instead. Those are
+// margins to the GPU's T.Limit (-8 and -2 on a real H200), and
+// nvmlDeviceGetMarginTemperature is how far below T.Limit the GPU is now
+// (54 at 33 C), so a threshold is current + margin - field: 33+54+2 = 89
+// and 33+54+8 = 95, exactly what the threshold call answered on the same
+// GPU (driver 580.159.04). Nil where a piece is missing or the result is not
+// a plausible temperature.
+func (d *device) tlimitThresholds(cur int) (slow, shut *int) {
+	if d.g.stopped != "" {
+		return nil, nil
+	}
+	m, o := call(d.g, "nvmlDeviceGetMarginTemperature", d.dev.GetMarginTemperature)
+	if o != ok {
+		return nil, nil
+	}
+	vals := []gonvml.FieldValue{
+		{FieldId: gonvml.FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT},
+		{FieldId: gonvml.FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT},
+	}
+	// Quiet like hwSlowdownCounters: a driver without these fields is not
+	// an error of the thresholds, which stay unknown.
+	quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors, unsupp: &d.gpu.Unsupported, lib: d.g.lib}
+	_, o = call(quiet, "nvmlDeviceGetFieldValues", func() (struct{}, gonvml.Return) { return struct{}{}, d.dev.GetFieldValues(vals) })
+	if quiet.stopped != "" {
+		d.g.stopped = quiet.stopped
+	}
+	if o != ok {
+		return nil, nil
+	}
+	abs := func(v gonvml.FieldValue) *int {
+		if gonvml.Return(v.NvmlReturn) != gonvml.SUCCESS {
+			return nil
+		}
+		f, known := fieldInt(v)
+		if !known || f < -200 || f > 200 {
+			return nil
+		}
+		if a := cur + int(m.MarginTemperature) - int(f); a > 0 && a < 200 {
+			return &a
+		}
+		return nil
+	}
+	slow, shut = abs(vals[0]), abs(vals[1])
+	if slow != nil && shut != nil && *slow >= *shut {
+		return nil, nil
+	}
+	return slow, shut
+}
+
 func (d *device) pcie() {
 	cg, o1 := call(d.g, "nvmlDeviceGetCurrPcieLinkGeneration", d.dev.GetCurrPcieLinkGeneration)
 	mg, o2 := call(d.g, "nvmlDeviceGetMaxPcieLinkGeneration", d.dev.GetMaxPcieLinkGeneration)
@@ -345,6 +397,9 @@ func (d *device) thermalPower() {
 		}
 		th.SlowdownC = threshold(gonvml.TEMPERATURE_THRESHOLD_SLOWDOWN)
 		th.ShutdownC = threshold(gonvml.TEMPERATURE_THRESHOLD_SHUTDOWN)
+		if th.SlowdownC == nil && th.ShutdownC == nil {
+			th.SlowdownC, th.ShutdownC = d.tlimitThresholds(int(t))
+		}
 		d.gpu.Thermal = th
 	}
 	if mw, o := call(d.g, "nvmlDeviceGetPowerUsage", d.dev.GetPowerUsage); o == ok {

@@ -266,6 +266,20 @@ func (d *sampled) nvlink(smp *state.GPUSample) {
 }
 
 // fieldUint reads an unsigned field value of whatever width NVML says.
+// fieldInt is a field value of a signed or small unsigned type as an int64.
+func fieldInt(v gonvml.FieldValue) (int64, bool) {
+	switch gonvml.ValueType(v.ValueType) {
+	case gonvml.VALUE_TYPE_SIGNED_INT:
+		return int64(int32(binary.NativeEndian.Uint32(v.Value[:4]))), true
+	case gonvml.VALUE_TYPE_SIGNED_LONG_LONG:
+		return int64(binary.NativeEndian.Uint64(v.Value[:])), true
+	case gonvml.VALUE_TYPE_UNSIGNED_INT, gonvml.VALUE_TYPE_UNSIGNED_SHORT:
+		u, ok := fieldUint(v)
+		return int64(u), ok
+	}
+	return 0, false
+}
+
 func fieldUint(v gonvml.FieldValue) (uint64, bool) {
 	switch gonvml.ValueType(v.ValueType) {
 	case gonvml.VALUE_TYPE_UNSIGNED_INT:
