@@ -194,6 +194,12 @@ func findRecord(b []byte, pos, skipVersionAt int, r *rawRecord) bool {
 			if i == skipVersionAt {
 				continue
 			}
+			if i >= 2 && b[i-2] == ',' && b[i-1] == ' ' {
+				// The tail of a sentence, not NCCL's bare version line:
+				// PyTorch's "NCCL error in: …, NCCL version 2.28.9"
+				// names the version without its "+cudaX.Y" build.
+				continue
+			}
 			*r = rawRecord{level: levelVersion, marker: i, start: i, msgStart: i, parsed: true}
 			return true
 		}
