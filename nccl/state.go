@@ -10,6 +10,7 @@ const (
 	maxThreads        = 1 << 13 // envelope cache entries; cleared, not grown, past this
 	maxCommInstances  = 1 << 14 // (process, communicator) pairs
 	maxCommsPerProc   = 256
+	maxOrphanRanks    = 1 << 14 // ranks with connections but no communicator line yet, over all processes
 	maxPeersPerRank   = 64
 	maxTrPerRank      = 8
 	maxTransportNames = 255

@@ -680,6 +680,10 @@ func (d *decider) limits() {
 		parts = append(parts, "the log has more than "+strconv.Itoa(s.ProcessCap)+
 			" processes; the ones past that are kept together as \"(more processes)\", so their hosts are not counted and their per-process network lines are merged")
 	}
+	if s.OrphanCap > 0 {
+		parts = append(parts, "connection lines of more than "+strconv.Itoa(s.OrphanCap)+
+			" ranks came before (or without) their communicator's line; those of the ranks past that are counted in the totals but not per rank")
+	}
 	if s.Untracked > 0 {
 		parts = append(parts, strconv.FormatInt(s.Untracked, 10)+" records went past a per-process or per-communicator cap and were only counted")
 	}
