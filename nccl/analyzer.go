@@ -351,8 +351,8 @@ func (a *Analyzer) recordItem(it *item) {
 // noteEnvelope records what a record's envelope says beyond its thread: a
 // host seen on its own (not glued to torn text), NCCL 2.2's format.
 func (a *Analyzer) noteEnvelope(r *rawRecord, th *thread) {
-	if th != nil && th.proc.gluedOnly && !r.glued {
-		th.proc.gluedOnly = false
+	if th != nil && th.gluedOnly && !r.glued {
+		th.gluedOnly, th.proc.gluedOnly = false, false
 	}
 	if r.legacy && a.format == "" {
 		a.format = "2.2"
@@ -388,7 +388,8 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 		clear(a.threads)
 		clear(a.tcache[:])
 	}
-	th := &thread{proc: a.process(r), key: string(r.prefix)}
+	p := a.process(r)
+	th := &thread{proc: p, key: string(r.prefix), gluedOnly: p.gluedOnly}
 	a.threads[th.key] = th
 	a.stats.Threads++
 	return th

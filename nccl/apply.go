@@ -205,7 +205,7 @@ func (a *Analyzer) applyConn(p *process, th *thread, c *connInfo, at loc, msg []
 		a.intra[c.tr.class]++
 	}
 	if c.tr.class == trNET {
-		cl := classifyNet(c.tr.net)
+		cl := c.tr.ncls
 		if cl == netUnknown {
 			cl = netOther
 		}

@@ -76,13 +76,17 @@ type lineParser struct {
 }
 
 func newLineParser(maxLine int) *lineParser {
-	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets)}
+	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets),
+		ev: event{trMemo: new(trMemo)}, sc: lineScanner{envMemo: new(envMemo)}}
 }
 
 // block parses every line of buf into out. buf holds whole lines; the last
 // one may lack its newline.
 func (p *lineParser) block(buf []byte, out *batch) {
 	p.out = out
+	// One look for a carriage return over the block spares one per record.
+	p.sc.noCR = bytes.IndexByte(buf, '\r') < 0
+	defer func() { p.sc.noCR = false }() // lines fed one by one look for themselves
 	for len(buf) > 0 {
 		i := bytes.IndexByte(buf, '\n')
 		var line []byte
@@ -150,7 +154,10 @@ func (p *lineParser) line(b []byte, n int64) {
 			it := p.next()
 			*it = item{kind: itRecord, line: n, rec: r, cls: cls, known: true, hash: hash64(r.key)}
 			if r.prefixed {
-				it.phash = hash64(r.prefix)
+				it.phash = r.phash
+				if it.phash == 0 {
+					it.phash = hash64(r.prefix)
+				}
 			}
 			if cls == KindConnection {
 				it.conn = p.ev.conn
