@@ -166,11 +166,17 @@ func skipBracket(m []byte, p int) int {
 // leadingInt parses the decimal number at the start of b and returns it
 // with the number of bytes it used (0: none).
 func leadingInt(b []byte) (int64, int) {
+	// One pass: at most 18 digits, which cannot overflow.
+	var v int64
 	n := 0
-	for n < len(b) && n < 18 && isDigit(b[n]) {
+	for n < len(b) && n < 18 {
+		d := b[n] - '0'
+		if d > 9 {
+			break
+		}
+		v = v*10 + int64(d)
 		n++
 	}
-	v, _ := atoi(b[:n])
 	return v, n
 }
 

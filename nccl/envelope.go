@@ -1,6 +1,9 @@
 package nccl
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // The envelope is what NCCL prints before a message:
 //
@@ -511,7 +514,7 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 		return
 	}
 	key := b[:i]
-	h := hash64(key)
+	h := memoHash(key)
 	// Two ways per set: a log's few hundred envelopes collide in a
 	// direct-mapped table often enough to show.
 	set := mm[h%(envMemoSlots/2)*2:][:2]
@@ -582,4 +585,18 @@ func sub(b []byte, s [3]uint8) []byte {
 		return nil
 	}
 	return b[s[0]:s[1]] // the full capacity: offsets are computed from it (ParseLine, finish)
+}
+
+// memoHash picks an envelope memo set: three words of the text (its start,
+// middle and end, where launcher tags, host names and pid:tid differ) and
+// its length. A collision only costs a miss, since a hit compares the text.
+func memoHash(b []byte) uint64 {
+	n := len(b)
+	if n < 8 {
+		return hash64(b)
+	}
+	const m1, m2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
+	x := binary.LittleEndian.Uint64(b) ^ uint64(n)*m2
+	y := binary.LittleEndian.Uint64(b[n-8:]) ^ binary.LittleEndian.Uint64(b[n/2-4:])*m1
+	return mix(x^m1, y^m2)
 }
