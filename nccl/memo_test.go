@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"path/filepath"
 	"testing"
+
+	"github.com/gpuprobe/gpuprobe/nccl/gen"
 )
 
 // TestMemosMatchParsing: the parser's envelope and transport memos give
@@ -75,4 +77,76 @@ func sameConn(a, b *connInfo) bool {
 		bytes.Equal(ta.name, tb.name) && bytes.Equal(ta.net, tb.net) && (ta.net == nil) == (tb.net == nil) &&
 		ta.class == tb.class && ta.netDev == tb.netDev && ta.gdr == tb.gdr && ta.gdrPCI == tb.gdrPCI &&
 		ta.shared == tb.shared && ta.proxy == tb.proxy && ta.ncls == tb.ncls
+}
+
+// TestFastPathMatches: fastConn emits what the general path emits, on every
+// fixture line, on both synthetic shapes and on lines made to trip it.
+func TestFastPathMatches(t *testing.T) {
+	var lines [][]byte
+	for _, g := range []string{"testdata/logs/*.log", "testdata/issue13/*.log", "testdata/realgpu/*.log"} {
+		m, _ := filepath.Glob(g)
+		for _, path := range m {
+			for _, l := range readLines(t, path) {
+				lines = append(lines, []byte(l))
+			}
+		}
+	}
+	for _, mix := range []string{"train", "init"} {
+		var buf bytes.Buffer
+		if _, err := gen.Write(&buf, gen.Options{Size: 1 << 20, Seed: 5, Mix: mix, Ranks: 64, Hosts: 8}); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
+			lines = append(lines, l)
+		}
+	}
+	for _, l := range []string{
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read  \t",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read | x:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC/read",
+		"NET/IB/0 h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0",
+		"P2P/IPC h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+		" h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"[1,0]<stdout>:h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		":1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"[pod/a/b] :1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"x->h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] myNCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 :    0   1   2   3",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read NCCL WARN x",
+		"h:1:1 [0] NCCL INFO\tChannel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+	} {
+		lines = append(lines, []byte(l))
+	}
+	fast, slow := newLineParser(DefaultMaxLineBytes), newLineParser(DefaultMaxLineBytes)
+	slow.slowOnly = true
+	var fb, sb batch
+	for pass := 0; pass < 2; pass++ { // the second pass hits the memos
+		for _, l := range lines {
+			for _, noCR := range []bool{true, false} {
+				fb.reset()
+				sb.reset()
+				fast.out, slow.out = &fb, &sb
+				fast.sc.noCR, slow.sc.noCR = noCR, noCR
+				fast.line(append([]byte(nil), l...), 1)
+				slow.line(append([]byte(nil), l...), 1)
+				if fb.records != sb.records || len(fb.items) != len(sb.items) {
+					t.Fatalf("%q: fast %d records %d items, slow %d records %d items", l, fb.records, len(fb.items), sb.records, len(sb.items))
+				}
+				for i := range fb.items {
+					f, s := &fb.items[i], &sb.items[i]
+					f.rec.phash, s.rec.phash = 0, 0
+					if f.kind != s.kind || f.line != s.line || f.cls != s.cls || f.known != s.known || f.hash != s.hash ||
+						f.phash != s.phash || !sameRecord(&f.rec, &s.rec) || !bytes.Equal(f.text, s.text) ||
+						f.cls == KindConnection && !sameConn(&f.conn, &s.conn) {
+						t.Errorf("%q item %d:\nfast %+v\nslow %+v", l, i, *f, *s)
+					}
+				}
+			}
+		}
+	}
 }

@@ -73,6 +73,8 @@ type lineParser struct {
 	seed    maphash.Seed
 	seen    []uint32
 	out     *batch
+	// slowOnly turns fastConn off (tests compare the two paths).
+	slowOnly bool
 }
 
 func newLineParser(maxLine int) *lineParser {
@@ -105,6 +107,9 @@ func (p *lineParser) line(b []byte, n int64) {
 	if len(b) > p.maxLine {
 		b = b[:p.maxLine]
 		p.out.truncated++
+	}
+	if !p.slowOnly && p.fastConn(b, n) {
+		return
 	}
 	sc := &p.sc
 	sc.reset(b)
@@ -248,4 +253,54 @@ func looksLikeTransport(f []byte) bool {
 func endsWithVia(m []byte) bool {
 	return len(m) >= 4 && string(m[len(m)-4:]) == " via" &&
 		(bytes.HasPrefix(m, wordChannel) || bytes.HasPrefix(m, wordRing) || bytes.HasPrefix(m, wordCollNet))
+}
+
+// fastConn handles the line real init logs are made of, a lone connection
+// record ("host:pid:tid [d] NCCL INFO Channel 05/0 : 3[3] -> 11[3] [send]
+// via NET/IB/3/GDRDMA"), with a few scans and no copies: it finds the
+// marker, takes the envelope from the memo, parses the connection and
+// fills the item in place. It reports false, having emitted nothing, for
+// any line it is not sure the general path would read the same way (a
+// line that starts like a transport fragment, another "NCCL " in the
+// message, a carriage return in the block, a message that ends after
+// "via"); TestFastPathMatches holds the two paths to the same items.
+func (p *lineParser) fastConn(b []byte, n int64) bool {
+	i := bytes.Index(b, markNCCL)
+	const info = len("NCCL INFO ")
+	if i < 1 || len(b) < i+info+8 || string(b[i+5:i+info]) != "INFO " || isWordByte(b[i-1]) ||
+		string(b[i+info:i+info+8]) != "Channel " || !p.sc.noCR {
+		return false
+	}
+	switch b[0] { // a leading blank or what looksLikeTransport looks at
+	case ' ', '\t', '\v', '\f', 'N', 'P', 'S', 'C', 'd', '*', '`':
+		return false
+	}
+	m := trimRightBlank(b[i+info:])
+	if bytes.Index(m[1:], markNCCL) >= 0 || endsWithVia(m) {
+		return false
+	}
+	it := p.next()
+	*it = item{kind: itRecord, line: n, cls: KindConnection, known: true}
+	if !parseConnMemo(m, &it.conn, p.ev.trMemo) {
+		p.out.items = p.out.items[:len(p.out.items)-1]
+		return false
+	}
+	r := &it.rec
+	r.level, r.marker, r.start, r.msgStart, r.parsed = levelInfo, i, i, i+info, true
+	if p.sc.envMemo != nil {
+		p.sc.envMemo.parse(b, i, false, r)
+	} else {
+		parseEnvelope(b, i, false, r)
+	}
+	r.msg = m
+	r.key = b[r.start : i+info+len(m)]
+	it.hash = hash64(r.key)
+	if r.prefixed {
+		it.phash = r.phash
+		if it.phash == 0 {
+			it.phash = hash64(r.prefix)
+		}
+	}
+	p.out.records++
+	return true
 }
