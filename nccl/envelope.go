@@ -82,6 +82,20 @@ func (s *lineScanner) reset(b []byte) {
 	}
 }
 
+// resetAt is reset for a line whose first "NCCL " is at i (-1: it has
+// none), which the caller has found.
+func (s *lineScanner) resetAt(b []byte, i int) {
+	s.b = b
+	if i < 0 {
+		s.hasNext = false
+	} else {
+		s.hasNext = findRecordFrom(b, i, i, -1, &s.next)
+	}
+	if !s.hasNext {
+		s.hasNext = findLegacy(b, &s.next)
+	}
+}
+
 var (
 	markInfo22 = []byte("] INFO ")
 	markWarn22 = []byte(" WARN ")
@@ -185,12 +199,21 @@ func trimRightBlank(m []byte) []byte {
 // "NCCL version" found exactly there is that record's message (NCCL >= 2.22
 // prints the version as an INFO line), not a bare version line.
 func findRecord(b []byte, pos, skipVersionAt int, r *rawRecord) bool {
+	return findRecordFrom(b, pos, -1, skipVersionAt, r)
+}
+
+// findRecordFrom is findRecord when the caller may already know where the
+// first "NCCL " at or after pos is: at (-1: not known).
+func findRecordFrom(b []byte, pos, at, skipVersionAt int, r *rawRecord) bool {
 	for pos < len(b) {
-		i := bytes.Index(b[pos:], markNCCL)
-		if i < 0 {
-			return false
+		i := at
+		if at < 0 {
+			if i = bytes.Index(b[pos:], markNCCL); i < 0 {
+				return false
+			}
+			i += pos
 		}
-		i += pos
+		at = -1
 		pos = i + len(markNCCL)
 		if i > 0 && isWordByte(b[i-1]) {
 			continue // "ProcessGroupNCCL ", "myNCCL " …: not NCCL's marker

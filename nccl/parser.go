@@ -108,11 +108,16 @@ func (p *lineParser) line(b []byte, n int64) {
 		b = b[:p.maxLine]
 		p.out.truncated++
 	}
-	if !p.slowOnly && p.fastConn(b, n) {
-		return
-	}
 	sc := &p.sc
-	sc.reset(b)
+	if p.slowOnly {
+		sc.reset(b)
+	} else {
+		done, i := p.fastConn(b, n)
+		if done {
+			return
+		}
+		sc.resetAt(b, i) // i: the first "NCCL " in b, or -1; no need to look again
+	}
 	if !sc.hasNext {
 		p.plain(b, n)
 		return
@@ -264,26 +269,29 @@ func endsWithVia(m []byte) bool {
 // line that starts like a transport fragment, another "NCCL " in the
 // message, a carriage return in the block, a message that ends after
 // "via"); TestFastPathMatches holds the two paths to the same items.
-func (p *lineParser) fastConn(b []byte, n int64) bool {
+//
+// It also returns the index of the first "NCCL " in b (-1: none), so that
+// the general path does not look for it again.
+func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	i := bytes.Index(b, markNCCL)
 	const info = len("NCCL INFO ")
 	if i < 1 || len(b) < i+info+8 || string(b[i+5:i+info]) != "INFO " || isWordByte(b[i-1]) ||
 		string(b[i+info:i+info+8]) != "Channel " || !p.sc.noCR {
-		return false
+		return false, i
 	}
 	switch b[0] { // a leading blank or what looksLikeTransport looks at
 	case ' ', '\t', '\v', '\f', 'N', 'P', 'S', 'C', 'd', '*', '`':
-		return false
+		return false, i
 	}
 	m := trimRightBlank(b[i+info:])
 	if bytes.Index(m[1:], markNCCL) >= 0 || endsWithVia(m) {
-		return false
+		return false, i
 	}
 	it := p.next()
 	*it = item{kind: itRecord, line: n, cls: KindConnection, known: true}
 	if !parseConnMemo(m, &it.conn, p.ev.trMemo) {
 		p.out.items = p.out.items[:len(p.out.items)-1]
-		return false
+		return false, i
 	}
 	r := &it.rec
 	r.level, r.marker, r.start, r.msgStart, r.parsed = levelInfo, i, i, i+info, true
@@ -302,5 +310,5 @@ func (p *lineParser) fastConn(b []byte, n int64) bool {
 		}
 	}
 	p.out.records++
-	return true
+	return true, i
 }
