@@ -124,28 +124,57 @@ func TestFastPathMatches(t *testing.T) {
 	}
 	fast, slow := newLineParser(DefaultMaxLineBytes), newLineParser(DefaultMaxLineBytes)
 	slow.slowOnly = true
-	var fb, sb batch
+	slow.seed = fast.seed             // firstSight's lossy cache then forgets alike
 	for pass := 0; pass < 2; pass++ { // the second pass hits the memos
 		for _, l := range lines {
-			for _, noCR := range []bool{true, false} {
-				fb.reset()
-				sb.reset()
-				fast.out, slow.out = &fb, &sb
-				fast.sc.noCR, slow.sc.noCR = noCR, noCR
-				fast.line(append([]byte(nil), l...), 1)
-				slow.line(append([]byte(nil), l...), 1)
-				if fb.records != sb.records || len(fb.items) != len(sb.items) {
-					t.Fatalf("%q: fast %d records %d items, slow %d records %d items", l, fb.records, len(fb.items), sb.records, len(sb.items))
-				}
-				for i := range fb.items {
-					f, s := &fb.items[i], &sb.items[i]
-					f.rec.phash, s.rec.phash = 0, 0
-					if f.kind != s.kind || f.line != s.line || f.cls != s.cls || f.known != s.known || f.hash != s.hash ||
-						f.phash != s.phash || !sameRecord(&f.rec, &s.rec) || !bytes.Equal(f.text, s.text) ||
-						f.cls == KindConnection && !sameConn(&f.conn, &s.conn) {
-						t.Errorf("%q item %d:\nfast %+v\nslow %+v", l, i, *f, *s)
-					}
-				}
+			compareFastSlow(t, fast, slow, l)
+		}
+	}
+}
+
+// FuzzFastPath: on any line, fastConn and the general path emit the same
+// items, with the memos filled by the lines before.
+func FuzzFastPath(f *testing.F) {
+	for _, l := range []string{
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA",
+		"0: gpu-a000-node00:4242:4300 [3] NCCL INFO Channel 07/0 : 3[3] -> 11[3] [receive] via NET/IB/3/GDRDMA",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read NCCL INFO x",
+		"[pod/a/b] :1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+	} {
+		f.Add([]byte(l))
+	}
+	fast, slow := newLineParser(DefaultMaxLineBytes), newLineParser(DefaultMaxLineBytes)
+	slow.slowOnly = true
+	slow.seed = fast.seed // firstSight's lossy cache then forgets alike
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 {
+			return
+		}
+		compareFastSlow(t, fast, slow, line)
+		compareFastSlow(t, fast, slow, line) // memos warm
+	})
+}
+
+func compareFastSlow(t *testing.T, fast, slow *lineParser, l []byte) {
+	t.Helper()
+	var fb, sb batch
+	for _, noCR := range []bool{true, false} {
+		fb.reset()
+		sb.reset()
+		fast.out, slow.out = &fb, &sb
+		fast.sc.noCR, slow.sc.noCR = noCR, noCR
+		fast.line(append([]byte(nil), l...), 1)
+		slow.line(append([]byte(nil), l...), 1)
+		if fb.records != sb.records || len(fb.items) != len(sb.items) {
+			t.Fatalf("%q: fast %d records %d items, slow %d records %d items", l, fb.records, len(fb.items), sb.records, len(sb.items))
+		}
+		for i := range fb.items {
+			f, s := &fb.items[i], &sb.items[i]
+			f.rec.phash, s.rec.phash = 0, 0
+			if f.kind != s.kind || f.line != s.line || f.cls != s.cls || f.known != s.known || f.hash != s.hash ||
+				f.phash != s.phash || !sameRecord(&f.rec, &s.rec) || !bytes.Equal(f.text, s.text) ||
+				f.cls == KindConnection && !sameConn(&f.conn, &s.conn) {
+				t.Errorf("%q item %d:\nfast %+v\nslow %+v", l, i, *f, *s)
 			}
 		}
 	}
