@@ -12,6 +12,14 @@ import (
 // The rest of a longer line is skipped and counted in Stats.TruncatedLines.
 const DefaultMaxLineBytes = 64 << 10
 
+// HeapSoftLimit is the Go heap limit (runtime/debug.SetMemoryLimit) that a
+// command running only the analyzer sets unless GOMEMLIMIT is given. The
+// analyzer keeps about 20 MiB live at most (the caps in state.go and its
+// block buffers), but a hostile log (a new process on every line) churns
+// garbage, and the default GC target of twice the live heap put the peak
+// RSS of `gpuprobe nccl analyze` at 68 MB. 32 MiB keeps it under 50 MB.
+const HeapSoftLimit = 32 << 20
+
 // Analyzer reads NCCL_DEBUG=INFO output line by line and keeps what the
 // verdict needs. Its memory is bounded whatever the input (see the caps in
 // state.go). It is safe for concurrent use: the streams of one child
@@ -34,17 +42,19 @@ type Analyzer struct {
 		h  uint64
 		th *thread
 	}
-	procs    map[string]*process
-	order    []*process // processes in order of appearance
-	pseudo   *process   // records without an envelope
-	overflow *process   // where processes past maxProcesses go
-	comms    int        // commInst count
-	trIDs    map[string]uint16
-	trNames  []trName
-	trRecent [8]trRecent
-	trNext   int
-	scratch  []byte
-	sink     uint64 // keeps dedupe.touch's loads
+	procs        map[string]*process
+	order        []*process // processes in order of appearance
+	pseudo       *process   // records without an envelope
+	overflow     *process   // where processes past maxProcesses go
+	comms        int        // commInst count
+	orphans      int        // rankStats in processes' orphan maps, all together
+	orphanCapped bool       // a connection went past maxOrphanRanks
+	trIDs        map[string]uint16
+	trNames      []trName
+	trRecent     [8]trRecent
+	trNext       int
+	scratch      []byte
+	sink         uint64 // keeps dedupe.touch's loads
 
 	ranks     bitset // ranks seen in connection and communicator lines
 	maxRank   int64
@@ -341,8 +351,8 @@ func (a *Analyzer) recordItem(it *item) {
 // noteEnvelope records what a record's envelope says beyond its thread: a
 // host seen on its own (not glued to torn text), NCCL 2.2's format.
 func (a *Analyzer) noteEnvelope(r *rawRecord, th *thread) {
-	if th != nil && th.proc.gluedOnly && !r.glued {
-		th.proc.gluedOnly = false
+	if th != nil && th.gluedOnly && !r.glued {
+		th.gluedOnly, th.proc.gluedOnly = false, false
 	}
 	if r.legacy && a.format == "" {
 		a.format = "2.2"
@@ -378,7 +388,8 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 		clear(a.threads)
 		clear(a.tcache[:])
 	}
-	th := &thread{proc: a.process(r), key: string(r.prefix)}
+	p := a.process(r)
+	th := &thread{proc: p, key: string(r.prefix), gluedOnly: p.gluedOnly}
 	a.threads[th.key] = th
 	a.stats.Threads++
 	return th

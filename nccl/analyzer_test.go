@@ -331,3 +331,51 @@ func TestBoundedState(t *testing.T) {
 		t.Errorf("hosts %d", v.Hosts)
 	}
 }
+
+// TestOrphanRanksBounded: connection lines that no communicator line
+// claims are kept per rank, and a log with a new process on every line
+// could make that grow with the log (one pid per line, 1.3 million lines:
+// 539 MB of peak RSS). What is kept is capped over all processes; the
+// heap it holds is measured, and the verdict says what was capped.
+func TestOrphanRanksBounded(t *testing.T) {
+	const procs, ranks = maxProcesses, 64 // 262,144 orphan ranks without the cap
+	pr, pw := io.Pipe()
+	go func() {
+		var b []byte
+		for r := 0; r < ranks; r++ {
+			b = b[:0]
+			for p := 0; p < procs; p++ {
+				b = append(b, 'h')
+				b = append(b, itoa(int64(p))...)
+				b = append(b, ':')
+				b = append(b, itoa(int64(p+1))...)
+				b = append(b, ":1 [0] NCCL INFO Channel 00/0 : "...)
+				b = append(b, itoa(int64(r))...)
+				b = append(b, "[0] -> "...)
+				b = append(b, itoa(int64(r+1))...)
+				b = append(b, "[1] [send] via NET/IB/0/GDRDMA\n"...)
+			}
+			pw.Write(b)
+		}
+		pw.Close()
+	}()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	a := NewAnalyzer()
+	if err := a.ReadFrom(context.Background(), "orphans", pr); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("heap held after %d lines: %.1f MB, %d orphan ranks", procs*ranks, float64(held)/(1<<20), a.orphans)
+	if held > 24<<20 {
+		t.Errorf("the analyzer holds %.1f MB after a log of %d processes × %d ranks without communicator lines", float64(held)/(1<<20), procs, ranks)
+	}
+	v := a.Verdict()
+	if a.orphans > maxOrphanRanks || v.Stats.OrphanCap != maxOrphanRanks || v.Stats.Untracked == 0 ||
+		!strings.Contains(v.Limits, "more than 16384 ranks") || v.NetConnections != procs*ranks {
+		t.Errorf("orphans %d, orphan cap %d, untracked %d, net %d, limits %q", a.orphans, v.Stats.OrphanCap, v.Stats.Untracked, v.NetConnections, v.Limits)
+	}
+}

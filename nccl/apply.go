@@ -205,7 +205,7 @@ func (a *Analyzer) applyConn(p *process, th *thread, c *connInfo, at loc, msg []
 		a.intra[c.tr.class]++
 	}
 	if c.tr.class == trNET {
-		cl := classifyNet(c.tr.net)
+		cl := c.tr.ncls
 		if cl == netUnknown {
 			cl = netOther
 		}
@@ -247,12 +247,19 @@ func (a *Analyzer) statsFor(p *process, th *thread, rank int64) *rankStats {
 	}
 	st := p.orphan[rank]
 	if st == nil {
-		if len(p.orphan) >= maxCommsPerProc {
+		// Per process and over all processes: a log with one pid per
+		// line (millions of processes) would otherwise keep a rankStats
+		// for every rank of every process (539 MB for 1.3M lines).
+		if len(p.orphan) >= maxCommsPerProc || a.orphans >= maxOrphanRanks {
+			if a.orphans >= maxOrphanRanks {
+				a.orphanCapped = true
+			}
 			a.stats.Untracked++
 			return nil
 		}
 		st = &rankStats{}
 		p.orphan[rank] = st
+		a.orphans++
 	}
 	return st
 }
@@ -336,6 +343,7 @@ func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc, msg []
 		if st := p.orphan[ci.rank]; st != nil {
 			ci.stats.merge(st)
 			delete(p.orphan, ci.rank)
+			a.orphans--
 		}
 	}
 }

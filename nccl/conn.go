@@ -54,10 +54,11 @@ type transport struct {
 	name   []byte // P2P/SHM/other: the transport text without a trailing note
 	net    []byte // NET and CollNet: the network module name ("IB", "AWS Libfabric")
 	netDev int64
-	gdr    bool // "/GDRDMA": the NIC reads and writes GPU memory directly
-	gdrPCI bool // "/GDRDMA(PCI)": GDR through the PCI BAR (2.26+)
-	shared bool // "/Shared": p2p channels share buffers
-	proxy  bool // "NET/x/N(proxyRank)": PXN, the send goes through another local GPU's NIC
+	gdr    bool     // "/GDRDMA": the NIC reads and writes GPU memory directly
+	gdrPCI bool     // "/GDRDMA(PCI)": GDR through the PCI BAR (2.26+)
+	shared bool     // "/Shared": p2p channels share buffers
+	proxy  bool     // "NET/x/N(proxyRank)": PXN, the send goes through another local GPU's NIC
+	ncls   netClass // classifyNet(net) for NET and CollNet
 }
 
 var (
@@ -73,7 +74,13 @@ var (
 
 // parseConn parses a connection line. m must start with "Ring ",
 // "Channel " or "CollNet ".
-func parseConn(m []byte, c *connInfo) bool {
+func parseConn(m []byte, c *connInfo) bool { return parseConnMemo(m, c, nil) }
+
+// parseConnMemo is parseConn with a memo of recent transports: a log names
+// a handful of them ("NET/IB/3/GDRDMA", "P2P/IPC/read") on millions of
+// lines, so the text after "via" is compared with the last one seen in its
+// slot instead of being parsed again. memo may be nil.
+func parseConnMemo(m []byte, c *connInfo, memo *trMemo) bool {
 	var p int
 	collnet := false
 	switch {
@@ -128,7 +135,11 @@ func parseConn(m []byte, c *connInfo) bool {
 	}
 	switch {
 	case len(m) >= p+5 && string(m[p:p+5]) == " via ":
-		parseTransport(m[p+len(sepVia):], &c.tr)
+		if memo != nil {
+			memo.parse(m[p+len(sepVia):], &c.tr)
+		} else {
+			parseTransport(m[p+len(sepVia):], &c.tr)
+		}
 	case bytes.Equal(m[p:], sepVia[:len(sepVia)-1]):
 		// A paste broke the line after "via": the ranks are still worth
 		// having, the transport is unknown.
@@ -155,11 +166,17 @@ func skipBracket(m []byte, p int) int {
 // leadingInt parses the decimal number at the start of b and returns it
 // with the number of bytes it used (0: none).
 func leadingInt(b []byte) (int64, int) {
+	// One pass: at most 18 digits, which cannot overflow.
+	var v int64
 	n := 0
-	for n < len(b) && n < 18 && isDigit(b[n]) {
+	for n < len(b) && n < 18 {
+		d := b[n] - '0'
+		if d > 9 {
+			break
+		}
+		v = v*10 + int64(d)
 		n++
 	}
-	v, _ := atoi(b[:n])
 	return v, n
 }
 
@@ -186,9 +203,11 @@ func parseTransport(t []byte, tr *transport) {
 	case len(t) >= 4 && string(t[:4]) == "NET/":
 		tr.class = trNET
 		parseNetTransport(t[len(trNETp):], tr)
+		tr.ncls = classifyNet(tr.net)
 	case bytes.HasPrefix(t, trCollNetp):
 		tr.class = trCollNet
 		parseNetTransport(t[len(trCollNetp):], tr)
+		tr.ncls = classifyNet(tr.net)
 	case len(t) >= 4 && string(t[:4]) == "P2P/":
 		tr.class = trP2P
 	case bytes.HasPrefix(t, trSHMp), bytes.HasPrefix(t, trSHMold):
@@ -271,4 +290,65 @@ func parseNetTransport(t []byte, tr *transport) {
 			return
 		}
 	}
+}
+
+// trMemo remembers the transports parsed last, by their text: a
+// direct-mapped table of trMemoSlots entries. An entry keeps the parse
+// with its slices as offsets into the text, so that a hit rebuilds them
+// over the current line (the table outlives the block buffers).
+const (
+	trMemoSlots = 64
+	trMemoText  = 48 // longer transport texts are parsed every time
+)
+
+type trMemo [trMemoSlots]trMemoEntry
+
+type trMemoEntry struct {
+	n              uint8 // text length; 0: empty slot
+	text           [trMemoText]byte
+	tr             transport // name and net nil
+	nameLo, nameHi uint8
+	netLo, netHi   uint8
+	hasNet         bool
+}
+
+func (mm *trMemo) parse(t []byte, tr *transport) {
+	if len(t) == 0 || len(t) > trMemoText {
+		parseTransport(t, tr)
+		return
+	}
+	// The slot: length and the last bytes (the device digit and the flags
+	// differ between a log's transports; the start is "NET/" or "P2P/").
+	n := len(t)
+	h := uint(n)*7 ^ uint(t[n-1])*13 ^ uint(t[n/2])*31 ^ uint(t[min(n-1, 7)])*5
+	e := &mm[h%trMemoSlots]
+	if int(e.n) == n && string(e.text[:n]) == string(t) {
+		*tr = e.tr
+		tr.name = t[e.nameLo:e.nameHi]
+		if e.hasNet {
+			tr.net = t[e.netLo:e.netHi]
+		}
+		return
+	}
+	parseTransport(t, tr)
+	// Offsets of the slices into t (both are subslices of t).
+	off := func(s []byte) (uint8, uint8, bool) {
+		if s == nil {
+			return 0, 0, false
+		}
+		lo := cap(t) - cap(s)
+		if lo < 0 || lo+len(s) > n {
+			return 0, 0, false
+		}
+		return uint8(lo), uint8(lo + len(s)), true
+	}
+	nameLo, nameHi, okName := off(tr.name)
+	netLo, netHi, okNet := off(tr.net)
+	if !okName || tr.net != nil && !okNet {
+		e.n = 0
+		return
+	}
+	*e = trMemoEntry{n: uint8(n), tr: *tr, nameLo: nameLo, nameHi: nameHi, netLo: netLo, netHi: netHi, hasNet: tr.net != nil}
+	copy(e.text[:], t)
+	e.tr.name, e.tr.net = nil, nil
 }

@@ -1,6 +1,9 @@
 package nccl
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // The envelope is what NCCL prints before a message:
 //
@@ -56,6 +59,8 @@ type rawRecord struct {
 	// off may be stuck to it (see cleanHostStart).
 	glued  bool
 	legacy bool // NCCL 2.2: "host:pid:tid [dev] INFO …" without the word NCCL
+	// phash is hash64(prefix) when the envelope memo had it; 0 otherwise.
+	phash uint64
 }
 
 // lineScanner yields the records of one physical line in order. A record's
@@ -65,11 +70,27 @@ type lineScanner struct {
 	b       []byte
 	next    rawRecord
 	hasNext bool
+	noCR    bool     // the block this line is in has no carriage return (set per block by lineParser)
+	envMemo *envMemo // recent envelopes; nil reads every one
 }
 
 func (s *lineScanner) reset(b []byte) {
 	s.b = b
 	s.hasNext = findRecord(b, 0, -1, &s.next)
+	if !s.hasNext {
+		s.hasNext = findLegacy(b, &s.next)
+	}
+}
+
+// resetAt is reset for a line whose first "NCCL " is at i (-1: it has
+// none), which the caller has found.
+func (s *lineScanner) resetAt(b []byte, i int) {
+	s.b = b
+	if i < 0 {
+		s.hasNext = false
+	} else {
+		s.hasNext = findRecordFrom(b, i, i, -1, &s.next)
+	}
 	if !s.hasNext {
 		s.hasNext = findLegacy(b, &s.next)
 	}
@@ -132,7 +153,11 @@ func (s *lineScanner) envelope(r *rawRecord) {
 	if !r.parsed {
 		r.parsed = true
 		if r.level != levelVersion {
-			parseEnvelope(s.b, r.marker, r.level == levelWarn, r)
+			if s.envMemo != nil {
+				s.envMemo.parse(s.b, r.marker, r.level == levelWarn, r)
+			} else {
+				parseEnvelope(s.b, r.marker, r.level == levelWarn, r)
+			}
 		}
 	}
 }
@@ -145,8 +170,10 @@ func (s *lineScanner) envelope(r *rawRecord) {
 func (s *lineScanner) finish(r *rawRecord) {
 	s.envelope(r)
 	m := r.msg
-	if i := bytes.IndexByte(m, '\r'); i >= 0 {
-		m = m[:i]
+	if !s.noCR {
+		if i := bytes.IndexByte(m, '\r'); i >= 0 {
+			m = m[:i]
+		}
 	}
 	m = trimRightBlank(m)
 	if r.cut {
@@ -172,12 +199,21 @@ func trimRightBlank(m []byte) []byte {
 // "NCCL version" found exactly there is that record's message (NCCL >= 2.22
 // prints the version as an INFO line), not a bare version line.
 func findRecord(b []byte, pos, skipVersionAt int, r *rawRecord) bool {
+	return findRecordFrom(b, pos, -1, skipVersionAt, r)
+}
+
+// findRecordFrom is findRecord when the caller may already know where the
+// first "NCCL " at or after pos is: at (-1: not known).
+func findRecordFrom(b []byte, pos, at, skipVersionAt int, r *rawRecord) bool {
 	for pos < len(b) {
-		i := bytes.Index(b[pos:], markNCCL)
-		if i < 0 {
-			return false
+		i := at
+		if at < 0 {
+			if i = bytes.Index(b[pos:], markNCCL); i < 0 {
+				return false
+			}
+			i += pos
 		}
-		i += pos
+		at = -1
 		pos = i + len(markNCCL)
 		if i > 0 && isWordByte(b[i-1]) {
 			continue // "ProcessGroupNCCL ", "myNCCL " …: not NCCL's marker
@@ -192,6 +228,12 @@ func findRecord(b []byte, pos, skipVersionAt int, r *rawRecord) bool {
 			return true
 		case bytes.HasPrefix(rest, markVersion):
 			if i == skipVersionAt {
+				continue
+			}
+			if i >= 2 && b[i-2] == ',' && b[i-1] == ' ' {
+				// The tail of a sentence, not NCCL's bare version line:
+				// PyTorch's "NCCL error in: …, NCCL version 2.28.9"
+				// names the version without its "+cudaX.Y" build.
 				continue
 			}
 			*r = rawRecord{level: levelVersion, marker: i, start: i, msgStart: i, parsed: true}
@@ -457,4 +499,127 @@ func trimANSI(b []byte) []byte {
 		}
 	}
 	return b
+}
+
+// envMemo remembers the envelopes read last. parseEnvelope reads only the
+// text before the marker, and in a log that text repeats: one envelope
+// per thread, a few hundred threads, millions of lines. An entry keeps
+// that text, what parseEnvelope made of it as offsets (so that a hit
+// rebuilds the slices over the current line) and the prefix's hash64 for
+// the merger. A line whose text before the marker changes every time (a
+// timestamp) misses and costs one hash and one copy more.
+const (
+	envMemoSlots = 1 << 11
+	envMemoText  = 64 // longer texts before the marker are read every time
+)
+
+type envMemo [envMemoSlots]envMemoEntry
+
+type envMemoEntry struct {
+	n     uint8 // text length; 0: empty slot
+	warn  bool
+	flags uint8 // envPrefixed, envGlued
+	start uint8
+	// host, pid, prefix, tag: offsets lo, hi and 1 when the slice is not nil
+	host, pid, prefix, tag [3]uint8
+	phash                  uint64
+	text                   [envMemoText]byte
+}
+
+const (
+	envPrefixed = 1 << iota
+	envGlued
+)
+
+func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
+	if i == 0 || i > envMemoText {
+		parseEnvelope(b, i, warn, r)
+		return
+	}
+	key := b[:i]
+	h := memoHash(key)
+	// Two ways per set: a log's few hundred envelopes collide in a
+	// direct-mapped table often enough to show.
+	set := mm[h%(envMemoSlots/2)*2:][:2]
+	e := &set[0]
+	if !e.matches(key, warn) {
+		e = &set[1]
+		if !e.matches(key, warn) {
+			e = nil
+		}
+	}
+	if e != nil {
+		r.start = int(e.start)
+		r.prefixed = e.flags&envPrefixed != 0
+		r.glued = e.flags&envGlued != 0
+		r.host = sub(b, e.host)
+		r.pid = sub(b, e.pid)
+		r.prefix = sub(b, e.prefix)
+		r.tag = sub(b, e.tag)
+		r.phash = e.phash
+		return
+	}
+	parseEnvelope(b, i, warn, r)
+	var ok bool
+	x := envMemoEntry{n: uint8(i), warn: warn, start: uint8(r.start)}
+	if x.host, ok = span(b, i, r.host); !ok {
+		return
+	}
+	if x.pid, ok = span(b, i, r.pid); !ok {
+		return
+	}
+	if x.prefix, ok = span(b, i, r.prefix); !ok {
+		return
+	}
+	if x.tag, ok = span(b, i, r.tag); !ok {
+		return
+	}
+	if r.prefixed {
+		x.flags |= envPrefixed
+		x.phash = hash64(r.prefix)
+		r.phash = x.phash
+	}
+	if r.glued {
+		x.flags |= envGlued
+	}
+	copy(x.text[:], key)
+	set[1] = set[0] // the older entry of the set falls out
+	set[0] = x
+}
+
+func (e *envMemoEntry) matches(key []byte, warn bool) bool {
+	return int(e.n) == len(key) && e.warn == warn && string(e.text[:len(key)]) == string(key)
+}
+
+// span is the position of s, a subslice of b[:i] or nil, as offsets.
+func span(b []byte, i int, s []byte) ([3]uint8, bool) {
+	if s == nil {
+		return [3]uint8{}, true
+	}
+	lo := cap(b) - cap(s)
+	if lo < 0 || lo+len(s) > i {
+		return [3]uint8{}, false
+	}
+	return [3]uint8{uint8(lo), uint8(lo + len(s)), 1}, true
+}
+
+func sub(b []byte, s [3]uint8) []byte {
+	if s[2] == 0 {
+		return nil
+	}
+	return b[s[0]:s[1]] // the full capacity: offsets are computed from it (ParseLine, finish)
+}
+
+// memoHash picks an envelope memo set: three words of the text (its start,
+// middle and end, where launcher tags, host names and pid:tid differ) and
+// its length. A collision only costs a miss, since a hit compares the text.
+func memoHash(b []byte) uint64 {
+	n := len(b)
+	if n < 8 {
+		return hash64(b)
+	}
+	const m1, m2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
+	x := binary.LittleEndian.Uint64(b) ^ uint64(n)*m2
+	y := binary.LittleEndian.Uint64(b[n-8:]) ^ binary.LittleEndian.Uint64(b[n/2-4:])*m1
+	return mix(x^m1, y^m2)
 }

@@ -35,6 +35,9 @@ func (a *Analyzer) Facts() *state.NCCLFacts {
 	if a.overflow != nil {
 		f.Stats.ProcessCap = maxProcesses
 	}
+	if a.orphanCapped {
+		f.Stats.OrphanCap = maxOrphanRanks
+	}
 	if a.multiNode.at.valid() {
 		f.MultiNode = line(a.multiNode.at, a.multiNode.text)
 	}

@@ -42,6 +42,7 @@ func (a *Analyzer) readAtFile(ctx context.Context, src int32, r io.ReaderAt, siz
 		cond    = sync.NewCond(&mu)
 		next    int64 // next block to parse
 		merged  int64 // blocks merged so far
+		read    int64 // of those, blocks read and merged without error, in order
 		merging bool  // a parser is merging; the others just hand in blocks
 		failed  error
 	)
@@ -91,6 +92,7 @@ func (a *Analyzer) readAtFile(ctx context.Context, src int32, r io.ReaderAt, siz
 					a.merge(src, &t.b)
 					a.mu.Unlock()
 					mu.Lock()
+					read++
 				}
 				t.ready = false
 				t.b.reset()
@@ -110,7 +112,9 @@ func (a *Analyzer) readAtFile(ctx context.Context, src int32, r io.ReaderAt, siz
 	if failed == nil {
 		a.stats.Bytes += size
 	} else {
-		a.stats.Bytes += min(merged*block, size) // what was read in order
+		// What was read in order: blocks that failed after the first one
+		// (all of them see the cancelled context) count as passed, not read.
+		a.stats.Bytes += min(read*block, size)
 	}
 	a.flush()
 	a.mu.Unlock()

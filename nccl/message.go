@@ -57,6 +57,7 @@ type event struct {
 	trace   traceInfo
 	collnet int64 // KindChannels
 	nvls    int64
+	trMemo  *trMemo // recent transports; nil parses every one
 }
 
 type traceInfo struct {
@@ -99,7 +100,7 @@ func classify(m []byte, ev *event) Kind {
 	case 'C':
 		switch {
 		case len(m) >= 8 && string(m[:8]) == "Channel ", bytes.HasPrefix(m, wordCollNet):
-			if parseConn(m, &ev.conn) {
+			if parseConnMemo(m, &ev.conn, ev.trMemo) {
 				ev.kind = KindConnection
 			}
 		case bytes.HasPrefix(m, msgConnected):
@@ -120,7 +121,7 @@ func classify(m []byte, ev *event) Kind {
 			}
 		}
 	case 'R':
-		if bytes.HasPrefix(m, wordRing) && parseConn(m, &ev.conn) {
+		if bytes.HasPrefix(m, wordRing) && parseConnMemo(m, &ev.conn, ev.trMemo) {
 			ev.kind = KindConnection
 		}
 	case 'c', 'n', 'b', 'r', 'I':

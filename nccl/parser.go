@@ -73,16 +73,22 @@ type lineParser struct {
 	seed    maphash.Seed
 	seen    []uint32
 	out     *batch
+	// slowOnly turns fastConn off (tests compare the two paths).
+	slowOnly bool
 }
 
 func newLineParser(maxLine int) *lineParser {
-	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets)}
+	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets),
+		ev: event{trMemo: new(trMemo)}, sc: lineScanner{envMemo: new(envMemo)}}
 }
 
 // block parses every line of buf into out. buf holds whole lines; the last
 // one may lack its newline.
 func (p *lineParser) block(buf []byte, out *batch) {
 	p.out = out
+	// One look for a carriage return over the block spares one per record.
+	p.sc.noCR = bytes.IndexByte(buf, '\r') < 0
+	defer func() { p.sc.noCR = false }() // lines fed one by one look for themselves
 	for len(buf) > 0 {
 		i := bytes.IndexByte(buf, '\n')
 		var line []byte
@@ -103,7 +109,15 @@ func (p *lineParser) line(b []byte, n int64) {
 		p.out.truncated++
 	}
 	sc := &p.sc
-	sc.reset(b)
+	if p.slowOnly {
+		sc.reset(b)
+	} else {
+		done, i := p.fastConn(b, n)
+		if done {
+			return
+		}
+		sc.resetAt(b, i) // i: the first "NCCL " in b, or -1; no need to look again
+	}
 	if !sc.hasNext {
 		p.plain(b, n)
 		return
@@ -150,7 +164,10 @@ func (p *lineParser) line(b []byte, n int64) {
 			it := p.next()
 			*it = item{kind: itRecord, line: n, rec: r, cls: cls, known: true, hash: hash64(r.key)}
 			if r.prefixed {
-				it.phash = hash64(r.prefix)
+				it.phash = r.phash
+				if it.phash == 0 {
+					it.phash = hash64(r.prefix)
+				}
 			}
 			if cls == KindConnection {
 				it.conn = p.ev.conn
@@ -241,4 +258,57 @@ func looksLikeTransport(f []byte) bool {
 func endsWithVia(m []byte) bool {
 	return len(m) >= 4 && string(m[len(m)-4:]) == " via" &&
 		(bytes.HasPrefix(m, wordChannel) || bytes.HasPrefix(m, wordRing) || bytes.HasPrefix(m, wordCollNet))
+}
+
+// fastConn handles the line real init logs are made of, a lone connection
+// record ("host:pid:tid [d] NCCL INFO Channel 05/0 : 3[3] -> 11[3] [send]
+// via NET/IB/3/GDRDMA"), with a few scans and no copies: it finds the
+// marker, takes the envelope from the memo, parses the connection and
+// fills the item in place. It reports false, having emitted nothing, for
+// any line it is not sure the general path would read the same way (a
+// line that starts like a transport fragment, another "NCCL " in the
+// message, a carriage return in the block, a message that ends after
+// "via"); TestFastPathMatches holds the two paths to the same items.
+//
+// It also returns the index of the first "NCCL " in b (-1: none), so that
+// the general path does not look for it again.
+func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
+	i := bytes.Index(b, markNCCL)
+	const info = len("NCCL INFO ")
+	if i < 1 || len(b) < i+info+8 || string(b[i+5:i+info]) != "INFO " || isWordByte(b[i-1]) ||
+		string(b[i+info:i+info+8]) != "Channel " || !p.sc.noCR {
+		return false, i
+	}
+	switch b[0] { // a leading blank or what looksLikeTransport looks at
+	case ' ', '\t', '\v', '\f', 'N', 'P', 'S', 'C', 'd', '*', '`':
+		return false, i
+	}
+	m := trimRightBlank(b[i+info:])
+	if bytes.Index(m[1:], markNCCL) >= 0 || endsWithVia(m) {
+		return false, i
+	}
+	it := p.next()
+	*it = item{kind: itRecord, line: n, cls: KindConnection, known: true}
+	if !parseConnMemo(m, &it.conn, p.ev.trMemo) {
+		p.out.items = p.out.items[:len(p.out.items)-1]
+		return false, i
+	}
+	r := &it.rec
+	r.level, r.marker, r.start, r.msgStart, r.parsed = levelInfo, i, i, i+info, true
+	if p.sc.envMemo != nil {
+		p.sc.envMemo.parse(b, i, false, r)
+	} else {
+		parseEnvelope(b, i, false, r)
+	}
+	r.msg = m
+	r.key = b[r.start : i+info+len(m)]
+	it.hash = hash64(r.key)
+	if r.prefixed {
+		it.phash = r.phash
+		if it.phash == 0 {
+			it.phash = hash64(r.prefix)
+		}
+	}
+	p.out.records++
+	return true, i
 }

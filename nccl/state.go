@@ -10,6 +10,7 @@ const (
 	maxThreads        = 1 << 13 // envelope cache entries; cleared, not grown, past this
 	maxCommInstances  = 1 << 14 // (process, communicator) pairs
 	maxCommsPerProc   = 256
+	maxOrphanRanks    = 1 << 14 // ranks with connections but no communicator line yet, over all processes
 	maxPeersPerRank   = 64
 	maxTrPerRank      = 8
 	maxTransportNames = 255
@@ -83,6 +84,9 @@ type thread struct {
 	key  string // the envelope
 	proc *process
 	comm *commInst // the communicator this thread last announced
+	// gluedOnly is false once proc.gluedOnly is: the merger reads it here,
+	// in the entry it has just compared, instead of in the process.
+	gluedOnly bool
 }
 
 type commInst struct {
@@ -124,16 +128,44 @@ type rankStats struct {
 	ntr   uint8
 	tr    [maxTrPerRank]trCount
 	peers []peerLink
-	// bloom has bit (peer, transport) % 256 set for every link in peers:
-	// a clear bit spares the scan, which in an all-to-all log ran over
-	// the full 64 links for every line.
-	bloom [4]uint64
+	// idx is an open-addressing index of peers by (peer, transport): the
+	// value is the link's position + 1, 0 an empty slot. A full list of 64
+	// links was scanned for almost every line of an all-to-all log (the
+	// 256-bit filter that came before it let a quarter of the misses and
+	// every hit through to the scan).
+	idx [2 * maxPeersPerRank]uint8
 }
 
-func peerBit(peer int64, id uint16) (int, uint64) {
-	h := uint64(peer)*0x9e3779b97f4a7c15 ^ uint64(id)*0xc2b2ae3d27d4eb4f
-	h >>= 56
-	return int(h >> 6), 1 << (h & 63)
+func peerSlot(peer int32, id uint16) int {
+	h := uint64(uint32(peer))*0x9e3779b97f4a7c15 ^ uint64(id)*0xc2b2ae3d27d4eb4f
+	return int(h >> 57) // 7 bits: len(rankStats.idx) slots
+}
+
+// link returns the position of (peer, id) in s.peers, or -1 and the
+// empty slot of s.idx where it would go.
+func (s *rankStats) link(peer int32, id uint16) (int, int) {
+	h := peerSlot(peer, id)
+	for {
+		v := s.idx[h]
+		if v == 0 {
+			return -1, h
+		}
+		if l := &s.peers[v-1]; l.peer == peer && l.tr == id {
+			return int(v - 1), h
+		}
+		h = (h + 1) & (len(s.idx) - 1)
+	}
+}
+
+func (s *rankStats) addLink(l peerLink) {
+	if len(s.peers) >= maxPeersPerRank {
+		return
+	}
+	i, h := s.link(l.peer, l.tr)
+	s.peers = append(s.peers, l)
+	if i < 0 {
+		s.idx[h] = uint8(len(s.peers))
+	}
 }
 
 func (s *rankStats) add(peer int64, id uint16, c *connInfo) {
@@ -163,19 +195,15 @@ func (s *rankStats) add(peer int64, id uint16, c *connInfo) {
 	if c.channel >= 0 && c.channel < 64 {
 		ch = 1 << uint(c.channel)
 	}
-	w, bit := peerBit(peer, id)
-	if s.bloom[w]&bit != 0 {
-		for i := range s.peers {
-			if s.peers[i].peer == int32(peer) && s.peers[i].tr == id {
-				s.peers[i].n++
-				s.peers[i].channels |= ch
-				return
-			}
-		}
+	i, h := s.link(int32(peer), id)
+	if i >= 0 {
+		s.peers[i].n++
+		s.peers[i].channels |= ch
+		return
 	}
 	if len(s.peers) < maxPeersPerRank {
 		s.peers = append(s.peers, peerLink{peer: int32(peer), tr: id, n: 1, channels: ch})
-		s.bloom[w] |= bit
+		s.idx[h] = uint8(len(s.peers))
 	}
 }
 
@@ -198,11 +226,7 @@ func (s *rankStats) merge(o *rankStats) {
 		}
 	}
 	for _, p := range o.peers {
-		if len(s.peers) < maxPeersPerRank {
-			s.peers = append(s.peers, p)
-			w, bit := peerBit(int64(p.peer), p.tr)
-			s.bloom[w] |= bit
-		}
+		s.addLink(p)
 	}
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Benchmarks the NCCL log analyzer against `grep -c 'NCCL INFO'` on two
-# synthetic logs of a 512-rank, 64-node job (tools/ncclgen):
+# Benchmarks `gpuprobe nccl analyze --format json` (the whole command a user
+# runs) against `grep -c 'NCCL INFO'` on two synthetic logs of a 512-rank,
+# 64-node job (tools/ncclgen):
 #   train  mostly per-operation opCount lines (the shape of a training log)
 #   init   mostly distinct connection lines, one fixed host:pid:tid per rank,
 #          interleaved (the shape of a job that sets up many connections)
@@ -27,7 +28,7 @@ runs=${NCCL_BENCH_RUNS:-5}
 max_ratio=${NCCL_BENCH_MAX_RATIO:-2}
 max_rss_mb=${NCCL_BENCH_MAX_RSS_MB:-64}
 work=$(mktemp -d)
-bin=$work/ncclbench
+bin=$work/gpuprobe
 logs=()
 cleanup() {
 	rm -rf "$work"
@@ -46,7 +47,8 @@ if [ ! -x /usr/bin/time ]; then
 	fi
 fi
 
-go build -o "$bin" ./tools/ncclbench
+export CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}
+go build -o "$bin" ./cmd/gpuprobe
 go build -o "$work/ncclgen" ./tools/ncclgen
 
 now() { date +%s%N; }
@@ -55,9 +57,10 @@ now() { date +%s%N; }
 run() {
 	local t0 t1
 	t0=$(now)
-	/usr/bin/time -f '%M' -o "$work/rss" "$@" >"$work/out"
+	# The analyzer exits 1 when the verdict has a problem: still a run.
+	/usr/bin/time -f '%M' -o "$work/rss" "$@" >"$work/out" || true
 	t1=$(now)
-	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') $(cat "$work/rss")"
+	echo "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') $(tail -n 1 "$work/rss")"
 }
 
 fail=0
@@ -74,7 +77,7 @@ for mix in $mixes; do
 	best_grep=999999 best_ana=999999 rss_ana=0 rss_grep=0
 	for ((i = 1; i <= runs; i++)); do
 		read -r g gr < <(run grep -c 'NCCL INFO' "$log")
-		read -r a ar < <(run "$bin" "$log")
+		read -r a ar < <(run "$bin" nccl analyze --format json "$log")
 		best_grep=$(awk -v x="$g" -v y="$best_grep" 'BEGIN { print (x < y) ? x : y }')
 		best_ana=$(awk -v x="$a" -v y="$best_ana" 'BEGIN { print (x < y) ? x : y }')
 		rss_ana=$((ar > rss_ana ? ar : rss_ana))
@@ -93,9 +96,9 @@ shape:     $mix
 log:       $log ($(awk -v b="$bytes" 'BEGIN { printf "%.2f GB", b / 1e9 }'), $(grep -c '' "$log") lines)
 cpus:      $(nproc)
 grep -c:   ${best_grep}s wall (best of $runs), peak RSS $((rss_grep / 1024)) MB
-analyzer:  ${best_ana}s wall (best of $runs), peak RSS ${rss_mb} MB, $(awk -v b="$bytes" -v s="$best_ana" 'BEGIN { printf "%.0f MB/s", b / 1e6 / s }')
+gpuprobe:  ${best_ana}s wall (best of $runs), peak RSS ${rss_mb} MB, $(awk -v b="$bytes" -v s="$best_ana" 'BEGIN { printf "%.0f MB/s", b / 1e6 / s }')
 ratio:     ${ratio} (limit ${max_ratio})
-verdict:   $(sed -n 's/.*"summary":"\([^"]*\)".*/\1/p' "$work/out")
+verdict:   $(sed -n 's/.*"summary": *"\([^"]*\)".*/\1/p' "$work/out")
 
 EOF
 	if awk -v r="$ratio" -v m="$max_ratio" 'BEGIN { exit !(r > m) }'; then

@@ -85,6 +85,10 @@ type NCCLStats struct {
 	// ProcessCap is the number of processes tracked one by one; set when
 	// the log had more.
 	ProcessCap int `json:"process_cap,omitempty"`
+	// OrphanCap is the number of ranks whose connection lines are kept
+	// while no communicator line has claimed them, over all processes; set
+	// when the log had more (their lines past it are only counted).
+	OrphanCap int `json:"orphan_cap,omitempty"`
 }
 
 // NCCLLoc is a line: an index into Stats.Inputs and a 1-based line number.

@@ -609,15 +609,25 @@ func (d *decider) versionCheck() {
 	if len(vs) < 2 {
 		return
 	}
+	// A version printed without "+cudaX.Y" (PyTorch's "NCCL error in: …,
+	// NCCL version 2.28.9", torch.cuda.nccl.version()) names no build: it
+	// is not a different build of the same version.
 	base := map[string]bool{}
+	builds := map[string]bool{}
 	for _, s := range vs {
-		b, _, _ := strings.Cut(s, "+")
+		b, cuda, ok := strings.Cut(s, "+")
 		base[b] = true
+		if ok {
+			builds[b+"+"+cuda] = true
+		}
 	}
 	list := strings.Join(vs, ", ")
 	if len(base) > 1 {
 		d.warn("version_mismatch", "ranks run different NCCL versions: "+list,
 			"every rank must load the same NCCL: check the container images, LD_LIBRARY_PATH and the framework's bundled NCCL on each node")
+		return
+	}
+	if len(builds) < 2 {
 		return
 	}
 	d.warn("cuda_build_mismatch", "ranks run the same NCCL built for different CUDA versions: "+list,
@@ -669,6 +679,10 @@ func (d *decider) limits() {
 	if s.ProcessCap > 0 {
 		parts = append(parts, "the log has more than "+strconv.Itoa(s.ProcessCap)+
 			" processes; the ones past that are kept together as \"(more processes)\", so their hosts are not counted and their per-process network lines are merged")
+	}
+	if s.OrphanCap > 0 {
+		parts = append(parts, "connection lines of more than "+strconv.Itoa(s.OrphanCap)+
+			" ranks came before (or without) their communicator's line; those of the ranks past that are counted in the totals but not per rank")
 	}
 	if s.Untracked > 0 {
 		parts = append(parts, strconv.FormatInt(s.Untracked, 10)+" records went past a per-process or per-communicator cap and were only counted")

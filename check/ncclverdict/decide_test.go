@@ -2,6 +2,7 @@ package ncclverdict
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -203,6 +204,36 @@ func TestProblems(t *testing.T) {
 	))
 	if p := mismatch.Problems(ProblemOptions{}); len(p) != 1 || p[0].Code != "version_mismatch" {
 		t.Errorf("version mismatch problems: %+v", p)
+	}
+}
+
+// TestVersionWithoutBuild: a version printed without "+cudaX.Y" names no
+// build, so it is not a different CUDA build of the same version (PyTorch's
+// "NCCL error in: …, NCCL version 2.28.9" next to NCCL's own
+// "NCCL version 2.28.9+cuda13.0" gave a false cuda_build_mismatch on a real
+// H100). Two suffixes that differ still warn.
+func TestVersionWithoutBuild(t *testing.T) {
+	codes := func(v *Verdict) []string {
+		var c []string
+		for _, w := range v.Warnings {
+			c = append(c, w.Code)
+		}
+		return c
+	}
+	same := analyzeString(t, lines(
+		"vm:899:899 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+		"NCCL version 2.28.9",
+	))
+	if c := codes(same); slices.Contains(c, "cuda_build_mismatch") || slices.Contains(c, "version_mismatch") {
+		t.Errorf("a version without a build suffix warned: %v", c)
+	}
+	builds := analyzeString(t, lines(
+		"a:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+		"b:2:2 [0] NCCL INFO NCCL version 2.28.9+cuda12.9",
+		"NCCL version 2.28.9",
+	))
+	if c := codes(builds); !slices.Contains(c, "cuda_build_mismatch") {
+		t.Errorf("two CUDA builds of one version: warnings %v", c)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"runtime/debug"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -60,6 +61,9 @@ func registerNCCL(c *cli) {
 			if p == "" {
 				paths[i] = "-" // the flag library hands a lone "-" over as ""
 			}
+		}
+		if os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(nccl.HeapSoftLimit) // bounded RSS whatever the log (docs/nccl.md, Limits)
 		}
 		f, err := nccl.AnalyzeFiles(ctx, paths...)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 
 	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
@@ -17,6 +18,9 @@ import (
 
 func main() {
 	args := os.Args[1:]
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(nccl.HeapSoftLimit) // as `gpuprobe nccl analyze` does
+	}
 	// NCCLBENCH_CPUPROFILE=FILE profiles the whole run (docs/nccl.md, Performance).
 	if path := os.Getenv("NCCLBENCH_CPUPROFILE"); path != "" {
 		pf, err := os.Create(path)

@@ -1,0 +1,181 @@
+package nccl
+
+import (
+	"bytes"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/nccl/gen"
+)
+
+// TestMemosMatchParsing: the parser's envelope and transport memos give
+// what parsing gives, on every line of the fixtures, when they miss (first
+// pass) and when they hit (second pass, the line copied to another buffer
+// so that the slices must be rebuilt over it).
+func TestMemosMatchParsing(t *testing.T) {
+	var paths []string
+	for _, g := range []string{"testdata/logs/*.log", "testdata/issue13/*.log", "testdata/realgpu/*.log"} {
+		m, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, m...)
+	}
+	em, tm := new(envMemo), new(trMemo)
+	n := 0
+	for pass := 0; pass < 2; pass++ {
+		for _, path := range paths {
+			for _, line := range readLines(t, path) {
+				b := append([]byte(nil), line...)
+				var plain, memo lineScanner
+				plain.reset(b)
+				memo.envMemo = em
+				memo.reset(b)
+				var want, got rawRecord
+				for plain.scan(&want) {
+					if !memo.scan(&got) {
+						t.Fatalf("%s: %q: the memo scanner found fewer records", path, line)
+					}
+					plain.finish(&want)
+					memo.finish(&got)
+					got.phash = 0
+					if !sameRecord(&want, &got) {
+						t.Errorf("%s: %q:\n got %+v\nwant %+v", path, line, got, want)
+					}
+					n++
+					var cw, cg connInfo
+					okw := parseConn(want.msg, &cw)
+					okg := parseConnMemo(got.msg, &cg, tm)
+					if okw != okg || okw && !sameConn(&cw, &cg) {
+						t.Errorf("%s: %q: conn\n got %v %+v\nwant %v %+v", path, line, okg, cg, okw, cw)
+					}
+				}
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d records compared", n)
+	}
+}
+
+func sameRecord(a, b *rawRecord) bool {
+	return a.marker == b.marker && a.start == b.start && a.msgStart == b.msgStart && a.level == b.level &&
+		a.prefixed == b.prefixed && a.glued == b.glued && a.legacy == b.legacy && a.cut == b.cut &&
+		sameSlice(a.host, b.host) && sameSlice(a.pid, b.pid) && sameSlice(a.prefix, b.prefix) &&
+		sameSlice(a.tag, b.tag) && sameSlice(a.msg, b.msg) && sameSlice(a.key, b.key)
+}
+
+// sameSlice: equal text, both nil or neither, and the same capacity (the
+// parser finds offsets from capacities).
+func sameSlice(a, b []byte) bool {
+	return bytes.Equal(a, b) && (a == nil) == (b == nil) && cap(a) == cap(b)
+}
+
+func sameConn(a, b *connInfo) bool {
+	ta, tb := a.tr, b.tr
+	return a.channel == b.channel && a.connIdx == b.connIdx && a.from == b.from && a.to == b.to && a.dir == b.dir &&
+		bytes.Equal(ta.name, tb.name) && bytes.Equal(ta.net, tb.net) && (ta.net == nil) == (tb.net == nil) &&
+		ta.class == tb.class && ta.netDev == tb.netDev && ta.gdr == tb.gdr && ta.gdrPCI == tb.gdrPCI &&
+		ta.shared == tb.shared && ta.proxy == tb.proxy && ta.ncls == tb.ncls
+}
+
+// TestFastPathMatches: fastConn emits what the general path emits, on every
+// fixture line, on both synthetic shapes and on lines made to trip it.
+func TestFastPathMatches(t *testing.T) {
+	var lines [][]byte
+	for _, g := range []string{"testdata/logs/*.log", "testdata/issue13/*.log", "testdata/realgpu/*.log"} {
+		m, _ := filepath.Glob(g)
+		for _, path := range m {
+			for _, l := range readLines(t, path) {
+				lines = append(lines, []byte(l))
+			}
+		}
+	}
+	for _, mix := range []string{"train", "init"} {
+		var buf bytes.Buffer
+		if _, err := gen.Write(&buf, gen.Options{Size: 1 << 20, Seed: 5, Mix: mix, Ranks: 64, Hosts: 8}); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
+			lines = append(lines, l)
+		}
+	}
+	for _, l := range []string{
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read  \t",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read | x:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC/read",
+		"NET/IB/0 h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0",
+		"P2P/IPC h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
+		" h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"[1,0]<stdout>:h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		":1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"[pod/a/b] :1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"x->h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] myNCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 :    0   1   2   3",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read NCCL WARN x",
+		"h:1:1 [0] NCCL INFO\tChannel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+	} {
+		lines = append(lines, []byte(l))
+	}
+	fast, slow := newLineParser(DefaultMaxLineBytes), newLineParser(DefaultMaxLineBytes)
+	slow.slowOnly = true
+	slow.seed = fast.seed             // firstSight's lossy cache then forgets alike
+	for pass := 0; pass < 2; pass++ { // the second pass hits the memos
+		for _, l := range lines {
+			compareFastSlow(t, fast, slow, l)
+		}
+	}
+}
+
+// FuzzFastPath: on any line, fastConn and the general path emit the same
+// items, with the memos filled by the lines before.
+func FuzzFastPath(f *testing.F) {
+	for _, l := range []string{
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA",
+		"0: gpu-a000-node00:4242:4300 [3] NCCL INFO Channel 07/0 : 3[3] -> 11[3] [receive] via NET/IB/3/GDRDMA",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read NCCL INFO x",
+		"[pod/a/b] :1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+	} {
+		f.Add([]byte(l))
+	}
+	fast, slow := newLineParser(DefaultMaxLineBytes), newLineParser(DefaultMaxLineBytes)
+	slow.slowOnly = true
+	slow.seed = fast.seed // firstSight's lossy cache then forgets alike
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 {
+			return
+		}
+		compareFastSlow(t, fast, slow, line)
+		compareFastSlow(t, fast, slow, line) // memos warm
+	})
+}
+
+func compareFastSlow(t *testing.T, fast, slow *lineParser, l []byte) {
+	t.Helper()
+	var fb, sb batch
+	for _, noCR := range []bool{true, false} {
+		fb.reset()
+		sb.reset()
+		fast.out, slow.out = &fb, &sb
+		fast.sc.noCR, slow.sc.noCR = noCR, noCR
+		fast.line(append([]byte(nil), l...), 1)
+		slow.line(append([]byte(nil), l...), 1)
+		if fb.records != sb.records || len(fb.items) != len(sb.items) {
+			t.Fatalf("%q: fast %d records %d items, slow %d records %d items", l, fb.records, len(fb.items), sb.records, len(sb.items))
+		}
+		for i := range fb.items {
+			f, s := &fb.items[i], &sb.items[i]
+			f.rec.phash, s.rec.phash = 0, 0
+			if f.kind != s.kind || f.line != s.line || f.cls != s.cls || f.known != s.known || f.hash != s.hash ||
+				f.phash != s.phash || !sameRecord(&f.rec, &s.rec) || !bytes.Equal(f.text, s.text) ||
+				f.cls == KindConnection && !sameConn(&f.conn, &s.conn) {
+				t.Errorf("%q item %d:\nfast %+v\nslow %+v", l, i, *f, *s)
+			}
+		}
+	}
+}
