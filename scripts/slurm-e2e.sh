@@ -345,9 +345,15 @@ if [ "${rb:-0}" -gt $((64 << 20)) ] && grep -q "\"type\": \"$fstype\"" "$D/out/r
 else
 	fail "gpuprobe job on a reading step: read_bytes '${rb:-}' (want > 64 MiB), filesystem $fstype in the report? rc $(cat "$D/out/read.rc" 2>/dev/null): $(head -c 400 "$D/out/read.err")"
 fi
+# The step's CPUs as a whole are not saturated (one reader on $NCPU CPUs), so
+# the job-wide "input pipeline CPU-bound" verdict must not fire. Its one
+# process, though, does keep one CPU busy copying page-cached data: naming
+# that process (cat) is the one-process rule a real H100 run asked for.
 st=$(status_of "$D/out/read.json" perf.bottleneck)
-if [ "$NCPU" -ge 2 ] && [ "$st" = warn ] && [[ "$(summary_of "$D/out/read.json" perf.bottleneck)" != *"CPU-bound"* ]]; then
-	pass "gpuprobe job on a reading step with $NCPU CPUs: not called CPU-bound ($(summary_of "$D/out/read.json" perf.bottleneck))"
+sum=$(summary_of "$D/out/read.json" perf.bottleneck)
+if [ "$NCPU" -ge 2 ] && [ "$st" = warn ] && [[ "$sum" != *"input pipeline CPU-bound"* ]] &&
+	{ [[ "$sum" != *"CPU-bound"* ]] || [[ "$sum" == *"one process is CPU-bound: pid "*" (cat)"* ]]; }; then
+	pass "gpuprobe job on a reading step with $NCPU CPUs: not called job-wide CPU-bound ($sum)"
 elif [ "$NCPU" -lt 2 ]; then
 	log "one CPU: a reader saturates it, the CPU-bound verdict is right; not asserted"
 else
