@@ -91,6 +91,18 @@ series() { grep -vc '^#' "$1"; }
 gseries() { grep -c '^gpuprobe_' "$1"; }
 
 # --- (a) promtool check metrics on real scrapes -------------------------------
+# lint_metrics FILE WHAT FIGURES: promtool check metrics must say nothing.
+lint_metrics() {
+  local out rc
+  out=$(promtool check metrics <"$1" 2>&1)
+  rc=$?
+  if [ $rc -eq 0 ] && [ -z "$out" ]; then
+    pass "promtool check metrics, $2: no output, exit 0 ($3)"
+  else
+    fail "promtool check metrics, $2: exit $rc:"
+    printf '%s\n' "$out" | sed 's/^/    /'
+  fi
+}
 FAULTS="dgx-h100:xid=79@2,row-remap-pending=3,nvlink-down=1,gpu-lost=5,fabric-incomplete"
 start_gpuprobe P_DEF default --simulate dgx-h100
 start_gpuprobe P_LINK perlink --simulate dgx-h100 --collector.nvlink.per-link
@@ -107,25 +119,12 @@ for v in "default:$P_DEF:--simulate dgx-h100" \
     sed 's/^/    /' "$W/$name.log"
     continue
   fi
-  out=$(promtool check metrics <"$W/$name.prom" 2>&1)
-  rc=$?
-  if [ $rc -eq 0 ] && [ -z "$out" ]; then
-    pass "promtool check metrics, 'gpuprobe serve $desc': no output, exit 0 ($(series "$W/$name.prom") series, $(gseries "$W/$name.prom") gpuprobe_*)"
-  else
-    fail "promtool check metrics, 'gpuprobe serve $desc': exit $rc:"
-    printf '%s\n' "$out" | sed 's/^/    /'
-  fi
+  lint_metrics "$W/$name.prom" "'gpuprobe serve $desc'" "$(series "$W/$name.prom") series, $(gseries "$W/$name.prom") gpuprobe_*"
 done
-# The exposition a real H100 (driver 580) produced, captured on the lent GPU.
-real=exporter/testdata/realgpu-h100-580-metrics.prom
-out=$(grep -v '^# source:' "$real" | promtool check metrics 2>&1)
-rc=$?
-if [ $rc -eq 0 ] && [ -z "$out" ]; then
-  pass "promtool check metrics on a real H100's exposition ($real): no output, exit 0"
-else
-  fail "promtool check metrics on a real H100's exposition ($real): exit $rc:"
-  printf '%s\n' "$out" | sed 's/^/    /'
-fi
+# The exposition a real H100 (driver 580) produced, captured on the lent GPU
+# (its first line names the source and is not exposition).
+grep -v '^# source:' exporter/testdata/realgpu-h100-580-metrics.prom >"$W/realgpu.prom"
+lint_metrics "$W/realgpu.prom" "a real H100's exposition (exporter/testdata/realgpu-h100-580-metrics.prom)" "$(series "$W/realgpu.prom") series"
 if [ -s "$W/default.prom" ]; then
   n=$(series "$W/default.prom")
   if [ "$n" -le "$MAX_SERIES" ]; then
