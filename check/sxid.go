@@ -12,14 +12,16 @@ func init() {
 	register(Check{ID: "fabric.sxid", Title: "no fatal NVSwitch SXid error in the kernel log", Run: checkSXid})
 }
 
-// checkSXid judges NVSwitch errors by the severity the nvswitch driver
-// prints on the line itself ("Fatal"/"Non-fatal"). NVIDIA's Fabric Manager
-// user guide ("Runtime NVSwitch and GPU errors"): a fatal SXid stops the
-// fabric for the GPUs behind that switch, whose jobs fail, and the GPUs and
-// NVSwitches must be reset (or the node rebooted); non-fatal ones are
-// corrected by the hardware and are informational. An SXid logged before
-// the driver was last loaded is answered by that load, which resets the
-// switches with the GPUs.
+// checkSXid judges NVSwitch errors per code by NVIDIA's SXid table
+// (NVSentinel's sxiderrorsmapping.csv, check/sxidnvidia.go) and by the
+// severity the nvswitch driver prints on the line ("Fatal"/"Non-fatal"):
+// judgeSXID fails an event either calls fatal, and names NVIDIA's action
+// in the fix. NVIDIA's Fabric Manager user guide ("Runtime NVSwitch and GPU
+// errors"): a fatal SXid stops the fabric for the GPUs behind that switch,
+// whose jobs fail, and the GPUs and NVSwitches must be reset (or the node
+// rebooted); non-fatal ones are corrected by the hardware and are
+// informational. An SXid logged before the driver was last loaded is
+// answered by that load, which resets the switches with the GPUs.
 func checkSXid(n *state.Node, cfg *Config) Result {
 	k := n.Kernel
 	if k == nil {
@@ -37,32 +39,41 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 	}
 	fatal, info := map[key]int{}, map[key]int{}
 	last := map[key]state.SXIDEvent{}
+	calls := map[key]sxidCall{}
 	cleared, unknown := 0, 0
 	for _, ev := range k.SXIDs {
 		kk := key{ev.Device, ev.Code}
-		switch {
-		case ev.BeforeDriverLoad:
+		if ev.BeforeDriverLoad {
 			cleared++
-		case ev.Severity == "fatal":
+			continue
+		}
+		c := judgeSXID(ev)
+		switch {
+		case c.fatal:
 			fatal[kk]++
 			last[kk] = ev
-		case ev.Severity == "":
-			unknown++
-			info[kk]++
+			calls[kk] = c
 		default:
 			info[kk]++
+			if _, known := nvidiaSXIDs[ev.Code]; !known && ev.Severity == "" {
+				unknown++
+			}
 		}
 	}
 	note := ""
 	if len(info) > 0 {
 		var parts []string
 		for kk, c := range info {
-			parts = append(parts, fmt.Sprintf("%s SXid %d ×%d", kk.dev, kk.code, c))
+			p := fmt.Sprintf("%s SXid %d ×%d", kk.dev, kk.code, c)
+			if row, ok := nvidiaSXIDs[kk.code]; ok {
+				p += fmt.Sprintf(" (NVIDIA: %s)", row.action)
+			}
+			parts = append(parts, p)
 		}
 		sort.Strings(parts)
 		note = "; non-fatal (informational): " + strings.Join(parts, ", ")
 		if unknown > 0 {
-			note += fmt.Sprintf(" (%d line(s) without a severity word, counted as non-fatal)", unknown)
+			note += fmt.Sprintf(" (%d line(s) without a severity word and not in NVIDIA's SXid table, counted as non-fatal)", unknown)
 		}
 	}
 	if cleared > 0 {
@@ -83,13 +94,16 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 	})
 	v := verdict{id: "fabric.sxid"}
 	for _, kk := range keys {
-		ev := last[kk]
+		ev, c := last[kk], calls[kk]
 		times := ""
-		if c := fatal[kk]; c > 1 {
-			times = fmt.Sprintf(" (%d times)", c)
+		if n := fatal[kk]; n > 1 {
+			times = fmt.Sprintf(" (%d times)", n)
 		}
-		v.add(Fail, nil, "drain the node; reset the GPUs and NVSwitches (or reboot) and restart nvidia-fabricmanager; contact NVIDIA support if it recurs",
-			fmt.Sprintf("%s (PCI %s): fatal SXid %d: %s%s", kk.dev, ev.BusID, kk.code, ev.Message, times))
+		why := ""
+		if c.note != "" {
+			why = " [" + c.note + "]"
+		}
+		v.add(Fail, nil, c.remedy, fmt.Sprintf("%s (PCI %s): fatal SXid %d: %s%s%s", kk.dev, ev.BusID, kk.code, ev.Message, times, why))
 	}
 	r := v.result("")
 	if note != "" {

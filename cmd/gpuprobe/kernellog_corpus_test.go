@@ -26,17 +26,21 @@ import (
 // xiderrorsmapping.csv: the test checks each label against that file). The
 // expected gpu.xid status is derived from those labels by the rule
 // docs/checks.md states, not from gpuprobe's output; want repeats it so the
-// table reads on its own, and the test holds the two equal.
+// table reads on its own, and the test holds the two equal. SXids likewise:
+// each code's action in NVIDIA's SXid table (NVSentinel's
+// sxiderrorsmapping.csv, checked against that file), and fabric.sxid derived
+// from those labels and the lines' own severity words.
 var kernelLogCorpus = []struct {
-	file   string
-	xids   map[string]int // "code@bus" -> events
-	nvidia map[int]string // code -> NVIDIA's action (CSV text)
-	sxids  map[string]int // "code@bus severity" -> events
-	dated  int            // events dated from a wall-clock time with a year on their line
-	want   check.Status   // gpu.xid
-	sxid   check.Status   // fabric.sxid
-	also   []string       // further text the report must hold
-	unlike []string       // text it must not
+	file     string
+	xids     map[string]int // "code@bus" -> events
+	nvidia   map[int]string // code -> NVIDIA's action (CSV text)
+	sxids    map[string]int // "code@bus severity" -> events
+	nvswitch map[int]string // SXid code -> NVIDIA's action (CSV text)
+	dated    int            // events dated from a wall-clock time with a year on their line
+	want     check.Status   // gpu.xid
+	sxid     check.Status   // fabric.sxid
+	also     []string       // further text the report must hold
+	unlike   []string       // text it must not
 }{
 	{file: "kernel-logs/nvsentinel155-dmesg-fallen-off-bus-3line.txt",
 		xids: map[string]int{"0@0000:b3:00": 1}, want: check.Fail, sxid: check.Pass,
@@ -60,11 +64,13 @@ var kernelLogCorpus = []struct {
 		xids:   map[string]int{"45@0000:dc:00": 2, "45@0000:ed:00": 2, "45@0000:ba:00": 2, "45@0000:97:00": 1},
 		nvidia: map[int]string{45: "WORKFLOW_XID_45"}, want: check.Warn, sxid: check.Pass},
 	{file: "kernel-logs/nvtrust124-dmesg-sxid22013-nonfatal.txt",
-		sxids: map[string]int{"22013@0000:02:00.0 non-fatal": 2}, want: check.Skip, sxid: check.Pass,
+		sxids: map[string]int{"22013@0000:02:00.0 non-fatal": 2}, nvswitch: map[int]string{22013: "IGNORE"}, want: check.Skip, sxid: check.Pass,
 		also: []string{"nvswitch1 SXid 22013 ×2"}, unlike: []string{"without a severity word"}},
 	{file: "kernel-logs/gpud338-dmesg-iso-sxid12028-data.txt",
-		sxids: map[string]int{"12028@0000:84:00.0 ": 1}, dated: 1, want: check.Skip, sxid: check.Pass,
-		also: []string{"nvswitch1 SXid 12028 ×1", "without a severity word"}},
+		// fabric.sxid was pass (no severity word, counted non-fatal): NVIDIA's
+		// SXid table gives 12028 (PRIVRSPERR) RESET_FABRIC, FATAL.
+		sxids: map[string]int{"12028@0000:84:00.0 ": 1}, nvswitch: map[int]string{12028: "RESET_FABRIC"}, dated: 1, want: check.Skip, sxid: check.Fail,
+		also: []string{"fatal SXid 12028", "NVSWITCH_ERR_HW_NPORT_EGRESS_PRIVRSPERR; NVIDIA: RESET_FABRIC, FATAL; the line has no severity word"}},
 	{file: "kernel-logs/m4logs-syslog-alert-xid63-64.txt",
 		xids:   map[string]int{"63@0000:10:1c": 1, "64@0000:90:1c": 1},
 		nvidia: map[int]string{63: "IGNORE", 64: "RESET_GPU"}, want: check.Fail, sxid: check.Pass},
@@ -109,6 +115,42 @@ func nvidiaActions(t *testing.T) map[int]string {
 	return out
 }
 
+// nvidiaSXIDActions reads NVIDIA's SXid code -> action from the SXid table
+// check/ keeps (with its source line).
+func nvidiaSXIDActions(t *testing.T) map[int]string {
+	t.Helper()
+	raw, err := os.ReadFile("../../check/testdata/nvsentinel-sxiderrorsmapping.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		f := strings.Split(line, ",")
+		if strings.HasPrefix(line, "#") || len(f) != 4 {
+			continue
+		}
+		if code, err := strconv.Atoi(f[0]); err == nil {
+			out[code] = strings.TrimSpace(f[2])
+		}
+	}
+	return out
+}
+
+// derivedSXIDStatus is docs/checks.md's fabric.sxid rule: an SXid fails when
+// NVIDIA's table gives its code an action other than IGNORE (every such row
+// is FATAL there) or when the driver printed Fatal on its line; a code the
+// table lacks keeps its line's word. No SXid, or only IGNORE/non-fatal ones,
+// passes.
+func derivedSXIDStatus(sxids map[string]int, actions map[int]string) check.Status {
+	for k := range sxids {
+		code, _ := strconv.Atoi(k[:strings.IndexByte(k, '@')])
+		if a, ok := actions[code]; ok && a != "IGNORE" || strings.HasSuffix(k, " fatal") {
+			return check.Fail
+		}
+	}
+	return check.Pass
+}
+
 // derivedXIDStatus is docs/checks.md's rule from NVIDIA's action to the
 // verdict: IGNORE is no finding; restart the application (and Xid 45's
 // cleanup, unified-memory checks) warns; every action on the GPU, the node or
@@ -137,6 +179,7 @@ func derivedXIDStatus(xids map[string]int, actions map[int]string) check.Status 
 // gpu.xid and fabric.sxid say what NVIDIA's catalogue says they should.
 func TestKernelLogCorpus(t *testing.T) {
 	actions := nvidiaActions(t)
+	sxActions := nvidiaSXIDActions(t)
 	listed := map[string]bool{}
 	for _, c := range kernelLogCorpus {
 		c := c
@@ -159,6 +202,20 @@ func TestKernelLogCorpus(t *testing.T) {
 			}
 			if d := derivedXIDStatus(c.xids, actions); d != c.want {
 				t.Fatalf("want says gpu.xid %s, NVIDIA's labels give %s", c.want, d)
+			}
+			for code, label := range c.nvswitch {
+				if sxActions[code] != label {
+					t.Errorf("SXid %d: the table says NVIDIA's action is %q, NVIDIA's SXid table %q", code, label, sxActions[code])
+				}
+			}
+			for k := range c.sxids {
+				code, _ := strconv.Atoi(k[:strings.IndexByte(k, '@')])
+				if _, ok := c.nvswitch[code]; !ok && sxActions[code] != "" {
+					t.Errorf("SXid %d has no NVIDIA label in the table", code)
+				}
+			}
+			if d := derivedSXIDStatus(c.sxids, sxActions); d != c.sxid {
+				t.Fatalf("sxid says fabric.sxid %s, NVIDIA's labels give %s", c.sxid, d)
 			}
 
 			// What the reader finds: the same reader --kernel-log uses.
