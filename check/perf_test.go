@@ -154,6 +154,8 @@ func TestPerfBottleneckOneHotProcess(t *testing.T) {
 		{name: "no process read: unknown as before", node: realJob(10, 0, 0.5), status: Warn, summary: "the cause is unknown"},
 		{name: "the training process itself under the GIL", node: realJob(10, 6, 14.5, proc(675, "python3", 13.1, 41), proc(700, "pt_data_worker", 0.8, 3)), status: Warn,
 			summary: "one process is CPU-bound: pid 675 (python3) used 1.3 CPUs [the process on the GPU, 41 threads] while the job's other 15 allocated CPUs were 1% busy", remedy: "GIL"},
+		{name: "real H200 cpustarve: 1.04 CPUs read over a jittered window is one CPU", node: realJob(10.001, 0, 10.5, proc(641, "pt_data_worker", 10.4, 3), proc(614, "python3", 0.1, 41)), status: Warn,
+			summary: "one process is CPU-bound: pid 641 (pt_data_worker) kept one CPU 100% busy [3 threads]"},
 		{name: "process below the threshold", node: realJob(10, 0, 9.5, proc(697, "pt_data_worker", 8.9, 3)), status: Warn, summary: "the cause is unknown"},
 		{name: "process threshold from config", node: realJob(10, 0, 9.5, proc(697, "pt_data_worker", 8.5, 3)), cfg: func(c *Config) { c.Perf.ProcessCPUPercent = 80 },
 			status: Warn, summary: "pid 697 (pt_data_worker) kept one CPU 85% busy [3 threads]"},
