@@ -301,8 +301,11 @@ func hotProcesses(p *state.JobPerf, pc PerfConfig) []state.JobProcess {
 	}
 	var out []state.JobProcess
 	for _, pr := range c.TopProcesses {
-		share := 100 * pr.CPUSeconds / p.WindowSeconds
-		if share >= pc.ProcessCPUPercent && share < 200 {
+		// A process that lived under half the window (forked late) says
+		// too little about the window to name it the bottleneck.
+		cpus, seen := pr.CPUs(p.WindowSeconds)
+		share := 100 * cpus
+		if seen >= p.WindowSeconds/2 && share >= pc.ProcessCPUPercent && share < 200 {
 			out = append(out, pr)
 		}
 	}
@@ -348,7 +351,8 @@ func hotLine(p *state.JobPerf, hot []state.JobProcess, gpus string) string {
 	var names []string
 	var hotSec float64
 	for _, h := range hot {
-		share := 100 * h.CPUSeconds / w
+		cpus, seen := h.CPUs(w)
+		share := 100 * cpus
 		s := fmt.Sprintf("pid %d (%s)", h.PID, safetext.Clean(h.Comm))
 		// CPU time and the window are read at slightly different moments,
 		// so a process pinned at one CPU reads up to a few percent over 100
@@ -356,7 +360,10 @@ func hotLine(p *state.JobPerf, hot []state.JobProcess, gpus string) string {
 		if share < 110 {
 			s += fmt.Sprintf(" kept one CPU %.0f%% busy", min(share, 100))
 		} else {
-			s += fmt.Sprintf(" used %.1f CPUs", h.CPUSeconds/w)
+			s += fmt.Sprintf(" used %.1f CPUs", cpus)
+		}
+		if seen < w {
+			s += fmt.Sprintf(" over the last %.0f s of the window (it started then)", seen)
 		}
 		var what []string
 		if onGPU(p, h.PID) {

@@ -141,25 +141,49 @@ func summarizeCPU(j *Job, ts []*Sample, first, last *Sample) (*state.JobCPU, []s
 			}
 		}
 	}
-	c.TopProcesses = topProcesses(first, last)
+	c.TopProcesses = topProcesses(ts)
 	return c, errs
 }
 
-// topProcesses is the MaxTopProcesses tasks present at both ends that used
-// the most CPU time (utime+stime) between them, most first, the lower PID
-// first among equals; a task that used none is left out. Name and thread
-// count are the last tick's.
-func topProcesses(first, last *Sample) []state.JobProcess {
-	var out []state.JobProcess
-	for _, pid := range both(first, last) {
-		a, b := first.Tasks[pid], last.Tasks[pid]
-		ua, ub := a.UTime+a.STime, b.UTime+b.STime
-		if ub <= ua {
-			continue // none used, or a PID reused by a younger process
-		}
-		out = append(out, state.JobProcess{PID: pid, Comm: b.Comm, CPUSeconds: float64(ub-ua) / ClockTicks, Threads: b.Threads})
+// topProcesses is the MaxTopProcesses tasks at the window's end that used
+// the most CPU time (utime+stime), most first, the lower PID first among
+// equals; a task that used none is left out. A task is measured from the
+// first tick since which it was seen at every tick with its CPU time never
+// going back (a PID reused by a younger process restarts it): a DataLoader
+// worker forked mid-window is measured over the part it lived, with
+// SeenSeconds saying how long that was (a real H200 run: the worker appeared
+// after the first tick and was otherwise missed).
+func topProcesses(ts []*Sample) []state.JobProcess {
+	if len(ts) < 2 {
+		return nil
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CPUSeconds > out[j].CPUSeconds })
+	last := ts[len(ts)-1]
+	var out []state.JobProcess
+	for pid, b := range last.Tasks {
+		ub := b.UTime + b.STime
+		k, u := len(ts)-1, ub
+		for k > 0 {
+			a, ok := ts[k-1].Tasks[pid]
+			if !ok || a.UTime+a.STime > u {
+				break
+			}
+			k, u = k-1, a.UTime+a.STime
+		}
+		if k == len(ts)-1 || ub <= u {
+			continue // seen once, none used, or a PID reused by a younger process
+		}
+		pr := state.JobProcess{PID: pid, Comm: b.Comm, CPUSeconds: float64(ub-u) / ClockTicks, Threads: b.Threads}
+		if k > 0 {
+			pr.SeenSeconds = last.At.Sub(ts[k].At).Seconds()
+		}
+		out = append(out, pr)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].CPUSeconds != out[j].CPUSeconds {
+			return out[i].CPUSeconds > out[j].CPUSeconds
+		}
+		return out[i].PID < out[j].PID
+	})
 	if len(out) > MaxTopProcesses {
 		out = out[:MaxTopProcesses]
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -193,5 +194,49 @@ func TestTopProcessesFromProc(t *testing.T) {
 		if p.PID == 697 || p.PID == 705 || p.PID == 704 {
 			t.Errorf("%+v listed: it used no CPU time in the window", p)
 		}
+	}
+}
+
+// A DataLoader worker forked after the first tick (the real H200 run: "1
+// task at the start, 2 at the end") is measured over the ticks it lived,
+// not dropped; a PID whose CPU time went back was reused, and is measured
+// only from the reuse on.
+func TestTopProcessesForkedMidWindow(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 19, 47, 39, 0, time.UTC)
+	tick := func(i int, tasks map[int32]*Task) *Sample {
+		return &Sample{At: t0.Add(time.Duration(i) * time.Second), Tasks: tasks}
+	}
+	task := func(comm string, ticks uint64) *Task { return &Task{UTime: ticks, Threads: 3, Comm: comm} }
+	var ts []*Sample
+	for i := 0; i <= 6; i++ {
+		tasks := map[int32]*Task{512: task("python3", 1000+uint64(i)*12)}
+		if i >= 2 { // the worker appears at the third tick and burns a CPU
+			tasks[641] = task("pt_data_worker", uint64(i-2)*100)
+		}
+		if i >= 1 { // PID 900 reused at tick 4: its CPU time starts again
+			u := uint64(5000 + i*100)
+			if i >= 4 {
+				u = uint64((i - 4) * 50)
+			}
+			tasks[900] = task("reused", u)
+		}
+		ts = append(ts, tick(i, tasks))
+	}
+	got := map[int32]state.JobProcess{}
+	for _, p := range topProcesses(ts) {
+		got[p.PID] = p
+	}
+	w := got[641]
+	if math.Abs(w.CPUSeconds-4) > 1e-9 || w.SeenSeconds != 4 {
+		t.Errorf("worker = %+v, want 4 CPU-seconds over the 4 s it was seen", w)
+	}
+	if c, seen := w.CPUs(6); math.Abs(c-1) > 1e-9 || seen != 4 {
+		t.Errorf("worker CPUs = %.2f over %.0f s, want 1 over 4", c, seen)
+	}
+	if m := got[512]; math.Abs(m.CPUSeconds-0.72) > 1e-9 || m.SeenSeconds != 0 {
+		t.Errorf("main = %+v, want 0.72 CPU-seconds over the whole window", m)
+	}
+	if r := got[900]; math.Abs(r.CPUSeconds-1) > 1e-9 || r.SeenSeconds != 2 {
+		t.Errorf("reused pid = %+v, want 1 CPU-second since the reuse 2 s before the end", r)
 	}
 }

@@ -168,7 +168,8 @@ func writeJobFigures(b *strings.Builder, d *Document, clean func(string) string)
 				if i == 3 {
 					break
 				}
-				top = append(top, fmt.Sprintf("pid %d %s %.1f", pr.PID, clean(pr.Comm), pr.CPUSeconds/p.WindowSeconds))
+				cpus, _ := pr.CPUs(p.WindowSeconds)
+				top = append(top, fmt.Sprintf("pid %d %s %.1f", pr.PID, clean(pr.Comm), cpus))
 			}
 			line += "; busiest (CPUs): " + strings.Join(top, ", ")
 		}

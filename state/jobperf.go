@@ -126,6 +126,10 @@ type JobProcess struct {
 	// chooses it), escape it before printing.
 	Comm       string  `json:"comm"`
 	CPUSeconds float64 `json:"cpu_seconds"`
+	// SeenSeconds is the part of the window CPUSeconds was measured over
+	// when the process started after the window did (a DataLoader worker
+	// forked mid-window); 0 is the whole window.
+	SeenSeconds float64 `json:"seen_seconds,omitempty"`
 	// Threads is /proc/PID/status Threads: at the window's end, 0 if not read.
 	Threads int `json:"threads,omitempty"`
 }
@@ -175,4 +179,17 @@ type JobFilesystem struct {
 	Source     string `json:"source,omitempty"`
 	OpenFiles  int    `json:"open_files"`
 	ReadBytes  uint64 `json:"read_bytes"`
+}
+
+// CPUs is how many CPUs the process kept busy over the part of a window of
+// w seconds it was seen in, and that part's length.
+func (p JobProcess) CPUs(w float64) (cpus, seen float64) {
+	seen = w
+	if p.SeenSeconds > 0 && p.SeenSeconds < w {
+		seen = p.SeenSeconds
+	}
+	if seen <= 0 {
+		return 0, 0
+	}
+	return p.CPUSeconds / seen, seen
 }
