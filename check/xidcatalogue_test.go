@@ -60,38 +60,56 @@ func TestXIDCatalogue(t *testing.T) {
 // The Go table is NVIDIA's CSV, row for row: every code, its mnemonic and
 // its action as NVSentinel ships them (the file keeps its source line).
 func TestNVIDIAXIDTableMatchesItsSource(t *testing.T) {
-	raw, err := os.ReadFile("testdata/nvsentinel-xiderrorsmapping.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
 	actions := map[string]XIDAction{"Follow guidance as it aapplies to another Xid": ActionFollowLinked}
 	for _, a := range []XIDAction{ActionIgnore, ActionRestartApp, ActionResetGPU, ActionRestartBM, ActionRestartVM, ActionReportIssue,
 		ActionCheckMechanicals, ActionUpdateSWFW, ActionCheckUVM, ActionWorkflow45, ActionWorkflow48, ActionNVLinkWorkflow, ActionNVLink5Workflow} {
 		actions[string(a)] = a
 	}
-	rows := 0
+	rows := nvsentinelRows(t, "testdata/nvsentinel-xiderrorsmapping.csv")
+	for _, r := range rows {
+		want := nvidiaXID{r.name, actions[r.action]}
+		if want.action == "" {
+			t.Fatalf("line %d: unknown action %q", r.line, r.action)
+		}
+		if got := nvidiaXIDs[r.code]; got != want {
+			t.Errorf("Xid %d: table has %+v, NVIDIA's file %+v", r.code, got, want)
+		}
+	}
+	if rows := len(rows); rows != len(nvidiaXIDs) || rows < 160 {
+		t.Errorf("%d rows in the file, %d in the table", rows, len(nvidiaXIDs))
+	}
+}
+
+// nvsentinelRow is one data row of an NVSentinel mapping file
+// (code,name,action,fourth column), as the tables are checked against it.
+type nvsentinelRow struct {
+	line                 int
+	code                 int
+	name, action, fourth string
+}
+
+// nvsentinelRows reads a mapping file check/testdata keeps verbatim under
+// its '#' source lines; a malformed row stops the test.
+func nvsentinelRows(t *testing.T, path string) []nvsentinelRow {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []nvsentinelRow
 	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		if strings.HasPrefix(line, "#") {
 			continue
 		}
 		f := strings.Split(line, ",")
 		if len(f) != 4 {
-			t.Fatalf("line %d: %q", i+1, line)
+			t.Fatalf("%s line %d: %q", path, i+1, line)
 		}
 		code, err := strconv.Atoi(f[0])
 		if err != nil {
-			t.Fatalf("line %d: %v", i+1, err)
+			t.Fatalf("%s line %d: %v", path, i+1, err)
 		}
-		want := nvidiaXID{strings.TrimSpace(f[1]), actions[strings.TrimSpace(f[2])]}
-		if want.action == "" {
-			t.Fatalf("line %d: unknown action %q", i+1, f[2])
-		}
-		if got := nvidiaXIDs[code]; got != want {
-			t.Errorf("Xid %d: table has %+v, NVIDIA's file %+v", code, got, want)
-		}
-		rows++
+		out = append(out, nvsentinelRow{i + 1, code, strings.TrimSpace(f[1]), strings.TrimSpace(f[2]), strings.TrimSpace(f[3])})
 	}
-	if rows != len(nvidiaXIDs) || rows < 160 {
-		t.Errorf("%d rows in the file, %d in the table", rows, len(nvidiaXIDs))
-	}
+	return out
 }

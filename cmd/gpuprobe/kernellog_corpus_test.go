@@ -94,32 +94,12 @@ var kernelLogCorpus = []struct {
 		also: []string{"the driver now requires a node reboot"}},
 }
 
-// nvidiaActions reads NVIDIA's code -> action from the catalogue file check/
-// keeps (with its source line).
-func nvidiaActions(t *testing.T) map[int]string {
+// nvidiaActions reads NVIDIA's code -> action from one of the catalogue
+// files check/ keeps (each with its source line): the XID table or the
+// NVSwitch SXid table, both as NVSentinel ships them.
+func nvidiaActions(t *testing.T, file string) map[int]string {
 	t.Helper()
-	raw, err := os.ReadFile("../../check/testdata/nvsentinel-xiderrorsmapping.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[int]string{}
-	for _, line := range strings.Split(string(raw), "\n") {
-		f := strings.Split(line, ",")
-		if strings.HasPrefix(line, "#") || len(f) != 4 {
-			continue
-		}
-		if code, err := strconv.Atoi(f[0]); err == nil {
-			out[code] = strings.TrimSpace(f[2])
-		}
-	}
-	return out
-}
-
-// nvidiaSXIDActions reads NVIDIA's SXid code -> action from the SXid table
-// check/ keeps (with its source line).
-func nvidiaSXIDActions(t *testing.T) map[int]string {
-	t.Helper()
-	raw, err := os.ReadFile("../../check/testdata/nvsentinel-sxiderrorsmapping.csv")
+	raw, err := os.ReadFile("../../check/testdata/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +158,8 @@ func derivedXIDStatus(xids map[string]int, actions map[int]string) check.Status 
 // support ticket's log takes: the reader finds the events the log holds, and
 // gpu.xid and fabric.sxid say what NVIDIA's catalogue says they should.
 func TestKernelLogCorpus(t *testing.T) {
-	actions := nvidiaActions(t)
-	sxActions := nvidiaSXIDActions(t)
+	actions := nvidiaActions(t, "nvsentinel-xiderrorsmapping.csv")
+	sxActions := nvidiaActions(t, "nvsentinel-sxiderrorsmapping.csv")
 	listed := map[string]bool{}
 	for _, c := range kernelLogCorpus {
 		c := c
