@@ -152,6 +152,9 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 type nvlinkCounter struct {
 	name      string
 	cur, prev *uint64
+	// totalWarn is the one-sample limit on the total (0: none; recovery
+	// totals are judged against nvlink.recovery_fail instead).
+	totalWarn uint64
 }
 
 // counterGrowth is how much a counter grew between two samples. A counter
@@ -215,10 +218,10 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 			}
 			timed := false
 			for _, c := range []nvlinkCounter{
-				{"recovery", l.RecoveryErrors, was.recovery},
-				{"CRC flit", l.CRCFlitErrors, was.flit},
-				{"CRC data", l.CRCDataErrors, was.data},
-				{"replay", l.ReplayErrors, was.replay},
+				{"recovery", l.RecoveryErrors, was.recovery, 0},
+				{"CRC flit", l.CRCFlitErrors, was.flit, t.CRCFlitWarn},
+				{"CRC data", l.CRCDataErrors, was.data, t.CRCDataWarn},
+				{"replay", l.ReplayErrors, was.replay, t.ReplayWarn},
 			} {
 				if c.cur == nil {
 					continue
@@ -302,8 +305,7 @@ func judgeNVLinkTotal(link int, c nvlinkCounter, t NVLinkConfig, flag func(Statu
 		}
 		return
 	}
-	limit := map[string]uint64{"CRC flit": t.CRCFlitWarn, "CRC data": t.CRCDataWarn, "replay": t.ReplayWarn}[c.name]
-	if limit > 0 && v >= limit {
+	if c.totalWarn > 0 && v >= c.totalWarn {
 		flag(Warn, nvlinkWatchFix, fmt.Sprintf("link %d: %d %s errors since the counters were last reset (one sample)", link, v, c.name))
 	}
 }

@@ -39,7 +39,6 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 	}
 	fatal, info := map[key]int{}, map[key]int{}
 	last := map[key]state.SXIDEvent{}
-	calls := map[key]sxidCall{}
 	cleared, unknown := 0, 0
 	for _, ev := range k.SXIDs {
 		kk := key{ev.Device, ev.Code}
@@ -47,12 +46,10 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 			cleared++
 			continue
 		}
-		c := judgeSXID(ev)
 		switch {
-		case c.fatal:
+		case judgeSXID(ev).fatal:
 			fatal[kk]++
 			last[kk] = ev
-			calls[kk] = c
 		default:
 			info[kk]++
 			if _, known := nvidiaSXIDs[ev.Code]; !known && ev.Severity == "" {
@@ -94,7 +91,8 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 	})
 	v := verdict{id: "fabric.sxid"}
 	for _, kk := range keys {
-		ev, c := last[kk], calls[kk]
+		ev := last[kk]
+		c := judgeSXID(ev)
 		times := ""
 		if n := fatal[kk]; n > 1 {
 			times = fmt.Sprintf(" (%d times)", n)

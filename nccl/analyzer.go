@@ -2,6 +2,8 @@ package nccl
 
 import (
 	"bytes"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 
@@ -19,6 +21,14 @@ const DefaultMaxLineBytes = 64 << 10
 // garbage, and the default GC target of twice the live heap put the peak
 // RSS of `gpuprobe nccl analyze` at 68 MB. 32 MiB keeps it under 50 MB.
 const HeapSoftLimit = 32 << 20
+
+// LimitHeap sets HeapSoftLimit for a process that runs only the analyzer,
+// unless the user chose a limit with GOMEMLIMIT.
+func LimitHeap() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(HeapSoftLimit)
+	}
+}
 
 // Analyzer reads NCCL_DEBUG=INFO output line by line and keeps what the
 // verdict needs. Its memory is bounded whatever the input (see the caps in

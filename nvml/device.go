@@ -284,12 +284,7 @@ func (d *device) hwSlowdownCounters() []state.Violation {
 	}
 	policies := []string{"hw_thermal_slowdown", "hw_power_brake_slowdown"}
 	names := []string{"NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN", "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN"}
-	quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors, unsupp: &d.gpu.Unsupported, lib: d.g.lib}
-	_, o := call(quiet, "nvmlDeviceGetFieldValues", func() (struct{}, gonvml.Return) { return struct{}{}, d.dev.GetFieldValues(vals) })
-	if quiet.stopped != "" {
-		d.g.stopped = quiet.stopped
-	}
-	if o != ok {
+	if !d.fieldValues(vals) {
 		return nil
 	}
 	var out []state.Violation
@@ -334,34 +329,32 @@ func (d *device) tlimitThresholds(cur int) (slow, shut *int) {
 		{FieldId: gonvml.FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT},
 		{FieldId: gonvml.FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT},
 	}
-	// Quiet like hwSlowdownCounters: a driver without these fields is not
-	// an error of the thresholds, which stay unknown.
+	if !d.fieldValues(vals) {
+		return nil, nil
+	}
+	field := func(v gonvml.FieldValue) *int {
+		f, known := fieldInt(v)
+		if gonvml.Return(v.NvmlReturn) != gonvml.SUCCESS || !known || f < -1000 || f > 1000 {
+			return nil
+		}
+		i := int(f)
+		return &i
+	}
+	margin := int(m.MarginTemperature)
+	return state.TLimitThresholds(cur, &margin, field(vals[0]), field(vals[1]))
+}
+
+// fieldValues asks nvmlDeviceGetFieldValues for vals, quietly: a driver
+// that does not know the call or a field leaves what depends on it unknown,
+// and is not an error of the GPU; each value's own nvmlReturn says whether
+// it was answered. A hang still stops the device's remaining calls.
+func (d *device) fieldValues(vals []gonvml.FieldValue) bool {
 	quiet := &guard{ctx: d.g.ctx, timeout: d.g.timeout, gpu: d.gpu, errs: &d.gpu.Errors, unsupp: &d.gpu.Unsupported, lib: d.g.lib}
-	_, o = call(quiet, "nvmlDeviceGetFieldValues", func() (struct{}, gonvml.Return) { return struct{}{}, d.dev.GetFieldValues(vals) })
+	_, o := call(quiet, "nvmlDeviceGetFieldValues", func() (struct{}, gonvml.Return) { return struct{}{}, d.dev.GetFieldValues(vals) })
 	if quiet.stopped != "" {
 		d.g.stopped = quiet.stopped
 	}
-	if o != ok {
-		return nil, nil
-	}
-	abs := func(v gonvml.FieldValue) *int {
-		if gonvml.Return(v.NvmlReturn) != gonvml.SUCCESS {
-			return nil
-		}
-		f, known := fieldInt(v)
-		if !known || f < -200 || f > 200 {
-			return nil
-		}
-		if a := cur + int(m.MarginTemperature) - int(f); a > 0 && a < 200 {
-			return &a
-		}
-		return nil
-	}
-	slow, shut = abs(vals[0]), abs(vals[1])
-	if slow != nil && shut != nil && *slow >= *shut {
-		return nil, nil
-	}
-	return slow, shut
+	return o == ok
 }
 
 func (d *device) pcie() {

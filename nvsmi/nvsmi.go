@@ -657,26 +657,17 @@ func (r *reader) thermal(b *item) {
 // tlimitThresholds are the absolute thresholds from the T.Limit margins, nil
 // where a margin is missing or the result is not a plausible temperature.
 func (r *reader) tlimitThresholds(t *item, cur int) (slow, shut *int) {
-	m, ok := r.number(r.get(t, "GPU T.Limit Temp", "gpu_temp_tlimit"), " C")
-	if !ok || m < -200 || m > 200 {
-		return nil, nil
-	}
-	abs := func(text, xml string) *int {
+	margin := func(text, xml string) *int {
 		v, ok := r.number(r.get(t, text, xml), " C")
-		if !ok || v < -200 || v > 200 {
+		if !ok || v < -1000 || v > 1000 {
 			return nil
 		}
-		if a := cur + int(m) - int(v); a > 0 && a < 200 {
-			return &a
-		}
-		return nil
+		i := int(v)
+		return &i
 	}
-	slow = abs("GPU Slowdown T.Limit Temp", "gpu_temp_slow_tlimit_threshold")
-	shut = abs("GPU Shutdown T.Limit Temp", "gpu_temp_max_tlimit_threshold")
-	if slow != nil && shut != nil && *slow >= *shut {
-		return nil, nil
-	}
-	return slow, shut
+	return state.TLimitThresholds(cur, margin("GPU T.Limit Temp", "gpu_temp_tlimit"),
+		margin("GPU Slowdown T.Limit Temp", "gpu_temp_slow_tlimit_threshold"),
+		margin("GPU Shutdown T.Limit Temp", "gpu_temp_max_tlimit_threshold"))
 }
 
 // power: "Power Draw" is nvmlDeviceGetPowerUsage; drivers from R550 print

@@ -261,6 +261,35 @@ type Thermal struct {
 	ShutdownC    *int `json:"shutdown_c,omitempty"`
 }
 
+// TLimitThresholds turns T.Limit margins into absolute thresholds: the
+// GPU is margin degrees below its T.Limit now (nvmlDeviceGetMarginTemperature,
+// nvidia-smi's "GPU T.Limit Temp"), and slowdown/shutdown begin at margins
+// slowAt/shutAt (NVML_FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT/_SHUTDOWN_TLIMIT,
+// "GPU Slowdown T.Limit Temp"), so a threshold is current + margin - its
+// margin (a real H200: 33 + 54 + 2 = 89 C, what the threshold call said). A
+// nil or implausible margin leaves that threshold nil; a slowdown not below
+// the shutdown leaves both nil.
+func TLimitThresholds(current int, margin, slowAt, shutAt *int) (slow, shut *int) {
+	plausible := func(v *int) bool { return v != nil && *v >= -200 && *v <= 200 }
+	if !plausible(margin) {
+		return nil, nil
+	}
+	abs := func(at *int) *int {
+		if !plausible(at) {
+			return nil
+		}
+		if a := current + *margin - *at; a > 0 && a < 200 {
+			return &a
+		}
+		return nil
+	}
+	slow, shut = abs(slowAt), abs(shutAt)
+	if slow != nil && shut != nil && *slow >= *shut {
+		return nil, nil
+	}
+	return slow, shut
+}
+
 // Power is in watts.
 type Power struct {
 	DrawWatts  float64  `json:"draw_watts"`

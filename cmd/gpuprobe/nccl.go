@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"runtime/debug"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -62,9 +61,7 @@ func registerNCCL(c *cli) {
 				paths[i] = "-" // the flag library hands a lone "-" over as ""
 			}
 		}
-		if os.Getenv("GOMEMLIMIT") == "" {
-			debug.SetMemoryLimit(nccl.HeapSoftLimit) // bounded RSS whatever the log (docs/nccl.md, Limits)
-		}
+		nccl.LimitHeap() // bounded RSS whatever the log (docs/nccl.md, Limits)
 		f, err := nccl.AnalyzeFiles(ctx, paths...)
 		if err != nil {
 			return c.usageError("nccl analyze: %s", safetext.Clean(err.Error()))

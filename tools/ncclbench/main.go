@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"runtime/pprof"
 
 	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
@@ -18,9 +17,7 @@ import (
 
 func main() {
 	args := os.Args[1:]
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(nccl.HeapSoftLimit) // as `gpuprobe nccl analyze` does
-	}
+	nccl.LimitHeap() // bounded RSS whatever the log (docs/nccl.md, Limits)
 	// NCCLBENCH_CPUPROFILE=FILE profiles the whole run (docs/nccl.md, Performance).
 	if path := os.Getenv("NCCLBENCH_CPUPROFILE"); path != "" {
 		pf, err := os.Create(path)
