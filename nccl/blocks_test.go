@@ -67,6 +67,15 @@ func TestBlockSizesMatchWholeFile(t *testing.T) {
 			if got := factsJSON(t, a); got != want {
 				t.Errorf("%s with %d-byte blocks: facts differ from the whole-file read:\n got %s\nwant %s", in.name, block, got, want)
 			}
+			// The same blocks cut out of the bytes in memory, as from a
+			// mapped file.
+			a = NewAnalyzer()
+			if err := a.readMapped(context.Background(), a.source(in.name), &mapping{data: in.data}, int64(block)); err != nil {
+				t.Fatal(err)
+			}
+			if got := factsJSON(t, a); got != want {
+				t.Errorf("%s with %d-byte mapped blocks: facts differ from the whole-file read:\n got %s\nwant %s", in.name, block, got, want)
+			}
 		}
 	}
 }

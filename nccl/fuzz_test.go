@@ -142,6 +142,13 @@ func FuzzAnalyze(f *testing.F) {
 			if got := comparable(t, a.Verdict()); got != want {
 				t.Fatalf("block reader and reader disagree:\n got %s\nwant %s", got, want)
 			}
+			a = NewAnalyzer()
+			if err := a.readMapped(context.Background(), a.source("fuzz"), &mapping{data: data}, int64(1+len(data)%41)); err != nil {
+				t.Fatal(err)
+			}
+			if got := comparable(t, a.Verdict()); got != want {
+				t.Fatalf("mapped block reader and reader disagree:\n got %s\nwant %s", got, want)
+			}
 		}
 	})
 }

@@ -125,8 +125,8 @@ func (a *Analyzer) ReadFrom(ctx context.Context, name string, r io.Reader) error
 	src := a.source(name)
 	a.mu.Unlock()
 	var err error
-	if f, size, ok := regularFile(r); ok {
-		err = a.readAtFile(ctx, src, f, size, blockSize)
+	if f, off, size, ok := regularFile(r); ok {
+		err = a.readFile(ctx, src, f, off, size)
 	} else {
 		err = a.readStream(ctx, src, r)
 	}
@@ -142,23 +142,38 @@ func (a *Analyzer) ReadFrom(ctx context.Context, name string, r io.Reader) error
 	return nil
 }
 
-// regularFile returns the rest of r as a ReaderAt when r is a regular
-// file big enough to be worth reading in parallel, from its current
-// offset as a reader would.
-func regularFile(r io.Reader) (io.ReaderAt, int64, bool) {
+// regularFile returns r as a file, the offset a reader would go on from
+// and the size of the rest, when r is a regular file big enough to be
+// worth reading in parallel.
+func regularFile(r io.Reader) (*os.File, int64, int64, bool) {
 	f, ok := r.(*os.File)
 	if !ok {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() < blockSize {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
 	off, err := f.Seek(0, io.SeekCurrent)
 	if err != nil || off >= st.Size() {
-		return nil, 0, false
+		return nil, 0, 0, false
 	}
-	return io.NewSectionReader(f, off, st.Size()-off), st.Size() - off, true
+	return f, off, st.Size() - off, true
+}
+
+// readFile reads size bytes of a regular file from off: mapped when the
+// file system allows it (no copy out of the page cache, which was an
+// eighth of the analyzer's time on a connection-heavy log), else by pread.
+func (a *Analyzer) readFile(ctx context.Context, src int32, f *os.File, off, size int64) error {
+	m, err := mapFile(f, off, size)
+	if err != nil {
+		return a.readAtFile(ctx, src, io.NewSectionReader(f, off, size), size, blockSize)
+	}
+	err = a.readMapped(ctx, src, m, blockSize)
+	if cerr := m.close(); err == nil && cerr != nil {
+		err = fmt.Errorf("unmap: %w", cerr)
+	}
+	return err
 }
 
 // readStream analyses a reader that can only be read in order: a reader

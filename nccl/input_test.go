@@ -3,6 +3,7 @@ package nccl
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -90,11 +91,16 @@ func TestFileBlockEdges(t *testing.T) {
 		// A reader that is not a file, and does not tell its size, takes
 		// the reader goroutine's path with full-size buffers.
 		piped, err := judge(context.Background(), Input{Name: "pipe", Reader: struct{ io.Reader }{bytes.NewReader(data)}})
-		runtime.GOMAXPROCS(prev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, v := range map[string]*Verdict{"file": got, "pipe": piped} {
+		// A file system that cannot map files is read with pread.
+		pa := NewAnalyzer()
+		if err := pa.readAtFile(context.Background(), pa.source("pread"), bytes.NewReader(data), int64(len(data)), blockSize); err != nil {
+			t.Fatal(err)
+		}
+		runtime.GOMAXPROCS(prev)
+		for name, v := range map[string]*Verdict{"file": got, "pipe": piped, "pread": pa.Verdict()} {
 			if g, w := comparable(t, v), comparable(t, want); g != w {
 				t.Errorf("GOMAXPROCS %d: %s blocks and stream disagree:\n got %s\nwant %s", procs, name, g, w)
 			}
@@ -106,9 +112,15 @@ func TestFileBlockEdges(t *testing.T) {
 }
 
 // TestFileFromOffset: a file handed over part-read is read from where it
-// stands, like any reader.
+// stands, like any reader, also from an offset that is not on a page
+// boundary (the mapping starts at one).
 func TestFileFromOffset(t *testing.T) {
-	head := strings.Repeat("x\n", blockSize)
+	for _, head := range []string{strings.Repeat("x\n", blockSize), strings.Repeat("x\n", blockSize) + "odd\n"} {
+		fileFromOffset(t, head)
+	}
+}
+
+func fileFromOffset(t *testing.T, head string) {
 	body := "h:1:2 [0] NCCL INFO Using network Socket\n" + strings.Repeat("y\n", blockSize)
 	f, err := os.Open(writeTemp(t, []byte(head+body)))
 	if err != nil {
@@ -170,5 +182,60 @@ func TestFileDeadlineCountsWhatWasRead(t *testing.T) {
 	err := a.readAtFile(ctx, a.source("big"), bytes.NewReader(data), int64(len(data)), blockSize)
 	if err == nil || a.stats.Bytes >= int64(len(data)) {
 		t.Errorf("error %v, %d of %d bytes counted", err, a.stats.Bytes, len(data))
+	}
+}
+
+// TestMappedFileShrinks: a log truncated in place while it is read (as
+// logrotate's copytruncate does) faults on the pages past its new end. The
+// read must end with an error that says so, not crash the process.
+func TestMappedFileShrinks(t *testing.T) {
+	data := bytes.Repeat([]byte("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"), 4*blockSize/60)
+	path := writeTemp(t, data)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := mapFile(f, 0, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	if err := os.Truncate(path, 100); err != nil {
+		t.Fatal(err)
+	}
+	a := NewAnalyzer()
+	err = a.readMapped(context.Background(), a.source("shrunk"), m, blockSize)
+	if !errors.Is(err, errShrank) {
+		t.Fatalf("error %v, want %v", err, errShrank)
+	}
+	if v := a.Verdict(); v.Stats.Bytes >= int64(len(data)) {
+		t.Errorf("%d of %d bytes counted as read from a file cut to 100", v.Stats.Bytes, len(data))
+	}
+}
+
+// TestMappedBlocksRelease: the pages of merged blocks are given back as
+// the read goes on, in releaseStep units, and never past what the next
+// block still reads.
+func TestMappedBlocksRelease(t *testing.T) {
+	data := bytes.Repeat([]byte("y\n"), 3*releaseStep)
+	path := writeTemp(t, data)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := mapFile(f, 0, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.close()
+	mb := &mappedBlocks{m: m, block: blockSize, maxLine: DefaultMaxLineBytes}
+	for i, want := range map[int64]int{0: 0, releaseStep/blockSize - 2: 0, releaseStep/blockSize - 1: 0, releaseStep / blockSize: releaseStep, 2*releaseStep/blockSize + 3: 2 * releaseStep} {
+		m.dropped = 0
+		mb.merged(i)
+		if m.dropped != want {
+			t.Errorf("after block %d: %d bytes released, want %d", i, m.dropped, want)
+		}
 	}
 }
