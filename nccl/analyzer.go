@@ -338,7 +338,18 @@ func (a *Analyzer) recordItem(it *item) {
 		if th != nil && th.comm != nil {
 			salt = th.comm.ptr
 		}
-		a.ev.conn = it.conn
+		if a.seen.dupHash(it.hash, salt) {
+			a.stats.Duplicates++
+			return
+		}
+		// The connection the parser read, in place: the common line of an
+		// init log skips apply's switch and a copy of the connection.
+		if th != nil {
+			a.applyConn(th.proc, th, &it.conn, a.cur, r.msg)
+		} else {
+			a.applyConn(a.pseudoProc(), nil, &it.conn, a.cur, r.msg)
+		}
+		return
 	} else if kind != KindWarn {
 		// The rare kinds: fill a.ev here. Its fields are valid only for the
 		// kind classify returns now; a different one would leave the last

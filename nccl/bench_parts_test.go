@@ -33,3 +33,25 @@ func BenchmarkParts(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMerge times the merger alone on the connection-heavy shape:
+// the blocks are parsed before the clock starts. The merger runs on one
+// core, so its time bounds the whole analyzer's wall time from below.
+func BenchmarkMerge(b *testing.B) {
+	log := benchInput(b, "init")
+	lp := newLineParser(DefaultMaxLineBytes)
+	var batches []*batch
+	for off := 0; off < len(log); off += blockSize {
+		out := new(batch)
+		lp.block(log[off:min(off+blockSize, len(log))], out)
+		batches = append(batches, out)
+	}
+	b.SetBytes(int64(len(log)))
+	for b.Loop() {
+		a := NewAnalyzer()
+		src := a.source("x")
+		for _, out := range batches {
+			a.merge(src, out)
+		}
+	}
+}
