@@ -286,7 +286,7 @@ type mapping struct {
 // releaseStep is how much of a mapping release gives back at once: one
 // madvise per few blocks, in huge-page units that the kernel may have
 // mapped whole.
-const releaseStep = 4 << 20
+const releaseStep = 2 << 20
 
 // release gives the pages of data before offset off back to the kernel
 // (MADV_DONTNEED): they leave the resident set, and a late read of them
