@@ -190,22 +190,12 @@ func TestFileDeadlineCountsWhatWasRead(t *testing.T) {
 // read must end with an error that says so, not crash the process.
 func TestMappedFileShrinks(t *testing.T) {
 	data := bytes.Repeat([]byte("h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"), 4*blockSize/60)
-	path := writeTemp(t, data)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := mapFile(f, 0, int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.close()
+	path, m := mapTemp(t, data)
 	if err := os.Truncate(path, 100); err != nil {
 		t.Fatal(err)
 	}
 	a := NewAnalyzer()
-	err = a.readMapped(context.Background(), a.source("shrunk"), m, blockSize)
+	err := a.readMapped(context.Background(), a.source("shrunk"), m, blockSize)
 	if !errors.Is(err, errShrank) {
 		t.Fatalf("error %v, want %v", err, errShrank)
 	}
@@ -219,17 +209,7 @@ func TestMappedFileShrinks(t *testing.T) {
 // block still reads.
 func TestMappedBlocksRelease(t *testing.T) {
 	data := bytes.Repeat([]byte("y\n"), 3*releaseStep)
-	path := writeTemp(t, data)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := mapFile(f, 0, int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.close()
+	_, m := mapTemp(t, data)
 	mb := &mappedBlocks{m: m, block: blockSize, maxLine: DefaultMaxLineBytes}
 	for i, want := range map[int64]int{0: 0, releaseStep/blockSize - 2: 0, releaseStep/blockSize - 1: 0, releaseStep / blockSize: releaseStep, 2*releaseStep/blockSize + 3: 2 * releaseStep} {
 		m.dropped = 0
@@ -238,4 +218,22 @@ func TestMappedBlocksRelease(t *testing.T) {
 			t.Errorf("after block %d: %d bytes released, want %d", i, m.dropped, want)
 		}
 	}
+}
+
+// mapTemp writes data to a temporary file and maps it; the mapping and the
+// file are closed when the test ends.
+func mapTemp(t *testing.T, data []byte) (string, *mapping) {
+	t.Helper()
+	path := writeTemp(t, data)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := mapFile(f, 0, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.close() })
+	return path, m
 }
