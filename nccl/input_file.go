@@ -180,9 +180,11 @@ func (a *Analyzer) readBlocks(ctx context.Context, srcID int32, src blockSource,
 	return failed
 }
 
-// errShrank is the error for a mapped file that lost bytes while it was
-// being read (truncated in place, as logrotate's copytruncate does).
-var errShrank = errors.New("the file shrank while it was being read")
+// errShrank is the error for a page of a mapped file that could not be
+// read: the file lost bytes while it was being read (truncated in place,
+// as logrotate's copytruncate does), or the disk failed to read it. The
+// kernel signals both the same way.
+var errShrank = errors.New("a page of the file could not be read: the file shrank while it was being read, or the disk returned an error")
 
 // catchFault turns the panic of a memory fault (debug.SetPanicOnFault)
 // into errShrank; any other panic goes on.
