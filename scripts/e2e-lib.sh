@@ -18,6 +18,20 @@ fail() {
   log "FAIL: $*"
   FAILS=$((FAILS + 1))
 }
+# expect_silent WHAT CMD...: CMD must exit 0 and print nothing (linters
+# and verifiers exit 0 on warnings, so the exit status is not enough).
+expect_silent() {
+  local what=$1 out rc
+  shift
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ $rc -eq 0 ] && [ -z "$out" ]; then
+    pass "$what: no output, exit 0"
+  else
+    fail "$what: exit $rc, output:"
+    printf '%s\n' "$out" | sed 's/^/    /'
+  fi
+}
 die() {
   log "FAIL: $*"
   exit 1
