@@ -314,11 +314,7 @@ func (a *Analyzer) record(r *rawRecord) {
 		a.stats.Duplicates++
 		return
 	}
-	if th != nil {
-		a.apply(kind, r, th, th.proc)
-	} else {
-		a.apply(kind, r, nil, a.pseudoProc())
-	}
+	a.apply(kind, r, th, a.procOf(th))
 }
 
 // recordItem is record for a record the parser has classified and hashed.
@@ -338,18 +334,6 @@ func (a *Analyzer) recordItem(it *item) {
 		if th != nil && th.comm != nil {
 			salt = th.comm.ptr
 		}
-		if a.seen.dupHash(it.hash, salt) {
-			a.stats.Duplicates++
-			return
-		}
-		// The connection the parser read, in place: the common line of an
-		// init log skips apply's switch and a copy of the connection.
-		if th != nil {
-			a.applyConn(th.proc, th, &it.conn, a.cur, r.msg)
-		} else {
-			a.applyConn(a.pseudoProc(), nil, &it.conn, a.cur, r.msg)
-		}
-		return
 	} else if kind != KindWarn {
 		// The rare kinds: fill a.ev here. Its fields are valid only for the
 		// kind classify returns now; a different one would leave the last
@@ -362,11 +346,22 @@ func (a *Analyzer) recordItem(it *item) {
 		a.stats.Duplicates++
 		return
 	}
-	if th != nil {
-		a.apply(kind, r, th, th.proc)
-	} else {
-		a.apply(kind, r, nil, a.pseudoProc())
+	if kind == KindConnection {
+		// The connection the parser read, in place: the common line of an
+		// init log skips apply's switch and a copy of the connection.
+		a.applyConn(a.procOf(th), th, &it.conn, a.cur, r.msg)
+		return
 	}
+	a.apply(kind, r, th, a.procOf(th))
+}
+
+// procOf is the process of a record's thread; records without an
+// envelope belong to the pseudo-process.
+func (a *Analyzer) procOf(th *thread) *process {
+	if th != nil {
+		return th.proc
+	}
+	return a.pseudoProc()
 }
 
 // noteEnvelope records what a record's envelope says beyond its thread: a

@@ -264,7 +264,7 @@ type mappedBlocks struct {
 }
 
 func (p *mappedBlocks) bufSize() int { return 0 }
-func (p *mappedBlocks) faults() bool { return p.m.unmap != nil }
+func (p *mappedBlocks) faults() bool { return p.m.whole != nil }
 
 func (p *mappedBlocks) lines(i int64, _ []byte) ([]byte, error) {
 	from, to := blockSpan(i, p.block, int64(len(p.m.data)), p.maxLine)
@@ -280,9 +280,7 @@ func (p *mappedBlocks) merged(i int64) {
 type mapping struct {
 	data    []byte // the bytes asked for
 	whole   []byte // the mapping, from a page boundary; nil for bytes not mapped
-	lead    int    // len(whole) - len(data): bytes before data in the first page
 	dropped int    // bytes of whole released so far
-	unmap   func() error
 }
 
 // releaseStep is how much of a mapping release gives back at once: one
@@ -298,7 +296,8 @@ func (m *mapping) release(off int64) {
 	if m.whole == nil {
 		return
 	}
-	to := (m.lead + int(off)) &^ (releaseStep - 1)
+	lead := len(m.whole) - len(m.data) // bytes before data in the first page
+	to := (lead + int(off)) &^ (releaseStep - 1)
 	if to <= m.dropped {
 		return
 	}
@@ -317,16 +316,16 @@ func mapFile(f *os.File, off, size int64) (*mapping, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mmap: %w", err)
 	}
-	return &mapping{data: whole[lead:], whole: whole, lead: int(lead), unmap: func() error { return syscall.Munmap(whole) }}, nil
+	return &mapping{data: whole[lead:], whole: whole}, nil
 }
 
 // close unmaps the file. Nothing may read data afterwards.
 func (m *mapping) close() error {
-	if m.unmap == nil {
+	if m.whole == nil {
 		return nil
 	}
-	err := m.unmap()
-	m.data, m.whole, m.unmap = nil, nil, nil
+	err := syscall.Munmap(m.whole)
+	m.data, m.whole = nil, nil
 	return err
 }
 
