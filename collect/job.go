@@ -88,10 +88,11 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 	if len(ticks) > 0 {
 		p.WindowSeconds = ticks[len(ticks)-1].At.Sub(ticks[0].At).Seconds()
 	}
-	p.CPU, p.Memory, p.IO, err = summarize(host, ticks)
-	if err != nil {
-		p.Errors = append(p.Errors, err.Error())
-	}
+	// One entry a cause: each is printed on its own "not read:" line, and
+	// a list folded into one string was unreadable on a real node.
+	var errs []string
+	p.CPU, p.Memory, p.IO, errs = jobperf.Summarize(host, ticks)
+	p.Errors = append(p.Errors, errs...)
 	if p.CPU != nil && p.TasksFrom == "scontrol" && len(o.AllocatedCPUs) > 0 {
 		p.CPU.AllocatedCPUs, p.CPU.AllocatedCount = cpulist.Format(o.AllocatedCPUs)+" (scontrol CPU_IDs)", len(o.AllocatedCPUs)
 	}
@@ -112,14 +113,6 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 		attribute(p, pidsOnGPU, o.GPUs == nil)
 	}
 	return p, nil
-}
-
-func summarize(host *jobperf.Job, ticks []*jobperf.Sample) (*state.JobCPU, *state.JobMemory, *state.JobIO, error) {
-	cpu, mem, io, errs := jobperf.Summarize(host, ticks)
-	if len(errs) > 0 {
-		return cpu, mem, io, fmt.Errorf("host counters: %v", errs)
-	}
-	return cpu, mem, io, nil
 }
 
 // openSampler opens NVML once for the window (the daemon's own handle is

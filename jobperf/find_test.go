@@ -240,7 +240,7 @@ func TestScontrolFallbackOnCapturedProc(t *testing.T) {
 	if io == nil || io.Ticks != 2 || io.TaskSamples != 2 || io.ReadBytes != 0 {
 		t.Errorf("io = %+v", io)
 	}
-	if !strings.Contains(strings.Join(errs, "\n"), "no memory cgroup") {
+	if !strings.Contains(strings.Join(errs, "\n"), "memory: the job has no cgroup of its own") {
 		t.Errorf("errors %v do not say memory is unknown", errs)
 	}
 	var p state.JobPerf

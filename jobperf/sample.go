@@ -2,7 +2,9 @@ package jobperf
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"strconv"
 	"strings"
@@ -35,6 +37,11 @@ type Counters struct {
 	MemMax     *uint64 // memory.max / memory.limit_in_bytes; nil = no limit
 	MemHigh    *uint64 // memory.high; nil = none
 	Swap       *uint64 // memory.swap.current / memsw.usage - usage
+	// MemOff is set when the cgroup itself says it has no memory counters
+	// (v2: no memory.current, so the memory controller is off for it) and
+	// names that file and the cgroup, for the one line a person reads
+	// instead of an ENOENT for each memory file.
+	MemOff string
 	// MemEvents: v2 memory.events; v1 memory.oom_control's oom_kill and
 	// memory.failcnt (as "failcnt").
 	MemEvents map[string]uint64
@@ -214,16 +221,31 @@ func (j *Job) cgroupCounters(ctx context.Context, s *Sample) {
 		c.CPUPressureUs = pressure(path.Join(d, "cpu.pressure"))
 		c.MemPressureUs = pressure(path.Join(d, "memory.pressure"))
 		c.IOPressureUs = pressure(path.Join(d, "io.pressure"))
-		c.MemCurrent = one(path.Join(d, "memory.current"))
-		if data, err := j.r.read(ctx, path.Join(d, "memory.peak")); err == nil { // 5.19+
-			c.MemPeak, _ = parseUint(path.Join(d, "memory.peak"), data)
+		// The kernel gives a cgroup its memory.* files only while the
+		// memory controller is enabled for it (listed in the parent's
+		// cgroup.subtree_control; cgroup-v2.rst, "Enabling and Disabling").
+		// Without memory.current the others are missing too: one cause,
+		// said once, not an ENOENT for each file.
+		cur := path.Join(d, "memory.current")
+		switch data, err := j.r.read(ctx, cur); {
+		case errors.Is(err, fs.ErrNotExist):
+			c.MemOff = "memory.current absent: the memory controller is off for " + path.Base(d)
+		case err != nil:
+			errf(err)
+		default:
+			if c.MemCurrent, err = parseUint(cur, data); err != nil {
+				errf(err)
+			}
+			if data, err := j.r.read(ctx, path.Join(d, "memory.peak")); err == nil { // 5.19+
+				c.MemPeak, _ = parseUint(path.Join(d, "memory.peak"), data)
+			}
+			c.MemMax = one(path.Join(d, "memory.max"))
+			c.MemHigh = one(path.Join(d, "memory.high"))
+			if data, err := j.r.read(ctx, path.Join(d, "memory.swap.current")); err == nil { // no swap accounting: absent
+				c.Swap, _ = parseUint(path.Join(d, "memory.swap.current"), data)
+			}
+			c.MemEvents = keyed(path.Join(d, "memory.events"), false)
 		}
-		c.MemMax = one(path.Join(d, "memory.max"))
-		c.MemHigh = one(path.Join(d, "memory.high"))
-		if data, err := j.r.read(ctx, path.Join(d, "memory.swap.current")); err == nil { // no swap accounting: absent
-			c.Swap, _ = parseUint(path.Join(d, "memory.swap.current"), data)
-		}
-		c.MemEvents = keyed(path.Join(d, "memory.events"), false)
 		cpus(d)
 		return
 	}

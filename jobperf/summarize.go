@@ -43,7 +43,7 @@ func Summarize(j *Job, ticks []*Sample) (*state.JobCPU, *state.JobMemory, *state
 
 	cpu, e := summarizeCPU(j, ts, first, last)
 	errs = append(errs, e...)
-	mem, e := summarizeMemory(first, last)
+	mem, e := summarizeMemory(j, first, last)
 	errs = append(errs, e...)
 	io, e := summarizeIO(ts, first, last)
 	errs = append(errs, e...)
@@ -190,10 +190,21 @@ func topProcesses(ts []*Sample) []state.JobProcess {
 	return out
 }
 
-func summarizeMemory(first, last *Sample) (*state.JobMemory, []string) {
+// summarizeMemory says in one line why there are no memory figures when
+// the job or its cgroup has none; a memory file that failed to read is in
+// the ticks' errors already, with its cause.
+func summarizeMemory(j *Job, first, last *Sample) (*state.JobMemory, []string) {
 	c := last.Cgroup
 	if c.MemCurrent == nil {
-		return nil, []string{"memory: the job has no memory cgroup counters (no cgroup, or the memory controller is off)"}
+		switch {
+		case c.MemOff != "":
+			return nil, []string{"memory: the job's cgroup has no memory counters (" + c.MemOff + ")"}
+		case j.tasksFrom == "scontrol":
+			return nil, []string{"memory: the job has no cgroup of its own (its tasks come from scontrol listpids), so no memory counters"}
+		case j.tasksFrom == "cgroup-v1" && j.v1["memory"] == "":
+			return nil, []string{"memory: the job's cgroup is in no v1 memory hierarchy, so no memory counters"}
+		}
+		return nil, nil
 	}
 	m := &state.JobMemory{UsedBytes: *c.MemCurrent, PeakBytes: c.MemPeak, LimitBytes: c.MemMax,
 		HighBytes: c.MemHigh, SwapBytes: c.Swap}

@@ -240,3 +240,81 @@ func TestTopProcessesForkedMidWindow(t *testing.T) {
 		t.Errorf("reused pid = %+v, want 1 CPU-second since the reuse 2 s before the end", r)
 	}
 }
+
+// Memory that cannot be read is one line with its cause. On a real H200
+// (driver 580.159.04, 2026-11-26) the job's cgroup had no memory controller
+// and `gpuprobe job` printed an ENOENT for each of memory.current, .max,
+// .high and .events, then a guess at the cause; the kernel gives a cgroup
+// none of its memory.* files while the controller is off for it, so one
+// absent memory.current says it all.
+func TestMemoryNotReadOneLinePerCause(t *testing.T) {
+	noMemory := func(t *testing.T) fstest.MapFS {
+		m := v2Node(t)
+		for p := range m {
+			if strings.HasPrefix(p, "sys/fs/cgroup/system.slice/slurmstepd.scope/job_4/memory.") {
+				delete(m, p)
+			}
+		}
+		return m
+	}
+	noMemoryHierarchy := func(t *testing.T) fstest.MapFS {
+		m := fstest.MapFS{}
+		loadTTAR(t, m, "testdata/cgroup_exporter.ttar", map[string]string{
+			"fixtures/cpuacct": "sys/fs/cgroup/cpuacct",
+			"fixtures/cpuset":  "sys/fs/cgroup/cpuset",
+		})
+		m["proc/self/mountinfo"] = &fstest.MapFile{Data: readTestdata(t, "mountinfo-hybrid-v1.txt")}
+		return m
+	}
+	scontrol := func(t *testing.T) fstest.MapFS {
+		m := procfsTree(t)
+		m["proc/self/mountinfo"] = &fstest.MapFile{Data: readTestdata(t, "mountinfo-v2.txt")}
+		return m
+	}
+	for _, c := range []struct {
+		name  string
+		tree  func(*testing.T) fstest.MapFS
+		job   string
+		want  []string // every error line that mentions memory
+		known bool     // memory figures expected
+	}{
+		{name: "v2, memory controller off", tree: noMemory, job: "4",
+			want: []string{"memory: the job's cgroup has no memory counters (memory.current absent: the memory controller is off for job_4)"}},
+		{name: "v2 with memory", tree: v2Node, job: "4", known: true},
+		{name: "v1 with memory", tree: v1Node, job: "10", known: true},
+		{name: "v1 without a memory hierarchy", tree: noMemoryHierarchy, job: "10",
+			want: []string{"memory: the job's cgroup is in no v1 memory hierarchy, so no memory counters"}},
+		{name: "no cgroup: scontrol listpids", tree: scontrol, job: "77",
+			want: []string{"memory: the job has no cgroup of its own (its tasks come from scontrol listpids), so no memory counters"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			j, err := Find(ctx, Options{Root: c.tree(t), JobID: c.job, CallTimeout: time.Second,
+				ListPIDs: func(context.Context, string) ([]int32, error) { return []int32{26231}, nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ticks []*Sample
+			for range 2 {
+				s, err := j.Sample(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ticks = append(ticks, s)
+			}
+			_, mem, _, errs := Summarize(j, ticks)
+			var got []string
+			for _, e := range errs {
+				if strings.Contains(e, "memory") {
+					got = append(got, e)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("memory errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+			if (mem != nil) != c.known {
+				t.Errorf("memory %+v, want known %v", mem, c.known)
+			}
+		})
+	}
+}

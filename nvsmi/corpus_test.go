@@ -82,6 +82,11 @@ var corpus = []corpusCase{
 		why: "a real H200 lent to this project, idle: persistence on, ECC clean, no remaps, Gen5 x16; gpuprobe's NVML run on it found nothing"},
 	{file: "realgpu_h200_580.159.04_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
 		why: "the same idle H200 as XML"},
+	{file: "realgpu_h200-busy_580.159.04_nvidia-smi-q.txt", gpus: 1, healthy: true,
+		why: "another real H200 100% busy under a bf16 matmul loop at its power cap (691 of 700 W, SW Power Cap active, 69 C), " +
+			"one compute process: working at the cap is not a fault, and the capture cannot say whose job the process is (gpu.processes skips)"},
+	{file: "realgpu_h200-busy_580.159.04_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why: "the busy H200 as XML"},
 	{file: "telegraf_a100-mig_535.54.03_nvidia-smi-q-x_excerpt.xml",
 		why: "edited upstream: attached_gpus 4, one <gpu> kept",
 		err: "attached_gpus is 4 but the capture holds 1 GPU block(s)"},

@@ -56,7 +56,7 @@ func WalkExtCaps(cfg []byte) ([]ExtCap, error) {
 	}
 }
 
-// ConfigError says why a config-space blob cannot answer the topostate.ACS question.
+// ConfigError says why a config-space blob cannot answer the ACS question.
 type ConfigError struct {
 	// Unknown is true when more privilege would help (the read was cut
 	// short), false when the blob is simply malformed.
@@ -66,9 +66,9 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return e.Msg }
 
-// DecodeACS finds and decodes the topostate.ACS capability of a config-space blob as
+// DecodeACS finds and decodes the ACS capability of a config-space blob as
 // read from sysfs. It returns (nil, nil) when the device definitely has no
-// topostate.ACS (no extended space, or a list without it), and a *ConfigError when the
+// ACS (no extended space, or a list without it), and a *ConfigError when the
 // answer is unknown: the kernel hands a reader without CAP_SYS_ADMIN only
 // the first 64 bytes (128 for cardbus; drivers/pci/pci-sysfs.c), and that
 // must read as "unknown", never as "no ACS".
@@ -79,7 +79,7 @@ func DecodeACS(cfg []byte) (*topostate.ACS, error) {
 	case len(cfg) < confSpaceBasic:
 		return nil, &ConfigError{Msg: fmt.Sprintf("config space is %d bytes, shorter than the %d-byte header space", len(cfg), confSpaceBasic)}
 	case len(cfg) == confSpaceBasic:
-		// A conventional or virtual device: no extended space, so no topostate.ACS.
+		// A conventional or virtual device: no extended space, so no ACS.
 		return nil, nil
 	}
 	caps, err := WalkExtCaps(cfg)

@@ -12,7 +12,7 @@ import (
 
 // Every pciutils fixture with a full 4 KiB dump is decoded from its bytes
 // and compared with the ACSCap/ACSCtl lines lspci printed for the same
-// bytes; devices without an topostate.ACS block must decode to "no ACS".
+// bytes; devices without an ACS block must decode to "no ACS".
 func TestDecodeACSMatchesLspci(t *testing.T) {
 	files, _ := filepath.Glob("testdata/acs/pciutils_test_*.txt")
 	if len(files) < 7 {
@@ -28,7 +28,7 @@ func TestDecodeACSMatchesLspci(t *testing.T) {
 			name := filepath.Base(f) + " " + d.busID
 			if len(d.config) != 4096 {
 				// -xxx dumps stop at 256 bytes: to sysfs that is a device
-				// without extended space, so no topostate.ACS can be read from it.
+				// without extended space, so no ACS can be read from it.
 				if a, err := DecodeACS(d.config); a != nil || err != nil || len(d.config) != 256 {
 					t.Errorf("%s: %d-byte dump decoded to %+v, %v", name, len(d.config), a, err)
 				}
@@ -41,13 +41,13 @@ func TestDecodeACSMatchesLspci(t *testing.T) {
 			}
 			if d.acsOffset == 0 {
 				if a != nil {
-					t.Errorf("%s: lspci printed no topostate.ACS, decoded %+v", name, a)
+					t.Errorf("%s: lspci printed no ACS, decoded %+v", name, a)
 				}
 				continue
 			}
 			checked++
 			if a == nil {
-				t.Errorf("%s: lspci printed topostate.ACS at 0x%x, decoder found none", name, d.acsOffset)
+				t.Errorf("%s: lspci printed ACS at 0x%x, decoder found none", name, d.acsOffset)
 				continue
 			}
 			if a.Offset != d.acsOffset || a.CapFlags != d.capLine || a.CtlFlags != d.ctlLine {
@@ -60,9 +60,9 @@ func TestDecodeACSMatchesLspci(t *testing.T) {
 		}
 	}
 	// cap-aer-ecrc-label, cap-aer-root, cap-exp-dev2, cap-exp-lnkcap2,
-	// cap-ide and cap-pcie-1 carry topostate.ACS in a full dump.
+	// cap-ide and cap-pcie-1 carry ACS in a full dump.
 	if checked != 6 {
-		t.Errorf("compared %d topostate.ACS blocks with lspci, want 6", checked)
+		t.Errorf("compared %d ACS blocks with lspci, want 6", checked)
 	}
 }
 
@@ -79,7 +79,7 @@ func TestDecodeACSRedirectFromRealDump(t *testing.T) {
 	}
 }
 
-// The PLX captures print topostate.ACS at 0xf24 but dump only 256 bytes; placed in a
+// The PLX captures print ACS at 0xf24 but dump only 256 bytes; placed in a
 // 4 KiB space at the printed offset, the decoder finds it there, which is
 // why NVIDIA's "setpci f2a.w=0000" recipe hits the control register.
 func TestDecodeACSAtPLXOffset(t *testing.T) {
@@ -87,11 +87,11 @@ func TestDecodeACSAtPLXOffset(t *testing.T) {
 		devs := parseLspci(t, readTestdata(t, "acs/"+f))
 		d := devs[0]
 		if d.acsOffset != 0xf24 {
-			t.Fatalf("%s: lspci topostate.ACS offset 0x%x", f, d.acsOffset)
+			t.Fatalf("%s: lspci ACS offset 0x%x", f, d.acsOffset)
 		}
 		cfg := make([]byte, 4096)
 		copy(cfg, d.config)
-		binary.LittleEndian.PutUint32(cfg[0x100:], 0xf24<<20|1<<16|0x0001) // AER, then topostate.ACS
+		binary.LittleEndian.PutUint32(cfg[0x100:], 0xf24<<20|1<<16|0x0001) // AER, then ACS
 		binary.LittleEndian.PutUint32(cfg[0xf24:], 1<<16|0x000d)
 		binary.LittleEndian.PutUint16(cfg[0xf28:], d.acsCap)
 		binary.LittleEndian.PutUint16(cfg[0xf2a:], d.acsCtl)
@@ -146,7 +146,7 @@ func TestWalkExtCapsBadLists(t *testing.T) {
 	if caps, err := WalkExtCaps(gone); err != nil || len(caps) != 0 {
 		t.Errorf("all-ones (device gone): %v, %v", caps, err)
 	}
-	// topostate.ACS found before the list breaks is still reported.
+	// ACS found before the list breaks is still reported.
 	acsFirst := make([]byte, 4096)
 	put(acsFirst, 0x100, 0x000d, 0x100)
 	if a, err := DecodeACS(acsFirst); a == nil || err != nil {

@@ -15,7 +15,7 @@ import (
 // into dst/sys and dst/proc, keeping symlinks as symlinks (the PCI
 // hierarchy lives in them), so the node can be judged elsewhere with
 // --path.sysfs dst/sys --path.procfs dst/proc. Config space is copied as
-// the caller may read it: run as root for topostate.ACS. Files that vanish or cannot
+// the caller may read it: run as root for ACS. Files that vanish or cannot
 // be read are skipped and listed in the notes.
 func Capture(sysfs, procfs, dst string) ([]string, error) {
 	c := &capturer{dst: dst}

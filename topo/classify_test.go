@@ -54,12 +54,12 @@ func collectMachine(t *testing.T, m *sysfake.Machine, o Options) *topostate.Topo
 // The UNIGE Baobab node (8x RTX A6000 with NVLink bridges on a 2-socket
 // AMD host, a dual-port ConnectX next to GPU6): a layout rebuilt to
 // reproduce its capture, which covers NV4 pairs, PHB, NODE, SYS and a
-// dual-function topostate.NIC.
+// dual-function NIC.
 func TestBaobabA6000MatchesNvidiaSMI(t *testing.T) {
 	m := sysfake.New()
 	m.NUMA(map[int]string{0: "0-63", 1: "64-127"})
 	// Socket 0: GPU0/1 on one root complex, GPU2/3 on another. Socket 1:
-	// GPU4/5, then GPU6 and the topostate.NIC on one complex, GPU7 on its own.
+	// GPU4/5, then GPU6 and the NIC on one complex, GPU7 on its own.
 	places := []struct{ host, gpu string }{
 		{"pci0000:00", "0000:01:00.0"}, {"pci0000:00", "0000:02:00.0"}, {"pci0000:40", "0000:41:00.0"}, {"pci0000:40", "0000:42:00.0"},
 		{"pci0000:80", "0000:81:00.0"}, {"pci0000:80", "0000:82:00.0"}, {"pci0000:c0", "0000:c1:00.0"}, {"pci0000:e0", "0000:e1:00.0"},
@@ -84,8 +84,8 @@ func TestBaobabA6000MatchesNvidiaSMI(t *testing.T) {
 	}
 }
 
-// A DGX A100-like half board: each topostate.GPU pair behind its own switch, the HCAs
-// behind another, both below a shared top switch, so topostate.GPU to HCA crosses
+// A DGX A100-like half board: each GPU pair behind its own switch, the HCAs
+// behind another, both below a shared top switch, so GPU to HCA crosses
 // three switches: PXB. Expected cells are the GPU0..3 rows of the (partial)
 // nccl#707 capture, for the devices built here.
 func TestDGXA100PXB(t *testing.T) {

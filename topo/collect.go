@@ -35,12 +35,12 @@ type Options struct {
 	FS fs.FS
 }
 
-// GPUHint is what NVML knows about one topostate.GPU.
+// GPUHint is what NVML knows about one GPU.
 type GPUHint struct {
 	Index int
 	BusID string
 	// SwitchLinks counts NVLinks up to an NVSwitch; PeerLinks counts NVLinks
-	// up straight to another topostate.GPU, by that GPU's bus ID.
+	// up straight to another GPU, by that GPU's bus ID.
 	SwitchLinks int
 	PeerLinks   map[string]int
 }
@@ -109,7 +109,7 @@ func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...a
 		inNVML[id] = true
 		d, ok := pci.devs[id]
 		if !ok {
-			notef("NVML topostate.GPU %d (%s) is not under %s/bus/pci/devices", h.Index, id, sys)
+			notef("NVML GPU %d (%s) is not under %s/bus/pci/devices", h.Index, id, sys)
 			continue
 		}
 		g := topostate.GPU{Index: h.Index, PCIFunction: d.fn, SwitchLinks: h.SwitchLinks}
@@ -146,7 +146,7 @@ func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...a
 func isNVIDIAGPU(d *pciDev) bool { return d.vendor == vendorNVIDIA && isGPUClass(d.class) }
 
 // placeNICs fills each RDMA device's PCI data and orders them as
-// nvidia-smi's topostate.NIC legend does.
+// nvidia-smi's NIC legend does.
 func placeNICs(pci *pciTree, nics []topostate.NIC, netdevs map[string][]string, notef func(string, ...any)) []topostate.NIC {
 	sort.Slice(nics, func(i, j int) bool { return naturalLess(nics[i].Name, nics[j].Name) })
 	out := []topostate.NIC{}
@@ -170,7 +170,7 @@ func placeNICs(pci *pciTree, nics []topostate.NIC, netdevs map[string][]string, 
 	return out
 }
 
-// readBridges decodes every bridge above a topostate.GPU or topostate.NIC once.
+// readBridges decodes every bridge above a GPU or NIC once.
 func readBridges(pci *pciTree, t *topostate.Topology) []topostate.Bridge {
 	seen := map[string]bool{}
 	var out []topostate.Bridge
@@ -196,7 +196,7 @@ func readBridges(pci *pciTree, t *topostate.Topology) []topostate.Bridge {
 	return out
 }
 
-// readBridge reads one bridge's topostate.ACS. depth is its position below the host
+// readBridge reads one bridge's ACS. depth is its position below the host
 // bridge: the first is the root port, then switch ports alternate upstream
 // and downstream.
 func readBridge(pci *pciTree, id string, depth int) topostate.Bridge {
@@ -230,7 +230,7 @@ func readBridge(pci *pciTree, id string, depth int) topostate.Bridge {
 	case acs == nil && len(cfg) <= confSpaceBasic:
 		b.ACS = topostate.ACSState{Status: "absent", Reason: "no PCIe extended config space (" + strconv.Itoa(len(cfg)) + " bytes)"}
 	case acs == nil:
-		b.ACS = topostate.ACSState{Status: "absent", Reason: "no topostate.ACS in the extended capability list"}
+		b.ACS = topostate.ACSState{Status: "absent", Reason: "no ACS in the extended capability list"}
 	default:
 		b.ACS = topostate.ACSState{Status: "present", ACS: acs}
 	}

@@ -2,12 +2,13 @@ package topo
 
 import (
 	"context"
-	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"github.com/gpuprobe/gpuprobe/topo/fstree"
 	"github.com/gpuprobe/gpuprobe/topo/sysfake"
 )
@@ -27,7 +28,7 @@ func flat(t *testing.T, name, prefix string) *fstree.Tree {
 }
 
 // prometheus/procfs's fixtures were captured from real hosts: an AMD box
-// (numa_node -1, an topostate.IOMMU group, an NVMe behind a root port) and an Intel
+// (numa_node -1, an IOMMU group, an NVMe behind a root port) and an Intel
 // E810 on NUMA 1, plus three RDMA devices without device links.
 func TestProcfsFixtures(t *testing.T) {
 	tr := flat(t, "sysfs/procfs_fixtures_sys_bus_pci_devices.txt", "")
@@ -200,7 +201,7 @@ func TestIOMMUAndPeerMem(t *testing.T) {
 		{"old kernel", build("", "", "", "5.4.0", ""), "unknown", "", false, 0},
 	} {
 		if c.tp.IOMMU.Mode != c.mode || len(c.tp.IOMMU.Translated) != c.translatedLen {
-			t.Errorf("%s: topostate.IOMMU %+v", c.name, c.tp.IOMMU)
+			t.Errorf("%s: IOMMU %+v", c.name, c.tp.IOMMU)
 		}
 		if c.tp.PeerMem.Module != c.module || c.tp.PeerMem.DMABuf != c.dmabuf || c.tp.PeerMem.DMABufReason == "" {
 			t.Errorf("%s: peer memory %+v", c.name, c.tp.PeerMem)
@@ -216,7 +217,7 @@ func TestIOMMUAndPeerMem(t *testing.T) {
 // What a non-root reader gets (64 bytes) is "unknown", what a conventional
 // device has (256 bytes) is "absent", and a real redirecting config (the
 // Haswell-E root port of pciutils' cap-aer-root, used here as a switch's
-// downstream port) is found on the path between a topostate.GPU and a topostate.NIC.
+// downstream port) is found on the path between a GPU and a NIC.
 func TestBridgeConfigReadability(t *testing.T) {
 	real := parseLspci(t, readTestdata(t, "acs/pciutils_test_cap-aer-root.txt"))[0].config
 	m := sysfake.New()
@@ -244,5 +245,79 @@ func TestBridgeConfigReadability(t *testing.T) {
 	p := findPath(tp, "GPU0", "mlx5_0")
 	if p == nil || p.Type != topostate.PathPIX || strings.Join(p.Bridges, ",") != "0000:03:08.0,0000:02:00.0,0000:03:10.0" {
 		t.Errorf("GPU0-mlx5_0 = %+v", p)
+	}
+}
+
+// The evidence is printed as it stands after the mode (gpuprobe check -v,
+// iommu.mode), so each case holds the whole text. A rename once put Go
+// identifiers into it ("no topostate.IOMMU groups", seen on a real H200).
+func TestIOMMUEvidenceText(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		groups            map[string]string // group -> type file; nil: no iommu_groups directory
+		gpuGroup, cmdline string
+		mode, evidence    string // "<sys>" stands for the sysfs root
+	}{
+		{name: "no groups", cmdline: "quiet",
+			mode: "off", evidence: "no IOMMU groups in <sys>/kernel/iommu_groups"},
+		{name: "no GPU or NIC in a group", groups: map[string]string{"3": "DMA"}, cmdline: "quiet",
+			mode: "passthrough", evidence: "no GPU or NIC is in an IOMMU group (<sys>/kernel/iommu_groups)"},
+		{name: "identity", groups: map[string]string{"7": "identity"}, gpuGroup: "7", cmdline: "iommu=pt",
+			mode: "passthrough", evidence: "IOMMU group type identity in <sys>/kernel/iommu_groups"},
+		{name: "translated", groups: map[string]string{"7": "DMA-FQ"}, gpuGroup: "7", cmdline: "intel_iommu=on",
+			mode: "translated", evidence: "IOMMU group type DMA-FQ in <sys>/kernel/iommu_groups"},
+		{name: "old kernel, iommu=pt", groups: map[string]string{"7": ""}, gpuGroup: "7", cmdline: "amd_iommu=on iommu=pt",
+			mode: "passthrough", evidence: "kernel command line has amd_iommu=on iommu=pt (no group type files: kernel older than 5.11)"},
+		{name: "old kernel", groups: map[string]string{"7": ""}, gpuGroup: "7", cmdline: "quiet",
+			mode: "unknown", evidence: "IOMMU groups have no type file (kernel older than 5.11) and the command line has no iommu=pt"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := sysfake.New()
+			addAll(t, m, sysfake.PCI{BusID: "0000:00:01.0", Parent: "pci0000:00"})
+			g := gpu("0000:01:00.0", "0000:00:01.0", 0)
+			g.IOMMUGroup = c.gpuGroup
+			addAll(t, m, g)
+			for id, typ := range c.groups {
+				if typ == "" {
+					m.Tree.Dir("sys/kernel/iommu_groups/" + id + "/devices")
+				} else {
+					m.File("sys/kernel/iommu_groups/"+id+"/type", typ)
+				}
+			}
+			m.File("proc/cmdline", c.cmdline)
+			sys, proc := writeTree(t, m.Tree)
+			tp, err := Collect(context.Background(), Options{SysfsRoot: sys, ProcfsRoot: proc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(c.evidence, "<sys>", sys)
+			if tp.IOMMU.Mode != c.mode || tp.IOMMU.Evidence != want {
+				t.Errorf("got %s %q\nwant %s %q", tp.IOMMU.Mode, tp.IOMMU.Evidence, c.mode, want)
+			}
+		})
+	}
+}
+
+// The other sentences the collector writes for people: a bridge without
+// ACS (bridges[].acs.reason) and an NVML GPU the tree does not hold (a
+// topology note).
+func TestCollectorProseText(t *testing.T) {
+	m := sysfake.New()
+	addAll(t, m,
+		sysfake.PCI{BusID: "0000:00:02.0", Parent: "pci0000:00", Config: sysfake.Config(0x10b5, 0x8747, 0x060400, nil)},
+		gpu("0000:04:00.0", "0000:00:02.0", -1), nicFn("0000:05:00.0", "0000:00:02.0", -1))
+	ib(t, m, "mlx5_0", "0000:05:00.0")
+	sys, proc := writeTree(t, m.Tree)
+	tp, err := Collect(context.Background(), Options{SysfsRoot: sys, ProcfsRoot: proc,
+		GPUs: []GPUHint{{Index: 0, BusID: "0000:04:00.0"}, {Index: 1, BusID: "0000:09:00.0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := tp.Bridge("0000:00:02.0"); b == nil || b.ACS.Status != "absent" || b.ACS.Reason != "no ACS in the extended capability list" {
+		t.Errorf("bridge without ACS: %+v", b)
+	}
+	note := "NVML GPU 1 (0000:09:00.0) is not under " + sys + "/bus/pci/devices"
+	if !slices.Contains(tp.Notes, note) {
+		t.Errorf("notes %q, want %q among them", tp.Notes, note)
 	}
 }

@@ -4,9 +4,9 @@
 //
 // Collect takes the GPUs' PCI bus IDs (and NVLink counts) from NVML when the
 // caller has them and discovers GPUs by PCI vendor and class when it has
-// not. It classifies every GPU↔topostate.GPU, GPU↔topostate.NIC and NIC↔topostate.NIC path in the
+// not. It classifies every GPU↔GPU, GPU↔NIC and NIC↔NIC path in the
 // vocabulary of `nvidia-smi topo -m` (NV#, PIX, PXB, PHB, NODE, SYS), decodes
-// the PCIe topostate.ACS capability of every bridge on those paths, and records
-// virtualisation, topostate.IOMMU mode and the GPUDirect RDMA peer-memory paths. The
+// the PCIe ACS capability of every bridge on those paths, and records
+// virtualisation, IOMMU mode and the GPUDirect RDMA peer-memory paths. The
 // result is plain data: the checks judge it, topostate.Matrix renders it.
 package topo

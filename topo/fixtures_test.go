@@ -12,7 +12,7 @@ import (
 )
 
 // topoM reads an `nvidia-smi topo -m` capture into cells keyed by device
-// names (GPU0, mlx5_3), translating NICk through the topostate.NIC legend.
+// names (GPU0, mlx5_3), translating NICk through the NIC legend.
 func topoM(t *testing.T, text string) (map[[2]string]string, []string) {
 	t.Helper()
 	var cols []string
@@ -145,7 +145,7 @@ func TestDellHGXMatchesNvidiaSMI(t *testing.T) {
 	compareCells(t, want, ourCells(tp))
 
 	// The NVSwitch management bridges (PMC-Sierra 82:0x.0) redirect, but no
-	// topostate.GPU or topostate.NIC sits below them: they must not be on any path.
+	// GPU or NIC sits below them: they must not be on any path.
 	for _, p := range tp.Paths {
 		for _, b := range p.Bridges {
 			if strings.HasPrefix(b, "0000:82:") {
@@ -165,7 +165,7 @@ func TestDellHGXMatchesNvidiaSMI(t *testing.T) {
 }
 
 // Without NVML the same tree is judged from sysfs alone: the GPUs are found
-// by PCI ID in bus order, and topostate.GPU pairs show their PCIe path, which on this
+// by PCI ID in bus order, and GPU pairs show their PCIe path, which on this
 // board crosses host bridges.
 func TestDellHGXWithoutNVML(t *testing.T) {
 	sys, proc := writeTree(t, dellHGX(t).Tree)

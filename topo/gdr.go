@@ -20,7 +20,7 @@ var peerMemFiles = []struct{ rel, module string }{
 // readPeerMem finds the peer-memory module, and whether the DMA-BUF path
 // (which needs no module) is plausible. NCCL's real DMA-BUF test calls
 // ibv_reg_dmabuf_mr, which no file shows; what files do show is its two
-// preconditions: the open topostate.GPU kernel module, and a kernel with RDMA DMA-BUF
+// preconditions: the open GPU kernel module, and a kernel with RDMA DMA-BUF
 // support (5.12 or later).
 func (fsr fsReader) readPeerMem(sysfs, procfs string) topostate.PeerMem {
 	var p topostate.PeerMem

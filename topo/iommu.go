@@ -8,7 +8,7 @@ import (
 )
 
 // readIOMMU works out whether DMA from the GPUs and NICs is translated.
-// Each topostate.IOMMU group's default domain type says it directly (kernel 5.11+:
+// Each IOMMU group's default domain type says it directly (kernel 5.11+:
 // "identity" is passthrough, "DMA"/"DMA-FQ" translate); on older kernels
 // the command line (iommu=pt) is all there is.
 func (fsr fsReader) readIOMMU(sysfs, procfs string, devs []*topostate.PCIFunction) topostate.IOMMU {
@@ -17,7 +17,7 @@ func (fsr fsReader) readIOMMU(sysfs, procfs string, devs []*topostate.PCIFunctio
 	entries, err := fsr.ReadDir(groups)
 	if err != nil || len(entries) == 0 {
 		out.Mode = "off"
-		out.Evidence = "no topostate.IOMMU groups in " + groups
+		out.Evidence = "no IOMMU groups in " + groups
 		return out
 	}
 	types := map[string]int{}
@@ -42,7 +42,7 @@ func (fsr fsReader) readIOMMU(sysfs, procfs string, devs []*topostate.PCIFunctio
 	switch {
 	case len(types) == 0 && unknown == 0:
 		out.Mode = "passthrough"
-		out.Evidence = "no topostate.GPU or topostate.NIC is in an topostate.IOMMU group (" + groups + ")"
+		out.Evidence = "no GPU or NIC is in an IOMMU group (" + groups + ")"
 	case len(types) == 0 && pt:
 		out.Mode = "passthrough"
 		out.Evidence = "kernel command line has " + strings.Join(out.Cmdline, " ") + " (no group type files: kernel older than 5.11)"

@@ -21,7 +21,7 @@ type lspciDev struct {
 	secondary  int // -1: not a bridge
 	numa       int
 	driver     string
-	acsOffset  int // 0: no topostate.ACS block printed
+	acsOffset  int // 0: no ACS block printed
 	acsCap     uint16
 	acsCtl     uint16
 	capLine    string

@@ -13,8 +13,8 @@ import (
 )
 
 // TestRealMachine reads this machine's own /sys and /proc. On the CI host
-// (a VM with virtio devices only, no topostate.GPU, no InfiniBand) that is the case of
-// "nothing to judge", which must come out clean; on a topostate.GPU node it checks
+// (a VM with virtio devices only, no GPU, no InfiniBand) that is the case of
+// "nothing to judge", which must come out clean; on a GPU node it checks
 // that everything real sysfs offers is read without a hitch. It never
 // skips silently: without /sys it fails unless GPUPROBE_SKIP_REAL_SYSFS=1.
 func TestRealMachine(t *testing.T) {
@@ -82,7 +82,7 @@ func TestRealMachine(t *testing.T) {
 	}
 	for _, b := range tp.Bridges {
 		if b.ACS.Status == "unknown" && os.Geteuid() == 0 {
-			t.Errorf("bridge %s: topostate.ACS unknown as root: %s", b.BusID, b.ACS.Reason)
+			t.Errorf("bridge %s: ACS unknown as root: %s", b.BusID, b.ACS.Reason)
 		}
 	}
 	if len(tp.GPUs) == 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // The simulated DGX H100: 8 GPUs and 8 NICs behind 4 switches on 2 NUMA
-// nodes, bare metal, topostate.IOMMU passthrough, peermem loaded, every port up.
+// nodes, bare metal, IOMMU passthrough, peermem loaded, every port up.
 func TestSimDGXH100(t *testing.T) {
 	tp := simTopology(t, "dgx-h100", 18)
 	if len(tp.GPUs) != 8 || len(tp.NICs) != 8 || len(tp.NUMANodes) != 2 || tp.Virtualization.VM() ||
@@ -22,7 +22,7 @@ func TestSimDGXH100(t *testing.T) {
 			switches[b.BusID] = true
 		}
 		if b.ACS.Status == "present" && b.ACS.Redirect {
-			t.Errorf("healthy sim has topostate.ACS redirect on %s", b.BusID)
+			t.Errorf("healthy sim has ACS redirect on %s", b.BusID)
 		}
 	}
 	if len(switches) != 4 {
@@ -43,7 +43,7 @@ func TestSimDGXH100(t *testing.T) {
 			t.Errorf("%s-%s = %s, want %s", c[0], c[1], cells[[2]string{c[0], c[1]}], c[2])
 		}
 	}
-	// The topostate.GPU half of the simulated matrix is what a real 8x H100 prints.
+	// The GPU half of the simulated matrix is what a real 8x H100 prints.
 	want, _ := topoM(t, readTestdata(t, "topo-m/mleng_h100x8_ht_topo-m.txt"))
 	compareCells(t, want, cells)
 }
@@ -61,7 +61,7 @@ func TestSimFaults(t *testing.T) {
 			t.Errorf("%s active = %v", n.Name, active)
 		}
 	}
-	// Without a value, acs-redirect hits the port above topostate.GPU 0, and ib-down mlx5_0.
+	// Without a value, acs-redirect hits the port above GPU 0, and ib-down mlx5_0.
 	tp = simTopology(t, "dgx-h100:acs-redirect,ib-down", 18)
 	if b := tp.Bridge(tp.GPUs[0].Upstream[2]); b == nil || !b.ACS.Redirect || tp.NICs[0].Ports[0].Active() {
 		t.Errorf("defaults: bridge %+v, mlx5_0 %+v", b, tp.NICs[0].Ports)

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// topostate.Virtualization modes for Options.Virt.
+// Virtualization modes for Options.Virt.
 const (
 	VirtAuto = "auto"
 	VirtNone = "none"
