@@ -529,6 +529,7 @@ type envMemoEntry struct {
 const (
 	envPrefixed = 1 << iota
 	envGlued
+	envNoMarker // the text holds no "NCCL " (a glued line's second envelope can)
 )
 
 func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
@@ -537,26 +538,9 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 		return
 	}
 	key := b[:i]
-	h := memoHash(key)
-	// Two ways per set: a log's few hundred envelopes collide in a
-	// direct-mapped table often enough to show.
-	set := mm[h%(envMemoSlots/2)*2:][:2]
-	e := &set[0]
-	if !e.matches(key, warn) {
-		e = &set[1]
-		if !e.matches(key, warn) {
-			e = nil
-		}
-	}
-	if e != nil {
-		r.start = int(e.start)
-		r.prefixed = e.flags&envPrefixed != 0
-		r.glued = e.flags&envGlued != 0
-		r.host = sub(b, e.host)
-		r.pid = sub(b, e.pid)
-		r.prefix = sub(b, e.prefix)
-		r.tag = sub(b, e.tag)
-		r.phash = e.phash
+	set := mm.set(key)
+	if e := set.find(key, warn); e != nil {
+		e.fill(b, r)
 		return
 	}
 	parseEnvelope(b, i, warn, r)
@@ -582,9 +566,43 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 	if r.glued {
 		x.flags |= envGlued
 	}
+	if bytes.Index(key, markNCCL) < 0 {
+		x.flags |= envNoMarker
+	}
 	copy(x.text[:], key)
 	set[1] = set[0] // the older entry of the set falls out
 	set[0] = x
+}
+
+// envMemoSet is one set of the memo: two ways, since a log's few hundred
+// envelopes collide in a direct-mapped table often enough to show.
+type envMemoSet []envMemoEntry
+
+func (mm *envMemo) set(key []byte) envMemoSet {
+	return envMemoSet(mm[memoHash(key)%(envMemoSlots/2)*2:][:2])
+}
+
+// find is the set's entry for exactly this text before a marker, or nil.
+func (set envMemoSet) find(key []byte, warn bool) *envMemoEntry {
+	if e := &set[0]; e.matches(key, warn) {
+		return e
+	}
+	if e := &set[1]; e.matches(key, warn) {
+		return e
+	}
+	return nil
+}
+
+// fill sets r's envelope from the entry, for the line b it matched.
+func (e *envMemoEntry) fill(b []byte, r *rawRecord) {
+	r.start = int(e.start)
+	r.prefixed = e.flags&envPrefixed != 0
+	r.glued = e.flags&envGlued != 0
+	r.host = sub(b, e.host)
+	r.pid = sub(b, e.pid)
+	r.prefix = sub(b, e.prefix)
+	r.tag = sub(b, e.tag)
+	r.phash = e.phash
 }
 
 func (e *envMemoEntry) matches(key []byte, warn bool) bool {

@@ -119,6 +119,13 @@ func TestFastPathMatches(t *testing.T) {
 		"h:1:1 [0] NCCL INFO Channel 00/0 :    0   1   2   3",
 		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read NCCL WARN x",
 		"h:1:1 [0] NCCL INFO\tChannel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		// The same first 8 bytes as the lines above, the marker elsewhere or
+		// after another envelope: predictMarker must not trust the place.
+		"h:1:1 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC/read",
+		"h:1:1 [0]  NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0]NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0]XNCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
 	} {
 		lines = append(lines, []byte(l))
 	}
@@ -178,4 +185,25 @@ func compareFastSlow(t *testing.T, fast, slow *lineParser, l []byte) {
 			}
 		}
 	}
+}
+
+// TestPredictMarkerDistrustsMemo: a line with two records puts its second
+// envelope, "NCCL " and all, in the envelope memo. A later line whose
+// predicted marker place lands on that envelope's end (the prediction
+// slot is a hash, so any line's place can be tried) must not take it for
+// the first marker. Without envNoMarker the fast path saw no record in
+// "NCCL NCCL INFO NCCL " after fuzzing had filled the slots.
+func TestPredictMarkerDistrustsMemo(t *testing.T) {
+	fast, slow := newLineParser(DefaultMaxLineBytes), newLineParser(DefaultMaxLineBytes)
+	slow.slowOnly = true
+	slow.seed = fast.seed
+	glued := []byte("h:1:1 [0] NCCL INFO a h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read")
+	compareFastSlow(t, fast, slow, glued)
+	second := bytes.LastIndex(glued, markNCCL)
+	for i := range fast.mpred {
+		fast.mpred[i] = uint8(second)
+	}
+	compareFastSlow(t, fast, slow, glued)
+	line := []byte("h:1:1 [0] NCCL INFO a h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/IPC/read")
+	compareFastSlow(t, fast, slow, line)
 }

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
 )
 
@@ -73,9 +74,14 @@ type lineParser struct {
 	seed    maphash.Seed
 	seen    []uint32
 	out     *batch
+	// mpred is where the marker was on the last line that began with the
+	// same 8 bytes (predictMarker); 0: unknown.
+	mpred [1 << mpredBits]uint8
 	// slowOnly turns fastConn off (tests compare the two paths).
 	slowOnly bool
 }
+
+const mpredBits = 10
 
 func newLineParser(maxLine int) *lineParser {
 	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets),
@@ -273,7 +279,7 @@ func endsWithVia(m []byte) bool {
 // It also returns the index of the first "NCCL " in b (-1: none), so that
 // the general path does not look for it again.
 func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
-	i := bytes.Index(b, markNCCL)
+	i, e := p.predictMarker(b)
 	const info = len("NCCL INFO ")
 	if i < 1 || len(b) < i+info+8 || string(b[i+5:i+info]) != "INFO " || isWordByte(b[i-1]) ||
 		string(b[i+info:i+info+8]) != "Channel " || !p.sc.noCR {
@@ -295,9 +301,12 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	}
 	r := &it.rec
 	r.level, r.marker, r.start, r.msgStart, r.parsed = levelInfo, i, i, i+info, true
-	if p.sc.envMemo != nil {
+	switch {
+	case e != nil:
+		e.fill(b, r)
+	case p.sc.envMemo != nil:
 		p.sc.envMemo.parse(b, i, false, r)
-	} else {
+	default:
 		parseEnvelope(b, i, false, r)
 	}
 	r.msg = m
@@ -311,4 +320,31 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	}
 	p.out.records++
 	return true, i
+}
+
+// predictMarker finds the first "NCCL " in b, and the envelope memo's
+// entry for the text before it when a prediction found it. The lines of one
+// process start alike and put the marker at the same place, so the place
+// the last line with the same first 8 bytes had it is tried first: when
+// "NCCL " is there and the memo holds exactly b[:q] (an envelope read
+// before, with no marker in it), q is the first marker in b too, for
+// "NCCL " cannot overlap itself, and the search over the envelope is
+// spared. Anything else searches as before and remembers the place. The
+// slot is a hash of the 8 bytes, so another line's place may be tried:
+// the checks above decide, not the slot.
+func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
+	if len(b) < 8 || p.sc.envMemo == nil {
+		return bytes.Index(b, markNCCL), nil
+	}
+	slot := &p.mpred[binary.LittleEndian.Uint64(b)*0x9e3779b97f4a7c15>>(64-mpredBits)]
+	if q := int(*slot); q > 0 && q+len(markNCCL) <= len(b) && string(b[q:q+len(markNCCL)]) == "NCCL " {
+		if e := p.sc.envMemo.set(b[:q]).find(b[:q], false); e != nil && e.flags&envNoMarker != 0 {
+			return q, e
+		}
+	}
+	i := bytes.Index(b, markNCCL)
+	if i > 0 && i <= envMemoText {
+		*slot = uint8(i)
+	}
+	return i, nil
 }
