@@ -337,7 +337,10 @@ func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
 		return bytes.Index(b, markNCCL), nil
 	}
 	slot := &p.mpred[binary.LittleEndian.Uint64(b)*0x9e3779b97f4a7c15>>(64-mpredBits)]
-	if q := int(*slot); q > 0 && q+len(markNCCL) <= len(b) && string(b[q:q+len(markNCCL)]) == "NCCL " {
+	// Only for the lines fastConn takes: for any other the general path
+	// reads the envelope itself, and a memo look here would be a second.
+	const conn = len("NCCL INFO Channel ")
+	if q := int(*slot); q > 0 && q+conn <= len(b) && string(b[q:q+conn]) == "NCCL INFO Channel " {
 		if e := p.sc.envMemo.set(b[:q]).find(b[:q], false); e != nil && e.flags&envNoMarker != 0 {
 			return q, e
 		}
