@@ -346,7 +346,7 @@ func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
 		}
 	}
 	i := bytes.Index(b, markNCCL)
-	if i > 0 && i <= envMemoText {
+	if i > 0 && i <= envMemoText && *slot != uint8(i) {
 		*slot = uint8(i)
 	}
 	return i, nil
