@@ -6,8 +6,8 @@ package nccl
 // It remembers 64-bit hashes of recent records in a fixed table of 4-way
 // buckets, so its memory does not grow with the log. Two copies of a record
 // are one when fewer than about 50,000 distinct records came between them
-// (TestDedupeWindow: a log of 20,000 records given twice loses 0.3% of its
-// copies, 50,000 loses 7%): a record whose bucket overflowed is counted
+// (TestDedupeWindow: a log of 20,000 records given twice counts 0.3% of
+// its copies again, one of 50,000 counts 7% again): a record whose bucket overflowed is counted
 // twice. A false match needs a 64-bit hash collision.
 //
 // The table is fixed on purpose. It is read once per record the verdict
