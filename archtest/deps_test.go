@@ -16,7 +16,8 @@ const module = "github.com/gpuprobe/gpuprobe/"
 // pure project packages anything may import: small helpers with no I/O.
 // safetext is one: a check that quotes a user-chosen name (a process's
 // comm) escapes it where it is quoted, not only where it is printed.
-var pure = map[string]bool{module + "busid": true, module + "cpulist": true, module + "safetext": true}
+// jsonindent is one: it formats bytes it is given.
+var pure = map[string]bool{module + "busid": true, module + "cpulist": true, module + "safetext": true, module + "jsonindent": true}
 
 func goList(t *testing.T, format string, pkgs ...string) []string {
 	t.Helper()

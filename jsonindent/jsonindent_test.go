@@ -1,0 +1,71 @@
+package jsonindent
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// encoder is what Marshal must equal: the standard Encoder's output.
+func encoder(t testing.TB, v any, indent string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestMatchesEncoder(t *testing.T) {
+	type peer struct {
+		Peer  int64  `json:"peer"`
+		Chans string `json:"channels,omitempty"`
+	}
+	cases := map[string]any{
+		"scalars":      []any{1, -2.5e10, true, false, nil, "x"},
+		"empty":        map[string]any{"o": map[string]int{}, "a": []int{}, "s": "", "n": nil},
+		"nested":       map[string]any{"a": []any{[]any{}, []any{map[string]any{}}, []any{[]int{1}}}, "b": map[string]any{"c": map[string]any{"d": 1}}},
+		"escapes":      []string{`quote " and \ backslash`, "a,b:c{d}[e]", "<html>&", "tab\tnl\nNUL\x00", "\u2028 ✓ \xff"},
+		"struct":       []peer{{Peer: 1, Chans: "0-7,16"}, {Peer: 2}},
+		"top string":   `{"not": "an object"}`,
+		"deep":         [][][][]int{{{{1, 2}, {}}}},
+		"keys escaped": map[string]int{`k"ey`: 1, `a\b`: 2, "": 3},
+	}
+	for name, v := range cases {
+		for _, ind := range []string{"  ", "\t", ""} {
+			got, err := Marshal(v, ind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := encoder(t, v, ind); !bytes.Equal(got, want) {
+				t.Errorf("%s, indent %q:\ngot  %q\nwant %q", name, ind, got, want)
+			}
+		}
+	}
+}
+
+// FuzzAppend: for any valid JSON, Append over its compact form equals
+// json.Indent's output; for any input at all it returns without a panic.
+func FuzzAppend(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,{"b":"c\"]"}],"d":{}}`, `"x"`, `[[[]]]`, `{"a":"\\"}`, `]]}`, `"unterminated\`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		got := Append(nil, src, "  ")
+		if !json.Valid(src) {
+			return
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, src); err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact.Bytes(), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got = Append(nil, compact.Bytes(), "  "); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("Append(%q):\ngot  %q\nwant %q", compact.Bytes(), got, want.Bytes())
+		}
+	})
+}
