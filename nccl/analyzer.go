@@ -22,6 +22,9 @@ const DefaultMaxLineBytes = 64 << 10
 // RSS of `gpuprobe nccl analyze` at 68 MB. 32 MiB keeps it under 50 MB.
 const HeapSoftLimit = 32 << 20
 
+// tcacheBits sizes the analyzer's cache of threads by envelope hash.
+const tcacheBits = 12
+
 // LimitHeap sets HeapSoftLimit for a process that runs only the analyzer,
 // unless the user chose a limit with GOMEMLIMIT.
 func LimitHeap() {
@@ -48,7 +51,7 @@ type Analyzer struct {
 
 	seen    dedupe
 	threads map[string]*thread
-	tcache  [1 << 12]struct {
+	tcache  [1 << tcacheBits]struct {
 		h  uint64
 		th *thread
 	}
@@ -310,7 +313,7 @@ func (a *Analyzer) record(r *rawRecord) {
 	if kind == KindConnection && th != nil && th.comm != nil {
 		salt = th.comm.ptr
 	}
-	if a.seen.dup(r.key, salt) {
+	if a.seen.dupHash(keyHash(r), salt) {
 		a.stats.Duplicates++
 		return
 	}
@@ -375,22 +378,25 @@ func (a *Analyzer) noteEnvelope(r *rawRecord, th *thread) {
 	}
 }
 
-// threadHashed is thread with the envelope's hash at hand: a small
-// direct-mapped cache in front of the map, since a log's records come
-// from a few thousand envelopes at most and the map costs a hash of the
-// envelope per record.
+// threadHashed is thread with the envelope's hash at hand: a small cache
+// in front of the map, since a log's records come from a few thousand
+// envelopes at most and the map costs a hash of the envelope per record.
+// It has two ways per set: direct-mapped, 12% of a 512-thread log's
+// envelopes shared a slot with another one and evicted it on every line.
 func (a *Analyzer) threadHashed(r *rawRecord, h uint64) *thread {
-	slot := &a.tcache[h&uint64(len(a.tcache)-1)]
-	if slot.h == h && slot.th != nil && slot.th.key == string(r.prefix) {
-		return slot.th
+	// The high bits pick the set: hash64 sets the lowest one.
+	set := a.tcache[h>>(64-tcacheBits+1)*2:][:2]
+	for i := range set {
+		if e := &set[i]; e.h == h && e.th != nil && e.th.key == string(r.prefix) {
+			return e.th
+		}
 	}
 	th := a.thread(r)
-	slot.h, slot.th = h, th
+	set[1] = set[0]
+	set[0].h, set[0].th = h, th
 	return th
 }
 
-// thread returns the cache entry for the record's envelope, creating the
-// process on first sight. Records without an envelope have none.
 func (a *Analyzer) thread(r *rawRecord) *thread {
 	if !r.prefixed {
 		return nil

@@ -45,7 +45,10 @@ type connInfo struct {
 	from    int64
 	to      int64 // -1 for CollNet lines, which name no peer
 	dir     connDir
-	tr      transport
+	// marker: the message may hold another "NCCL " (in a bracket or the
+	// transport text), where the general path would see a second record.
+	marker bool
+	tr     transport
 }
 
 // transport is the text after "via", split into what matters.
@@ -58,6 +61,7 @@ type transport struct {
 	gdrPCI bool     // "/GDRDMA(PCI)": GDR through the PCI BAR (2.26+)
 	shared bool     // "/Shared": p2p channels share buffers
 	proxy  bool     // "NET/x/N(proxyRank)": PXN, the send goes through another local GPU's NIC
+	marker bool     // the text holds "NCCL " (a torn line glued another record to it)
 	ncls   netClass // classifyNet(net) for NET and CollNet
 }
 
@@ -114,14 +118,16 @@ func parseConnMemo(m []byte, c *connInfo, memo *trMemo) bool {
 		return false
 	}
 	p += n
-	p = skipBracket(m, p)
+	p, c.marker = skipBracket(m, p)
 	if len(m) >= p+4 && string(m[p:p+4]) == " -> " {
 		p += len(sepArrow)
 		if c.to, n = leadingInt(m[p:]); n == 0 {
 			return false
 		}
 		p += n
-		p = skipBracket(m, p)
+		var spaced bool
+		p, spaced = skipBracket(m, p)
+		c.marker = c.marker || spaced
 	} else if !collnet {
 		return false
 	}
@@ -140,6 +146,7 @@ func parseConnMemo(m []byte, c *connInfo, memo *trMemo) bool {
 		} else {
 			parseTransport(m[p+len(sepVia):], &c.tr)
 		}
+		c.marker = c.marker || c.tr.marker
 	case bytes.Equal(m[p:], sepVia[:len(sepVia)-1]):
 		// A paste broke the line after "via": the ranks are still worth
 		// having, the transport is unknown.
@@ -151,16 +158,21 @@ func parseConnMemo(m []byte, c *connInfo, memo *trMemo) bool {
 }
 
 // skipBracket skips a "[busId]" or "[dev]" right at p. Brackets are a few
-// bytes: a loop beats a call to IndexByte.
-func skipBracket(m []byte, p int) int {
+// bytes: a loop beats a call to IndexByte. It also reports whether the
+// bracket holds a blank: only then can it hold an "NCCL " marker.
+func skipBracket(m []byte, p int) (int, bool) {
+	spaced := false
 	if p < len(m) && m[p] == '[' {
 		for k := 1; k <= 20 && p+k < len(m); k++ {
-			if m[p+k] == ']' {
-				return p + k + 1
+			switch m[p+k] {
+			case ']':
+				return p + k + 1, spaced
+			case ' ':
+				spaced = true
 			}
 		}
 	}
-	return p
+	return p, false
 }
 
 // leadingInt parses the decimal number at the start of b and returns it
@@ -197,8 +209,9 @@ var (
 // "[22/1819]", markdown "**", a wide gap before the next folded record) is
 // cut off first.
 func parseTransport(t []byte, tr *transport) {
+	marker := bytes.Index(t, markNCCL) >= 0
 	t = cutTransportNoise(t)
-	*tr = transport{name: t, netDev: -1}
+	*tr = transport{name: t, netDev: -1, marker: marker}
 	switch {
 	case len(t) >= 4 && string(t[:4]) == "NET/":
 		tr.class = trNET

@@ -126,6 +126,13 @@ func TestFastPathMatches(t *testing.T) {
 		"h:1:1 [0]NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
 		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
 		"h:1:1 [0]XNCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		// Another marker where the connection parse passes over it: in a
+		// bracket, or glued into the transport text by a torn write. The
+		// parse, not a search, must send these to the general path.
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[a NCCL INFO] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[x NCCL WARN] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/readh:2:2 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA:2:2 [1] NCCL INFO Init COMPLETE",
 	} {
 		lines = append(lines, []byte(l))
 	}
@@ -147,6 +154,8 @@ func FuzzFastPath(f *testing.F) {
 		"0: gpu-a000-node00:4242:4300 [3] NCCL INFO Channel 07/0 : 3[3] -> 11[3] [receive] via NET/IB/3/GDRDMA",
 		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read NCCL INFO x",
 		"[pod/a/b] :1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[a NCCL INFO] -> 1[1] via P2P/IPC/read",
+		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/readh:2:2 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via P2P/IPC/read",
 	} {
 		f.Add([]byte(l))
 	}

@@ -168,13 +168,8 @@ func (p *lineParser) line(b []byte, n int64) {
 				}
 			}
 			it := p.next()
-			*it = item{kind: itRecord, line: n, rec: r, cls: cls, known: true, hash: hash64(r.key)}
-			if r.prefixed {
-				it.phash = r.phash
-				if it.phash == 0 {
-					it.phash = hash64(r.prefix)
-				}
-			}
+			*it = item{kind: itRecord, line: n, rec: r, cls: cls, known: true}
+			it.hashes()
 			if cls == KindConnection {
 				it.conn = p.ev.conn
 			}
@@ -194,6 +189,18 @@ func (p *lineParser) passEnvelope(b []byte, r *rawRecord, n int64) {
 			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, known: true, phash: hash64(r.prefix)})
 		}
 	}
+}
+
+// hashes sets the item's envelope hash and key hash from its record.
+func (it *item) hashes() {
+	r := &it.rec
+	if r.prefixed {
+		if r.phash == 0 {
+			r.phash = hash64(r.prefix)
+		}
+		it.phash = r.phash
+	}
+	it.hash = keyHash(r)
 }
 
 func (p *lineParser) emit(it item) { *p.next() = it }
@@ -290,12 +297,15 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 		return false, i
 	}
 	m := trimRightBlank(b[i+info:])
-	if bytes.Index(m[1:], markNCCL) >= 0 || endsWithVia(m) {
+	if endsWithVia(m) {
 		return false, i
 	}
 	it := p.next()
 	*it = item{kind: itRecord, line: n, cls: KindConnection, known: true}
-	if !parseConnMemo(m, &it.conn, p.ev.trMemo) {
+	// The parse tells where another "NCCL " could be, which spares a
+	// search over the message: the fixed words and the numbers it read
+	// cannot hold one.
+	if !parseConnMemo(m, &it.conn, p.ev.trMemo) || it.conn.marker {
 		p.out.items = p.out.items[:len(p.out.items)-1]
 		return false, i
 	}
@@ -311,13 +321,7 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	}
 	r.msg = m
 	r.key = b[r.start : i+info+len(m)]
-	it.hash = hash64(r.key)
-	if r.prefixed {
-		it.phash = r.phash
-		if it.phash == 0 {
-			it.phash = hash64(r.prefix)
-		}
-	}
+	it.hashes()
 	p.out.records++
 	return true, i
 }
