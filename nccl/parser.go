@@ -75,8 +75,12 @@ type lineParser struct {
 	seen    []uint32
 	out     *batch
 	// mpred is where the marker was on the last line that began with the
-	// same 8 bytes (predictMarker); 0: unknown.
-	mpred [1 << mpredBits]uint8
+	// same 8 bytes (predictMarker; q 0: unknown), and the envelope memo's
+	// entry for the text before it, which may since hold another text.
+	mpred [1 << mpredBits]struct {
+		q uint8
+		e *envMemoEntry
+	}
 	// slowOnly turns fastConn off (tests compare the two paths).
 	slowOnly bool
 }
@@ -344,14 +348,21 @@ func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
 	// Only for the lines fastConn takes: for any other the general path
 	// reads the envelope itself, and a memo look here would be a second.
 	const conn = len("NCCL INFO Channel ")
-	if q := int(*slot); q > 0 && q+conn <= len(b) && string(b[q:q+conn]) == "NCCL INFO Channel " {
-		if e := p.sc.envMemo.set(b[:q]).find(b[:q], false); e != nil && e.flags&envNoMarker != 0 {
+	if q := int(slot.q); q > 0 && q+conn <= len(b) && string(b[q:q+conn]) == "NCCL INFO Channel " {
+		// The entry the slot remembers first: it spares hashing the text
+		// to find its set. The compare decides either way.
+		e := slot.e
+		if e == nil || !e.matches(b[:q], false) {
+			e = p.sc.envMemo.set(b[:q]).find(b[:q], false)
+			slot.e = e
+		}
+		if e != nil && e.flags&envNoMarker != 0 {
 			return q, e
 		}
 	}
 	i := bytes.Index(b, markNCCL)
-	if i > 0 && i <= envMemoText && *slot != uint8(i) {
-		*slot = uint8(i)
+	if i > 0 && i <= envMemoText && slot.q != uint8(i) {
+		slot.q, slot.e = uint8(i), nil
 	}
 	return i, nil
 }
