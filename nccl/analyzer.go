@@ -149,14 +149,21 @@ func (a *Analyzer) Feed(line []byte) {
 func (a *Analyzer) merge(src int32, b *batch) {
 	base := a.lines[src]
 	var sink uint64
+	for i := range b.conns {
+		sink += a.seen.touch(b.conns[i].hash)
+	}
 	for i := range b.items {
 		if it := &b.items[i]; it.known && it.cls != KindOther {
 			sink += a.seen.touch(it.hash)
 		}
 	}
 	a.sink = sink
+	c := 0 // b.conns[:c] are merged
 	for i := range b.items {
 		it := &b.items[i]
+		for ; c < int(it.conns); c++ {
+			a.mergeConn(src, base, &b.conns[c])
+		}
 		a.cur = loc{src: src, line: base + it.line}
 		if d := a.dangling; d != nil && !a.next(d.at, it.kind) {
 			a.flushDangling()
@@ -179,6 +186,9 @@ func (a *Analyzer) merge(src int32, b *batch) {
 		case itPlain:
 			a.plainLine(it.text)
 		}
+	}
+	for ; c < len(b.conns); c++ {
+		a.mergeConn(src, base, &b.conns[c])
 	}
 	a.lines[src] += b.lines
 	a.stats.Lines += b.lines
@@ -358,6 +368,33 @@ func (a *Analyzer) recordItem(it *item) {
 	a.apply(kind, r, th, a.procOf(th))
 }
 
+// mergeConn is recordItem for a connItem: a connection record with an
+// envelope.
+func (a *Analyzer) mergeConn(src int32, base int64, c *connItem) {
+	a.cur = loc{src: src, line: base + c.line}
+	if a.dangling != nil {
+		a.flushDangling() // only a fragment or plain line completes it
+	}
+	th := a.cachedThread(c.prefix(), c.phash)
+	if th == nil {
+		r := c.record()
+		th = a.thread(&r)
+		a.cacheThread(c.phash, th)
+	}
+	if th.gluedOnly && !c.glued {
+		th.gluedOnly, th.proc.gluedOnly = false, false
+	}
+	var salt uint64
+	if th.comm != nil {
+		salt = th.comm.ptr
+	}
+	if a.seen.dupHash(c.hash, salt) {
+		a.stats.Duplicates++
+		return
+	}
+	a.applyConn(th.proc, th, &c.conn, a.cur, c.msg())
+}
+
 // procOf is the process of a record's thread; records without an
 // envelope belong to the pseudo-process.
 func (a *Analyzer) procOf(th *thread) *process {
@@ -384,17 +421,33 @@ func (a *Analyzer) noteEnvelope(r *rawRecord, th *thread) {
 // It has two ways per set: direct-mapped, 12% of a 512-thread log's
 // envelopes shared a slot with another one and evicted it on every line.
 func (a *Analyzer) threadHashed(r *rawRecord, h uint64) *thread {
+	if th := a.cachedThread(r.prefix, h); th != nil {
+		return th
+	}
+	th := a.thread(r)
+	a.cacheThread(h, th)
+	return th
+}
+
+// cachedThread is the cache's thread for an envelope prefix whose hash64
+// is h, or nil.
+func (a *Analyzer) cachedThread(prefix []byte, h uint64) *thread {
 	// The high bits pick the set: hash64 sets the lowest one.
 	set := a.tcache[h>>(64-tcacheBits+1)*2:][:2]
 	for i := range set {
-		if e := &set[i]; e.h == h && e.th != nil && e.th.key == string(r.prefix) {
+		if e := &set[i]; e.h == h && e.th != nil && e.th.key == string(prefix) {
 			return e.th
 		}
 	}
-	th := a.thread(r)
+	return nil
+}
+
+// cacheThread puts th in the cache for hash h; the set's older way falls
+// out.
+func (a *Analyzer) cacheThread(h uint64, th *thread) {
+	set := a.tcache[h>>(64-tcacheBits+1)*2:][:2]
 	set[1] = set[0]
 	set[0].h, set[0].th = h, th
-	return th
 }
 
 func (a *Analyzer) thread(r *rawRecord) *thread {

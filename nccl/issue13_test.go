@@ -50,6 +50,24 @@ func TestGluedHostAloneIsNotANode(t *testing.T) {
 	}
 }
 
+// A host glued to other text on a connection line of its own (the parser's
+// connItem path) is glued-only until the same thread prints a line where
+// it stands alone.
+func TestGluedConnectionHost(t *testing.T) {
+	head := []string{
+		"a:1:1 [0] NCCL INFO Using network Socket",
+		"x/b:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/IPC/read",
+	}
+	v := analyzeString(t, lines(head...))
+	if !strings.Contains(v.Missing, "glued") {
+		t.Errorf("b seen only glued: missing %q, processes %+v", v.Missing, v.Processes)
+	}
+	v = analyzeString(t, lines(append(head, "b:2:2 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via P2P/IPC/read")...))
+	if strings.Contains(v.Missing, "glued") || v.Hosts != 2 {
+		t.Errorf("b seen alone too: hosts %d, missing %q", v.Hosts, v.Missing)
+	}
+}
+
 // Every record from one host, but a tree with two children: more than one
 // node. Before: "none".
 func TestTreesShowAnotherNode(t *testing.T) {
