@@ -218,8 +218,16 @@ func (a *Analyzer) applyConn(p *process, th *thread, c *connInfo, at loc, msg []
 			a.conns.first[cl][g] = evidence{at: at, text: clip(string(msg), 200)}
 		}
 		a.conns.countName(c.tr.net)
-		p.see(cl, strengthDecided, at, msg)
-		if cl == netOther || cl == netFastSocket {
+		// The process's evidence for cl is decided after its first such
+		// line and never weakens: the thread remembers that, so that the
+		// common line does not load the process (a cache miss per line).
+		if th == nil || th.decided&(1<<cl) == 0 {
+			p.see(cl, strengthDecided, at, msg)
+			if th != nil {
+				th.decided |= 1 << cl
+			}
+		}
+		if (cl == netOther || cl == netFastSocket) && p.netName != string(c.tr.net) {
 			p.netName = string(c.tr.net)
 		}
 	} else if c.tr.class == trP2P || c.tr.class == trSHM {

@@ -87,6 +87,8 @@ type thread struct {
 	// gluedOnly is false once proc.gluedOnly is: the merger reads it here,
 	// in the entry it has just compared, instead of in the process.
 	gluedOnly bool
+	// decided: bit c is set once proc.net[c] has strengthDecided.
+	decided uint8
 }
 
 type commInst struct {
