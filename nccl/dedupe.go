@@ -50,8 +50,14 @@ func keyHash(r *rawRecord) uint64 {
 	if ph == 0 {
 		ph = hash64(r.prefix)
 	}
+	return keyHashParts(ph, r.key[len(r.prefix):])
+}
+
+// keyHashParts is keyHash of a key made of a prefix whose hash64 is ph and
+// the rest.
+func keyHashParts(ph uint64, rest []byte) uint64 {
 	const m1, m2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
-	return mix(ph^m1, hash64(r.key[len(r.prefix):])^m2) | 1
+	return mix(ph^m1, hash64(rest)^m2) | 1
 }
 
 // dupHash is dup for a key whose hash the caller has (hash64, or keyHash

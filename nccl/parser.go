@@ -97,6 +97,29 @@ func (c *connItem) set(r *rawRecord, n int64) bool {
 	return true
 }
 
+// setEntry is set for a line whose envelope is the memo entry e, straight
+// from the entry's offsets: the common line builds no record. end is where
+// the message ends in b. It reports false where set would.
+func (c *connItem) setEntry(e *envMemoEntry, b []byte, end int, n int64) bool {
+	// prefix, host and pid are b[lo:hi] for an entry's [lo, hi, 1].
+	if e.flags&envPrefixed == 0 || e.prefix[2] == 0 || e.prefix[0] != e.start || e.tag[2] != 0 ||
+		e.host[2] == 0 || e.pid[2] == 0 || e.host[0] < e.start || e.pid[0] < e.start ||
+		int(e.prefix[1])+len(infoMark) > end {
+		return false
+	}
+	key := b[e.start:end]
+	plen := e.prefix[1] - e.prefix[0]
+	if string(key[plen:int(plen)+len(infoMark)]) != infoMark {
+		return false
+	}
+	c.line, c.key, c.start, c.plen, c.glued = n, key, int32(e.start), plen, e.flags&envGlued != 0
+	c.hostLo, c.hostHi = e.host[0]-e.start, e.host[1]-e.start
+	c.pidLo, c.pidHi = e.pid[0]-e.start, e.pid[1]-e.start
+	c.phash = e.phash
+	c.hash = keyHashParts(e.phash, key[plen:])
+	return true
+}
+
 // record is the connItem's record as the general path reads it.
 func (c *connItem) record() rawRecord {
 	marker := int(c.start) + int(c.plen) + 1
@@ -394,6 +417,10 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	if !parseConnMemo(m, &c.conn, p.ev.trMemo) || c.conn.marker {
 		p.out.conns = p.out.conns[:len(p.out.conns)-1]
 		return false, i
+	}
+	if e != nil && c.setEntry(e, b, i+info+len(m), n) {
+		p.out.records++
+		return true, i
 	}
 	// Field by field: a composite literal was built aside and copied, and
 	// the copy stalled on store forwarding (31% of fastConn's samples).
