@@ -1,32 +1,30 @@
 // Package jsonindent writes JSON indented as encoding/json's Encoder does
-// with SetIndent("", indent), in one pass over json.Marshal's compact
-// output. The Encoder marshals compactly too and then re-reads the result
-// with its validating scanner to indent it; for the NCCL analyzer's
-// largest verdicts (3 MB, a peer table per rank) that second pass and the
-// buffer it grows took 80% of the time spent writing, on one core, after
-// the log was read (BenchmarkMarshal).
+// with SetIndent("", indent), in one pass over the compact output of an
+// Encoder without indentation. The Encoder indents by re-reading its
+// compact output with its validating scanner into a second buffer that
+// grows as it goes; for the NCCL analyzer's largest verdicts (3 MB, a peer
+// table per rank), written on one core after the log is read, that second
+// pass and the fresh memory it touched were most of the time spent
+// writing (BenchmarkWriteJSON in check/ncclverdict).
 package jsonindent
 
 import (
-	"bytes"
 	"encoding/json"
+	"io"
 )
 
-// Marshal returns v as json.Marshal would, indented by indent per level
-// with a trailing newline: the bytes json.Encoder with SetIndent("",
-// indent) writes (TestMatchesEncoder, FuzzAppend). An empty indent, as for
-// the Encoder, means no indentation.
-func Marshal(v any, indent string) ([]byte, error) {
-	compact, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
+// Encode writes v to w as json.Encoder with SetIndent("", indent) does:
+// the same bytes (TestMatchesEncoder), streamed through a small buffer. An
+// empty indent, as for the Encoder, means no indentation.
+func Encode(w io.Writer, v any, indent string) error {
 	if indent == "" {
-		return append(compact, '\n'), nil
+		return json.NewEncoder(w).Encode(v)
 	}
-	// Indentation adds about one byte in two to a deep document.
-	out := Append(make([]byte, 0, len(compact)*2+1), compact, indent)
-	return append(out, '\n'), nil
+	iw := NewWriter(w, indent)
+	if err := json.NewEncoder(iw).Encode(v); err != nil {
+		return err
+	}
+	return iw.Flush()
 }
 
 // Append appends src, which must be compact JSON as json.Marshal or
@@ -34,53 +32,140 @@ func Marshal(v any, indent string) ([]byte, error) {
 // returns the extended slice. It does not validate src: any other input
 // gives some output, never a panic.
 func Append(dst, src []byte, indent string) []byte {
-	// Every line break is one copy out of nl: a newline and the indent of
-	// up to 16 levels; deeper ones (rare) are built on it.
+	s := newState(indent)
+	return s.append(dst, src)
+}
+
+// Writer indents the compact JSON written to it and writes the result to
+// the underlying writer in pieces of about flushAt bytes. Writes may split
+// the document anywhere, inside strings and escapes included.
+type Writer struct {
+	w   io.Writer
+	s   state
+	buf []byte
+	err error
+}
+
+const flushAt = 64 << 10
+
+// NewWriter returns a Writer that indents by indent per level.
+func NewWriter(w io.Writer, indent string) *Writer {
+	return &Writer{w: w, s: newState(indent), buf: make([]byte, 0, flushAt+flushAt/2)}
+}
+
+// Write indents p. It reports len(p) unless the underlying writer failed.
+func (x *Writer) Write(p []byte) (int, error) {
+	if x.err != nil {
+		return 0, x.err
+	}
+	n := len(p)
+	for len(p) > 0 && x.err == nil {
+		// Pieces of flushAt/4 bytes grow by at most 2+depth*len(indent)
+		// per byte in the worst case; the buffer is flushed in between.
+		k := min(len(p), flushAt/4)
+		x.buf = x.s.append(x.buf, p[:k])
+		p = p[k:]
+		if len(x.buf) >= flushAt {
+			x.flush()
+		}
+	}
+	if x.err != nil {
+		return 0, x.err
+	}
+	return n, nil
+}
+
+// Flush writes what is buffered.
+func (x *Writer) Flush() error {
+	if x.err == nil && len(x.buf) > 0 {
+		x.flush()
+	}
+	return x.err
+}
+
+func (x *Writer) flush() {
+	_, x.err = x.w.Write(x.buf)
+	x.buf = x.buf[:0]
+}
+
+// state is where the indenter is in a document: it carries over from one
+// piece of input to the next.
+type state struct {
+	indent string
+	nl     []byte // a newline and the indent of up to 16 levels
+	depth  int
+	open   bool // the last byte opened an object or array
+	str    bool // inside a string
+	esc    bool // inside a string, right after a backslash
+}
+
+func newState(indent string) state {
 	nl := make([]byte, 0, 1+16*len(indent))
 	nl = append(nl, '\n')
 	for range 16 {
 		nl = append(nl, indent...)
 	}
-	newline := func(dst []byte, depth int) []byte {
-		if depth <= 16 {
-			return append(dst, nl[:1+depth*len(indent)]...)
-		}
-		dst = append(dst, nl...)
-		for range depth - 16 {
-			dst = append(dst, indent...)
-		}
-		return dst
+	return state{indent: indent, nl: nl}
+}
+
+// newline appends a line break and the indent of the current depth: one
+// copy out of nl, deeper levels (rare) built on it.
+func (s *state) newline(dst []byte) []byte {
+	if s.depth <= 16 {
+		return append(dst, s.nl[:1+s.depth*len(s.indent)]...)
 	}
-	depth := 0
-	open := false // the last byte copied opened an object or array
+	dst = append(dst, s.nl...)
+	for range s.depth - 16 {
+		dst = append(dst, s.indent...)
+	}
+	return dst
+}
+
+func (s *state) append(dst, src []byte) []byte {
 	for i := 0; i < len(src); {
+		if s.str {
+			j := i
+			for ; j < len(src); j++ {
+				c := src[j]
+				if s.esc {
+					s.esc = false
+				} else if c == '\\' {
+					s.esc = true
+				} else if c == '"' {
+					s.str = false
+					j++
+					break
+				}
+			}
+			dst = append(dst, src[i:j]...)
+			i = j
+			continue
+		}
 		c := src[i]
-		if open {
-			open = false
+		if s.open {
+			s.open = false
 			if c == '}' || c == ']' {
 				dst = append(dst, c) // empty: "{}", "[]" as the Encoder writes them
 				i++
 				continue
 			}
-			depth++
-			dst = newline(dst, depth)
+			s.depth++
+			dst = s.newline(dst)
 		}
 		switch c {
 		case '"':
-			j := stringEnd(src, i)
-			dst = append(dst, src[i:j]...)
-			i = j
-			continue
+			dst = append(dst, c)
+			s.str = true
 		case '{', '[':
 			dst = append(dst, c)
-			open = true
+			s.open = true
 		case '}', ']':
-			depth = max(depth-1, 0)
-			dst = newline(dst, depth)
+			s.depth = max(s.depth-1, 0)
+			dst = s.newline(dst)
 			dst = append(dst, c)
 		case ',':
 			dst = append(dst, c)
-			dst = newline(dst, depth)
+			dst = s.newline(dst)
 		case ':':
 			dst = append(dst, c, ' ')
 		default: // a number, true, false, null: up to the next structural byte
@@ -98,26 +183,3 @@ func Append(dst, src []byte, indent string) []byte {
 }
 
 var structural = [256]bool{'"': true, '{': true, '[': true, '}': true, ']': true, ',': true, ':': true}
-
-// stringEnd returns the index just past the string that starts with the
-// quote at src[i], or len(src) when it does not end.
-func stringEnd(src []byte, i int) int {
-	for j := i + 1; j < len(src); {
-		k := bytes.IndexByte(src[j:], '"')
-		if k < 0 {
-			break
-		}
-		q := j + k
-		// The quote ends the string unless an odd number of backslashes
-		// escapes it.
-		n := 0
-		for q-1-n > i && src[q-1-n] == '\\' {
-			n++
-		}
-		if n%2 == 0 {
-			return q + 1
-		}
-		j = q + 1
-	}
-	return len(src)
-}

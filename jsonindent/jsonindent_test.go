@@ -3,6 +3,7 @@ package jsonindent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 )
 
@@ -34,12 +35,12 @@ func TestMatchesEncoder(t *testing.T) {
 	}
 	for name, v := range cases {
 		for _, ind := range []string{"  ", "\t", ""} {
-			got, err := Marshal(v, ind)
-			if err != nil {
+			var got bytes.Buffer
+			if err := Encode(&got, v, ind); err != nil {
 				t.Fatal(err)
 			}
-			if want := encoder(t, v, ind); !bytes.Equal(got, want) {
-				t.Errorf("%s, indent %q:\ngot  %q\nwant %q", name, ind, got, want)
+			if want := encoder(t, v, ind); !bytes.Equal(got.Bytes(), want) {
+				t.Errorf("%s, indent %q:\ngot  %q\nwant %q", name, ind, got.Bytes(), want)
 			}
 		}
 	}
@@ -69,3 +70,42 @@ func FuzzAppend(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWriterSplits: the Writer gives Append's output however the input is
+// cut into writes (a cut may fall inside a string or an escape), and an
+// underlying writer that fails is reported.
+func FuzzWriterSplits(f *testing.F) {
+	f.Add([]byte(`{"a":"x\\\"y","b":[1,{"c":[]}],"d":{}}`), uint8(3))
+	f.Add([]byte(`["\\","\"",{}]`), uint8(1))
+	f.Fuzz(func(t *testing.T, src []byte, step uint8) {
+		want := Append(nil, src, "  ")
+		var got bytes.Buffer
+		w := NewWriter(&got, "  ")
+		for rest, k := src, max(int(step), 1); len(rest) > 0; {
+			n := min(k, len(rest))
+			if m, err := w.Write(rest[:n]); m != n || err != nil {
+				t.Fatalf("Write = %d, %v", m, err)
+			}
+			rest = rest[n:]
+			k = k*7%97 + 1 // uneven pieces
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Fatalf("split by %d:\ngot  %q\nwant %q", step, got.Bytes(), want)
+		}
+	})
+}
+
+// TestWriterError: the underlying writer's error comes back from Encode.
+func TestWriterError(t *testing.T) {
+	big := make([]int, 100000)
+	if err := Encode(failWriter{}, big, "  "); err == nil || err.Error() != "disk full" {
+		t.Fatalf("Encode to a failing writer: %v", err)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
