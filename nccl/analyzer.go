@@ -450,6 +450,8 @@ func (a *Analyzer) cacheThread(h uint64, th *thread) {
 	set[0].h, set[0].th = h, th
 }
 
+// thread returns the cache entry for the record's envelope, creating the
+// process on first sight. Records without an envelope have none.
 func (a *Analyzer) thread(r *rawRecord) *thread {
 	if !r.prefixed {
 		return nil

@@ -304,26 +304,23 @@ func (p *lineParser) emit(it item) {
 }
 
 // next appends an item to the batch and returns it, for the caller to fill
-// in place (an item is a few hundred bytes: copying it twice shows).
-func (p *lineParser) next() *item {
-	b := p.out
-	if len(b.items) == cap(b.items) {
-		b.items = append(b.items, item{})
-	} else {
-		b.items = b.items[:len(b.items)+1]
-	}
-	return &b.items[len(b.items)-1]
-}
+// in place.
+func (p *lineParser) next() *item { return extend(&p.out.items) }
 
 // nextConn appends a connItem to the batch and returns it.
-func (p *lineParser) nextConn() *connItem {
-	b := p.out
-	if len(b.conns) == cap(b.conns) {
-		b.conns = append(b.conns, connItem{})
+func (p *lineParser) nextConn() *connItem { return extend(&p.out.conns) }
+
+// extend appends an element to *s, reusing the capacity a reset batch
+// kept, and returns it (an item is a few hundred bytes: building it aside
+// and copying it in shows).
+func extend[T any](s *[]T) *T {
+	if len(*s) == cap(*s) {
+		var zero T
+		*s = append(*s, zero)
 	} else {
-		b.conns = b.conns[:len(b.conns)+1]
+		*s = (*s)[:len(*s)+1]
 	}
-	return &b.conns[len(b.conns)-1]
+	return &(*s)[len(*s)-1]
 }
 
 // plain passes on a line without records if it could complete a torn
