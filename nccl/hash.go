@@ -11,26 +11,40 @@ import (
 // evict differently each time. A collision costs at most one record
 // wrongly taken for a duplicate; it cannot crash or grow anything.
 func hash64(b []byte) uint64 {
-	const m1, m2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
-	h := uint64(len(b))*m1 ^ m2
-	// 16 bytes per multiply: records are ~100 bytes and every kept one
-	// is hashed.
-	for len(b) >= 16 {
-		h = mix(binary.LittleEndian.Uint64(b)^m1^h, binary.LittleEndian.Uint64(b[8:])^m2)
-		b = b[16:]
-	}
-	if len(b) >= 8 {
-		h = mix(h^binary.LittleEndian.Uint64(b), m2)
-		b = b[8:]
-	}
-	if len(b) > 0 {
+	const m1, m2, m3 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db, 0x8ebc6af09c88c6e3
+	le := binary.LittleEndian
+	n := len(b)
+	switch {
+	case n >= 16:
+		// Two lanes of 16 bytes per step, so that two multiplies run at
+		// once, and the last 16 bytes read in one go, overlapping what the
+		// lanes took: a record's key (~60 bytes) costs three steps, where
+		// one lane and a byte loop for the tail cost five and up to 7
+		// loads (BenchmarkHash64: 0.57 -> 0.32 ms per 36,000 keys).
+		h1 := uint64(n)*m1 ^ m2
+		h2 := uint64(n)*m3 ^ m1
+		p := b
+		for len(p) > 32 {
+			h1 = mix(le.Uint64(p)^m1^h1, le.Uint64(p[8:])^m2)
+			h2 = mix(le.Uint64(p[16:])^m3^h2, le.Uint64(p[24:])^m1)
+			p = p[32:]
+		}
+		if len(p) > 16 {
+			h1 = mix(le.Uint64(p)^m1^h1, le.Uint64(p[8:])^m2)
+		}
+		h2 = mix(le.Uint64(b[n-16:])^m3^h2, le.Uint64(b[n-8:])^m1)
+		return mix(h1^m2, h2^m3) | 1 // never 0, which marks an empty slot
+	case n >= 8:
+		h := mix(le.Uint64(b)^m1^uint64(n)*m2, le.Uint64(b[n-8:])^m3)
+		return mix(h, m1) | 1
+	default:
 		var t uint64
 		for i, c := range b {
 			t |= uint64(c) << (8 * uint(i))
 		}
-		h = mix(h^t, m1)
+		h := mix(t^m1^uint64(n)*m2, m3)
+		return mix(h, m1) | 1
 	}
-	return mix(h, m1) | 1 // never 0, which marks an empty slot
 }
 
 func mix(a, b uint64) uint64 {
