@@ -55,3 +55,22 @@ func BenchmarkMerge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseConnMemo times the connection parse with its transport
+// memo on the messages of 4 MiB of the init shape, per line.
+func BenchmarkParseConnMemo(b *testing.B) {
+	var msgs [][]byte
+	for _, k := range benchKeys(b) {
+		if m := k[len(infoMark):]; len(m) > 8 && string(m[:8]) == "Channel " {
+			msgs = append(msgs, m)
+		}
+	}
+	cs := make([]connItem, 256)
+	memo := new(trMemo)
+	for b.Loop() {
+		for i, m := range msgs {
+			parseConnMemo(m, &cs[i&255].conn, memo)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/line")
+}

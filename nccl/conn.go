@@ -99,7 +99,9 @@ func parseConnMemo(m []byte, c *connInfo, memo *trMemo) bool {
 		return false
 	}
 	var n int
-	*c = connInfo{connIdx: -1, to: -1}
+	// Field by field, not "*c = connInfo{...}": every path that reports
+	// true sets the transport whole, and zeroing 112 bytes first showed.
+	c.connIdx, c.to, c.dir, c.marker = -1, -1, dirNone, false
 	if c.channel, n = leadingInt(m[p:]); n == 0 {
 		return false
 	}
@@ -141,12 +143,16 @@ func parseConnMemo(m []byte, c *connInfo, memo *trMemo) bool {
 	}
 	switch {
 	case len(m) >= p+5 && string(m[p:p+5]) == " via ":
+		// The marker flag comes back as a value: read from c.tr right
+		// after the memo copied the transport there, it stalled on store
+		// forwarding.
+		var marker bool
 		if memo != nil {
-			memo.parse(m[p+len(sepVia):], &c.tr)
+			marker = memo.parse(m[p+len(sepVia):], &c.tr)
 		} else {
-			parseTransport(m[p+len(sepVia):], &c.tr)
+			marker = parseTransport(m[p+len(sepVia):], &c.tr)
 		}
-		c.marker = c.marker || c.tr.marker
+		c.marker = c.marker || marker
 	case bytes.Equal(m[p:], sepVia[:len(sepVia)-1]):
 		// A paste broke the line after "via": the ranks are still worth
 		// having, the transport is unknown.
@@ -208,7 +214,9 @@ var (
 // "P2P/direct pointer/read"); what a paste appended after it (a tmux
 // "[22/1819]", markdown "**", a wide gap before the next folded record) is
 // cut off first.
-func parseTransport(t []byte, tr *transport) {
+//
+// It returns tr.marker.
+func parseTransport(t []byte, tr *transport) bool {
 	marker := bytes.Index(t, markNCCL) >= 0
 	t = cutTransportNoise(t)
 	*tr = transport{name: t, netDev: -1, marker: marker}
@@ -226,6 +234,7 @@ func parseTransport(t []byte, tr *transport) {
 	case bytes.HasPrefix(t, trSHMp), bytes.HasPrefix(t, trSHMold):
 		tr.class = trSHM
 	}
+	return marker
 }
 
 func cutTransportNoise(t []byte) []byte {
@@ -325,10 +334,10 @@ type trMemoEntry struct {
 	hasNet         bool
 }
 
-func (mm *trMemo) parse(t []byte, tr *transport) {
+// parse is parseTransport through the memo; it returns tr.marker.
+func (mm *trMemo) parse(t []byte, tr *transport) bool {
 	if len(t) == 0 || len(t) > trMemoText {
-		parseTransport(t, tr)
-		return
+		return parseTransport(t, tr)
 	}
 	// The slot: length and the last bytes (the device digit and the flags
 	// differ between a log's transports; the start is "NET/" or "P2P/").
@@ -341,9 +350,9 @@ func (mm *trMemo) parse(t []byte, tr *transport) {
 		if e.hasNet {
 			tr.net = t[e.netLo:e.netHi]
 		}
-		return
+		return e.tr.marker
 	}
-	parseTransport(t, tr)
+	marker := parseTransport(t, tr)
 	// Offsets of the slices into t (both are subslices of t).
 	off := func(s []byte) (uint8, uint8, bool) {
 		if s == nil {
@@ -359,9 +368,10 @@ func (mm *trMemo) parse(t []byte, tr *transport) {
 	netLo, netHi, okNet := off(tr.net)
 	if !okName || tr.net != nil && !okNet {
 		e.n = 0
-		return
+		return marker
 	}
 	*e = trMemoEntry{n: uint8(n), tr: *tr, nameLo: nameLo, nameHi: nameHi, netLo: netLo, netHi: netHi, hasNet: tr.net != nil}
 	copy(e.text[:], t)
 	e.tr.name, e.tr.net = nil, nil
+	return marker
 }
