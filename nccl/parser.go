@@ -176,7 +176,7 @@ type lineParser struct {
 	slowOnly bool
 }
 
-const mpredBits = 10
+const mpredBits = 12
 
 func newLineParser(maxLine int) *lineParser {
 	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets),
