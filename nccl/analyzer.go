@@ -55,6 +55,12 @@ type Analyzer struct {
 		h  uint64
 		th *thread
 	}
+	// tokens finds a connItem's thread by its envelope token: no hash to
+	// compare, no bytes of the line to fetch from the parser's core.
+	tokens [1 << tcacheBits]struct {
+		token uint64
+		th    *thread
+	}
 	procs        map[string]*process
 	order        []*process // processes in order of appearance
 	pseudo       *process   // records without an envelope
@@ -375,11 +381,17 @@ func (a *Analyzer) mergeConn(src int32, base int64, c *connItem) {
 	if a.dangling != nil {
 		a.flushDangling() // only a fragment or plain line completes it
 	}
-	th := a.cachedThread(c.prefix(), c.phash)
-	if th == nil {
-		r := c.record()
-		th = a.thread(&r)
-		a.cacheThread(c.phash, th)
+	tok := &a.tokens[c.token&(1<<tcacheBits-1)]
+	th := tok.th
+	if c.token == 0 || tok.token != c.token || th == nil {
+		if th = a.cachedThread(c.prefix(), c.phash); th == nil {
+			r := c.record()
+			th = a.thread(&r)
+			a.cacheThread(c.phash, th)
+		}
+		if c.token != 0 {
+			tok.token, tok.th = c.token, th
+		}
 	}
 	if th.gluedOnly && !c.glued {
 		th.gluedOnly, th.proc.gluedOnly = false, false
@@ -464,6 +476,7 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 		// communicator a thread announced last.
 		clear(a.threads)
 		clear(a.tcache[:])
+		clear(a.tokens[:])
 	}
 	p := a.process(r)
 	th := &thread{proc: p, key: string(r.prefix), gluedOnly: p.gluedOnly}

@@ -3,6 +3,7 @@ package nccl
 import (
 	"bytes"
 	"encoding/binary"
+	"sync/atomic"
 )
 
 // The envelope is what NCCL prints before a message:
@@ -523,8 +524,15 @@ type envMemoEntry struct {
 	// host, pid, prefix, tag: offsets lo, hi and 1 when the slice is not nil
 	host, pid, prefix, tag [3]uint8
 	phash                  uint64
-	text                   [envMemoText]byte
+	// token names this entry's text among all texts any memo ever held
+	// (envTokens): two lines with one token have the same envelope, so
+	// the merger can find the thread by token without comparing bytes.
+	token uint64
+	text  [envMemoText]byte
 }
+
+// envTokens hands out envelope memo tokens; 0 is none.
+var envTokens atomic.Uint64
 
 const (
 	envPrefixed = 1 << iota
@@ -545,7 +553,7 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 	}
 	parseEnvelope(b, i, warn, r)
 	var ok bool
-	x := envMemoEntry{n: uint8(i), warn: warn, start: uint8(r.start)}
+	x := envMemoEntry{n: uint8(i), warn: warn, start: uint8(r.start), token: envTokens.Add(1)}
 	if x.host, ok = span(b, i, r.host); !ok {
 		return
 	}

@@ -56,6 +56,7 @@ type connItem struct {
 	line   int64
 	hash   uint64 // keyHash
 	phash  uint64 // hash64(prefix)
+	token  uint64 // the envelope memo entry's token; 0: none
 	key    []byte
 	start  int32
 	plen   uint8 // len(prefix)
@@ -92,7 +93,7 @@ func (c *connItem) set(r *rawRecord, n int64) bool {
 	if r.phash == 0 {
 		r.phash = hash64(r.prefix)
 	}
-	c.phash = r.phash
+	c.phash, c.token = r.phash, 0
 	c.hash = keyHash(r)
 	return true
 }
@@ -115,7 +116,7 @@ func (c *connItem) setEntry(e *envMemoEntry, b []byte, end int, n int64) bool {
 	c.line, c.key, c.start, c.plen, c.glued = n, key, int32(e.start), plen, e.flags&envGlued != 0
 	c.hostLo, c.hostHi = e.host[0]-e.start, e.host[1]-e.start
 	c.pidLo, c.pidHi = e.pid[0]-e.start, e.pid[1]-e.start
-	c.phash = e.phash
+	c.phash, c.token = e.phash, e.token
 	c.hash = keyHashParts(e.phash, key[plen:])
 	return true
 }
@@ -349,16 +350,19 @@ func (p *lineParser) firstSight(line []byte, r *rawRecord) bool {
 	}
 	h64 := maphash.Bytes(p.seed, key) // a cache: no need for hash64's determinism
 	h := uint32(h64) | 1              // 0 marks an empty slot
-	b := p.seen[(h64>>32)%seenBuckets*seenWays:][:seenWays]
+	b := (*[seenWays]uint32)(p.seen[(h64>>32)%seenBuckets*seenWays:])
 	for _, x := range b {
 		if x == h {
 			return false
 		}
 	}
-	copy(b[1:], b[:seenWays-1])
-	b[0] = h
+	// By assignment, as in dedupe.dupHash: copy() called memmove.
+	b[3], b[2], b[1], b[0] = b[2], b[1], b[0], h
 	return true
 }
+
+// The shift in firstSight is written out for 4 ways.
+var _ [seenWays - 4]struct{} = [0]struct{}{}
 
 func looksLikeTransport(f []byte) bool {
 	if len(f) < 4 {
