@@ -155,8 +155,8 @@ func (a *Analyzer) Feed(line []byte) {
 func (a *Analyzer) merge(src int32, b *batch) {
 	base := a.lines[src]
 	var sink uint64
-	for i := range b.conns {
-		sink += a.seen.touch(b.conns[i].hash)
+	for _, h := range b.chash {
+		sink += a.seen.touch(h)
 	}
 	for i := range b.items {
 		if it := &b.items[i]; it.known && it.cls != KindOther {
