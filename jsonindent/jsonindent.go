@@ -27,18 +27,11 @@ func Encode(w io.Writer, v any, indent string) error {
 	return iw.Flush()
 }
 
-// Append appends src, which must be compact JSON as json.Marshal or
-// json.Compact produce it, to dst with one value or member per line, and
-// returns the extended slice. It does not validate src: any other input
-// gives some output, never a panic.
-func Append(dst, src []byte, indent string) []byte {
-	s := newState(indent)
-	return s.append(dst, src)
-}
-
-// Writer indents the compact JSON written to it and writes the result to
-// the underlying writer in pieces of about flushAt bytes. Writes may split
-// the document anywhere, inside strings and escapes included.
+// Writer indents the compact JSON written to it (as json.Marshal or
+// json.Compact produce it) and writes the result to the underlying writer
+// in pieces of about flushAt bytes. Writes may split the document
+// anywhere, inside strings and escapes included. It does not validate its
+// input: any other input gives some output, never a panic.
 type Writer struct {
 	w   io.Writer
 	s   state
@@ -60,8 +53,8 @@ func (x *Writer) Write(p []byte) (int, error) {
 	}
 	n := len(p)
 	for len(p) > 0 && x.err == nil {
-		// Pieces of flushAt/4 bytes grow by at most 2+depth*len(indent)
-		// per byte in the worst case; the buffer is flushed in between.
+		// Input in pieces of flushAt/4, flushed between pieces, keeps the
+		// buffer near flushAt unless the nesting is very deep.
 		k := min(len(p), flushAt/4)
 		x.buf = x.s.append(x.buf, p[:k])
 		p = p[k:]

@@ -46,14 +46,27 @@ func TestMatchesEncoder(t *testing.T) {
 	}
 }
 
-// FuzzAppend: for any valid JSON, Append over its compact form equals
+// indentAll is the Writer's output for src written whole.
+func indentAll(t *testing.T, src []byte) []byte {
+	var b bytes.Buffer
+	w := NewWriter(&b, "  ")
+	if _, err := w.Write(src); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// FuzzWriter: for any valid JSON, the Writer over its compact form writes
 // json.Indent's output; for any input at all it returns without a panic.
-func FuzzAppend(f *testing.F) {
+func FuzzWriter(f *testing.F) {
 	for _, s := range []string{`{}`, `[]`, `{"a":[1,{"b":"c\"]"}],"d":{}}`, `"x"`, `[[[]]]`, `{"a":"\\"}`, `]]}`, `"unterminated\`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
-		got := Append(nil, src, "  ")
+		got := indentAll(t, src)
 		if !json.Valid(src) {
 			return
 		}
@@ -65,20 +78,19 @@ func FuzzAppend(f *testing.F) {
 		if err := json.Indent(&want, compact.Bytes(), "", "  "); err != nil {
 			t.Fatal(err)
 		}
-		if got = Append(nil, compact.Bytes(), "  "); !bytes.Equal(got, want.Bytes()) {
-			t.Fatalf("Append(%q):\ngot  %q\nwant %q", compact.Bytes(), got, want.Bytes())
+		if got = indentAll(t, compact.Bytes()); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("indenting %q:\ngot  %q\nwant %q", compact.Bytes(), got, want.Bytes())
 		}
 	})
 }
 
-// FuzzWriterSplits: the Writer gives Append's output however the input is
-// cut into writes (a cut may fall inside a string or an escape), and an
-// underlying writer that fails is reported.
+// FuzzWriterSplits: the Writer writes the same however the input is cut
+// into writes (a cut may fall inside a string or an escape).
 func FuzzWriterSplits(f *testing.F) {
 	f.Add([]byte(`{"a":"x\\\"y","b":[1,{"c":[]}],"d":{}}`), uint8(3))
 	f.Add([]byte(`["\\","\"",{}]`), uint8(1))
 	f.Fuzz(func(t *testing.T, src []byte, step uint8) {
-		want := Append(nil, src, "  ")
+		want := indentAll(t, src)
 		var got bytes.Buffer
 		w := NewWriter(&got, "  ")
 		for rest, k := src, max(int(step), 1); len(rest) > 0; {

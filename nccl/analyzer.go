@@ -51,10 +51,7 @@ type Analyzer struct {
 
 	seen    dedupe
 	threads map[string]*thread
-	tcache  [1 << tcacheBits]struct {
-		h  uint64
-		th *thread
-	}
+	tcache  [1 << tcacheBits]tcacheEntry
 	// tokens finds a connItem's thread by its envelope token: no hash to
 	// compare, no bytes of the line to fetch from the parser's core.
 	tokens [1 << tcacheBits]struct {
@@ -444,8 +441,7 @@ func (a *Analyzer) threadHashed(r *rawRecord, h uint64) *thread {
 // cachedThread is the cache's thread for an envelope prefix whose hash64
 // is h, or nil.
 func (a *Analyzer) cachedThread(prefix []byte, h uint64) *thread {
-	// The high bits pick the set: hash64 sets the lowest one.
-	set := a.tcache[h>>(64-tcacheBits+1)*2:][:2]
+	set := a.tcacheSet(h)
 	for i := range set {
 		if e := &set[i]; e.h == h && e.th != nil && e.th.key == string(prefix) {
 			return e.th
@@ -457,9 +453,20 @@ func (a *Analyzer) cachedThread(prefix []byte, h uint64) *thread {
 // cacheThread puts th in the cache for hash h; the set's older way falls
 // out.
 func (a *Analyzer) cacheThread(h uint64, th *thread) {
-	set := a.tcache[h>>(64-tcacheBits+1)*2:][:2]
+	set := a.tcacheSet(h)
 	set[1] = set[0]
 	set[0].h, set[0].th = h, th
+}
+
+// tcacheSet is the thread cache's set of two for hash h. The high bits
+// pick it: hash64 sets the lowest one.
+func (a *Analyzer) tcacheSet(h uint64) []tcacheEntry {
+	return a.tcache[h>>(64-tcacheBits+1)*2:][:2]
+}
+
+type tcacheEntry struct {
+	h  uint64 // hash64 of the thread's envelope prefix
+	th *thread
 }
 
 // thread returns the cache entry for the record's envelope, creating the
