@@ -17,7 +17,7 @@ const module = "github.com/gpuprobe/gpuprobe/"
 // safetext is one: a check that quotes a user-chosen name (a process's
 // comm) escapes it where it is quoted, not only where it is printed.
 // jsonindent is one: it formats bytes it is given.
-var pure = map[string]bool{module + "busid": true, module + "cpulist": true, module + "safetext": true, module + "jsonindent": true}
+var pure = map[string]bool{module + "internal/busid": true, module + "internal/cpulist": true, module + "internal/safetext": true, module + "internal/jsonindent": true}
 
 func goList(t *testing.T, format string, pkgs ...string) []string {
 	t.Helper()
@@ -102,4 +102,49 @@ func ioPackage(p string) bool {
 		return true
 	}
 	return false
+}
+
+// isSim reports the simulation wing: every package that fakes a driver, a
+// sysfs tree, a job or a log lives under sim/.
+func isSim(p string) bool { return p == module+"sim" || strings.HasPrefix(p, module+"sim/") }
+
+// The simulation wing is wired only in cmd: no collector, check, output or
+// helper imports it, so no production path can branch on "simulated". Tests
+// may build fixtures with it (sim/sysfs lays out a fake sysfs tree the way
+// the kernel does); the product's own code may not.
+func TestSimIsWiredOnlyInCmd(t *testing.T) {
+	lines := goList(t, `{{.ImportPath}}:{{join .Imports ","}}`, module+"...")
+	seen := 0
+	for _, line := range lines {
+		pkg, imps, _ := strings.Cut(line, ":")
+		if isSim(pkg) || strings.HasPrefix(pkg, module+"cmd/") || strings.HasPrefix(pkg, module+"tools/") {
+			continue
+		}
+		seen++
+		for _, imp := range strings.Split(imps, ",") {
+			if isSim(imp) {
+				t.Errorf("%s imports %s: simulation is wired only in cmd", pkg, imp)
+			}
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("only %d non-sim packages listed: the listing is broken", seen)
+	}
+}
+
+// Helpers live under internal/ and import no part of the product: a helper
+// that reached up into a collector or a check would be a part in disguise.
+func TestInternalHelpersAreLeaves(t *testing.T) {
+	lines := goList(t, `{{.ImportPath}}:{{join .Imports ","}}`, module+"internal/...")
+	if len(lines) < 5 {
+		t.Fatalf("only %d helpers listed under internal/", len(lines))
+	}
+	for _, line := range lines {
+		pkg, imps, _ := strings.Cut(line, ":")
+		for _, imp := range strings.Split(imps, ",") {
+			if strings.HasPrefix(imp, module) && !strings.HasPrefix(imp, module+"internal/") {
+				t.Errorf("helper %s imports %s: helpers import only other helpers", pkg, imp)
+			}
+		}
+	}
 }

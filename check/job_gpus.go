@@ -2,7 +2,7 @@ package check
 
 import (
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"strings"
 

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/safetext"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

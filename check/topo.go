@@ -2,7 +2,7 @@ package check
 
 import (
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"sort"
 	"strings"

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/simulate"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
+	toposim "github.com/gpuprobe/gpuprobe/sim/topo"
 	"github.com/gpuprobe/gpuprobe/state"
-	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
 )
 
 var (

@@ -9,7 +9,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/jobperf"
 	"github.com/gpuprobe/gpuprobe/nvml"
 	"github.com/gpuprobe/gpuprobe/state"

@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/collect"
-	jobsim "github.com/gpuprobe/gpuprobe/jobperf/sim"
 	"github.com/gpuprobe/gpuprobe/report"
-	"github.com/gpuprobe/gpuprobe/simnode"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	jobsim "github.com/gpuprobe/gpuprobe/sim/job"
+	simnode "github.com/gpuprobe/gpuprobe/sim/node"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
 	"github.com/gpuprobe/gpuprobe/state"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )

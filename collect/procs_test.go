@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 )
 
 // fileReadTimeout bounds one read of a configuration or pseudo-file by the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/deadline"
-	"github.com/gpuprobe/gpuprobe/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 )
 
 // The bug: a 2 GB --slurm-conf peaked at 6.4 GB RSS (read twice); a FIFO

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/gpuprobe/gpuprobe/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"net"
 	"os"

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
-	"github.com/gpuprobe/gpuprobe/simnode"
+	simnode "github.com/gpuprobe/gpuprobe/sim/node"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,7 +17,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/gpuprobe/gpuprobe/safefile"
+	"github.com/gpuprobe/gpuprobe/internal/safefile"
 )
 
 // snapshotCollector renders one snapshot (for the textfile output).

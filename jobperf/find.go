@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/deadline"
-	"github.com/gpuprobe/gpuprobe/rootfs"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/rootfs"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

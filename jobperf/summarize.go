@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -8,7 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/rootfs"
+	"github.com/gpuprobe/gpuprobe/internal/rootfs"
 	"github.com/gpuprobe/gpuprobe/state"
 	"io"
 	"io/fs"
@@ -19,8 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/deadline"
-	"github.com/gpuprobe/gpuprobe/xid"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
 )
 
 // Options locate the sources, so tests and captured trees can be read.
@@ -224,12 +223,12 @@ type Log struct {
 // A saved log (boot unknown) dates a line from the wall-clock time it
 // starts with, where it has one (lineTime).
 func (l *Log) add(rec []byte, boot time.Time) {
-	if ev, ok := xid.ParseKmsg(rec, boot); ok {
+	if ev, ok := ParseKmsg(rec, boot); ok {
 		if boot.IsZero() && ev.Time.IsZero() {
 			ev.Time = lineTime(rec)
 		}
 		l.XIDs = append(l.XIDs, ev)
-	} else if ev, ok := xid.ParseSXidKmsg(rec, boot); ok {
+	} else if ev, ok := ParseSXidKmsg(rec, boot); ok {
 		if n := len(l.SXIDs); n > 0 && sxidDetail(l.SXIDs[n-1], ev) {
 			return
 		}
@@ -237,8 +236,8 @@ func (l *Log) add(rec []byte, boot time.Time) {
 			ev.Time = lineTime(rec)
 		}
 		l.SXIDs = append(l.SXIDs, ev)
-	} else if xid.IsDriverLoad(rec) {
-		xid.MarkDriverLoad(l.XIDs)
+	} else if IsDriverLoad(rec) {
+		MarkDriverLoad(l.XIDs)
 		for i := range l.SXIDs {
 			l.SXIDs[i].BeforeDriverLoad = true
 		}

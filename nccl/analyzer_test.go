@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/nccl/gen"
+	gen "github.com/gpuprobe/gpuprobe/sim/nccllog"
 )
 
 // Two nodes, GDR on the inter-node hops: the smallest log that says GDRDMA.

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/nccl/gen"
+	gen "github.com/gpuprobe/gpuprobe/sim/nccllog"
 )
 
 var (

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/nccl/gen"
+	gen "github.com/gpuprobe/gpuprobe/sim/nccllog"
 )
 
 // TestHash64: every byte of an input of any length up to 130 changes the

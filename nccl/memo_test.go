@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/nccl/gen"
+	gen "github.com/gpuprobe/gpuprobe/sim/nccllog"
 )
 
 // TestMemosMatchParsing: the parser's envelope and transport memos give

@@ -6,7 +6,7 @@ package nvml
 import (
 	"context"
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"strings"
 	"sync"
 	"sync/atomic"

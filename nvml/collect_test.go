@@ -15,8 +15,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpuprobe/gpuprobe/nvml/sim"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	sim "github.com/gpuprobe/gpuprobe/sim/nvml"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 )
 
 func simSystem(t *testing.T, spec string) *sim.System {

@@ -2,7 +2,7 @@ package nvml
 
 import (
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 

@@ -12,8 +12,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpuprobe/gpuprobe/nvml/sim"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	sim "github.com/gpuprobe/gpuprobe/sim/nvml"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

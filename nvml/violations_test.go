@@ -10,7 +10,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpuprobe/gpuprobe/nvml/sim"
+	sim "github.com/gpuprobe/gpuprobe/sim/nvml"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/collect"
-	"github.com/gpuprobe/gpuprobe/simnode"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	simnode "github.com/gpuprobe/gpuprobe/sim/node"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

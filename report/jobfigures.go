@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/safetext"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

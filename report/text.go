@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuprobe/gpuprobe/check"
-	"github.com/gpuprobe/gpuprobe/safetext"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 )
 
 // TextOptions shape the human report.

@@ -333,7 +333,7 @@ else
 fi
 
 # A running Slurm job: the simulated job 4242 (alice) with a rank on each of
-# GPUs 0-3 at 96-98% (simulate/job.go, job-healthy). The per-job recording
+# GPUs 0-3 at 96-98% (sim/spec/job.go, job-healthy). The per-job recording
 # rules, evaluated by the live Prometheus over live scrapes, attribute those
 # four GPUs and their utilisation to the job, and nothing to GPUs 4-7.
 echo "dgx-h100:job-healthy" >"$F"

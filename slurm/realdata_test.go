@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/check"
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 

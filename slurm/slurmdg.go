@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 

@@ -3,7 +3,7 @@ package state
 import (
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 )
 
 // Kernel is the kernel's part of the node state.

@@ -3,7 +3,7 @@ package topo
 import (
 	"errors"
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"io"
 	"io/fs"
 	"os"

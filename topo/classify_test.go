@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/topo/sysfake"
+	sysfake "github.com/gpuprobe/gpuprobe/sim/sysfs"
 )
 
 // addAll adds functions in order, failing the test on a missing parent.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/busid"
-	"github.com/gpuprobe/gpuprobe/rootfs"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
+	"github.com/gpuprobe/gpuprobe/internal/rootfs"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"io/fs"
 	"path/filepath"
@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
 )
 
 // Options say where to read and what the caller already knows.

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	sysfake "github.com/gpuprobe/gpuprobe/sim/sysfs"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"github.com/gpuprobe/gpuprobe/topo/fstree"
-	"github.com/gpuprobe/gpuprobe/topo/sysfake"
 )
 
 func flat(t *testing.T, name, prefix string) *fstree.Tree {

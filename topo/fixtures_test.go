@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/topo/sysfake"
+	sysfake "github.com/gpuprobe/gpuprobe/sim/sysfs"
 )
 
 // topoM reads an `nvidia-smi topo -m` capture into cells keyed by device

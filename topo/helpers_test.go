@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/simulate"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
+	sim "github.com/gpuprobe/gpuprobe/sim/topo"
 	"github.com/gpuprobe/gpuprobe/topo/fstree"
-	"github.com/gpuprobe/gpuprobe/topo/sim"
 )
 
 // writeTree materialises a tree and returns its sysfs and procfs roots.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/topo/sysfake"
+	sysfake "github.com/gpuprobe/gpuprobe/sim/sysfs"
 )
 
 // This file turns real `lspci -vvv` (and `lspci -xxxx`) captures into

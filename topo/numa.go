@@ -1,7 +1,7 @@
 package topo
 
 import (
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"path/filepath"
 	"sort"

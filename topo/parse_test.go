@@ -1,7 +1,7 @@
 package topo
 
 import (
-	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"strings"
 	"testing"
 )

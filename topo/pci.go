@@ -2,8 +2,8 @@ package topo
 
 import (
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/busid"
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"path/filepath"
 	"sort"

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
 	"strings"

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/simulate"
-	"github.com/gpuprobe/gpuprobe/topo/sim"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
+	sim "github.com/gpuprobe/gpuprobe/sim/topo"
 )
 
 // The simulated DGX H100: 8 GPUs and 8 NICs behind 4 switches on 2 NUMA

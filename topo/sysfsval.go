@@ -3,7 +3,7 @@ package topo
 import (
 	"errors"
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"io/fs"
 	"strconv"
 	"strings"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/gpuprobe/gpuprobe/jsonindent"
+	"github.com/gpuprobe/gpuprobe/internal/jsonindent"
 )
 
 // How much of each list the text report shows; the JSON has everything.

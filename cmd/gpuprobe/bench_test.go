@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"github.com/gpuprobe/gpuprobe/simnode"
+	simnode "github.com/gpuprobe/gpuprobe/sim/node"
 	"io"
 	"testing"
 	"time"
@@ -10,7 +10,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/report"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 )
 
 // BenchmarkCheckSimulatedDGXH100 is a full 'check': collect every source of

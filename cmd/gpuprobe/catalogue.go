@@ -7,7 +7,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/check"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 )
 
 func init() { registrars = append(registrars, registerCatalogue) }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
-	"github.com/gpuprobe/gpuprobe/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
 )

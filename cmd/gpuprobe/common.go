@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gpuprobe/gpuprobe/collect"
-	"github.com/gpuprobe/gpuprobe/readlimit"
-	"github.com/gpuprobe/gpuprobe/simnode"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
+	simnode "github.com/gpuprobe/gpuprobe/sim/node"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

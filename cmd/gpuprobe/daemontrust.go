@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpuprobe/gpuprobe/deadline"
-	"github.com/gpuprobe/gpuprobe/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 )
 
 // Why --from-daemon verifies its daemon: the root health check resumes a

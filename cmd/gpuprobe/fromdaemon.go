@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gpuprobe/gpuprobe/check"
-	"github.com/gpuprobe/gpuprobe/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/check"
-	"github.com/gpuprobe/gpuprobe/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

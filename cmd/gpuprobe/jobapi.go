@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/jobrecord"
-	"github.com/gpuprobe/gpuprobe/readlimit"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -12,9 +12,9 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/nccl"
 	"github.com/gpuprobe/gpuprobe/report"
-	"github.com/gpuprobe/gpuprobe/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/gpuprobe/gpuprobe/check"
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

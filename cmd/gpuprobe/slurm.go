@@ -13,8 +13,8 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/report"
-	"github.com/gpuprobe/gpuprobe/safetext"
 	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
 )

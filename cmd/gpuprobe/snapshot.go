@@ -8,9 +8,9 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/safefile"
 	"github.com/gpuprobe/gpuprobe/nvsmi"
-	"github.com/gpuprobe/gpuprobe/readlimit"
-	"github.com/gpuprobe/gpuprobe/safefile"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

@@ -15,9 +15,9 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/check"
-	"github.com/gpuprobe/gpuprobe/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/report"
-	"github.com/gpuprobe/gpuprobe/safetext"
 )
 
 func init() { registrars = append(registrars, registerSummarize) }

@@ -9,8 +9,8 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/exporter"
+	"github.com/gpuprobe/gpuprobe/internal/safefile"
 	"github.com/gpuprobe/gpuprobe/report"
-	"github.com/gpuprobe/gpuprobe/safefile"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 

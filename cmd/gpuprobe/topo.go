@@ -11,13 +11,13 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/collect"
-	"github.com/gpuprobe/gpuprobe/safetext"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
+	toposim "github.com/gpuprobe/gpuprobe/sim/topo"
 	"github.com/gpuprobe/gpuprobe/state"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"github.com/gpuprobe/gpuprobe/topo"
 	"github.com/gpuprobe/gpuprobe/topo/fstree"
-	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
 )
 
 func init() { registrars = append(registrars, registerTopo) }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuprobe/gpuprobe/simulate"
-	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
+	toposim "github.com/gpuprobe/gpuprobe/sim/topo"
 )
 
 func TestTopoSimulated(t *testing.T) {

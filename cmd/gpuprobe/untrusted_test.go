@@ -12,9 +12,9 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/report"
-	"github.com/gpuprobe/gpuprobe/simulate"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
+	toposim "github.com/gpuprobe/gpuprobe/sim/topo"
 	"github.com/gpuprobe/gpuprobe/state"
-	toposim "github.com/gpuprobe/gpuprobe/topo/sim"
 )
 
 const hostile = "evil\x1b[2J\x1b[H  PASS gpu.driver\u202Etxt.exe\u200B"

@@ -1,7 +1,7 @@
 package slurmstate
 
 import (
-	"github.com/gpuprobe/gpuprobe/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 
 	"fmt"
 	"sort"

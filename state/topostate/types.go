@@ -3,7 +3,7 @@ package topostate
 import (
 	"strconv"
 
-	"github.com/gpuprobe/gpuprobe/busid"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 )
 
 // Topology is what Collect found. It is plain data: it serialises to JSON

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gpuprobe/gpuprobe/nccl/gen"
+	gen "github.com/gpuprobe/gpuprobe/sim/nccllog"
 )
 
 func main() {

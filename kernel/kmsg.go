@@ -1,0 +1,56 @@
+package kernel
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// ParseKmsg parses one /dev/kmsg record ("6,1234,5678901,-;NVRM: Xid ...")
+// and dates the event from the record's microseconds since boot.
+func ParseKmsg(rec []byte, boot time.Time) (state.XIDEvent, bool) {
+	semi := bytes.IndexByte(rec, ';')
+	if semi < 0 {
+		return Parse(rec)
+	}
+	ev, ok := Parse(recordText(rec[semi+1:]))
+	if !ok {
+		return ev, false
+	}
+	hdr := bytes.Split(rec[:semi], []byte(","))
+	if len(hdr) >= 3 {
+		if seq, err := strconv.ParseUint(string(hdr[1]), 10, 64); err == nil {
+			ev.Seq = seq
+		}
+		if us, err := strconv.ParseInt(string(hdr[2]), 10, 64); err == nil && !boot.IsZero() {
+			ev.Time = boot.Add(time.Duration(us) * time.Microsecond).UTC()
+		}
+	}
+	return ev, true
+}
+
+// recordText is a /dev/kmsg record's text: what comes after it, one
+// " KEY=value" dictionary line each (SUBSYSTEM=, DEVICE=), is not the message.
+// Newlines inside the text are escaped by the kernel as "\x0a".
+func recordText(text []byte) []byte {
+	if nl := bytes.IndexByte(text, '\n'); nl >= 0 {
+		return text[:nl]
+	}
+	return text
+}
+
+// unescapeNewlines turns the "\x0a" that /dev/kmsg writes for a newline
+// inside one printk back into a break between words, dropping the "NVRM: "
+// the driver starts each of its lines with: the driver's three-line
+// fallen-off-the-bus notice reads as one sentence, with its bus ID a word of
+// its own.
+func unescapeNewlines(s string) string {
+	if !strings.Contains(s, `\x0a`) {
+		return s
+	}
+	s = strings.ReplaceAll(s, `\x0aNVRM: `, " ")
+	return strings.ReplaceAll(s, `\x0a`, " ")
+}

@@ -1,0 +1,138 @@
+// Package xid parses NVIDIA XID lines from the kernel log and classifies XID
+// codes. The gpu.xid check and the daemon's event watcher share this table,
+// so an XID means the same thing whichever way it arrived.
+package kernel
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/internal/busid"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// maxLine caps what is looked at of one kernel line: kmsg records are at most
+// 1 KiB of text, and nothing past that is ours.
+const maxLine = 4096
+
+// Parse finds an XID or fallen-off-the-bus report in one kernel log line, in
+// any of the forms drivers have printed:
+//
+//	NVRM: Xid (PCI:0000:1b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
+//	NVRM: Xid (0000:03:00): 13, Graphics Exception: ...            (older drivers)
+//	NVRM: Xid (PCI:0000:86:00): 94, pid='<unknown>', name=<unknown>, Contained: SM ...
+//	NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.
+//	NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus ...
+//
+// with any prefix before "NVRM:" (kmsg headers, dmesg timestamps, syslog).
+func Parse(line []byte) (state.XIDEvent, bool) {
+	if len(line) > maxLine {
+		line = line[:maxLine]
+	}
+	i := bytes.Index(line, []byte("NVRM: "))
+	if i < 0 {
+		return state.XIDEvent{}, false
+	}
+	msg := strings.TrimSpace(unescapeNewlines(string(line[i+len("NVRM: "):])))
+	if rest, ok := strings.CutPrefix(msg, "Xid ("); ok {
+		return parseXid(rest)
+	}
+	if strings.Contains(msg, "fallen off the bus") {
+		return state.XIDEvent{BusID: firstBusID(msg), FellOffBus: true, Message: msg}, true
+	}
+	return state.XIDEvent{}, false
+}
+
+func parseXid(rest string) (state.XIDEvent, bool) {
+	end := strings.Index(rest, "):")
+	if end < 0 {
+		return state.XIDEvent{}, false
+	}
+	bus := strings.TrimPrefix(rest[:end], "PCI:")
+	body := strings.TrimSpace(rest[end+2:])
+	num, after, _ := strings.Cut(body, ",")
+	code, err := strconv.Atoi(strings.TrimSpace(num))
+	if err != nil || code <= 0 || code > 100000 {
+		return state.XIDEvent{}, false
+	}
+	ev := state.XIDEvent{Code: code, BusID: normBus(bus)}
+	fields := strings.TrimSpace(after)
+	// pid= and name= come first on drivers since ~R450; older ones go straight to the message.
+	for {
+		var f string
+		f, rest, found := strings.Cut(fields, ",")
+		f = strings.TrimSpace(f)
+		switch {
+		case strings.HasPrefix(f, "pid="):
+			ev.PID, _ = strconv.Atoi(strings.Trim(f[4:], "'"))
+		case strings.HasPrefix(f, "name="):
+			ev.Process = strings.Trim(f[5:], "'")
+			if ev.Process == "<unknown>" {
+				ev.Process = ""
+			}
+		default:
+			ev.Message = fields
+			ev.FellOffBus = code == 79 || strings.Contains(fields, "fallen off the bus")
+			return ev, true
+		}
+		if !found {
+			ev.Message = ""
+			ev.FellOffBus = code == 79
+			return ev, true
+		}
+		fields = strings.TrimSpace(rest)
+	}
+}
+
+// normBus turns any spelling of the GPU's address into the slot form the
+// kernel prints ("0000:1b:00"); text that is not an address is kept as read.
+func normBus(s string) string {
+	id, err := busid.Parse(s)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(s))
+	}
+	return id.Slot()
+}
+
+// firstBusID finds a "dddd:bb:dd.f" address in free text.
+func firstBusID(s string) string {
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '(' || r == ')' || r == ',' }) {
+		w = strings.TrimSuffix(strings.TrimPrefix(w, "PCI:"), ":")
+		if strings.Count(w, ":") == 2 && len(w) >= 10 && isHexBus(w) {
+			return normBus(w)
+		}
+	}
+	return ""
+}
+
+func isHexBus(w string) bool {
+	for _, c := range w {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// driverLoad is how every driver generation announces that nvidia.ko was
+// loaded: "NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15 ..."
+// (proprietary) and "NVRM: loading NVIDIA UNIX Open Kernel Module for
+// x86_64  560.35.03 ..." (open), as dmesg captures in bug reports show.
+var driverLoad = []byte("NVRM: loading NVIDIA UNIX ")
+
+// IsDriverLoad reports whether a kernel log line says the driver was loaded.
+func IsDriverLoad(line []byte) bool {
+	if len(line) > maxLine {
+		line = line[:maxLine]
+	}
+	return bytes.Contains(line, driverLoad)
+}
+
+// MarkDriverLoad marks every event read so far as logged before a driver
+// load: call it when the line that IsDriverLoad accepts is read.
+func MarkDriverLoad(evs []state.XIDEvent) {
+	for i := range evs {
+		evs[i].BeforeDriverLoad = true
+	}
+}

@@ -1,0 +1,121 @@
+// Package simnode builds the sources of a simulated node for --simulate: the
+// NVML library is go-nvml's own mock server for the model, the filesystem is
+// an in-memory sysfs/procfs tree, the kernel log holds the XID lines the
+// faults ask for, and the process table is the simulation's own. The
+// collectors read them exactly as they read a real node; nothing is written.
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
+	jobsim "github.com/gpuprobe/gpuprobe/sim/job"
+	nvmlsim "github.com/gpuprobe/gpuprobe/sim/nvml"
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
+	toposim "github.com/gpuprobe/gpuprobe/sim/topo"
+)
+
+func init() {
+	simulate.Register(simulate.FaultDoc{Name: "xid", Arg: "CODE@GPU",
+		Effect: "the kernel log holds XID CODE for the GPU (e.g. xid=79@2: fallen off the bus on GPU 2)"})
+}
+
+// Sources returns the sources of the node spec describes. It builds
+// everything once and checks every fault, so a bad spec is an error here,
+// before any collection.
+func Sources(spec *simulate.Spec) (collect.Sources, error) {
+	sys, err := nvmlsim.New(spec)
+	if err != nil {
+		return collect.Sources{}, err
+	}
+	root, err := toposim.FS(spec)
+	if err != nil {
+		return collect.Sources{}, err
+	}
+	// A job scenario's cgroup and /proc, over the node's tree.
+	if root, err = jobsim.FS(root, spec, nil); err != nil {
+		return collect.Sources{}, err
+	}
+	var bus []string
+	for _, d := range sys.Devices {
+		bus = append(bus, d.PciBusID)
+	}
+	log, err := KernelLog(spec, bus)
+	if err != nil {
+		return collect.Sources{}, err
+	}
+	owners := sys.Owners
+	job, _ := spec.Job()
+	return collect.Sources{
+		// A fresh mock per collection: go-nvml's mocks record every call.
+		OpenNVML: func() (gonvml.Interface, error) {
+			s, err := nvmlsim.New(spec)
+			if err != nil {
+				return nil, err
+			}
+			return s.Lib, nil
+		},
+		Root:          root,
+		KernelLog:     func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(log)), nil },
+		KernelLogName: "simulated",
+		Process: func(_ context.Context, pid int32) (string, string, string) {
+			o := owners[uint32(pid)]
+			return o.User, exe(o.Command), o.Command
+		},
+		ProcessJob: func(_ context.Context, pid int32) string {
+			if job != nil && slices.Contains(simulate.SimJob.RankPIDs, pid) {
+				return simulate.SimJob.ID
+			}
+			return ""
+		},
+		ForeignGPUs: true,
+		RootLabel:   "simulated",
+		Simulated:   spec.Raw,
+	}, nil
+}
+
+func exe(cmdline string) string {
+	f := strings.Fields(cmdline)
+	if len(f) == 0 {
+		return ""
+	}
+	return filepath.Base(f[0])
+}
+
+// KernelLog writes the kmsg records of the spec's xid faults in the driver's
+// own format ("NVRM: Xid (PCI:0000:4c:00): 79, pid=..., name=..., ..."), an
+// hour before now on a node up for a day (the tree's /proc/uptime), so they
+// go through the real parser.
+func KernelLog(spec *simulate.Spec, busIDs []string) ([]byte, error) {
+	var b bytes.Buffer
+	for i, f := range spec.Has("xid") {
+		code, _, _ := strings.Cut(f.Value, "@")
+		c, err := strconv.Atoi(code)
+		if err != nil || c <= 0 {
+			return nil, fmt.Errorf("fault xid=%s: want CODE@GPU, e.g. xid=79@2", f.Value)
+		}
+		gpu, err := f.GPU(len(busIDs))
+		if err != nil {
+			return nil, err
+		}
+		id, err := busid.Parse(busIDs[gpu])
+		if err != nil {
+			return nil, fmt.Errorf("fault xid=%s: %w", f.Value, err)
+		}
+		bus := id.Slot()
+		usec := int64(23*time.Hour/time.Microsecond) + int64(i)
+		fmt.Fprintf(&b, "3,%d,%d,-;NVRM: Xid (PCI:%s): %d, pid=%d, name=python, simulated by gpuprobe --simulate\n", 5000+i, usec, bus, c, 31337+i)
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,152 @@
+package nvml
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+
+	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
+)
+
+type faultFunc func(*System, simulate.Fault) error
+
+// faults are the NVML-level faults. Each wraps the dressed mock functions of
+// one GPU (index after "=", GPU 0 when absent) the way the real driver would
+// answer on a node with that failure.
+var faults = map[string]faultFunc{}
+
+func register(name, arg, effect string, f faultFunc) {
+	simulate.Register(simulate.FaultDoc{Name: name, Arg: arg, Effect: effect})
+	faults[name] = f
+}
+
+// perGPU adapts a fault that changes one device.
+func perGPU(f func(*server.Device, simulate.Fault) error) faultFunc {
+	return func(s *System, fl simulate.Fault) error {
+		i, err := fl.GPU(len(s.Devices))
+		if err != nil {
+			return err
+		}
+		return f(s.Devices[i], fl)
+	}
+}
+
+func init() {
+	register("row-remap-pending", "GPU", "a row remap is pending: the GPU needs a reset",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			d.GetRemappedRowsFunc = func() (int, int, bool, bool, gonvml.Return) { return 0, 1, true, false, gonvml.SUCCESS }
+			return nil
+		}))
+	register("row-remap-failure", "GPU", "row remapping failed: no spare rows left, the GPU must be replaced",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			d.GetRemappedRowsFunc = func() (int, int, bool, bool, gonvml.Return) { return 0, 512, false, true, gonvml.SUCCESS }
+			return nil
+		}))
+	register("ecc-uncorrectable", "GPU", "volatile uncorrectable ECC errors on the GPU",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			d.GetTotalEccErrorsFunc = func(t gonvml.MemoryErrorType, _ gonvml.EccCounterType) (uint64, gonvml.Return) {
+				if t == gonvml.MEMORY_ERROR_TYPE_UNCORRECTED {
+					return 2, gonvml.SUCCESS
+				}
+				return 14, gonvml.SUCCESS
+			}
+			return nil
+		}))
+	register("gpu-lost", "GPU", "the GPU falls off the bus mid-collection: every call after its identity answers GPU_IS_LOST",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			lost := func() (gonvml.Memory, gonvml.Return) { return gonvml.Memory{}, gonvml.ERROR_GPU_IS_LOST }
+			d.GetMemoryInfoFunc = lost
+			d.GetMemoryInfo_v2Func = func() (gonvml.Memory_v2, gonvml.Return) { return gonvml.Memory_v2{}, gonvml.ERROR_GPU_IS_LOST }
+			return nil
+		}))
+	register("nvml-hang", "GPU", "nvmlDeviceGetTemperature never returns on the GPU (a wedged driver)",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			d.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { select {} }
+			return nil
+		}))
+	register("nvlink-down", "GPU[@LINK]", "one NVLink of the GPU is down (link 0 unless LINK is given as LINK@GPU)",
+		perGPU(func(d *server.Device, f simulate.Fault) error {
+			link := 0
+			if v, _, found := strings.Cut(f.Value, "@"); found {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return fmt.Errorf("fault nvlink-down=%s: want GPU or LINK@GPU", f.Value)
+				}
+				link = n
+			}
+			prev := d.GetNvLinkStateFunc
+			d.GetNvLinkStateFunc = func(l int) (gonvml.EnableState, gonvml.Return) {
+				st, r := prev(l)
+				if l == link && r == gonvml.SUCCESS {
+					return gonvml.FEATURE_DISABLED, r
+				}
+				return st, r
+			}
+			return nil
+		}))
+	register("nvlinks-lost", "", "every NVLink of every GPU is down (an NVSwitch baseboard or every switch tray lost): the GPUs look alike, so only the platform's expectation sees it",
+		func(s *System, _ simulate.Fault) error {
+			for _, d := range s.Devices {
+				prev := d.GetNvLinkStateFunc
+				d.GetNvLinkStateFunc = func(l int) (gonvml.EnableState, gonvml.Return) {
+					st, r := prev(l)
+					if r == gonvml.SUCCESS {
+						return gonvml.FEATURE_DISABLED, r
+					}
+					return st, r
+				}
+			}
+			return nil
+		})
+	register("fabric-incomplete", "", "NVSwitch fabric registration stuck IN_PROGRESS on every GPU (fabric manager not finished)",
+		func(s *System, _ simulate.Fault) error {
+			for _, d := range s.Devices {
+				prev := d.GetGpuFabricInfo_v4Func
+				d.GetGpuFabricInfo_v4Func = func() (gonvml.GpuFabricInfo_v4, gonvml.Return) {
+					f, r := prev()
+					f.State = gonvml.GPU_FABRIC_STATE_IN_PROGRESS
+					f.Status = uint32(gonvml.ERROR_NOT_READY)
+					return f, r
+				}
+			}
+			return nil
+		})
+	register("hw-slowdown", "GPU", "hardware slowdown clock event active on the GPU",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) {
+				return gonvml.ClocksThrottleReasonHwSlowdown, gonvml.SUCCESS
+			}
+			return nil
+		}))
+	register("pcie-x8", "GPU", "the GPU's PCIe link trained at x8 of x16 while the GPU is working (an idle GPU may narrow its link on purpose)",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			d.GetCurrPcieLinkWidthFunc = func() (int, gonvml.Return) { return 8, gonvml.SUCCESS }
+			// Busy: no GPU-idle clock event, so the narrow link is judged.
+			d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) { return 0, gonvml.SUCCESS }
+			return nil
+		}))
+	register("leftover-process", "GPU", "a compute process holds 4 GiB on the GPU (a job that did not clean up)",
+		func(s *System, f simulate.Fault) error {
+			s.Owners[424242] = Owner{User: "alice", Command: "python train.py --epochs 90"}
+			return perGPU(leftover)(s, f)
+		})
+	register("persistence-off", "", "persistence mode off on every GPU",
+		func(s *System, _ simulate.Fault) error {
+			for _, d := range s.Devices {
+				d.GetPersistenceModeFunc = func() (gonvml.EnableState, gonvml.Return) { return gonvml.FEATURE_DISABLED, gonvml.SUCCESS }
+			}
+			return nil
+		})
+}
+
+func leftover(d *server.Device, _ simulate.Fault) error {
+	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
+		return []gonvml.ProcessInfo{{Pid: 424242, UsedGpuMemory: 4 << 30}}, gonvml.SUCCESS
+	}
+	d.MemoryInfo.Used += 4 << 30
+	d.MemoryInfo.Free -= 4 << 30
+	return nil
+}
