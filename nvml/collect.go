@@ -102,14 +102,20 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 			gpu := &st.GPUs[i]
 			gpu.Index = i
 			g := &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: gpu, errs: &gpu.Errors, unsupp: &gpu.Unsupported, lib: libName}
-			var handleRet gonvml.Return
-			dev, o := call(g, "nvmlDeviceGetHandleByIndex", func() (gonvml.Device, gonvml.Return) {
+			// The return code travels in the call's result, not in a variable
+			// the closure writes: a call abandoned at its deadline may still
+			// return later, and must then write nothing this goroutine reads.
+			type handle struct {
+				dev gonvml.Device
+				ret gonvml.Return
+			}
+			h, o := call(g, "nvmlDeviceGetHandleByIndex", func() (handle, gonvml.Return) {
 				d, r := lib.DeviceGetHandleByIndex(i)
-				handleRet = r
-				return d, r
+				return handle{d, r}, r
 			})
+			dev := h.dev
 			if o != ok {
-				if handleRet == gonvml.ERROR_NO_PERMISSION {
+				if h.ret == gonvml.ERROR_NO_PERMISSION {
 					gpu.Denied = true // a device cgroup, not a broken GPU
 				} else {
 					gpu.Unreachable = true

@@ -389,15 +389,22 @@ func TestSamplerDeviceCountFails(t *testing.T) {
 // Each nvmlDeviceGetPcieThroughput blocks 20 ms in the real driver. The
 // GPUs of a tick are read side by side, so 8 GPUs cost one GPU's 40 ms,
 // not 320 ms (the sampler read them one after another before), and the
-// samples of a tick are taken at nearly the same moment.
+// samples of a tick are taken at nearly the same moment. The test counts
+// calls in flight at once rather than timing the tick, so a loaded machine
+// cannot fail it: read one after another, never more than one is in flight.
 func TestSamplerReadsGPUsSideBySide(t *testing.T) {
+	var inflight, most atomic.Int32
 	srv := bareH100(func(i int, d *server.Device) {
 		d.GetPcieThroughputFunc = func(gonvml.PcieUtilCounter) (uint32, gonvml.Return) {
+			n := inflight.Add(1)
+			defer inflight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
 			time.Sleep(20 * time.Millisecond) // the driver's counting window
 			return 1, gonvml.SUCCESS
 		}
 	})
-	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, nil)
+	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Minute}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,8 +415,8 @@ func TestSamplerReadsGPUsSideBySide(t *testing.T) {
 	if len(got) != 8 || got[7].PCIeRxKBps == nil {
 		t.Fatalf("samples %+v", got)
 	}
-	t.Logf("one tick of 8 GPUs with 2 × 20 ms PCIe windows each: %v", took)
-	if took > 200*time.Millisecond {
-		t.Errorf("a tick of 8 GPUs took %v: read one after another (8 × 40 ms = 320 ms)", took)
+	t.Logf("one tick of 8 GPUs with 2 × 20 ms PCIe windows each: %v, at most %d windows open at once", took, most.Load())
+	if most.Load() < 2 {
+		t.Errorf("at most %d PCIe window open at once: the GPUs of a tick were read one after another", most.Load())
 	}
 }
