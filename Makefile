@@ -4,7 +4,12 @@
 
 GO        ?= go
 BIN       ?= bin/gpuprobe
-FUZZTIME  ?= 10s
+# make fuzz: the long run, per target. make test: a few seconds per target.
+FUZZTIME  ?= 60s
+FUZZBRIEF ?= 2s
+# Linters are pinned Go tools run through the module proxy; they never
+# enter gpuprobe's go.mod.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # go-nvml's cgo headers mark deprecated entry points; the warnings are noise.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
@@ -31,7 +36,7 @@ VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
              -X $(VPKG).BuildUser=$(BUILDUSER) -X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all build demo deps test vet unit race fuzz e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean version pkg-version package test-package test-landing
+.PHONY: all build demo deps test lint vet unit race fuzz fuzz-brief e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean version pkg-version package test-package test-landing
 
 all: build
 
@@ -43,6 +48,11 @@ build: deps
 
 demo: build
 	./$(BIN) check --simulate dgx-h100
+
+# gofmt, go vet, staticcheck and a tidy go.mod: all must be clean.
+lint: vet
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) mod tidy -diff
 
 vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -58,25 +68,37 @@ race:
 fuzz:
 	@FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
-# End-to-end against real parts: Prometheus + promtool, systemd-analyze, a real Slurm.
-e2e: test-prometheus test-systemd test-slurm test-landing test-package
+fuzz-brief:
+	@FUZZTIME=$(FUZZBRIEF) bash scripts/fuzz.sh
+
+# End-to-end against real parts: Prometheus + promtool, systemd-analyze, a real
+# Slurm, Chromium, dpkg. The binary is built once (make build) and every
+# script copies it (GPUPROBE_BIN); a script run alone builds its own.
+E2E_ENV = GPUPROBE_BIN=$(abspath $(BIN))
+E2E_ENV_RUN = $(if $(GPUPROBE_BIN),GPUPROBE_BIN='$(GPUPROBE_BIN)')
+e2e: build
+	$(MAKE) --no-print-directory test-prometheus test-systemd test-slurm test-landing test-package $(E2E_ENV)
 
 test-slurm:
-	bash scripts/slurm-e2e.sh
-	bash scripts/slurm-2node-e2e.sh
+	$(E2E_ENV_RUN) bash scripts/slurm-e2e.sh
+	$(E2E_ENV_RUN) bash scripts/slurm-2node-e2e.sh
 
 test-prometheus:
-	bash scripts/prometheus-e2e.sh
+	$(E2E_ENV_RUN) bash scripts/prometheus-e2e.sh
 
 test-systemd:
-	bash scripts/systemd-check.sh
+	$(E2E_ENV_RUN) bash scripts/systemd-check.sh
 
 # The landing page in Debian's headless Chromium.
 test-landing:
-	bash scripts/landing-e2e.sh
+	$(E2E_ENV_RUN) bash scripts/landing-e2e.sh
 
-# The whole suite: what CI runs.
-test: deps vet race fuzz e2e
+# The whole suite: what CI runs. Each step prints how long it took.
+test: deps
+	@bash scripts/timed.sh lint $(MAKE) --no-print-directory lint
+	@bash scripts/timed.sh race $(MAKE) --no-print-directory race
+	@bash scripts/timed.sh fuzz-brief $(MAKE) --no-print-directory fuzz-brief
+	@bash scripts/timed.sh e2e $(MAKE) --no-print-directory e2e
 
 bench: bench-check bench-serve
 

@@ -47,3 +47,6 @@ e2e_cleanup() {
   done
   rm -rf "$W"
 }
+
+# shellcheck source=scripts/e2e-bin.sh
+. "$(dirname "${BASH_SOURCE[0]}")/e2e-bin.sh"

@@ -30,8 +30,7 @@ fi
 command -v python3 >/dev/null || die "python3 not found"
 log "$("$CHROMIUM" --version 2>/dev/null | head -1)"
 
-log "building gpuprobe"
-"$GO" build -o "$W/gpuprobe" ./cmd/gpuprobe || die "go build ./cmd/gpuprobe"
+e2e_binary "$W/gpuprobe"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$W/gpuprobe" serve --simulate dgx-h100:row-remap-pending=3 --web.listen-address "127.0.0.1:$PORT" \
   --collect.interval 1h 2>"$W/serve.log" &

@@ -54,8 +54,7 @@ done
 PY=$(python3 -c 'import sys; print(sys.executable)') || die "python3 does not run"
 log "$(promtool --version 2>&1 | head -1)"
 
-log "building gpuprobe"
-"$GO" build -o "$W/gpuprobe" ./cmd/gpuprobe || die "go build ./cmd/gpuprobe"
+e2e_binary "$W/gpuprobe"
 
 freeport() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 

@@ -232,8 +232,7 @@ fi
 
 # --- build, configure, start --------------------------------------------------
 GP=$W/bin/gpuprobe
-log "building gpuprobe"
-(cd "$REPO" && go build -o "$GP" ./cmd/gpuprobe) || die "go build failed"
+e2e_binary "$GP"
 NCPU=$(nproc)
 for n in "$N1" "$N2"; do
 	for i in $(seq 0 $((NGPUS - 1))); do

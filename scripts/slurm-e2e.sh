@@ -122,8 +122,9 @@ fi
 stop_daemons # idempotent: whatever an earlier run left behind goes first
 mkdir -p "$D"/{bin,etc,run,log,state,spool,munge,dev,out} && chmod 755 "$D" "$D/munge" || die "mkdir $D"
 rm -f "$D"/out/* "$D"/log/*.log
-log "building gpuprobe"
-(cd "$REPO" && go build -o "$GP" ./cmd/gpuprobe) || die "go build failed"
+# shellcheck source=scripts/e2e-bin.sh
+. "$REPO/scripts/e2e-bin.sh"
+e2e_binary "$GP"
 # slurmd -G is the oracle for how slurmd reads a gres.conf: every captured
 # config's Cores= lines must be refused by slurmd exactly where slurm.gres fails them.
 if (cd "$REPO" && GPUPROBE_REQUIRE_SLURMD=1 go test -count=1 -run '^TestSlurmdOracle$' -v ./check/ >"$D.oracle.log" 2>&1); then

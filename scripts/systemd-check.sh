@@ -38,8 +38,7 @@ for tool in systemd-socket-activate curl; do
 done
 log "$(systemd-analyze --version | head -1)"
 
-log "building gpuprobe"
-"$GO" build -o "$W/bin/gpuprobe" ./cmd/gpuprobe || die "go build ./cmd/gpuprobe"
+e2e_binary "$W/bin/gpuprobe"
 
 for f in gpuprobe.service gpuprobe.socket gpuprobe.default gpuprobe-pcie-acs.conf; do
   [ -f "systemd/$f" ] || die "systemd/$f missing"
