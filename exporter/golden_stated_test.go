@@ -112,7 +112,7 @@ func statedExpositions() map[string]map[string]string {
 			`gpuprobe_gpu_clock_event_active{gpu="5",pci_bus_id="0000:bb:00.0",reason="hw_slowdown",uuid="GPU-5e1a0005-1055-4005-8005-00005e1a0005"}`: "1"},
 		// x8 of x16 on a busy GPU (no gpu_idle event) fails
 		"pcie-x8": {`gpuprobe_check_status{check="gpu.pcie_link"}`: "2", "gpuprobe_node_healthy": "0",
-			"gpuprobe_gpu_pcie_link_width{" + gpu1 + `,which="current"}`: "8",
+			"gpuprobe_gpu_pcie_link_width{" + gpu1 + `,which="current"}`:                                                                           "8",
 			`gpuprobe_gpu_clock_event_active{gpu="1",pci_bus_id="0000:3b:00.0",reason="gpu_idle",uuid="GPU-5e1a0001-1011-4001-8001-00005e1a0001"}`: ""},
 		"persistence-off": persistence,
 		// a leftover process warns
