@@ -1,8 +1,11 @@
 package check
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 func TestDefaultConfigValid(t *testing.T) {
@@ -44,5 +47,48 @@ func TestParseConfigAccepts(t *testing.T) {
 		if err := ParseConfig([]byte(y), DefaultConfig()); err != nil {
 			t.Errorf("ParseConfig(%q): %v", y, err)
 		}
+	}
+}
+
+// nvlink.expected_links: 0 is explained once, the same in the shipped
+// config and in docs/checks.md, and as NVLinkExpectation does it: the
+// platform profile's count; on an unknown platform no expectation (the
+// check then compares GPUs of one model with the best of them).
+func TestExpectedLinksZeroIsDocumentedAsCoded(t *testing.T) {
+	const want = "expected_links: 0       # 0 = the platform profile's NVLinks per GPU; unknown platform: the most up on any GPU of the same model here"
+	for _, path := range []string{"../packaging/config.yml", "../docs/checks.md"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.Contains(l, "expected_links: 0") {
+				found = true
+				if got := strings.TrimLeft(l, "# "); got != want {
+					t.Errorf("%s: %q, want %q", path, got, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s does not explain nvlink.expected_links: 0", path)
+		}
+	}
+	cfg := DefaultConfig()
+	if cfg.NVLink.ExpectedLinks != 0 {
+		t.Fatalf("default expected_links = %d", cfg.NVLink.ExpectedLinks)
+	}
+	g := &state.GPU{Name: "NVIDIA H100 80GB HBM3"}
+	if want, ok := NVLinkExpectation(g, Platform{Name: "dgx-h100", NVLinks: 18, LinksKnown: true}, cfg); want != 18 || !ok {
+		t.Errorf("known platform: expectation %d (from platform %v), want the profile's 18", want, ok)
+	}
+	if _, ok := NVLinkExpectation(g, Platform{Name: "unknown"}, cfg); ok {
+		t.Error("unknown platform: an expectation came from the platform; the node's majority must decide")
+	}
+	none := DefaultConfig()
+	none.Platform.Profile = "none"
+	r := checkNVLinkState(healthy(func(n *state.Node) { n.NVML.GPUs[1].NVLinks[4].Up = false }), none)
+	if r.Status != Fail || !strings.Contains(r.Summary, "17 of 18 NVLinks up") {
+		t.Errorf("unknown platform, one GPU a link short of its model's best: %s %q", r.Status, r.Summary)
 	}
 }

@@ -96,7 +96,10 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	}
 	ad, adWhere := g.AutoDetectFor(node)
 	devs := slurmstate.Devices(recs)
-	mode := "AutoDetect=" + orNA(ad)
+	mode := "AutoDetect not set"
+	if ad != "" {
+		mode = "AutoDetect=" + ad
+	}
 	switch ad {
 	case "nvml", "nvidia":
 		if len(devs) == 0 {
@@ -112,7 +115,7 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	default:
 		if len(devs) == 0 && (hasGres || nvmlCount > 0) {
 			v.add(Fail, nil, "add AutoDetect=nvml, or one File=/dev/nvidiaN line per GPU in NVML order",
-				fmt.Sprintf("gres.conf has no File= for gpu on %s and AutoDetect is %s: Slurm cannot bind GPUs", node, orNA(ad)))
+				fmt.Sprintf("gres.conf has no File= for gpu on %s and %s: Slurm cannot bind GPUs", node, strings.Replace(mode, "=", " is ", 1)))
 		}
 	}
 	checkGresTypes(&v, nl, devs)

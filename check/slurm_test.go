@@ -166,6 +166,11 @@ func TestSlurmGres(t *testing.T) {
 			status: Warn, summary: "node other (from SLURMD_NODENAME) is not declared"},
 		{name: "AutoDetect=off without File", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=off\nName=gpu Count=8\n"}, nil),
 			status: Fail, summary: "no File= for gpu on gpu002 and AutoDetect is off"},
+		// An unset AutoDetect is said so, never "AutoDetect=n/a".
+		{name: "AutoDetect unset, File in NVML order", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu File=/dev/nvidia[0-7]\n"}, nil),
+			status: Pass, summary: "AutoDetect not set; 8 File= GPUs in NVML order"},
+		{name: "AutoDetect unset without File", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "Name=gpu Count=8\n"}, nil),
+			status: Fail, summary: "no File= for gpu on gpu002 and AutoDetect not set: Slurm cannot bind GPUs"},
 		{name: "AutoDetect=rsmi on NVIDIA", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=rsmi\n"}, nil),
 			status: Fail, summary: "AutoDetect=rsmi (global AutoDetect=rsmi) detects non-NVIDIA devices"},
 		{name: "node-specific AutoDetect=off overrides nvml", node: gresNode("gpu002", 8, h100, hgxNUMA,

@@ -420,8 +420,16 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 		}
 	}
 	v := verdict{id: "topo.gpu_nic_affinity"}
+	judged, gone := 0, 0
 	for i := range t.GPUs {
 		g := &t.GPUs[i]
+		// A GPU NVML lost or cannot hand out is not there to use a NIC
+		// (gpu.count fails for it): the count is of the GPUs present.
+		if ng := gpuOf(n, g); ng.Lost || ng.Unreachable {
+			gone++
+			continue
+		}
+		judged++
 		nr, ok := nearest[g.BusID]
 		switch {
 		case !ok || nr.typ == topostate.PathUnknown:
@@ -435,9 +443,12 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 				fmt.Sprintf("nearest NIC is %s at %s, beyond %s: NCCL will not use GPUDirect RDMA for this GPU by default", nr.nic, nr.typ, level))
 		}
 	}
-	pass := fmt.Sprintf("each of %d GPUs has a NIC within %s", len(t.GPUs), level)
+	pass := fmt.Sprintf("each of %d GPUs has a NIC within %s", judged, level)
 	if t.Virtualization.VM() {
-		pass = fmt.Sprintf("%d GPUs; in a %s the PCIe layout is the hypervisor's (NCCL_TOPO_FILE describes the real one)", len(t.GPUs), virtNote(t))
+		pass = fmt.Sprintf("%d GPUs; in a %s the PCIe layout is the hypervisor's (NCCL_TOPO_FILE describes the real one)", judged, virtNote(t))
+	}
+	if gone > 0 {
+		pass += fmt.Sprintf(" (%d lost or unreachable GPUs not judged, see gpu.count)", gone)
 	}
 	return v.result(pass)
 }

@@ -209,6 +209,8 @@ func TestTopoGPUNICAffinity(t *testing.T) {
 	}
 	remedyCases(t, checkGPUNICAffinity, []checkCase{
 		{name: "NIC on every GPU's switch", node: simNode(t, "dgx-h100", nil), status: Pass, summary: "each of 8 GPUs has a NIC within PXB"},
+		// A lost GPU is not counted as one that has a NIC.
+		{name: "one GPU lost", node: withLostGPU(simNode(t, "dgx-h100", nil), 5), status: Pass, summary: "each of 7 GPUs has a NIC within PXB (1 lost or unreachable GPUs not judged, see gpu.count)"},
 		{name: "nearest NIC across host bridges", node: simNode(t, "dgx-h100", far), status: Warn,
 			summary: "GPUs 0,1,2,3: nearest NIC is mlx5_0 at NODE", devices: []int{0, 1, 2, 3, 4, 5, 6, 7}},
 		{name: "NODE accepted by config", node: simNode(t, "dgx-h100", far), cfg: func(c *Config) { c.Topo.GDRLevel = "NODE" }, status: Pass},
@@ -218,6 +220,16 @@ func TestTopoGPUNICAffinity(t *testing.T) {
 		{name: "no NICs", node: simNode(t, "dgx-h100", noNICs), status: Skip},
 		{name: "no GPUs", node: simNode(t, "dgx-h100", noGPUs), status: Skip},
 	}, map[string]string{"nearest NIC across host bridges": "NCCL_NET_GDR_LEVEL=NODE"})
+}
+
+// withLostGPU gives the topology's GPUs an NVML state in which GPU lost
+// fell off the bus (NVML answers GPU_IS_LOST; sysfs still lists it).
+func withLostGPU(n *state.Node, lost int) *state.Node {
+	n.NVML = &state.NVML{Available: true, DeviceCount: len(n.Topology.GPUs)}
+	for _, g := range n.Topology.GPUs {
+		n.NVML.GPUs = append(n.NVML.GPUs, state.GPU{Index: g.Index, PCIBusID: g.BusID, Lost: g.Index == lost})
+	}
+	return n
 }
 
 func TestTopoNUMA(t *testing.T) {

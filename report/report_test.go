@@ -199,3 +199,28 @@ func TestCaptureIsNamed(t *testing.T) {
 		t.Errorf("text report must open with the capture banner:\n%s", text.String())
 	}
 }
+
+// A failing check's finding is printed once: a detail the summary line
+// already says (the summary itself, or one of the findings it joins with
+// "; ") is not repeated as a bullet, in either layout; a detail the summary
+// leaves out still is.
+func TestFindingPrintedOnce(t *testing.T) {
+	d := &Document{Host: "n1", Status: check.Fail, Counts: map[string]int{"fail": 3}, Checks: []check.Result{
+		{ID: "a.one", Status: check.Fail, Summary: "GPU 3 (0000:5d:00.0): row remap pending", Details: []string{"GPU 3 (0000:5d:00.0): row remap pending"}, Remedy: "reset"},
+		{ID: "b.two", Status: check.Fail, Summary: "GPU 3: x; GPU 6: y", Details: []string{"GPU 3: x", "GPU 6: y"}, Remedy: "reset"},
+		{ID: "c.more", Status: check.Fail, Summary: "GPU 1: x; GPU 2: x; and 1 more", Details: []string{"GPU 1: x", "GPU 2: x", "GPU 4: x"}, Remedy: "reset"},
+	}}
+	for _, verbose := range []bool{false, true} {
+		var b bytes.Buffer
+		d.WriteText(&b, TextOptions{Verbose: verbose})
+		out := b.String()
+		for _, once := range []string{"row remap pending", "GPU 3: x", "GPU 6: y", "GPU 1: x", "GPU 2: x"} {
+			if n := strings.Count(out, once); n != 1 {
+				t.Errorf("verbose=%v: %q printed %d times:\n%s", verbose, once, n, out)
+			}
+		}
+		if !strings.Contains(out, "- GPU 4: x\n") {
+			t.Errorf("verbose=%v: the finding the summary leaves out is not listed:\n%s", verbose, out)
+		}
+	}
+}

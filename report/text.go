@@ -79,6 +79,9 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		}
 		if len(r.Details) > 1 || o.Verbose {
 			for _, dl := range r.Details {
+				if saidIn(r.Summary, dl) {
+					continue // the summary line already says it: print each finding once
+				}
 				fmt.Fprintf(&b, "         %-22s - %s\n", "", clean(dl))
 			}
 		}
@@ -191,6 +194,19 @@ func (d *Document) SimulatedModel() string {
 		return "unknown model"
 	}
 	return model
+}
+
+// saidIn reports whether a detail line is already the summary or one of the
+// findings the summary joins with "; " (check/result.go summarize), so the
+// text report does not print the same finding twice.
+func saidIn(summary, detail string) bool {
+	if detail == "" {
+		return true
+	}
+	return summary == detail ||
+		strings.HasPrefix(summary, detail+"; ") ||
+		strings.HasSuffix(summary, "; "+detail) ||
+		strings.Contains(summary, "; "+detail+"; ")
 }
 
 func orNA(s string) string {
