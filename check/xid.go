@@ -59,7 +59,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		// NVIDIA's IGNORE codes (63, 92: a row remap recorded, a high SBE
 		// rate) are no finding of their own: gpu.row_remap and gpu.ecc judge
 		// those conditions from NVML's counters, which a reset clears.
-		if slices.Contains(cfg.XID.Ignore, ev.Code) || !fellOffBus(ev) && XIDLookup(ev.Code, cfg.XID.Critical).Severity == XIDIgnored {
+		// xid.ignore drops a code outright; an IGNORE row still counts on a
+		// line that says the GPU fell off the bus. XIDSeverityFor is what
+		// the exporter's severity label says too.
+		if XIDSeverityFor(ev.Code, cfg.XID) == XIDIgnored && (slices.Contains(cfg.XID.Ignore, ev.Code) || !fellOffBus(ev)) {
 			continue
 		}
 		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
