@@ -123,23 +123,3 @@ func (c *XIDCounter) collect(em emitter, cfg *check.Config) {
 		}
 	}
 }
-
-// Set records a level rather than an event: for simulated logs, which are
-// rebuilt every cycle, the count is what the log holds now.
-func (c *XIDCounter) Set(g GPU, code int, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := xidKey{g.Index, g.UUID, g.PCIBusID, code}
-	x := c.counts[k]
-	if x == nil {
-		x = &xidCount{}
-		c.counts[k] = x
-	}
-	if x.n < 1 || at.After(x.last) {
-		c.gen.Add(1)
-	}
-	x.n = max(x.n, 1)
-	if at.After(x.last) {
-		x.last = at
-	}
-}
