@@ -223,3 +223,11 @@ func TestVersionLess(t *testing.T) {
 		}
 	}
 }
+
+func TestDriverModuleMismatch(t *testing.T) {
+	runCases(t, checkDriver, []checkCase{
+		{name: "match", node: healthy(func(n *state.Node) { n.Kernel = &state.Kernel{ModuleVersion: "550.54.15"} }), status: Pass},
+		{name: "mismatch", node: healthy(func(n *state.Node) { n.Kernel = &state.Kernel{ModuleVersion: "535.161.08"} }),
+			status: Fail, summary: "kernel module 535.161.08 but NVML library 550.54.15"},
+	})
+}

@@ -35,7 +35,14 @@ func linksUp(g *state.GPU) (up int, down []int) {
 // A registration not (yet) completed is fabric.state's finding, not a
 // reason to expect links here.
 func fabricAttached(g *state.GPU) bool {
-	return g.Fabric != nil && g.Fabric.State == "completed" && g.Fabric.Status == "success"
+	return FabricRegistered(g.Fabric)
+}
+
+// FabricRegistered: the GPU's fabric registration completed with success,
+// as fabric.state passes it before reading the health mask. The exporter's
+// gpu_fabric_registered gauge asks here.
+func FabricRegistered(f *state.Fabric) bool {
+	return f != nil && f.State == "completed" && f.Status == "success"
 }
 
 // hungCall is the call that timed out on the GPU, if one did.

@@ -42,7 +42,7 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 	cleared, unknown := 0, 0
 	for _, ev := range k.SXIDs {
 		kk := key{ev.Device, ev.Code}
-		if ev.BeforeDriverLoad {
+		if beforeDriverLoad(k, ev.DriverLoad) {
 			cleared++
 			continue
 		}

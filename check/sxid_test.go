@@ -21,7 +21,17 @@ func TestSXid(t *testing.T) {
 	privNoWord := ev(12028, "", "Data {0x000001c0, 0x00bd5c8a, 0x00000500}")
 	minion := ev(22013, "non-fatal", "Link 00 Minion Link DLREQ interrupt")
 	fatal := state.SXIDEvent{Code: 23001, Device: "nvswitch0", BusID: "0000:59:00.0", Severity: "fatal", Message: "Link 12 Always Fatal"}
-	before := func(e state.SXIDEvent) state.SXIDEvent { e.BeforeDriverLoad = true; return e }
+	// reloaded: the log shows one driver load, after the events in before
+	// and before those in after.
+	reloaded := func(before []state.SXIDEvent, after ...state.SXIDEvent) *state.Node {
+		n := with(before...)
+		n.Kernel.DriverLoads = 1
+		for _, e := range after {
+			e.DriverLoad = 1
+			n.Kernel.SXIDs = append(n.Kernel.SXIDs, e)
+		}
+		return n
+	}
 	runCases(t, checkSXid, []checkCase{
 		{name: "none", node: with(), status: Pass, summary: "no NVSwitch SXid errors since boot"},
 		// NONFATAL + IGNORE: counted and named, not judged.
@@ -54,7 +64,8 @@ func TestSXid(t *testing.T) {
 		{name: "unknown code, no severity word", node: with(ev(31001, "", "new error")), status: Pass, summary: "1 line(s) without a severity word and not in NVIDIA's SXid table, counted as non-fatal"},
 		{name: "unknown code, Fatal", node: with(ev(31001, "fatal", "new error")), status: Fail, summary: "nvswitch1 (PCI 0000:84:00.0): fatal SXid 31001: new error", remedy: "reset the GPUs and NVSwitches"},
 		// Since the last driver load only, whatever the table says.
-		{name: "fatal before a driver load", node: with(before(fatal), before(privNonFatal)), status: Pass, summary: "2 SXid(s) logged before the driver was last loaded"},
+		{name: "fatal before a driver load", node: reloaded([]state.SXIDEvent{fatal, privNonFatal}), status: Pass, summary: "2 SXid(s) logged before the driver was last loaded"},
+		{name: "fatal after the driver load", node: reloaded([]state.SXIDEvent{privNonFatal}, fatal), status: Fail, summary: "nvswitch0 (PCI 0000:59:00.0): fatal SXid 23001"},
 		{name: "log unread", node: healthy(func(n *state.Node) { n.Kernel = &state.Kernel{XIDError: "permission denied"} }), status: Skip},
 		{name: "not collected", node: healthy(func(n *state.Node) { n.Kernel = nil }), status: Skip},
 	})

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,17 +59,20 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		// NVIDIA's IGNORE codes (63, 92: a row remap recorded, a high SBE
 		// rate) are no finding of their own: gpu.row_remap and gpu.ecc judge
 		// those conditions from NVML's counters, which a reset clears.
-		if ignored(ev.Code, cfg.XID.Ignore) || !ev.FellOffBus && XIDLookup(ev.Code, cfg.XID.Critical).Severity == XIDIgnored {
+		// xid.ignore drops a code outright; an IGNORE row still counts on a
+		// line that says the GPU fell off the bus. XIDSeverityFor is what
+		// the exporter's severity label says too.
+		if XIDSeverityFor(ev.Code, cfg.XID) == XIDIgnored && (slices.Contains(cfg.XID.Ignore, ev.Code) || !fellOffBus(ev)) {
 			continue
 		}
 		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
 			continue
 		}
-		if clearedByDriverLoad(ev, cfg) {
+		if clearedByDriverLoad(k, ev, cfg) {
 			cleared++
 			continue
 		}
-		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.FellOffBus && ev.Code == 0}
+		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev)}
 		if g := gpuByBus(n, ev); g != nil {
 			kk.gpu = g.Index
 			gpuOf[kk] = g
@@ -117,7 +121,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		}
 		info := XIDLookup(kk.code, cfg.XID.Critical)
 		sev := Warn
-		if info.Severity == XIDCritical || last[kk].FellOffBus {
+		if info.Severity == XIDCritical || fellOffBus(last[kk]) {
 			sev = Fail
 		}
 		msg := fmt.Sprintf("%sXid %d: %s%s", where, kk.code, info.Meaning, times)
@@ -310,8 +314,8 @@ func densest(starts []time.Time, window time.Duration) (int, time.Duration) {
 // every GPU (docs/checks.md, gpu.xid). A reboot or support case is not:
 // those still count, as does a GPU that fell off the bus, and a code the
 // admin made critical.
-func clearedByDriverLoad(ev state.XIDEvent, cfg *Config) bool {
-	if !ev.BeforeDriverLoad || ev.FellOffBus || containsInt(cfg.XID.Critical, ev.Code) {
+func clearedByDriverLoad(k *state.Kernel, ev state.XIDEvent, cfg *Config) bool {
+	if !beforeDriverLoad(k, ev.DriverLoad) || fellOffBus(ev) || slices.Contains(cfg.XID.Critical, ev.Code) {
 		return false
 	}
 	return resetClass(XIDLookup(ev.Code, nil).Action)
@@ -324,22 +328,19 @@ func clearedNote(n int) string {
 	return fmt.Sprintf("; %d XID(s) needing a GPU reset or an application restart were logged before the driver was last loaded, which reset the GPUs: not counted", n)
 }
 
-func containsInt(l []int, x int) bool {
-	for _, y := range l {
-		if y == x {
-			return true
-		}
-	}
-	return false
+// fellOffBus: the line says the GPU is gone, with or without an XID
+// number: Xid 79, or the driver's "fallen off the bus" text (older drivers
+// and the probe-time notice print it without one).
+func fellOffBus(ev state.XIDEvent) bool {
+	return ev.Code == 79 || strings.Contains(ev.Message, "fallen off the bus")
 }
 
-func ignored(code int, list []int) bool {
-	for _, c := range list {
-		if c == code {
-			return true
-		}
-	}
-	return false
+// beforeDriverLoad: a line logged after `load` driver loads has a later one
+// after it in the same log ("NVRM: loading NVIDIA UNIX ... Kernel Module"),
+// which re-initialised every GPU. The kernel collector records the order;
+// this is where it is read as "answered by a driver load".
+func beforeDriverLoad(k *state.Kernel, load int) bool {
+	return load < k.DriverLoads
 }
 
 func gpuByBus(n *state.Node, ev state.XIDEvent) *state.GPU {

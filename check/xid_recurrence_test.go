@@ -91,12 +91,6 @@ func TestXIDRecurrence(t *testing.T) {
 		}
 		return evs
 	}
-	before := func(evs []state.XIDEvent) []state.XIDEvent {
-		for i := range evs {
-			evs[i].BeforeDriverLoad = true
-		}
-		return evs
-	}
 	runCases(t, checkXID, []checkCase{
 		{name: "five incidents on one GPU in a day fail", node: withXIDs(bursts(5, "0000:10:00", time.Hour)...), status: Fail,
 			summary: "GPU 0 (0000:10:00.0): Xid 13: graphics engine exception (usually an application bug or illegal memory access) (10 times), last by python (pid 4000); recurring: 5 separate incidents on this GPU alone within 4h0m0s (window 24h0m0s), escalates at 5",
@@ -119,7 +113,10 @@ func TestXIDRecurrence(t *testing.T) {
 		{name: "undated lines counted since boot", node: withXIDs(append(undated(bursts(1, "0000:10:00", time.Hour)), bursts(1, "0000:10:00", 2*time.Hour)...)...),
 			cfg: func(c *Config) { c.XID.Recurrence.Count = 2 }, status: Fail, summary: "2 separate incidents on this GPU since boot (some lines carry no time", devices: []int{0}},
 		// A driver reload reset the GPU: what came before is not counted.
-		{name: "before a driver load not counted", node: withXIDs(before(bursts(5, "0000:10:00", time.Hour))...), status: Pass},
+		{name: "before a driver load not counted", node: healthy(func(n *state.Node) {
+			n.CollectedAt = at
+			n.Kernel = reloadedLog(bursts(5, "0000:10:00", time.Hour), nil)
+		}), status: Pass},
 		// Reset-class codes already fail; recurrence does not touch them.
 		{name: "a critical code is not re-labelled", node: withXIDs(state.XIDEvent{Code: 48, BusID: "0000:10:00", Time: at.Add(-time.Hour)}), status: Fail, summary: "Xid 48", devices: []int{0}},
 	})

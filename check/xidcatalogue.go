@@ -1,6 +1,9 @@
 package check
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // XIDSeverity of an XID for node health.
 type XIDSeverity string
@@ -147,8 +150,21 @@ func DefaultCriticalXIDs() []int {
 			out = append(out, c)
 		}
 	}
-	sortXIDs(out)
+	slices.Sort(out)
 	return out
+}
+
+// XIDSeverityFor is what gpu.xid makes of an XID code under the xid
+// configuration: ignored when xid.ignore lists it or NVIDIA's table says
+// IGNORE, else as XIDLookup classifies it with xid.critical. The exporter's
+// severity label asks here, so a metric and the report never disagree. (A
+// line that says the GPU fell off the bus is a failure whatever its code;
+// gpu.xid reads that from the line, not from the code.)
+func XIDSeverityFor(code int, cfg XIDConfig) XIDSeverity {
+	if slices.Contains(cfg.Ignore, code) {
+		return XIDIgnored
+	}
+	return XIDLookup(code, cfg.Critical).Severity
 }
 
 // XIDLookup classifies code: by NVIDIA's action (verdictFor), or, when the
@@ -173,10 +189,7 @@ func XIDLookup(code int, criticalSet []int) XIDInfo {
 		info.Remedy = fmt.Sprintf("look up Xid %d in NVIDIA's Xid catalogue (analyzing-xid-catalog); check the job that ran on the GPU", code)
 	}
 	if criticalSet != nil {
-		isCritical := false
-		for _, c := range criticalSet {
-			isCritical = isCritical || c == code
-		}
+		isCritical := slices.Contains(criticalSet, code)
 		switch {
 		case isCritical:
 			info.Severity = XIDCritical
@@ -185,12 +198,4 @@ func XIDLookup(code int, criticalSet []int) XIDInfo {
 		}
 	}
 	return info
-}
-
-func sortXIDs(a []int) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }

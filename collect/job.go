@@ -121,7 +121,7 @@ func openSampler(ctx context.Context, o JobOptions) (*nvml.Sampler, error) {
 	nopts := nvml.Options{CallTimeout: o.CallTimeout}
 	open := o.Sources.OpenNVML
 	if open == nil {
-		nopts.Real, nopts.Library = true, "nvml"
+		nopts.Library = "nvml"
 		open = func() (gonvml.Interface, error) { return nvml.Open() }
 	}
 	lib, err := open()

@@ -13,9 +13,7 @@ func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source 
 	nopts := nvml.Options{CallTimeout: opts.CallTimeout, Library: opts.NVMLName}
 	open := opts.Sources.OpenNVML
 	if open == nil {
-		// Only the real library has the entry points go-nvml cannot route
-		// through a mock (nvmlDeviceGetGpuFabricInfoV).
-		nopts.Real, nopts.Library = true, "nvml"
+		nopts.Library = "nvml"
 		open = func() (gonvml.Interface, error) { return nvml.Open() }
 	}
 	var lib gonvml.Interface

@@ -101,8 +101,12 @@ func (e *Exporter) Collect(ch chan<- prometheus.Metric) {
 	em := emitter{ch}
 	em.counter(dCollections, float64(e.collections.Load()))
 	em.counter(dCollectFailures, float64(e.failures.Load()))
-	e.XIDs.collect(em)
 	p := e.latest.Load()
+	var cfg *check.Config
+	if p != nil && p.snap != nil {
+		cfg = p.snap.Config
+	}
+	e.XIDs.collect(em, cfg)
 	if p == nil {
 		em.gauge(dCollectSuccess, 0)
 		return

@@ -210,7 +210,7 @@ func emitGPUs(e emitter, n *state.Node, cfg *check.Config, perLink bool) {
 			}
 		}
 		if f := g.Fabric; f != nil && f.State != "not_supported" {
-			e.gauge(dFabric, b2f(f.State == "completed" && f.Status == "success"), l...)
+			e.gauge(dFabric, b2f(check.FabricRegistered(f)), l...)
 			e.gauge(dFabricDegraded, b2f(check.FabricUnhealthy(f)), l...)
 		}
 	}

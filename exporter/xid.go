@@ -14,8 +14,11 @@ import (
 // Events from the kernel log carry a sequence number and are counted once
 // however often the ring buffer is re-read.
 type XIDCounter struct {
-	// Critical is the configured critical set (nil: the default), so the
-	// severity label agrees with the gpu.xid verdict.
+	// Critical is the configured critical set (nil: the default). The
+	// severity label is check.XIDSeverityFor under the configuration the
+	// latest snapshot was judged with (xid.critical and xid.ignore), so it
+	// agrees with the gpu.xid verdict; Critical stands in for it only
+	// before the first snapshot.
 	Critical []int
 	// NVMLEvents is set while NVML's event watcher feeds the counter; kernel
 	// log events are then ignored, or every XID would count twice.
@@ -102,35 +105,21 @@ func (c *XIDCounter) Add(g GPU, code int, at time.Time, seq uint64) {
 	c.gen.Add(1)
 }
 
-func (c *XIDCounter) collect(em emitter) {
+// collect emits the counts, each labelled with the severity gpu.xid gives
+// its code under cfg (the latest snapshot's configuration; nil: none yet).
+func (c *XIDCounter) collect(em emitter, cfg *check.Config) {
+	xc := check.XIDConfig{Critical: c.Critical}
+	if cfg != nil {
+		xc = cfg.XID
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k, x := range c.counts {
-		sev := string(check.XIDLookup(k.code, c.Critical).Severity)
+		sev := string(check.XIDSeverityFor(k.code, xc))
 		labels := []string{k.gpu, k.uuid, k.bus, strconv.Itoa(k.code), sev}
 		em.counter(dXIDs, x.n, labels...)
 		if !x.last.IsZero() {
 			em.gauge(dXIDLast, float64(x.last.UnixNano())/1e9, labels...)
 		}
-	}
-}
-
-// Set records a level rather than an event: for simulated logs, which are
-// rebuilt every cycle, the count is what the log holds now.
-func (c *XIDCounter) Set(g GPU, code int, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := xidKey{g.Index, g.UUID, g.PCIBusID, code}
-	x := c.counts[k]
-	if x == nil {
-		x = &xidCount{}
-		c.counts[k] = x
-	}
-	if x.n < 1 || at.After(x.last) {
-		c.gen.Add(1)
-	}
-	x.n = max(x.n, 1)
-	if at.After(x.last) {
-		x.last = at
 	}
 }

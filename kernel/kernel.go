@@ -70,7 +70,7 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 			st.XIDDenied, st.ReaderUID = true, &uid
 		}
 	} else {
-		st.XIDs, st.SXIDs = evs.XIDs, evs.SXIDs
+		st.XIDs, st.SXIDs, st.DriverLoads = evs.XIDs, evs.SXIDs, evs.DriverLoads
 	}
 	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(files, o.Procfs) })
 	if err != nil {
@@ -213,13 +213,15 @@ func continues(first, line []byte) bool {
 }
 
 // Log is what a kernel log holds for gpuprobe: the GPUs' XIDs and the
-// NVSwitches' SXids, in log order.
+// NVSwitches' SXids, in log order, and how many driver loads it shows.
 type Log struct {
-	XIDs  []state.XIDEvent
-	SXIDs []state.SXIDEvent
+	XIDs        []state.XIDEvent
+	SXIDs       []state.SXIDEvent
+	DriverLoads int
 }
 
-// add reads one record or line. A driver load marks everything before it.
+// add reads one record or line. Each event records how many driver loads
+// came before it; a driver load is counted.
 // A saved log (boot unknown) dates a line from the wall-clock time it
 // starts with, where it has one (lineTime).
 func (l *Log) add(rec []byte, boot time.Time) {
@@ -227,6 +229,7 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		if boot.IsZero() && ev.Time.IsZero() {
 			ev.Time = lineTime(rec)
 		}
+		ev.DriverLoad = l.DriverLoads
 		l.XIDs = append(l.XIDs, ev)
 	} else if ev, ok := ParseSXidKmsg(rec, boot); ok {
 		if n := len(l.SXIDs); n > 0 && sxidDetail(l.SXIDs[n-1], ev) {
@@ -235,12 +238,10 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		if boot.IsZero() && ev.Time.IsZero() {
 			ev.Time = lineTime(rec)
 		}
+		ev.DriverLoad = l.DriverLoads
 		l.SXIDs = append(l.SXIDs, ev)
 	} else if IsDriverLoad(rec) {
-		MarkDriverLoad(l.XIDs)
-		for i := range l.SXIDs {
-			l.SXIDs[i].BeforeDriverLoad = true
-		}
+		l.DriverLoads++
 	}
 }
 

@@ -1,7 +1,9 @@
-// Package xid parses NVIDIA XID lines from the kernel log and classifies XID
-// codes. The gpu.xid check and the daemon's event watcher share this table,
-// so an XID means the same thing whichever way it arrived.
 package kernel
+
+// This file parses NVIDIA XID lines from the kernel log into facts: the
+// code, the GPU, the process and the text as logged. What an XID means
+// (fallen off the bus, answered by a later driver load, its severity) is
+// check's to say (check/xid.go).
 
 import (
 	"bytes"
@@ -39,7 +41,7 @@ func Parse(line []byte) (state.XIDEvent, bool) {
 		return parseXid(rest)
 	}
 	if strings.Contains(msg, "fallen off the bus") {
-		return state.XIDEvent{BusID: firstBusID(msg), FellOffBus: true, Message: msg}, true
+		return state.XIDEvent{BusID: firstBusID(msg), Message: msg}, true
 	}
 	return state.XIDEvent{}, false
 }
@@ -73,12 +75,10 @@ func parseXid(rest string) (state.XIDEvent, bool) {
 			}
 		default:
 			ev.Message = fields
-			ev.FellOffBus = code == 79 || strings.Contains(fields, "fallen off the bus")
 			return ev, true
 		}
 		if !found {
 			ev.Message = ""
-			ev.FellOffBus = code == 79
 			return ev, true
 		}
 		fields = strings.TrimSpace(rest)
@@ -127,12 +127,4 @@ func IsDriverLoad(line []byte) bool {
 		line = line[:maxLine]
 	}
 	return bytes.Contains(line, driverLoad)
-}
-
-// MarkDriverLoad marks every event read so far as logged before a driver
-// load: call it when the line that IsDriverLoad accepts is read.
-func MarkDriverLoad(evs []state.XIDEvent) {
-	for i := range evs {
-		evs[i].BeforeDriverLoad = true
-	}
 }

@@ -21,9 +21,6 @@ import (
 type Options struct {
 	// CallTimeout bounds each NVML call; the context bounds the whole run.
 	CallTimeout time.Duration
-	// Real is true for the real library. Entry points that go-nvml cannot
-	// route through a mock (nvmlDeviceGetGpuFabricInfoV) are used only then.
-	Real bool
 	// Library names the library for deadline.Do across collections: a
 	// device whose call is still hung is not called again by a later
 	// collection of the same library. Empty: this collection alone (a mock
@@ -122,7 +119,8 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 				}
 				return
 			}
-			d := &device{g: g, dev: dev, gpu: gpu, sym: symbols, real: opts.Real}
+			d := &device{g: g, dev: dev, gpu: gpu, sym: symbols}
+			d.fabricV, _ = lib.(FabricInfoV)
 			d.collect()
 		}(i)
 	}

@@ -438,3 +438,29 @@ func TestThresholdsFromTLimitFields(t *testing.T) {
 		})
 	}
 }
+
+// nvmlDeviceGetGpuFabricInfoV used to be asked only of the real library
+// (a d.real branch), so no simulation ever ran it. The library now offers
+// it (FabricInfoV) and the simulation does too: with _v4 missing from the
+// driver, the same fabric code reads the same facts through V.
+func TestFabricInfoThroughEachEntryPoint(t *testing.T) {
+	for _, tc := range []struct {
+		spec, api, state, status string
+	}{
+		{"dgx-h100", "nvmlDeviceGetGpuFabricInfo_v4", "completed", "success"},
+		{"dgx-h100:fabric-info-v", "nvmlDeviceGetGpuFabricInfoV", "completed", "success"},
+		{"dgx-h100:fabric-info-v,fabric-incomplete", "nvmlDeviceGetGpuFabricInfoV", "in_progress", ""},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			sys := simSystem(t, tc.spec)
+			g := Collect(context.Background(), sys.Lib, Options{}).GPUs[0]
+			f := g.Fabric
+			if f == nil || f.API != tc.api || f.State != tc.state || f.CliqueID != 32766 || f.HealthSummary != 1 || f.HealthMask == 0 {
+				t.Fatalf("fabric = %+v, want %s %s via %s", f, tc.state, tc.status, tc.api)
+			}
+			if tc.status != "" && f.Status != tc.status {
+				t.Errorf("status %q, want %q", f.Status, tc.status)
+			}
+		})
+	}
+}

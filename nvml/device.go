@@ -13,11 +13,12 @@ import (
 const maxCPUs = 1024
 
 type device struct {
-	g    *guard
-	dev  gonvml.Device
-	gpu  *state.GPU
-	sym  symbols
-	real bool
+	g   *guard
+	dev gonvml.Device
+	gpu *state.GPU
+	sym symbols
+	// fabricV is the library's nvmlDeviceGetGpuFabricInfoV, where it offers one.
+	fabricV FabricInfoV
 }
 
 type pair[A, B any] struct {
@@ -505,9 +506,17 @@ func (d *device) nvlinks() {
 	d.gpu.NVLinks = links
 }
 
-// fabric asks the newest fabric API the library has. The versioned
-// nvmlDeviceGetGpuFabricInfoV is reachable only on the real library: go-nvml
-// routes it around its mock interface.
+// FabricInfoV is nvmlDeviceGetGpuFabricInfoV at struct version 3, offered
+// by the library. go-nvml routes that entry point around its Interface
+// (Device.GetGpuFabricInfoV hands back a handler that calls the C library
+// itself), so a library offers it through this interface instead: Open's
+// library calls the driver, the simulated one (sim/nvml) answers from its
+// devices. The fabric code is the same for both.
+type FabricInfoV interface {
+	DeviceGetGpuFabricInfoV3(gonvml.Device) (gonvml.GpuFabricInfo_v3, gonvml.Return)
+}
+
+// fabric asks the newest fabric API the library has.
 func (d *device) fabric() {
 	type fi struct {
 		state, status uint32
@@ -529,9 +538,9 @@ func (d *device) fabric() {
 			}
 			return fi{uint32(v.State), v.Status, v.HealthMask, c, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfo_v4", v.HealthSummary}, r
 		})
-	case d.real && d.sym["nvmlDeviceGetGpuFabricInfoV"]:
+	case d.fabricV != nil && d.sym["nvmlDeviceGetGpuFabricInfoV"]:
 		got, o = call(d.g, "nvmlDeviceGetGpuFabricInfoV", func() (fi, gonvml.Return) {
-			v, r := d.dev.GetGpuFabricInfoV().V3()
+			v, r := d.fabricV.DeviceGetGpuFabricInfoV3(d.dev)
 			return fi{uint32(v.State), v.Status, v.HealthMask, v.CliqueId, v.ClusterUuid, "nvmlDeviceGetGpuFabricInfoV", v.HealthSummary}, r
 		})
 	case d.sym["nvmlDeviceGetGpuFabricInfo"]:

@@ -20,5 +20,13 @@ func Open() (gonvml.Interface, error) {
 	if err := h.Open(); err != nil {
 		return nil, fmt.Errorf("cannot load %s (NVIDIA driver not installed?): %v", LibraryName, err)
 	}
-	return gonvml.New(gonvml.WithLibraryPath(LibraryName)), nil
+	return library{gonvml.New(gonvml.WithLibraryPath(LibraryName))}, nil
+}
+
+// library is the driver's NVML with the entry points go-nvml's Interface
+// leaves out (FabricInfoV).
+type library struct{ gonvml.Interface }
+
+func (library) DeviceGetGpuFabricInfoV3(dev gonvml.Device) (gonvml.GpuFabricInfo_v3, gonvml.Return) {
+	return dev.GetGpuFabricInfoV().V3()
 }

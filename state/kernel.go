@@ -22,6 +22,10 @@ type Kernel struct {
 	// default), which says nothing about the node.
 	XIDDenied bool `json:"xid_denied,omitempty"`
 	ReaderUID *int `json:"reader_uid,omitempty"`
+	// DriverLoads is how many times the log shows the driver being loaded
+	// ("NVRM: loading NVIDIA UNIX ... Kernel Module"); each event's
+	// DriverLoad says how many of those came before it.
+	DriverLoads int `json:"driver_loads,omitempty"`
 	// ModuleVersion is the nvidia.ko version from /proc/driver/nvidia/version.
 	ModuleVersion string  `json:"module_version,omitempty"`
 	ModuleError   string  `json:"module_error,omitempty"`
@@ -38,12 +42,9 @@ type XIDEvent struct {
 	PID     int    `json:"pid,omitempty"`
 	Process string `json:"process,omitempty"`
 	Message string `json:"message"`
-	// FellOffBus marks the lines that mean the GPU is gone, with or without an XID.
-	FellOffBus bool `json:"fell_off_bus,omitempty"`
-	// BeforeDriverLoad: the same log shows the driver loaded again after
-	// this line ("NVRM: loading NVIDIA UNIX ... Kernel Module"), which
-	// re-initialises every GPU.
-	BeforeDriverLoad bool `json:"before_driver_load,omitempty"`
+	// DriverLoad is how many driver loads the log showed before this line
+	// (see Kernel.DriverLoads): the line's place in the log's load order.
+	DriverLoad int `json:"driver_load,omitempty"`
 	// Time is when the kernel logged it (zero when the source had no time).
 	Time time.Time `json:"time,omitempty"`
 	// Seq is the kernel's record sequence number, for de-duplication.
@@ -66,9 +67,10 @@ type SXIDEvent struct {
 	BusID  string `json:"bus_id,omitempty"`
 	// Severity is the driver's own word: "fatal", "non-fatal", or "" when
 	// the line carries none.
-	Severity         string    `json:"severity,omitempty"`
-	Message          string    `json:"message,omitempty"`
-	Time             time.Time `json:"time,omitempty"`
-	Seq              uint64    `json:"seq,omitempty"`
-	BeforeDriverLoad bool      `json:"before_driver_load,omitempty"`
+	Severity string    `json:"severity,omitempty"`
+	Message  string    `json:"message,omitempty"`
+	Time     time.Time `json:"time,omitempty"`
+	Seq      uint64    `json:"seq,omitempty"`
+	// DriverLoad is how many driver loads the log showed before this line.
+	DriverLoad int `json:"driver_load,omitempty"`
 }

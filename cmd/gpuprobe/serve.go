@@ -182,11 +182,6 @@ func feedXIDs(x *exporter.XIDCounter, n *state.Node) {
 		if g.PCIBusID == "" {
 			g.PCIBusID = ev.BusID
 		}
-		if n.Kernel.XIDSource == "simulated" {
-			// A simulated log is rebuilt every cycle: count what it holds, not re-reads.
-			x.Set(g, ev.Code, ev.Time)
-			continue
-		}
 		x.Add(g, ev.Code, ev.Time, ev.Seq)
 	}
 }

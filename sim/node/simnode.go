@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"path/filepath"
 	"slices"
@@ -96,7 +97,11 @@ func exe(cmdline string) string {
 // KernelLog writes the kmsg records of the spec's xid faults in the driver's
 // own format ("NVRM: Xid (PCI:0000:4c:00): 79, pid=..., name=..., ..."), an
 // hour before now on a node up for a day (the tree's /proc/uptime), so they
-// go through the real parser.
+// go through the real parser. A record's sequence number is its own, as the
+// kernel's are: a hash of its place and content, so the daemon, which
+// re-reads the log every cycle, sees the same fault as the same record (and
+// counts it once, as it does re-reads of /dev/kmsg), and a fault
+// --simulate-file adds as a new one.
 func KernelLog(spec *simulate.Spec, busIDs []string) ([]byte, error) {
 	var b bytes.Buffer
 	for i, f := range spec.Has("xid") {
@@ -115,7 +120,10 @@ func KernelLog(spec *simulate.Spec, busIDs []string) ([]byte, error) {
 		}
 		bus := id.Slot()
 		usec := int64(23*time.Hour/time.Microsecond) + int64(i)
-		fmt.Fprintf(&b, "3,%d,%d,-;NVRM: Xid (PCI:%s): %d, pid=%d, name=python, simulated by gpuprobe --simulate\n", 5000+i, usec, bus, c, 31337+i)
+		h := fnv.New32a()
+		fmt.Fprintf(h, "%d:%d@%s", i, c, bus)
+		seq := 5000 + uint64(h.Sum32())
+		fmt.Fprintf(&b, "3,%d,%d,-;NVRM: Xid (PCI:%s): %d, pid=%d, name=python, simulated by gpuprobe --simulate\n", seq, usec, bus, c, 31337+i)
 	}
 	return b.Bytes(), nil
 }

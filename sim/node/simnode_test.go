@@ -2,11 +2,13 @@ package node
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/jobperf"
+	"github.com/gpuprobe/gpuprobe/kernel"
 	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 )
 
@@ -28,7 +30,7 @@ func TestSimulatedXIDsReachTheState(t *testing.T) {
 	if k == nil || len(k.XIDs) != 2 || k.XIDSource != "simulated" {
 		t.Fatalf("kernel = %+v", k)
 	}
-	if x := k.XIDs[0]; x.Code != 79 || !x.FellOffBus || !x.MatchGPU(n.NVML.GPUs[2].PCIBusID) || x.Time.IsZero() {
+	if x := k.XIDs[0]; x.Code != 79 || !x.MatchGPU(n.NVML.GPUs[2].PCIBusID) || x.Time.IsZero() {
 		t.Errorf("first XID = %+v", x)
 	}
 	if k.ModuleVersion == "" || k.UptimeSeconds != 86400 {
@@ -73,5 +75,50 @@ func TestSimulatedJobOverTheNodeTree(t *testing.T) {
 	}
 	if j.ID() != simulate.SimJob.ID {
 		t.Errorf("job %q, want %q", j.ID(), simulate.SimJob.ID)
+	}
+}
+
+// The simulated log is rebuilt every cycle, and the daemon counts its XIDs
+// as it counts /dev/kmsg's, by record number (cmd/gpuprobe used to ask
+// whether the log was "simulated" and count levels instead). So a record
+// keeps its number from one build to the next, and distinct faults, even
+// repeated ones or one --simulate-file adds in place of another, have
+// distinct numbers.
+func TestSimulatedXIDRecordNumbers(t *testing.T) {
+	bus := []string{"00000000:10:00.0", "00000000:11:00.0", "00000000:12:00.0"}
+	seqs := func(raw string) []uint64 {
+		t.Helper()
+		spec, err := simulate.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, err := KernelLog(spec, bus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []uint64
+		for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+			ev, ok := kernel.ParseKmsg([]byte(line), time.Unix(0, 0))
+			if !ok {
+				t.Fatalf("unparsed %q", line)
+			}
+			out = append(out, ev.Seq)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name, a, b string
+		same       bool // the first records of a and b have the same number
+	}{
+		{"rebuilt alike", "dgx-h100:xid=79@2", "dgx-h100:xid=79@2", true},
+		{"another code in its place", "dgx-h100:xid=13@0", "dgx-h100:xid=48@0", false},
+		{"another GPU in its place", "dgx-h100:xid=13@0", "dgx-h100:xid=13@1", false},
+	} {
+		if got := seqs(tc.a)[0] == seqs(tc.b)[0]; got != tc.same {
+			t.Errorf("%s: same record number %v, want %v", tc.name, got, tc.same)
+		}
+	}
+	if s := seqs("dgx-h100:xid=79@2,xid=79@2"); s[0] == s[1] {
+		t.Errorf("a repeated fault is two records, numbered alike: %v", s)
 	}
 }

@@ -101,6 +101,16 @@ func init() {
 			}
 			return nil
 		})
+	register("fabric-info-v", "", "the driver's NVML has no nvmlDeviceGetGpuFabricInfo_v4 (drivers before R550): fabric state comes from nvmlDeviceGetGpuFabricInfoV",
+		func(s *System, _ simulate.Fault) error {
+			s.Server.LookupSymbolFunc = func(name string) error {
+				if name == "nvmlDeviceGetGpuFabricInfo_v4" {
+					return gonvml.ERROR_FUNCTION_NOT_FOUND
+				}
+				return nil
+			}
+			return nil
+		})
 	register("fabric-incomplete", "", "NVSwitch fabric registration stuck IN_PROGRESS on every GPU (fabric manager not finished)",
 		func(s *System, _ simulate.Fault) error {
 			for _, d := range s.Devices {

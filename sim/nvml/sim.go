@@ -49,7 +49,7 @@ func New(spec *simulate.Spec) (*System, error) {
 	}
 	m := model{tm}
 	srv := newMock()
-	sys := &System{Spec: spec, Lib: srv, Server: srv, Owners: map[uint32]Owner{}}
+	sys := &System{Spec: spec, Lib: library{srv}, Server: srv, Owners: map[uint32]Owner{}}
 	for i, d := range srv.Devices {
 		dev := d.(*server.Device)
 		m.dress(dev, i)
@@ -255,4 +255,21 @@ func maxSMClock(model string) uint32 {
 		return 1410
 	}
 	return 1980
+}
+
+// library is the simulated NVML as the collector sees it: go-nvml's mock
+// server, plus the entry point go-nvml's Interface leaves out,
+// nvmlDeviceGetGpuFabricInfoV (nvml.FabricInfoV), answered from the same
+// device data as nvmlDeviceGetGpuFabricInfo_v4, so the collector's fabric
+// code is the one it runs on the driver.
+type library struct{ *server.Server }
+
+func (library) DeviceGetGpuFabricInfoV3(dev gonvml.Device) (gonvml.GpuFabricInfo_v3, gonvml.Return) {
+	v, r := dev.GetGpuFabricInfo_v4()
+	out := gonvml.GpuFabricInfo_v3{Version: 3, ClusterUuid: v.ClusterUuid, Status: v.Status, State: v.State,
+		HealthMask: v.HealthMask, HealthSummary: v.HealthSummary}
+	if v.NumCliques > 0 {
+		out.CliqueId = v.Cliques[0].Id
+	}
+	return out, r
 }
