@@ -360,11 +360,3 @@ func checkFabric(n *state.Node, cfg *Config) Result {
 	}
 	return v.result(fmt.Sprintf("fabric registration completed on %d GPUs", judged))
 }
-
-func joinInts(a []int) string {
-	s := make([]string, len(a))
-	for i, x := range a {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, ",")
-}

@@ -77,14 +77,6 @@ func f64(v float64) *float64 { return &v }
 var nfsData = state.JobFilesystem{Type: "nfs4", MountPoint: "/data", Source: "storage:/export/data", OpenFiles: 8, ReadBytes: 900 << 20}
 var ext4Data = state.JobFilesystem{Type: "ext4", MountPoint: "/local", OpenFiles: 8, ReadBytes: 900 << 20}
 
-func itoaList(l []int) string {
-	s := make([]string, len(l))
-	for i, v := range l {
-		s[i] = itoa(v)
-	}
-	return strings.Join(s, ",")
-}
-
 func TestPerfBottleneck(t *testing.T) {
 	runCases(t, checkBottleneck, []checkCase{
 		{name: "not sampled", node: &state.Node{}, status: Skip, summary: "no running job sampled"},

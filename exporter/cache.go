@@ -101,10 +101,6 @@ func NewScrapeCache(node, runtime prometheus.Gatherer, gen func() uint64, runtim
 // Renders is how many times the cache has rendered (for tests and the benchmark).
 func (c *ScrapeCache) Renders() uint64 { return c.renders.Load() }
 
-// textFormat is what the cache holds: the classic text exposition, the
-// format promhttp picks for Prometheus's default Accept header and for curl.
-var textFormat = expfmt.NewFormat(expfmt.TypeTextPlain)
-
 func (c *ScrapeCache) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	format := c.negotiate(r.Header.Get("Accept"))
 	if format.FormatType() != expfmt.TypeTextPlain || r.URL.RawQuery != "" {

@@ -200,7 +200,6 @@ func leadingInt(b []byte) (int64, int) {
 
 var (
 	trNETp     = []byte("NET/")
-	trP2Pp     = []byte("P2P/")
 	trSHMp     = []byte("SHM/")
 	trCollNetp = []byte("COLLNET/")
 	trSHMold   = []byte("direct shared memory")
@@ -217,7 +216,7 @@ var (
 //
 // It returns tr.marker.
 func parseTransport(t []byte, tr *transport) bool {
-	marker := bytes.Index(t, markNCCL) >= 0
+	marker := bytes.Contains(t, markNCCL)
 	t = cutTransportNoise(t)
 	*tr = transport{name: t, netDev: -1, marker: marker}
 	switch {

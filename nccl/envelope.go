@@ -574,7 +574,7 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 	if r.glued {
 		x.flags |= envGlued
 	}
-	if bytes.Index(key, markNCCL) < 0 {
+	if !bytes.Contains(key, markNCCL) {
 		x.flags |= envNoMarker
 	}
 	copy(x.text[:], key)

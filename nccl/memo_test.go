@@ -97,9 +97,7 @@ func TestFastPathMatches(t *testing.T) {
 		if _, err := gen.Write(&buf, gen.Options{Size: 1 << 20, Seed: 5, Mix: mix, Ranks: 64, Hosts: 8}); err != nil {
 			t.Fatal(err)
 		}
-		for _, l := range bytes.Split(buf.Bytes(), []byte("\n")) {
-			lines = append(lines, l)
-		}
+		lines = append(lines, bytes.Split(buf.Bytes(), []byte("\n"))...)
 	}
 	for _, l := range []string{
 		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",

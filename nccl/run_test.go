@@ -16,7 +16,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
 )
 
-func run(t *testing.T, opts RunOptions) (int, *Verdict, error, string, string) {
+func run(t *testing.T, opts RunOptions) (int, *Verdict, string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if opts.Stdout == nil {
@@ -38,13 +38,13 @@ func run(t *testing.T, opts RunOptions) (int, *Verdict, error, string, string) {
 	if f != nil {
 		v = ncclverdict.Judge(f)
 	}
-	return code, v, err, out.String(), errb.String()
+	return code, v, out.String(), errb.String(), err
 }
 
 func sh(script string) []string { return []string{"/bin/sh", "-c", script} }
 
 func TestRunExitCodeAndOutput(t *testing.T) {
-	code, v, err, out, errs := run(t, RunOptions{Args: sh("echo out; echo err >&2; exit 3")})
+	code, v, out, errs, err := run(t, RunOptions{Args: sh("echo out; echo err >&2; exit 3")})
 	if err != nil || code != 3 {
 		t.Fatalf("code %d err %v, want 3 and no error", code, err)
 	}
@@ -54,19 +54,19 @@ func TestRunExitCodeAndOutput(t *testing.T) {
 	if v == nil || v.Stats.Lines != 2 || len(v.Stats.Inputs) != 2 {
 		t.Errorf("both streams must be analysed: %+v", v)
 	}
-	if code, _, err, _, _ := run(t, RunOptions{Args: sh("exit 0")}); code != 0 || err != nil {
+	if code, _, _, _, err := run(t, RunOptions{Args: sh("exit 0")}); code != 0 || err != nil {
 		t.Errorf("exit 0: code %d err %v", code, err)
 	}
 }
 
 func TestRunDebugEnv(t *testing.T) {
 	show := sh(`echo "$NCCL_DEBUG|$NCCL_DEBUG_SUBSYS|${NCCL_DEBUG_FILE-unset}"`)
-	_, v, _, out, _ := run(t, RunOptions{Args: show})
+	_, v, out, _, _ := run(t, RunOptions{Args: show})
 	if out != "INFO|INIT,NET|unset\n" || len(v.Warnings) != 0 {
 		t.Errorf("defaults: %q, warnings %+v", out, v.Warnings)
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "NCCL_DEBUG=WARN", "NCCL_DEBUG_SUBSYS=ALL"}
-	_, v, _, out, _ = run(t, RunOptions{Args: show, Env: env})
+	_, v, out, _, _ = run(t, RunOptions{Args: show, Env: env})
 	if out != "WARN|ALL|unset\n" {
 		t.Errorf("the user's settings must win: %q", out)
 	}
@@ -74,7 +74,7 @@ func TestRunDebugEnv(t *testing.T) {
 		t.Errorf("warnings %+v", v.Warnings)
 	}
 	env = []string{"PATH=" + os.Getenv("PATH"), "NCCL_DEBUG_SUBSYS=", "NCCL_DEBUG_FILE=/tmp/nccl.%h.%p"}
-	_, v, _, out, _ = run(t, RunOptions{Args: show, Env: env})
+	_, v, out, _, _ = run(t, RunOptions{Args: show, Env: env})
 	if out != "INFO||/tmp/nccl.%h.%p\n" || !hasCode(v.Warnings, "nccl_debug_subsys") || !hasCode(v.Warnings, "nccl_debug_file") {
 		t.Errorf("an empty setting is still the user's: %q %+v", out, v.Warnings)
 	}
@@ -90,7 +90,7 @@ sleep 0.05
 echo
 echo "nodeb:20:21 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [send] via NET/Socket/0" >&2
 printf 'no newline at the end'`
-	code, v, err, out, errs := run(t, RunOptions{Args: sh(script)})
+	code, v, out, errs, err := run(t, RunOptions{Args: sh(script)})
 	if code != 0 || err != nil {
 		t.Fatalf("code %d err %v", code, err)
 	}
@@ -141,7 +141,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			<-w.ready
 			sigs <- syscall.SIGTERM
 		}()
-		code, _, err, _, _ := run(t, RunOptions{Args: sh(fmt.Sprintf(loop, "TERM", 42, "TERM")), Stdout: w, Signals: sigs})
+		code, _, _, _, err := run(t, RunOptions{Args: sh(fmt.Sprintf(loop, "TERM", 42, "TERM")), Stdout: w, Signals: sigs})
 		if code != 42 || err != nil || !strings.Contains(w.String(), "got TERM") {
 			t.Errorf("code %d err %v output %q", code, err, w.String())
 		}
@@ -152,7 +152,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			<-w.ready
 			syscall.Kill(os.Getpid(), syscall.SIGINT)
 		}()
-		code, _, err, _, _ := run(t, RunOptions{Args: sh(fmt.Sprintf(loop, "INT", 43, "INT")), Stdout: w})
+		code, _, _, _, err := run(t, RunOptions{Args: sh(fmt.Sprintf(loop, "INT", 43, "INT")), Stdout: w})
 		if code != 43 || err != nil || !strings.Contains(w.String(), "got INT") {
 			t.Errorf("code %d err %v output %q", code, err, w.String())
 		}
@@ -164,7 +164,7 @@ func TestRunForwardsSignals(t *testing.T) {
 			<-w.ready
 			sigs <- syscall.SIGKILL
 		}()
-		code, _, err, _, _ := run(t, RunOptions{Args: sh("echo ready; sleep 10"), Stdout: w, Signals: sigs})
+		code, _, _, _, err := run(t, RunOptions{Args: sh("echo ready; sleep 10"), Stdout: w, Signals: sigs})
 		if code != 128+9 || err != nil {
 			t.Errorf("code %d err %v, want 137 as a shell reports it", code, err)
 		}
@@ -181,18 +181,18 @@ func TestRunUnbuffered(t *testing.T) {
 		os.WriteFile(flag, nil, 0o600)
 	}()
 	script := `echo first; i=0; while [ ! -e "` + flag + `" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; [ -e "` + flag + `" ] && echo second || exit 9`
-	code, _, err, _, _ := run(t, RunOptions{Args: sh(script), Stdout: w})
+	code, _, _, _, err := run(t, RunOptions{Args: sh(script), Stdout: w})
 	if code != 0 || err != nil || !strings.HasSuffix(w.String(), "second\n") {
 		t.Errorf("code %d err %v output %q: output held back until the child ended?", code, err, w.String())
 	}
 }
 
 func TestRunFailures(t *testing.T) {
-	code, v, err, _, _ := run(t, RunOptions{Args: []string{"/nonexistent/gpuprobe-test-command"}})
+	code, v, _, _, err := run(t, RunOptions{Args: []string{"/nonexistent/gpuprobe-test-command"}})
 	if code != 127 || err == nil || v != nil {
 		t.Errorf("missing command: code %d err %v", code, err)
 	}
-	if code, _, err, _, _ := run(t, RunOptions{}); code != 2 || err == nil {
+	if code, _, _, _, err := run(t, RunOptions{}); code != 2 || err == nil {
 		t.Errorf("no command: code %d err %v", code, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
@@ -212,7 +212,7 @@ func (brokenWriter) Write([]byte) (int, error) { return 0, errors.New("terminal 
 // the job; the child runs to its end and the verdict says what happened.
 func TestRunSurvivesBrokenOutput(t *testing.T) {
 	script := `i=0; while [ $i -lt 2000 ]; do echo "h:1:2 [0] NCCL INFO Using network IB line $i"; i=$((i+1)); done; exit 5`
-	code, v, err, _, _ := run(t, RunOptions{Args: sh(script), Stdout: brokenWriter{}})
+	code, v, _, _, err := run(t, RunOptions{Args: sh(script), Stdout: brokenWriter{}})
 	if code != 5 || err != nil {
 		t.Fatalf("code %d err %v", code, err)
 	}

@@ -26,7 +26,7 @@ func ParseListPIDs(out, jobID string) ([]int32, error) {
 			continue
 		}
 		if len(f) < 3 {
-			return nil, fmt.Errorf("scontrol listpids: line %d: %d fields, want PID JOBID STEPID...", i+1, len(f))
+			return nil, fmt.Errorf("scontrol listpids: line %d: %d fields, want at least PID, JOBID and STEPID", i+1, len(f))
 		}
 		pid, err := strconv.ParseInt(f[0], 10, 32)
 		if err != nil || pid <= 0 {

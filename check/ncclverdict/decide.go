@@ -39,8 +39,7 @@ type decider struct {
 	oneNode  bool
 	oneWhy   string
 	maxNR    int64
-	socketBy int // index of a process that selected Socket; -1 none
-	ranks    []state.NCCLRange
+	socketBy int             // index of a process that selected Socket; -1 none
 	byPID    map[int64][]int // process indexes by pid, for alias
 
 	extraWarnings []Finding
