@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"net"
-	"strings"
 	"testing"
 )
 
@@ -26,25 +24,6 @@ func FuzzParseListeners(f *testing.F) {
 		for _, l := range parseListeners([]byte(s)) {
 			if len(l.ip) != net.IPv4len && len(l.ip) != net.IPv6len || l.port < 0 || l.port > 65535 {
 				t.Fatalf("bad listener %+v", l)
-			}
-		}
-	})
-}
-
-func FuzzReadLine(f *testing.F) {
-	f.Add("a\nbb\n\nccc", 2)
-	f.Fuzz(func(t *testing.T, s string, max int) {
-		if max < 1 || max > 1<<10 {
-			return
-		}
-		br := bufio.NewReaderSize(strings.NewReader(s), 16)
-		for i := 0; i <= len(s)+1; i++ {
-			line, tooLong, err := readLine(br, max)
-			if !tooLong && len(line) > max {
-				t.Fatalf("line of %d bytes over max %d not flagged", len(line), max)
-			}
-			if err != nil {
-				return
 			}
 		}
 	})
