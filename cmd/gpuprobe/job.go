@@ -121,7 +121,7 @@ func (c *cli) runJob(f *jobFlags) error {
 	host := collect.HostName(c.getenv, os.Hostname)
 	var perf *state.JobPerf
 	if f.fromDaemon != "" {
-		if perf, err = jobFromDaemon(ctx, f.fromDaemon, jo.JobID); err != nil {
+		if perf, err = daemonClient(f.fromDaemon).Job(ctx, jo.JobID); err != nil {
 			c.log.Info("sampling the job: the daemon has no usable record", zap.String("daemon", f.fromDaemon), zap.Error(err))
 		}
 	}
