@@ -25,6 +25,11 @@ type Document struct {
 	// Capture names the saved tool output the state was read from
 	// ("nvidia-smi -q of FILE"); empty for a collection.
 	Capture string `json:"capture,omitempty"`
+	// Source names where a report read from elsewhere came from ("daemon at
+	// 127.0.0.1:10495, snapshot taken ..."): a verdict a health check read
+	// from the daemon is the daemon's, as fresh as its snapshot. Empty for
+	// a run's own collection.
+	Source string `json:"source,omitempty"`
 	// Scope: only these GPUs were judged (check --gpus).
 	Scope           string         `json:"scope,omitempty"`
 	Status          check.Status   `json:"status"`

@@ -61,6 +61,9 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 	if d.Capture != "" {
 		b.WriteString(paint(bold+yellow, "*** FROM A CAPTURE: "+clean(d.Capture)+"; not collected by gpuprobe, checks needing what it lacks skip ***") + "\n")
 	}
+	if d.Source != "" {
+		b.WriteString("source: " + clean(d.Source) + "\n")
+	}
 	if d.JobPerf != nil {
 		writeJobFigures(&b, d, clean)
 	} else {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/daemonapi"
 	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/state"
@@ -74,7 +75,7 @@ func registerCheck(c *cli) {
 	cmd.Flag("min-driver", "Oldest acceptable driver version.").PlaceHolder("VERSION").StringVar(&f.minDriver)
 	cmd.Flag("strict", "Treat warnings as failures.").BoolVar(&f.strict)
 	cmd.Flag("expect-idle", "Fail (not warn) on leftover processes or memory on a GPU: for prologs and idle-node health checks.").BoolVar(&f.expectIdle)
-	cmd.Flag("from-daemon", "Judge from a running 'gpuprobe serve' (URL, or 'local' for http://127.0.0.1:"+DefaultPort+") when its report is fresher than --max-age; otherwise run directly. A health check then costs milliseconds and never touches the driver.").PlaceHolder("URL").StringVar(&f.fromDaemon)
+	cmd.Flag("from-daemon", "Judge from a running 'gpuprobe serve' (URL, or 'local' for http://127.0.0.1:"+daemonapi.DefaultPort+") when its report is fresher than --max-age; otherwise run directly. A health check then costs milliseconds and never touches the driver.").PlaceHolder("URL").StringVar(&f.fromDaemon)
 	cmd.Flag("max-age", "Oldest daemon report --from-daemon accepts.").Default("60s").DurationVar(&f.maxAge)
 	cmd.Flag("xid-window", "Only count XIDs this recent (default: since boot).").DurationVar(&f.xidWindow)
 	cmd.Flag("gpus", "Judge only these GPUs (NVML indexes), or 'job' for SLURM_JOB_GPUS: a Prolog or Epilog judges its own job's GPUs, not another job's leftover on a shared node.").PlaceHolder("LIST").StringVar(&f.gpus)
@@ -152,11 +153,12 @@ func (c *cli) runCheck(f *checkFlags) error {
 	defer cancel()
 	var node *state.Node
 	var results []check.Result
+	var source string // where a report read from the daemon came from
 	if f.fromDaemon != "" {
 		if f.fromSnapshot != "" || f.collect.simulate != "" {
 			return c.usageError("--from-daemon excludes --from-snapshot and --simulate")
 		}
-		node, results = c.fromDaemon(ctx, f.fromDaemon, f.maxAge, checks)
+		node, results, source = c.fromDaemon(ctx, f.fromDaemon, f.maxAge, checks)
 	}
 	if node != nil {
 		// judged by the daemon
@@ -177,6 +179,7 @@ func (c *cli) runCheck(f *checkFlags) error {
 		results = check.Run(ctx, node, cfg, checks)
 	}
 	doc := report.New(node, results, cfg.Strict, time.Since(start))
+	doc.Source = source
 	if f.format == "json" {
 		err = doc.WriteJSON(c.stdout)
 	} else {

@@ -37,9 +37,9 @@ func procNetWithOwner(t *testing.T, addr string, uid int) {
 	tcp := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
 		fmt.Sprintf("   0: %02X%02X%02X%02X:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000  %d        0 39963 1 0000000000000000 100 0 0 10 0\n", ip[3], ip[2], ip[1], ip[0], p, uid)
 	os.WriteFile(filepath.Join(dir, "tcp"), []byte(tcp), 0o644)
-	old := procNetRoot
-	procNetRoot = filepath.Dir(dir)
-	t.Cleanup(func() { procNetRoot = old })
+	old := daemonTrust
+	daemonTrust.ProcRoot = filepath.Dir(dir)
+	t.Cleanup(func() { daemonTrust = old })
 }
 
 // The bug: check --from-daemon trusted whatever listened on the port; an
@@ -57,9 +57,9 @@ func TestFromDaemonRefusesUnprivilegedListener(t *testing.T) {
 	}
 	// The same report from a root-owned listener (socket activation) or the
 	// unit's dynamic user "gpuprobe" is used.
-	old := lookupUser
-	defer func() { lookupUser = old }()
-	lookupUser = func(_ context.Context, uid uint32) string { return map[uint32]string{61234: "gpuprobe"}[uid] }
+	old := daemonTrust
+	defer func() { daemonTrust = old }()
+	daemonTrust.LookupUser = func(_ context.Context, uid uint32) string { return map[uint32]string{61234: "gpuprobe"}[uid] }
 	for _, uid := range []int{0, 61234} {
 		procNetWithOwner(t, srv.Listener.Addr().String(), uid)
 		code, out, errs = runCLI(t, "check", "--from-daemon", srv.URL, "--checks", "gpu.driver", "--format", "json", "--log.level", "info")
@@ -92,33 +92,5 @@ func TestFromDaemonBoundsTheReport(t *testing.T) {
 	_, _, errs := runCLI(t, "check", "--from-daemon", big.URL, "--checks", "gpu.driver", "--log.level", "info")
 	if !strings.Contains(errs, "more than 4 MiB") {
 		t.Errorf("a 64 MiB report was not refused by size: %s", errs)
-	}
-}
-
-func TestFromDaemonRemoteHTTPNotTrusted(t *testing.T) {
-	if err := trustDaemon(t.Context(), "http://10.1.2.3:10495"); err == nil || !strings.Contains(err.Error(), "cannot be verified") {
-		t.Fatalf("got %v", err)
-	}
-	if err := trustDaemon(t.Context(), "https://node1.example:10495"); err != nil {
-		t.Fatalf("https: %v", err)
-	}
-}
-
-func TestParseListeners(t *testing.T) {
-	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:4AA7 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 39963 2 00000000b5ed7527 100 0 0 10 0
-   2: 0100007F:9E65 0100007F:CE38 06 00000000:00000000 03:00000CCF 00000000     0        0 0 3 00000000234b802e
-`
-	tcp6 := `  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000000000000000000000000000:28FF 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 12345 1 0000000000000000 100 0 0 10 0
-   1: 00000000000000000000000001000000:28FF 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 12346 1 0000000000000000 100 0 0 10 0
-`
-	got := parseListeners([]byte(tcp))
-	if len(got) != 1 || !got[0].ip.Equal(net.IPv4(127, 0, 0, 1)) || got[0].port != 0x4AA7 || got[0].uid != 0 {
-		t.Errorf("tcp: %+v", got)
-	}
-	got = parseListeners([]byte(tcp6))
-	if len(got) != 2 || !got[0].ip.IsUnspecified() || got[0].port != 10495 || got[0].uid != 1000 || !got[1].ip.Equal(net.IPv6loopback) {
-		t.Errorf("tcp6: %+v", got)
 	}
 }

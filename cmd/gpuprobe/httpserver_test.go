@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,26 +41,6 @@ func TestTelemetryPathValidatedAtStartup(t *testing.T) {
 			t.Errorf("%q refused: %v", p, err)
 		}
 	}
-}
-
-// startServer runs the daemon's real mux behind newHTTPServer on loopback.
-func startServer(t *testing.T, f *httpFlags) (addr string, stop func()) {
-	t.Helper()
-	d, ts := testServe(t, "dgx-h100", time.Hour)
-	ts.Close()
-	d.Cycle(context.Background())
-	c := testCLI()
-	mux, err := c.serveMux(&serveFlags{metricsPath: "/metrics"}, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := newHTTPServer(mux, f)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(l)
-	return l.Addr().String(), func() { srv.Close() }
 }
 
 // daemonRSS is the resident memory of process pid in MiB.
@@ -231,58 +210,6 @@ func TestHTTPAttacks(t *testing.T) {
 			t.Errorf("daemon RSS peaked at %.1f MiB, want under 64 MiB", peak)
 		}
 	})
-}
-
-func TestConnectionCap(t *testing.T) {
-	addr, stop := startServer(t, &httpFlags{maxInFlight: 40, maxConns: 50, limits: defaultHTTPLimits})
-	defer stop()
-	var conns []net.Conn
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for i := 0; i < 80; i++ {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	time.Sleep(200 * time.Millisecond)
-	closed := 0
-	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
-		if _, err := c.Read(make([]byte, 1)); err == io.EOF {
-			closed++
-		}
-	}
-	if closed != 30 {
-		t.Errorf("%d of 80 connections closed with a cap of 50, want 30", closed)
-	}
-}
-
-func TestLimitInFlight(t *testing.T) {
-	block := make(chan struct{})
-	h := limitInFlight(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }), 2)
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	srv := &http.Server{Handler: h}
-	go srv.Serve(l)
-	defer srv.Close()
-	url := "http://" + l.Addr().String() + "/"
-	for i := 0; i < 2; i++ {
-		go http.Get(url)
-	}
-	time.Sleep(100 * time.Millisecond)
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	close(block)
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("third request in flight with a cap of 2: %d", resp.StatusCode)
-	}
 }
 
 // The bug: a SIGTERM'd simulated run (slurmd killing a slow health check)

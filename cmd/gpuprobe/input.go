@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/internal/jsonbound"
 	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -129,14 +128,10 @@ func (c *cli) stdinIf(ok bool) io.Reader {
 	return c.stdin
 }
 
-// Snapshot bounds: the size limit, and the longest JSON array and deepest
-// nesting any real snapshot has (arrays hold GPUs, links, processes, PCI
-// devices: thousands at most). A 9 MB file of 3 million empty GPUs used to
-// take 8.25 GB to decode.
+// Snapshot bounds: the size limit here, the shape (longest array, deepest
+// nesting) in jsonbound.
 const (
 	snapshotLimit    = 8 << 20
-	maxJSONArray     = 65536
-	maxJSONDepth     = 64
 	snapshotInputTag = "--from-snapshot"
 )
 
@@ -151,7 +146,7 @@ func (c *cli) loadSnapshot(ctx context.Context, path string) (*state.Node, error
 
 // parseSnapshot decodes and validates a snapshot; name labels errors.
 func parseSnapshot(name string, data []byte) (*state.Node, error) {
-	if err := boundJSON(data, maxJSONArray, maxJSONDepth); err != nil {
+	if err := jsonbound.Check(data, jsonbound.MaxArray, jsonbound.MaxDepth); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", name, err)
 	}
 	var n state.Node
@@ -162,45 +157,4 @@ func parseSnapshot(name string, data []byte) (*state.Node, error) {
 		return nil, fmt.Errorf("snapshot %s: not a valid gpuprobe snapshot: %w", name, err)
 	}
 	return &n, nil
-}
-
-// boundJSON streams the tokens of data and refuses an array longer than
-// maxArray or nesting deeper than maxDepth, before anything is decoded into
-// memory-hungry structs. It costs one pass and O(depth) memory.
-func boundJSON(data []byte, maxArray, maxDepth int) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	type level struct {
-		array bool
-		n     int
-	}
-	var stack []level
-	for {
-		tok, err := dec.Token()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("not JSON: %w", err)
-		}
-		if len(stack) > 0 && stack[len(stack)-1].array {
-			if d, ok := tok.(json.Delim); !ok || d == '[' || d == '{' {
-				top := &stack[len(stack)-1]
-				top.n++
-				if top.n > maxArray {
-					return fmt.Errorf("an array at offset %d holds more than %d elements", dec.InputOffset(), maxArray)
-				}
-			}
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '[', '{':
-				stack = append(stack, level{array: d == '['})
-				if len(stack) > maxDepth {
-					return fmt.Errorf("nested deeper than %d levels at offset %d", maxDepth, dec.InputOffset())
-				}
-			default:
-				stack = stack[:len(stack)-1]
-			}
-		}
-	}
 }

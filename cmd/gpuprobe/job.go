@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kingpin/v2"
 	"go.uber.org/zap"
@@ -13,6 +15,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/internal/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/report"
 	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 	"github.com/gpuprobe/gpuprobe/slurm"
@@ -121,13 +124,13 @@ func (c *cli) runJob(f *jobFlags) error {
 	host := collect.HostName(c.getenv, os.Hostname)
 	var perf *state.JobPerf
 	if f.fromDaemon != "" {
-		if perf, err = jobFromDaemon(ctx, f.fromDaemon, jo.JobID); err != nil {
+		if perf, err = daemonClient(f.fromDaemon).Job(ctx, jo.JobID); err != nil {
 			c.log.Info("sampling the job: the daemon has no usable record", zap.String("daemon", f.fromDaemon), zap.Error(err))
 		}
 	}
 	if perf == nil {
 		if perf, err = c.sampleJob(ctx, f, &jo, scenario, host); err != nil {
-			return c.usageError("job %s: %v", jo.JobID, err)
+			return c.usageError("%v", jobError(jo.JobID, err))
 		}
 	}
 	node := &state.Node{SchemaVersion: state.SchemaVersion, Host: host, CollectedAt: perf.Start,
@@ -155,7 +158,10 @@ func (c *cli) sampleJob(ctx context.Context, f *jobFlags, jo *collect.JobOptions
 	if scenario == nil {
 		if path, err := slurm.FindScontrol(f.scontrol); err == nil {
 			sc = &slurm.Scontrol{Path: path, SlurmConf: f.slurmConf}
-			jo.ListPIDs = sc.ListPIDs
+			jo.ListPIDs = func(ctx context.Context, id string) ([]int32, error) {
+				pids, err := sc.ListPIDs(ctx, id)
+				return pids, scontrolFailure(err)
+			}
 		} else {
 			c.log.Info("no scontrol: the job's processes come from its cgroup only", zap.Error(err))
 		}
@@ -188,7 +194,7 @@ func (c *cli) jobGPUs(ctx context.Context, f *jobFlags, jo *collect.JobOptions, 
 		jn, found, err := sc.JobNode(ctx, jo.JobID, host)
 		switch {
 		case err != nil:
-			c.log.Info("scontrol show job gave no GPU list", zap.Error(err))
+			c.log.Info("scontrol show job gave no GPU list", zap.Error(scontrolFailure(err)))
 		case found:
 			jo.GPUs, jo.GPUsFrom = jn.GPUs, "scontrol show job -d"
 			if jn.GPUs == nil {
@@ -212,3 +218,57 @@ func (c *cli) jobGPUs(ctx context.Context, f *jobFlags, jo *collect.JobOptions, 
 	}
 	return nil
 }
+
+// jobError names the job in err once: the job sampler's errors already
+// start with "job ID:", and prefixing again printed "job 4242: job 4242:".
+func jobError(id string, err error) error {
+	if strings.HasPrefix(err.Error(), "job "+id+":") {
+		return err
+	}
+	return fmt.Errorf("job %s: %w", id, err)
+}
+
+// maxScontrolFailure bounds what one scontrol failure adds to a message.
+const maxScontrolFailure = 300
+
+// scontrolFailure makes a failed scontrol call one bounded, escaped line.
+// Off a cluster (or with slurmctld unreachable) scontrol prints a line per
+// DNS SRV lookup before the one that says what failed, and every line of
+// its stderr reached the terminal raw, escape sequences included. The
+// summary keeps the first line (the command and its exit status) and the
+// last (scontrol's conclusion), says how many were left out, and escapes
+// what scontrol printed (safetext). The cause stays wrapped.
+func scontrolFailure(err error) error {
+	if err == nil {
+		return nil
+	}
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	msg := strings.Join(lines, " ")
+	if len(lines) > 2 {
+		msg = fmt.Sprintf("%s … %s (%d more lines)", lines[0], lines[len(lines)-1], len(lines)-2)
+	}
+	msg = safetext.Clean(msg)
+	if len(msg) > maxScontrolFailure {
+		cut := maxScontrolFailure
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return &summarized{msg: msg, err: err}
+}
+
+// summarized is an error shown by its summary that still unwraps to its
+// cause (a deadline, an exit status).
+type summarized struct {
+	msg string
+	err error
+}
+
+func (e *summarized) Error() string { return e.msg }
+func (e *summarized) Unwrap() error { return e.err }

@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -102,5 +107,46 @@ func TestJobSummaryFromDaemon(t *testing.T) {
 	// A job the daemon never saw falls back to sampling, which finds no such job here.
 	if code, _, errOut := runCLI(t, "job", "--job", "4243", "--summary", "--from-daemon", srv.URL, "--duration", "1s", "--interval", "500ms"); code != 2 || !strings.Contains(errOut, "job 4243") {
 		t.Errorf("unknown job: exit %d, %s", code, errOut)
+	}
+}
+
+// The bug: off a cluster, 'job --job 4242' said "job 4242: job 4242: ..."
+// and then printed scontrol's stderr raw, a line per failed DNS SRV lookup
+// with whatever escape sequences it held. The failure is one line, names
+// the job once, and quotes scontrol bounded and escaped.
+func TestJobOffClusterOneLine(t *testing.T) {
+	dir := t.TempDir()
+	script := "#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8 9 10 11 12; do\n" +
+		"  printf 'scontrol: error: resolve_ctls_from_dns_srv: res_nsearch error: Unknown host\\033[2J line %s\\n' $i >&2\ndone\n" +
+		"printf 'slurm_load_jobs error: Unable to contact slurm controller (connect failure)\\n' >&2\nexit 1\n"
+	sc := filepath.Join(dir, "scontrol")
+	if err := os.WriteFile(sc, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCLI(t, "job", "--job", "4242", "--scontrol", sc, "--duration", "1s", "--interval", "500ms")
+	line := strings.TrimSuffix(errOut, "\n")
+	if code != 2 || strings.Contains(line, "\n") || strings.Count(line, "job 4242:") != 1 || strings.ContainsRune(line, '\x1b') {
+		t.Fatalf("exit %d, want 2 and one line naming the job once with no raw escape:\n%q", code, errOut)
+	}
+	_, quoted, ok := strings.Cut(line, "scontrol listpids failed: ")
+	if !ok || len(quoted) > maxScontrolFailure+len("…") || !strings.Contains(quoted, "Unable to contact slurm controller") || !strings.Contains(quoted, `\x1b[2J`) {
+		t.Errorf("scontrol's failure not summarised (bounded, escaped, with its conclusion):\n%s", line)
+	}
+}
+
+func TestScontrolFailure(t *testing.T) {
+	cause := context.DeadlineExceeded
+	err := scontrolFailure(fmt.Errorf("scontrol show job -d 1: %w: %s", cause, strings.Repeat("é", 1000)))
+	if !errors.Is(err, cause) || len(err.Error()) > maxScontrolFailure+len("…") || !utf8.ValidString(err.Error()) {
+		t.Errorf("%d bytes, valid UTF-8 %v, unwraps %v", len(err.Error()), utf8.ValidString(err.Error()), errors.Is(err, cause))
+	}
+	if scontrolFailure(nil) != nil {
+		t.Error("no failure became one")
+	}
+	if err := jobError("7", errors.New("job 7: no cgroup")); err.Error() != "job 7: no cgroup" {
+		t.Errorf("prefixed twice: %q", err)
+	}
+	if err := jobError("7", errors.New("no cgroup")); err.Error() != "job 7: no cgroup" {
+		t.Errorf("not named: %q", err)
 	}
 }

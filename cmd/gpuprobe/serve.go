@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/daemonapi"
 	"github.com/gpuprobe/gpuprobe/exporter"
 	"github.com/gpuprobe/gpuprobe/jobrecord"
 	"github.com/gpuprobe/gpuprobe/nvml"
@@ -26,10 +27,8 @@ import (
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
-// DefaultPort: the Prometheus project's exporter range 9100-9999 is fully
-// allocated, and 9400 (dcgm-exporter) and 9835 (nvidia_gpu_exporter) are the
-// GPU exporters people already run; 10495 is outside both.
-const DefaultPort = "10495"
+// DefaultPort is the daemon's port (daemonapi says why 10495).
+const DefaultPort = daemonapi.DefaultPort
 
 func init() { registrars = append(registrars, registerServe) }
 
@@ -43,7 +42,7 @@ type serveFlags struct {
 	webConfig   string
 	metricsPath string
 	http        httpFlags // httpserver.go
-	// jobs is the record of jobs seen on the GPUs (jobapi.go).
+	// jobs is the record of jobs seen on the GPUs (served by daemonapi.JobHandler).
 	jobs *jobrecord.Book
 	// nvml holds the real library's initialisation for the daemon's life.
 	nvml *nvml.Session
@@ -234,7 +233,7 @@ func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error
 	mux.Handle(f.metricsPath, metrics)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter, f.http.exposeProcessDetails) })
-	mux.Handle(jobAPIPath, serveJob(f.jobs))
+	mux.Handle(daemonapi.JobPath, daemonapi.JobHandler(f.jobs))
 	mux.Handle("/", landingPage(d.Exporter, f.metricsPath))
 	return mux, nil
 }

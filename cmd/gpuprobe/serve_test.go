@@ -91,18 +91,51 @@ func TestCheckFromDaemon(t *testing.T) {
 	if code != 1 || !strings.Contains(errs, "judged from the daemon") {
 		t.Fatalf("exit %d\n%s", code, errs)
 	}
-	if doc := decode(t, out); doc.SimulateSpec != "dgx-h100:gpu-lost=5" {
+	doc := decode(t, out)
+	if doc.SimulateSpec != "dgx-h100:gpu-lost=5" {
 		t.Errorf("did not use the daemon's report: %+v", doc.SimulateSpec)
+	}
+	// The report says it is the daemon's, and how old the daemon's snapshot
+	// is, in JSON and in text; a direct run says nothing of the kind.
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	want := "daemon at " + addr + ", snapshot taken " + doc.CollectedAt.UTC().Format(time.RFC3339)
+	if doc.Source != want {
+		t.Errorf("JSON source %q, want %q", doc.Source, want)
+	}
+	if _, text, _ := runCLI(t, "check", "--from-daemon", srv.URL); !strings.Contains(text, "\nsource: "+want+"\n") && !strings.HasPrefix(text, "source: "+want+"\n") {
+		t.Errorf("text report does not name its source %q:\n%s", want, text)
+	}
+	if _, text, _ := runCLI(t, "check", "--simulate", "dgx-h100", "--checks", "gpu.driver"); strings.Contains(text, "source:") {
+		t.Errorf("a direct run names a source:\n%s", text)
 	}
 	// Too old: falls back to a direct run (no driver here, so gpu.driver fails).
 	code, out, errs = runCLI(t, "check", "--from-daemon", srv.URL, "--max-age", "1ns", "--format", "json", "--log.level", "info")
 	if !strings.Contains(errs, "judging directly") || decode(t, out).Simulated {
 		t.Errorf("stale report was used: exit %d\n%s", code, errs)
 	}
+	if doc := decode(t, out); doc.Source != "" {
+		t.Errorf("a direct run after a stale daemon report names a source: %q", doc.Source)
+	}
 	srv.Close()
 	_, _, errs = runCLI(t, "check", "--from-daemon", srv.URL, "--format", "json", "--log.level", "info")
 	if !strings.Contains(errs, "judging directly") {
 		t.Errorf("unreachable daemon not reported: %s", errs)
+	}
+}
+
+// The bug: with no daemon running, check --from-daemon said "the daemon
+// cannot be trusted" (an impostor on its port) where nothing listened at
+// all. Both cases must say what they are, at the default log level.
+func TestCheckFromDaemonNotRunning(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	_, _, errs := runCLI(t, "check", "--from-daemon", url, "--checks", "gpu.driver")
+	if !strings.Contains(errs, "the daemon is not running") || !strings.Contains(errs, "nothing listens on 127.0.0.1 port") || strings.Contains(errs, "cannot be trusted") {
+		t.Errorf("no daemon on %s:\n%s", url, errs)
 	}
 }
 

@@ -89,18 +89,3 @@ func TestSummarize(t *testing.T) {
 		}
 	})
 }
-
-func FuzzReadReports(f *testing.F) {
-	f.Add("0: {\"schema_version\": 1, \"host\": \"a\", \"status\": \"pass\"}\n1: {\n1: }\n")
-	f.Add("{\"schema_version\":1}{\"schema_version\":1}")
-	f.Fuzz(func(t *testing.T, s string) {
-		rows, problems, err := readReports(strings.NewReader(s), "fuzz")
-		if err != nil {
-			return
-		}
-		var out bytes.Buffer
-		if code := printFleet(&out, rows, problems); code != 0 && code != 1 {
-			t.Fatalf("exit %d", code)
-		}
-	})
-}

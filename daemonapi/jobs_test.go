@@ -1,4 +1,4 @@
-package main
+package daemonapi
 
 import (
 	"encoding/json"
@@ -20,7 +20,7 @@ func TestServeJobRecord(t *testing.T) {
 			Index: 3, UUID: "GPU-x", Utilization: &state.Utilization{GPUPercent: 90},
 			Processes: []state.Process{{PID: 4711, User: "alice", JobID: "42"}}}}}})
 	}
-	srv := httptest.NewServer(serveJob(book))
+	srv := httptest.NewServer(JobHandler(book))
 	defer srv.Close()
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.URL + path)
