@@ -14,12 +14,12 @@ import (
 // Events from the kernel log carry a sequence number and are counted once
 // however often the ring buffer is re-read.
 type XIDCounter struct {
-	// Critical is the configured critical set (nil: the default). The
-	// severity label is check.XIDSeverityFor under the configuration the
-	// latest snapshot was judged with (xid.critical and xid.ignore), so it
-	// agrees with the gpu.xid verdict; Critical stands in for it only
-	// before the first snapshot.
-	Critical []int
+	// Config is the daemon's XID configuration (xid.critical, xid.ignore).
+	// The severity label is check.XIDSeverityFor under the configuration
+	// the latest snapshot was judged with, so it agrees with the gpu.xid
+	// verdict; Config stands in for it only before the first snapshot (an
+	// NVML event can arrive before the first collection ends).
+	Config check.XIDConfig
 	// NVMLEvents is set while NVML's event watcher feeds the counter; kernel
 	// log events are then ignored, or every XID would count twice.
 	NVMLEvents atomic.Bool
@@ -108,7 +108,7 @@ func (c *XIDCounter) Add(g GPU, code int, at time.Time, seq uint64) {
 // collect emits the counts, each labelled with the severity gpu.xid gives
 // its code under cfg (the latest snapshot's configuration; nil: none yet).
 func (c *XIDCounter) collect(em emitter, cfg *check.Config) {
-	xc := check.XIDConfig{Critical: c.Critical}
+	xc := c.Config
 	if cfg != nil {
 		xc = cfg.XID
 	}

@@ -20,12 +20,13 @@ func TestXIDSeverityLabelFollowsTheConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		cfg      func(c *check.Config) // nil: no snapshot yet
-		critical []int                 // XIDCounter.Critical
+		daemon   check.XIDConfig       // XIDCounter.Config
 		code     int
 		want     string
 	}{
 		{name: "no snapshot: the catalogue", code: 13, want: "warning"},
-		{name: "no snapshot: Critical stands in", critical: []int{13}, code: 13, want: "critical"},
+		{name: "no snapshot: the daemon's xid.critical stands in", daemon: check.XIDConfig{Critical: []int{13}}, code: 13, want: "critical"},
+		{name: "no snapshot: the daemon's xid.ignore stands in", daemon: check.XIDConfig{Ignore: []int{79}}, code: 79, want: "ignored"},
 		{name: "default config", cfg: func(*check.Config) {}, code: 13, want: "warning"},
 		{name: "default config, critical code", cfg: func(*check.Config) {}, code: 79, want: "critical"},
 		{name: "NVIDIA's IGNORE row", cfg: func(*check.Config) {}, code: 63, want: "ignored"},
@@ -34,11 +35,11 @@ func TestXIDSeverityLabelFollowsTheConfig(t *testing.T) {
 		{name: "xid.critical", cfg: func(c *check.Config) { c.XID.Critical = []int{13} }, code: 13, want: "critical"},
 		{name: "xid.critical replaces the set", cfg: func(c *check.Config) { c.XID.Critical = []int{13} }, code: 48, want: "warning"},
 		// The snapshot's configuration, not the counter's start-up copy.
-		{name: "snapshot config over Critical", critical: []int{13}, cfg: func(c *check.Config) { c.XID.Ignore = []int{13} }, code: 13, want: "ignored"},
+		{name: "snapshot config over the daemon's", daemon: check.XIDConfig{Critical: []int{13}}, cfg: func(c *check.Config) { c.XID.Ignore = []int{13} }, code: 13, want: "ignored"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := New(false)
-			e.XIDs.Critical = tc.critical
+			e.XIDs.Config = tc.daemon
 			e.XIDs.Add(g, tc.code, time.Unix(1, 0), 0)
 			if tc.cfg != nil {
 				cfg := check.DefaultConfig()

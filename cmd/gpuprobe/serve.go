@@ -101,7 +101,7 @@ func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) 
 	f.nvml = nvml.NewSession(nvml.Open, f.collect.callTimeout)
 	simKey := fmt.Sprintf("simulated-nvml#%d", daemons.Add(1))
 	exp := exporter.New(f.perLink)
-	exp.XIDs.Critical = cfg.XID.Critical
+	exp.XIDs.Config = cfg.XID
 	d := &exporter.Daemon{
 		Exporter: exp,
 		Config:   cfg,
