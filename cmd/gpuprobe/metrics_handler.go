@@ -39,7 +39,7 @@ const daemonProcs = 2
 // out of the resident set. The daemon does a few milliseconds of work a
 // cycle, but Go sizes its per-CPU caches, GC workers and threads by the
 // node's CPUs: on a 16-CPU H200 VM it held 18 threads and 2.2 MiB more
-// anonymous memory than with GOMAXPROCS=2 (tools/realgpu/run5-h200), and
+// anonymous memory than with GOMAXPROCS=2 (tools/realgpu/captures/run5-h200), and
 // GPU nodes have 100-200 CPUs. node_exporter runs on one by default
 // (--runtime.gomaxprocs); two keep a scrape answered while a collection
 // runs. NVML calls block in cgo, which holds a thread, not one of these.
