@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"os"
@@ -65,7 +66,7 @@ func gresNode(name string, gpus int, model string, numa []string, cf confs, mut 
 		c.SlurmConf = slurmstate.ParseSlurmConfData("/etc/slurm/slurm.conf", []byte(cf.slurm))
 	}
 	if cf.gres != "" {
-		c.GresConf = slurmstate.ParseGresConfData("/etc/slurm/gres.conf", []byte(cf.gres))
+		c.GresConf = slurm.ParseGresConfData("/etc/slurm/gres.conf", []byte(cf.gres))
 	}
 	if cf.cgroup != "" {
 		c.CgroupConf = slurmstate.ParseCgroupConfData("/etc/slurm/cgroup.conf", []byte(cf.cgroup))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
@@ -46,7 +47,7 @@ func TestSlurmdOracle(t *testing.T) {
 		// has: slurmd waits for missing device files and then stops, and
 		// the files are not what this oracle asks about.
 		gresConf = fileRe.ReplaceAllString(gresConf, "File=/dev/null")
-		gc := slurmstate.ParseGresConfData("gres.conf", []byte(gresConf))
+		gc := slurm.ParseGresConfData("gres.conf", []byte(gresConf))
 		// One slurmd -G per node a record names (or the first GPU node).
 		byNode := map[string][]slurmstate.GresRecord{}
 		var order []string

@@ -38,10 +38,6 @@ func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source 
 	jobOf := opts.Sources.ProcessJob
 	if jobOf == nil {
 		jobOf = hostProcessJobs(opts)
-		if opts.Sources.ForeignGPUs {
-			// Simulated GPUs' PIDs are not this machine's processes.
-			jobOf = func(context.Context, int32) string { return "" }
-		}
 	}
 	describeProcesses(ctx, n, func(ctx context.Context, pid int32) (string, string, string) {
 		user, exe, cmdline := lookup(ctx, pid)

@@ -19,9 +19,10 @@ func init() { collectors = append(collectors, collector{name: "slurm", run: coll
 // a simulated run still reads the real job's variables.
 type slurmHost struct {
 	proc, sys string
-	// devGlob finds the driver's GPU device files ("" in simulation: the
-	// simulated GPUs have none).
-	devGlob  string
+	// gpuDevices lists the driver's GPU device files (Sources.GPUDeviceFiles).
+	gpuDevices func() []string
+	// procFile reads a file of /proc/PID (Sources.ProcessFile).
+	procFile func(pid int32, name string) ([]byte, error)
 	hostname func() (string, error)
 	affinity func() ([]int, error)
 	uid      func() int
@@ -92,13 +93,9 @@ func gatherSlurm(ctx context.Context, n *state.Node, o Options, environ []string
 	go func() {
 		var r result
 		r.conf = readSlurmConf(confPath, h)
-		r.devs = gpuDeviceFiles(ctx, st, r.conf, h, !o.Sources.ForeignGPUs)
-		if !o.Sources.ForeignGPUs {
-			// Simulated GPUs have made-up bus IDs and PIDs: looking them up on
-			// this machine would find some other device or process.
-			if st.InJob {
-				r.procs = gpuProcesses(n, h)
-			}
+		r.devs = gpuDeviceFiles(ctx, st, r.conf, h)
+		if st.InJob {
+			r.procs = gpuProcesses(n, h)
 		}
 		r.task, r.errs = readTask(ctx, h)
 		if st.InJob {

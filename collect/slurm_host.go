@@ -23,13 +23,14 @@ import (
 
 func realSlurmHost(o Options) slurmHost {
 	h := slurmHost{
-		proc:     o.procfs(),
-		sys:      o.SysfsRoot,
-		devGlob:  "/dev/nvidia[0-9]*",
-		hostname: os.Hostname,
-		affinity: schedAffinity,
-		uid:      os.Getuid,
-		pid:      os.Getpid,
+		proc:       o.procfs(),
+		sys:        o.SysfsRoot,
+		gpuDevices: o.Sources.GPUDeviceFiles,
+		procFile:   o.Sources.ProcessFile,
+		hostname:   os.Hostname,
+		affinity:   schedAffinity,
+		uid:        os.Getuid,
+		pid:        os.Getpid,
 		lookupID: func(uid string) (string, error) {
 			u, err := user.LookupId(uid)
 			if err != nil {
@@ -46,10 +47,24 @@ func realSlurmHost(o Options) slurmHost {
 	if h.sys == "" {
 		h.sys = "/sys"
 	}
-	if o.Sources.ForeignGPUs {
-		h.devGlob = ""
+	if h.gpuDevices == nil {
+		h.gpuDevices = driverDeviceFiles
+	}
+	if h.procFile == nil {
+		proc, read := h.proc, h.readFile
+		h.procFile = func(pid int32, name string) ([]byte, error) {
+			return read(filepath.Join(proc, strconv.Itoa(int(pid)), name))
+		}
 	}
 	return h
+}
+
+// driverDeviceFiles lists /dev/nvidia0, /dev/nvidia1, ... in device order
+// (/dev/nvidia10 after /dev/nvidia9).
+func driverDeviceFiles() []string {
+	m, _ := filepath.Glob("/dev/nvidia[0-9]*")
+	sort.Slice(m, func(i, j int) bool { return devNum(m[i]) < devNum(m[j]) })
+	return m
 }
 
 func schedAffinity() ([]int, error) {
@@ -77,7 +92,7 @@ func probeDevice(path string) error {
 // gpuDeviceFiles lists the GPU device files Slurm's gres.conf names for this
 // node and those the driver created, with whether this task may open them.
 // The open probe only runs inside a job, where it tells a device cgroup.
-func gpuDeviceFiles(ctx context.Context, st *slurmstate.State, conf *slurmstate.Conf, h slurmHost, real bool) []slurmstate.DeviceFile {
+func gpuDeviceFiles(ctx context.Context, st *slurmstate.State, conf *slurmstate.Conf, h slurmHost) []slurmstate.DeviceFile {
 	var paths []string
 	seen := map[string]bool{}
 	add := func(p string) {
@@ -91,10 +106,8 @@ func gpuDeviceFiles(ctx context.Context, st *slurmstate.State, conf *slurmstate.
 			add(d.File)
 		}
 	}
-	if real && h.devGlob != "" {
-		m, _ := filepath.Glob(h.devGlob)
-		sort.Slice(m, func(i, j int) bool { return devNum(m[i]) < devNum(m[j]) })
-		for _, p := range m {
+	if h.gpuDevices != nil {
+		for _, p := range h.gpuDevices() {
 			add(p)
 		}
 	}
@@ -159,8 +172,7 @@ func gpuProcesses(n *state.Node, h slurmHost) []slurmstate.Process {
 	for _, g := range n.NVML.GPUs {
 		for _, p := range g.Processes {
 			sp := slurmstate.Process{GPU: g.Index, PID: p.PID, UsedMemoryBytes: p.UsedMemoryBytes, User: p.User, Command: p.Command}
-			dir := filepath.Join(h.proc, strconv.Itoa(int(p.PID)))
-			status, err := h.readFile(filepath.Join(dir, "status"))
+			status, err := h.procFile(int32(p.PID), "status")
 			if err != nil {
 				sp.Gone = errors.Is(err, os.ErrNotExist)
 				out = append(out, sp)
@@ -178,7 +190,7 @@ func gpuProcesses(n *state.Node, h slurmHost) []slurmstate.Process {
 			if p.JobID != "" {
 				sp.JobID, sp.JobFrom = p.JobID, "cgroup"
 			} else if sp.UID != nil && *sp.UID == h.uid() {
-				if env, err := h.readFile(filepath.Join(dir, "environ")); err == nil {
+				if env, err := h.procFile(int32(p.PID), "environ"); err == nil {
 					for _, kv := range strings.Split(string(env), "\x00") {
 						if v, ok := strings.CutPrefix(kv, "SLURM_JOB_ID="); ok {
 							sp.JobID, sp.JobFrom = v, "environ"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ func testHost(root string) slurmHost {
 			return nil, errors.New("lookup " + h + ": no such host")
 		},
 		readFile: os.ReadFile,
+		procFile: func(pid int32, name string) ([]byte, error) {
+			return os.ReadFile(filepath.Join(root, "proc", strconv.Itoa(int(pid)), name))
+		},
 		probe: func(p string) error {
 			if strings.HasSuffix(p, "fakegpu1") {
 				return unix.EPERM
@@ -180,15 +184,61 @@ func TestGatherSlurmHealthCheckEnvironment(t *testing.T) {
 	}
 }
 
-func TestGatherSlurmSimulationReadsRealEnvOnly(t *testing.T) {
-	root := fakeTree(t, map[string]string{"sys/bus/pci/devices/0000:19:00.0/local_cpulist": "0-3\n", "proc/777/status": "Uid:\t0\n"})
-	n := &state.Node{NVML: &state.NVML{Available: true, GPUs: []state.GPU{{Index: 0, PCIBusID: "00000000:19:00.0", Processes: []state.Process{{PID: 777}}}}}}
-	st := gatherSlurm(context.Background(), n, Options{Sources: Sources{ForeignGPUs: true}}, []string{"SLURM_JOB_ID=5", "CUDA_VISIBLE_DEVICES=0,1"}, testHost(root))
-	if !st.InJob || len(st.Env.CUDAVisible.Entries) != 2 {
-		t.Errorf("the real job environment must be read under --simulate: %+v", st.Env)
+// The device files and the processes come from Sources' hooks, whatever
+// fills them (the driver and /proc, or a simulation): the collector's code is
+// the same either way.
+func TestGatherSlurmSourceHooks(t *testing.T) {
+	root := fakeTree(t, map[string]string{"proc/777/status": "Uid:\t0\n"})
+	os.MkdirAll(filepath.Join(root, "dev"), 0o755)
+	if err := os.Symlink("/dev/null", filepath.Join(root, "dev", "gpu0")); err != nil {
+		t.Fatal(err)
 	}
-	if st.GPUCPUs != nil || st.Processes != nil {
-		t.Errorf("simulated bus IDs and PIDs must not be looked up on this machine: %+v %+v", st.GPUCPUs, st.Processes)
+	gpu0 := filepath.Join(root, "dev", "gpu0")
+	status := func(uid string) func(int32, string) ([]byte, error) {
+		return func(pid int32, name string) ([]byte, error) {
+			if pid == 777 && name == "status" {
+				return []byte("Uid:\t" + uid + "\n"), nil
+			}
+			return nil, os.ErrNotExist
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		sources Sources
+		devices []string // path=access
+		procs   []string // pid:uid, or pid:gone
+	}{
+		{"no device files, the process has exited", Sources{GPUDeviceFiles: func() []string { return nil }, ProcessFile: func(int32, string) ([]byte, error) { return nil, os.ErrNotExist }},
+			nil, []string{"777:gone"}},
+		{"the hook's device files and status", Sources{GPUDeviceFiles: func() []string { return []string{gpu0, "/nonexistent/gpu1"} }, ProcessFile: status("4321")},
+			[]string{gpu0 + "=ok", "/nonexistent/gpu1=absent"}, []string{"777:4321"}},
+		{"status unreadable", Sources{GPUDeviceFiles: func() []string { return []string{gpu0} }, ProcessFile: func(int32, string) ([]byte, error) { return nil, os.ErrPermission }},
+			[]string{gpu0 + "=ok"}, []string{"777:?"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := &state.Node{NVML: &state.NVML{Available: true, GPUs: []state.GPU{{Index: 0, Processes: []state.Process{{PID: 777}}}}}}
+			h := testHost(root)
+			real := realSlurmHost(Options{Sources: c.sources})
+			h.gpuDevices, h.procFile = real.gpuDevices, real.procFile
+			st := gatherSlurm(context.Background(), n, Options{}, []string{"SLURM_JOB_ID=5", "CUDA_VISIBLE_DEVICES=0"}, h)
+			var devs, procs []string
+			for _, d := range st.Devices {
+				devs = append(devs, d.Path+"="+d.Access)
+			}
+			for _, p := range st.Processes {
+				s := "?"
+				switch {
+				case p.Gone:
+					s = "gone"
+				case p.UID != nil:
+					s = strconv.Itoa(*p.UID)
+				}
+				procs = append(procs, strconv.Itoa(int(p.PID))+":"+s)
+			}
+			if !reflect.DeepEqual(devs, c.devices) || !reflect.DeepEqual(procs, c.procs) {
+				t.Errorf("devices %v, processes %v; want %v, %v", devs, procs, c.devices, c.procs)
+			}
+		})
 	}
 }
 

@@ -34,10 +34,15 @@ type Sources struct {
 	// ProcessJob names the Slurm job whose cgroup holds a PID ("" when
 	// none); nil reads /proc/PID/cgroup.
 	ProcessJob func(ctx context.Context, pid int32) string
-	// ForeignGPUs says the GPUs OpenNVML reports are not this machine's
-	// devices (a simulation): their /dev files and processes are not looked
-	// up here, where they would find some other device or process.
-	ForeignGPUs bool
+	// GPUDeviceFiles lists the device files the driver made for this
+	// machine's GPUs, in device order (/dev/nvidia0, /dev/nvidia1, ...); nil
+	// globs /dev/nvidia[0-9]*. The Slurm collector adds them to the files
+	// gres.conf names and looks at each.
+	GPUDeviceFiles func() []string
+	// ProcessFile reads one file of a process's /proc directory ("status",
+	// "environ"); nil reads it under --path.procfs. The Slurm collector ties
+	// the processes on the GPUs to their jobs with it.
+	ProcessFile func(pid int32, name string) ([]byte, error)
 	// RootLabel names Root in the state ("simulated"); empty records the
 	// paths as they are.
 	RootLabel string

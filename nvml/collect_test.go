@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/state"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -60,7 +61,7 @@ func TestCollectBareDGXH100RecordsNotSupported(t *testing.T) {
 		t.Errorf("errors = %+v, want none (unset mock calls are NOT_SUPPORTED)", g.Errors)
 	}
 	for _, want := range []string{"nvmlDeviceGetSerial", "nvmlDeviceGetRemappedRows", "nvmlDeviceGetNvLinkState", "nvmlDeviceGetPowerUsage"} {
-		if !contains(g.Unsupported, want) {
+		if !slices.Contains(g.Unsupported, want) {
 			t.Errorf("Unsupported = %v, missing %s", g.Unsupported, want)
 		}
 	}
@@ -219,15 +220,6 @@ func TestCPUList(t *testing.T) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // A GPU in MIG mode lists its instances (what CUDA_VISIBLE_DEVICES calls
 // MIG-<uuid>); empty slots are skipped without an error.
 func TestCollectMIGDevices(t *testing.T) {
@@ -279,7 +271,7 @@ func TestCollectUtilization(t *testing.T) {
 	}
 	sim.FillNotSupported(&srv.Interface)
 	g := Collect(context.Background(), srv, Options{CallTimeout: time.Second}).GPUs[0]
-	if g.Utilization != nil || !contains(g.Unsupported, "nvmlDeviceGetUtilizationRates") {
+	if g.Utilization != nil || !slices.Contains(g.Unsupported, "nvmlDeviceGetUtilizationRates") {
 		t.Errorf("unsupported utilisation: %+v, unsupported %v", g.Utilization, g.Unsupported)
 	}
 }
@@ -367,7 +359,7 @@ func TestHWSlowdownCounters(t *testing.T) {
 	if got == nil || got.ViolationNs != 1e9 || got.ReferenceTimeUs != 1_700_000_000_000_000 {
 		t.Fatalf("hw_thermal_slowdown = %+v (violations %+v)", got, g.Violations)
 	}
-	if !contains(g.Unsupported, "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN") {
+	if !slices.Contains(g.Unsupported, "NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN") {
 		t.Errorf("unsupported = %v", g.Unsupported)
 	}
 }

@@ -3,6 +3,7 @@ package nvml
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,11 +53,11 @@ func TestCollectViolationStatus(t *testing.T) {
 	if !reflect.DeepEqual(g0.Violations, want) {
 		t.Errorf("GPU 0 violations = %+v, want %+v", g0.Violations, want)
 	}
-	if contains(g0.Unsupported, "nvmlDeviceGetViolationStatus") {
+	if slices.Contains(g0.Unsupported, "nvmlDeviceGetViolationStatus") {
 		t.Errorf("GPU 0 answered two policies but is marked unsupported: %v", g0.Unsupported)
 	}
 	g1 := st.GPUs[1]
-	if g1.Violations != nil || len(g1.Errors) != 1 || g1.Errors[0].Call != "nvmlDeviceGetViolationStatus" || contains(g1.Unsupported, "nvmlDeviceGetViolationStatus") {
+	if g1.Violations != nil || len(g1.Errors) != 1 || g1.Errors[0].Call != "nvmlDeviceGetViolationStatus" || slices.Contains(g1.Unsupported, "nvmlDeviceGetViolationStatus") {
 		t.Errorf("GPU 1: violations %+v errors %+v unsupported %v, want one error and no values", g1.Violations, g1.Errors, g1.Unsupported)
 	}
 	g2 := st.GPUs[2]

@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,7 +67,7 @@ func ParseJobNode(out, node string) (jn JobNode, found bool, err error) {
 		if err != nil {
 			return JobNode{}, false, fmt.Errorf("scontrol show job: line %d: %w", i+1, err)
 		}
-		if !contains(hosts, node) {
+		if !slices.Contains(hosts, node) {
 			continue
 		}
 		found = true
@@ -117,15 +118,6 @@ func gresIndexes(s string) ([]int, error) {
 		out = append(out, idx...)
 	}
 	return out, nil
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // trunc quotes a field of scontrol's output for an error message.

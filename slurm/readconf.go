@@ -71,7 +71,7 @@ func parseConfFile(path string, read ReadFile, depth int) ([]slurmstate.Line, []
 // ParseGresConf parses gres.conf at path (following Include).
 func ParseGresConf(path string, read ReadFile) *slurmstate.GresConf {
 	lines, errs := ParseConfFile(path, read)
-	return slurmstate.GresFromLines(path, lines, errs)
+	return GresFromLines(path, lines, errs)
 }
 
 // ParseSlurmConf parses slurm.conf at path (following Include).

@@ -70,7 +70,7 @@ func problems(ps []check.GresProblem) string {
 func TestRealGresConfigs(t *testing.T) {
 	t.Run("ehb54 tesla3: node line without Gres", func(t *testing.T) {
 		s := sections(t, "ehb54_slurm-gpu_tesla3_no-node-gres.txt")
-		g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
 		if len(g.Errors) > 0 || g.AutoDetect != "" {
 			t.Errorf("errors %v autodetect %q (AutoDetect=nvml is commented out)", g.Errors, g.AutoDetect)
 		}
@@ -88,7 +88,7 @@ func TestRealGresConfigs(t *testing.T) {
 	})
 	t.Run("hkust: node-specific AutoDetect=off on the Name line", func(t *testing.T) {
 		s := sections(t, "hkust_single-node_8gpu_autodetect-off.txt")
-		g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
 		if ad, _ := g.AutoDetectFor("bld"); ad != "off" || len(slurmstate.Devices(g.ForNode("bld", "gpu"))) != 8 {
 			t.Errorf("autodetect %q devices %d", ad, len(slurmstate.Devices(g.ForNode("bld", "gpu"))))
 		}
@@ -103,7 +103,7 @@ func TestRealGresConfigs(t *testing.T) {
 	})
 	t.Run("lambda: CPUs= alias split per socket", func(t *testing.T) {
 		s := sections(t, "lambda-slurm_8gpu_cpus-per-socket.txt")
-		g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
 		devs := slurmstate.Devices(g.ForNode("lambda", "gpu"))
 		if len(devs) != 8 || devs[4].CoresKey != "CPUs" || cpulist.Format(devs[4].Cores) != "16-31,48-63" || cpulist.Format(devs[0].Cores) != "0-15,32-47" {
 			t.Errorf("devices %+v", devs)
@@ -114,8 +114,8 @@ func TestRealGresConfigs(t *testing.T) {
 	})
 	t.Run("mknoxnv: one-line gres.conf against Gres=gpu:8", func(t *testing.T) {
 		s := sections(t, "mknoxnv_ubuntu-slurm_dgx1_gres_and_mismatch.txt")
-		one := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
-		dgx := slurmstate.ParseGresConfData("gres.conf.dgx", []byte(s["gres.conf.dgx"]))
+		one := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		dgx := ParseGresConfData("gres.conf.dgx", []byte(s["gres.conf.dgx"]))
 		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
 		n, _ := c.Node("linux1")
 		cnt, _ := n.GPUCount()
@@ -159,7 +159,7 @@ func TestRealGresConfigs(t *testing.T) {
 			{"slurm_testsuite_test7.17.7.conf.txt", "0-10000", true},
 		} {
 			s := sections(t, tc.file)
-			g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+			g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
 			devs := slurmstate.Devices(g.ForNode("test_node3", "gpu"))
 			if len(g.Errors) > 0 || len(devs) != 8 || cpulist.Format(devs[0].Cores) != tc.cores {
 				t.Errorf("%s: errors %v, %d devices, cores %q", tc.file, g.Errors, len(devs), cpulist.Format(devs[0].Cores))
@@ -175,7 +175,7 @@ func TestRealGresConfigs(t *testing.T) {
 	t.Run("rdgpu MIG notes: the stray line is a parse error at its line", func(t *testing.T) {
 		s := sections(t, "unidentified_rdgpu_a100pcie_mig_1g10gb_gres.txt")
 		text := s[""]
-		g := slurmstate.ParseGresConfData("gres.conf", []byte(text))
+		g := ParseGresConfData("gres.conf", []byte(text))
 		// The notes mix in two slurm.conf NodeName lines and a stray
 		// "RDGPU01: GPU02": three lines gres.conf cannot hold.
 		want := map[int]bool{lineOf(t, text, "RDGPU01: GPU02"): true,
@@ -238,7 +238,7 @@ func TestRealGresConfigs(t *testing.T) {
 	t.Run("deepops templates: Jinja lines are errors with their line numbers", func(t *testing.T) {
 		s := sections(t, "deepops_templates_gres_and_slurm_conf.txt")
 		gs := s["roles/slurm/templates/etc/slurm/gres.conf"]
-		g := slurmstate.ParseGresConfData("gres.conf", []byte(gs))
+		g := ParseGresConfData("gres.conf", []byte(gs))
 		if len(g.Errors) == 0 || g.Errors[0].Line != lineOf(t, gs, "{% if slurm_autodetect_nvml") {
 			t.Errorf("errors %v", g.Errors)
 		}
@@ -269,7 +269,7 @@ func TestRealGresConfigs(t *testing.T) {
 	})
 	t.Run("yyuzhongpv: no NodeName, same CPUs for both sockets' GPUs", func(t *testing.T) {
 		s := sections(t, "yyuzhongpv_dgx1x4_cpus-10-per-gpu.txt")
-		g := slurmstate.ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
 		devs := slurmstate.Devices(g.ForNode("dgx3", "gpu"))
 		if len(devs) != 8 || cpulist.Format(devs[4].Cores) != "0-9" {
 			t.Errorf("devices %+v", devs)
@@ -329,7 +329,7 @@ func TestSlurmTestsuite39_18(t *testing.T) {
 		t.Fatalf("found only %d cases", len(cases))
 	}
 	for _, c := range cases {
-		g := slurmstate.ParseGresConfData("gres.conf", []byte(subst.Replace(c.gres)))
+		g := ParseGresConfData("gres.conf", []byte(subst.Replace(c.gres)))
 		lint := problems(check.LintGres(g, "tux0", "gpu"))
 		spec, specErr := slurmstate.ParseGresSpec(c.slurm)
 		switch c.err {

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"io/fs"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -80,10 +82,35 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 			}
 			return ""
 		},
-		ForeignGPUs: true,
-		RootLabel:   "simulated",
-		Simulated:   spec.Raw,
+		// The simulated GPUs have no device files on this machine.
+		GPUDeviceFiles: func() []string { return nil },
+		ProcessFile: func(pid int32, name string) ([]byte, error) {
+			return processFile(root, owners, pid, name)
+		},
+		RootLabel: "simulated",
+		Simulated: spec.Raw,
 	}, nil
+}
+
+// processFile reads /proc/PID/NAME of the simulation: the job's ranks from
+// the tree, the other processes on the GPUs (owners, such as a leftover) a
+// status with their owner's uid; any other PID has exited.
+func processFile(root fs.FS, owners map[uint32]nvmlsim.Owner, pid int32, name string) ([]byte, error) {
+	p := path.Join("proc", strconv.Itoa(int(pid)), name)
+	if root != nil {
+		if data, err := fs.ReadFile(root, p); err == nil {
+			return data, nil
+		}
+	}
+	o, ok := owners[uint32(pid)]
+	if !ok || name != "status" {
+		return nil, &fs.PathError{Op: "open", Path: "/" + p, Err: fs.ErrNotExist}
+	}
+	uid := "1002" // a user of the simulated cluster other than the job's
+	if o.User == simulate.SimJob.User {
+		uid = simulate.SimJob.UID
+	}
+	return fmt.Appendf(nil, "Name:\t%s\nUid:\t%s\t%s\t%s\t%s\n", exe(o.Command), uid, uid, uid, uid), nil
 }
 
 func exe(cmdline string) string {

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +122,35 @@ func TestSimulatedXIDRecordNumbers(t *testing.T) {
 	}
 	if s := seqs("dgx-h100:xid=79@2,xid=79@2"); s[0] == s[1] {
 		t.Errorf("a repeated fault is two records, numbered alike: %v", s)
+	}
+}
+
+// The Slurm collector's hooks: no device files for simulated GPUs, and a
+// /proc status for the processes the faults put on them, none for others.
+func TestSimulatedProcessFiles(t *testing.T) {
+	spec, err := simulate.Parse("dgx-h100:leftover-process=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Sources(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := src.GPUDeviceFiles(); len(d) != 0 {
+		t.Errorf("device files %v", d)
+	}
+	for _, c := range []struct {
+		pid  int32
+		name string
+		want string // "" for no such file
+	}{
+		{424242, "status", "Uid:\t1001\t1001\t1001\t1001\n"},
+		{424242, "environ", ""},
+		{1, "status", ""},
+	} {
+		data, err := src.ProcessFile(c.pid, c.name)
+		if c.want == "" && !errors.Is(err, fs.ErrNotExist) || c.want != "" && (err != nil || !strings.Contains(string(data), c.want)) {
+			t.Errorf("%d/%s: %q, %v; want %q", c.pid, c.name, data, err, c.want)
+		}
 	}
 }
