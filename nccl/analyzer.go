@@ -75,6 +75,8 @@ type Analyzer struct {
 	ranks     bitset // ranks seen in connection and communicator lines
 	maxRank   int64
 	nranks    map[int64]int // distinct nranks values announced
+	listed    int64         // longest ring order listing
+	netPlugin evidence      // a net plugin or libfabric loaded
 	nnodes    int64
 	conns     netConnStats
 	intra     [trCollNet + 1]int64 // connection lines by class (P2P, SHM, …)

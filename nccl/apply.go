@@ -23,6 +23,11 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 			}
 			return
 		}
+		if c == netIB && ev.dev.n == 0 {
+			// NCCL 2.27+ prints "NET/IB : Using [RO]; OOB eth0:…" with an
+			// empty list right after "No device found.": IB has no device.
+			return
+		}
 		p.see(c, strengthInit, at, r.msg)
 		p.hcas = max(p.hcas, ev.dev.n)
 	case KindNoDevice:
@@ -36,6 +41,9 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 			p.netName = string(ev.net)
 		}
 	case KindNetPlugin:
+		if !a.netPlugin.at.valid() {
+			a.netPlugin = evidence{at: at, text: clip(string(r.msg), 200)}
+		}
 		ev.net = trimANSI(ev.net)
 		c := classifyPlugin(ev.net)
 		if c != netUnknown {
@@ -75,7 +83,12 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 		a.applyTrace(p, &ev.trace, at, r.msg)
 	case KindWarn:
 		a.applyWarn(p, r, at)
+	case KindRingOrder:
+		a.listed = max(a.listed, ev.listed)
 	case KindTrees:
+		if n := nRanksAfter(r.msg); n > 0 {
+			a.addNRanks(n)
+		}
 		if !a.multiNode.at.valid() && treeBranches(r.msg) {
 			a.multiNode = evidence{at: at, text: clip(string(r.msg), 200)}
 		}
@@ -201,6 +214,9 @@ func (a *Analyzer) applyConn(p *process, th *thread, c *connInfo, at loc, msg []
 	}
 	a.ranks.set(me)
 	a.maxRank = max(a.maxRank, c.from, c.to)
+	if n := nRanksSuffix(msg); n > 0 {
+		a.addNRanks(n) // RCCL: "… via P2P/IPC comm 0x… nRanks 08"
+	}
 	if int(c.tr.class) < len(a.intra) {
 		a.intra[c.tr.class]++
 	}
@@ -272,11 +288,16 @@ func (a *Analyzer) statsFor(p *process, th *thread, rank int64) *rankStats {
 	return st
 }
 
+// addNRanks notes a communicator size NCCL printed.
+func (a *Analyzer) addNRanks(n int64) {
+	if _, ok := a.nranks[n]; ok || len(a.nranks) < 64 {
+		a.nranks[n]++
+	}
+}
+
 func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc, msg []byte) {
 	if c.nranks > 0 {
-		if len(a.nranks) < 64 {
-			a.nranks[c.nranks]++
-		}
+		a.addNRanks(c.nranks)
 	}
 	if c.nnodes > 0 {
 		a.nnodes = max(a.nnodes, c.nnodes)

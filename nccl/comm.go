@@ -44,9 +44,10 @@ type commInfo struct {
 }
 
 var (
-	wordComm     = []byte("comm ")
-	wordRank     = []byte("rank ")
-	wordInitTime = []byte("Init timings")
+	wordComm       = []byte("comm ")
+	wordRank       = []byte("rank ")
+	wordInitTime   = []byte("Init timings")
+	wordNRanksBare = []byte("nranks ")
 )
 
 // isCommLine is a cheap test for the shapes above. m starts with one of
@@ -60,6 +61,9 @@ func isCommLine(m []byte) bool {
 	case 'I':
 		return bytes.HasPrefix(m, wordInitTime)
 	case 'n', 'b':
+		if m[0] == 'n' && bytes.HasPrefix(m, wordNRanksBare) {
+			return true // NCCL 2.4 ncclCommInitAll: "nranks 8"
+		}
 		// "ncclCommInitRank comm 0x…", "bootstrapSplit: comm 0x…"
 		sp := bytes.IndexByte(m, ' ')
 		return sp > 0 && sp < 40 && bytes.HasPrefix(m[sp+1:], wordComm) &&
@@ -72,6 +76,11 @@ func isCommLine(m []byte) bool {
 func parseComm(m []byte, c *commInfo) bool {
 	*c = commInfo{rank: -1, nranks: -1, nnodes: -1, localRanks: -1, cudaDev: -1, nvmlDev: -1}
 	c.timings = m[0] == 'I'
+	if m[0] == 'n' && bytes.HasPrefix(m, wordNRanksBare) {
+		// "nranks 8": the size of the communicators ncclCommInitAll makes.
+		c.nranks = intOr(bytes.TrimSpace(m[len(wordNRanksBare):]), -1)
+		return c.nranks > 0
+	}
 	if m[0] == 'n' || m[0] == 'b' {
 		sp := bytes.IndexByte(m, ' ')
 		c.api = m[:sp]

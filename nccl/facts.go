@@ -38,6 +38,8 @@ func (a *Analyzer) Facts() *state.NCCLFacts {
 	if a.orphanCapped {
 		f.Stats.OrphanCap = maxOrphanRanks
 	}
+	f.NRanksListed = a.listed
+	f.NetPlugin = evidenceLine(a.netPlugin)
 	if a.multiNode.at.valid() {
 		f.MultiNode = line(a.multiNode.at, a.multiNode.text)
 	}

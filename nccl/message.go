@@ -26,13 +26,14 @@ const (
 	KindTrace               // proxy.cc:878 -> 6 [Progress Thread]
 	KindWarn                // any NCCL WARN record
 	KindTrees               // Trees [0] 1/8/-1->0->-1 [1] …
+	KindRingOrder           // Channel 00/08 :    0   5   4 … (every rank of the ring)
 	numKinds
 )
 
 var kindNames = [numKinds]string{
 	"other", "version", "net_devices", "no_device", "net_selected", "net_plugin", "net_mention",
 	"env", "gdr", "connection", "comm", "bootstrap", "channels", "rings_connected",
-	"ibverbs_missing", "dmabuf", "trace", "warn", "trees",
+	"ibverbs_missing", "dmabuf", "trace", "warn", "trees", "ring_order",
 }
 
 func (k Kind) String() string {
@@ -57,6 +58,7 @@ type event struct {
 	trace   traceInfo
 	collnet int64 // KindChannels
 	nvls    int64
+	listed  int64   // KindRingOrder: ranks in the listing
 	trMemo  *trMemo // recent transports; nil parses every one
 }
 
@@ -74,6 +76,7 @@ var (
 	msgUsing       = []byte("Using ")
 	msgNoDevice    = []byte("No device found")
 	msgLoadedNet   = []byte("Loaded net plugin ")
+	msgFindSym     = []byte("Failed to find ncc")
 	msgPluginPath  = []byte("Plugin Path : ")
 	msgP2PPlugin   = []byte("P2P plugin ")
 	msgCUDADev     = []byte("CUDA Dev ")
@@ -102,6 +105,8 @@ func classify(m []byte, ev *event) Kind {
 		case len(m) >= 8 && string(m[:8]) == "Channel ", bytes.HasPrefix(m, wordCollNet):
 			if parseConnMemo(m, &ev.conn, ev.trMemo) {
 				ev.kind = KindConnection
+			} else if n := ringOrder(m); n > 0 {
+				ev.listed, ev.kind = n, KindRingOrder
 			}
 		case bytes.HasPrefix(m, msgConnected):
 			// "…, use ring PXN 0 GDR 1" appears on single-node runs too: it
@@ -123,6 +128,9 @@ func classify(m []byte, ev *event) Kind {
 	case 'R':
 		if bytes.HasPrefix(m, wordRing) && parseConnMemo(m, &ev.conn, ev.trMemo) {
 			ev.kind = KindConnection
+		} else if bytes.HasPrefix(m, wordRing) && bytes.Contains(m, wordNRanks) {
+			// RCCL's ring neighbours: "Ring 0 : 7 -> 0 -> 1 comm 0x… nRanks 08 busId 3000".
+			ev.kind = KindTrees
 		}
 	case 'c', 'n', 'b', 'r', 'I':
 		if isCommLine(m) && parseComm(m, &ev.comm) {
@@ -212,12 +220,18 @@ func classifyNET(m []byte, ev *event) {
 	ev.net = name
 	switch {
 	case bytes.Equal(name, []byte("Plugin")):
-		if bytes.HasPrefix(rest, msgLoadedNet) {
+		switch {
+		case bytes.HasPrefix(rest, msgLoadedNet):
 			p := rest[len(msgLoadedNet):]
 			if i := bytes.Index(p, []byte(" (v")); i >= 0 {
 				p = p[:i]
 			}
 			ev.net, ev.kind = p, KindNetPlugin
+		case bytes.HasPrefix(rest, msgFindSym) && bytes.HasSuffix(bytes.TrimRight(rest, " ."), []byte("symbol")):
+			// "NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.":
+			// NCCL looks symbols up in a plugin library it has loaded
+			// (src/plugin/net.cc); it names no module.
+			ev.net, ev.kind = nil, KindNetPlugin
 		}
 	case bytes.Contains(rest, gdrMark):
 		if parseGDR(m, &ev.gdr) {
@@ -309,6 +323,69 @@ var fileByte = func() (t [256]bool) {
 	}
 	return t
 }()
+
+var wordNRanks = []byte(" nRanks ")
+
+// ringOrder counts the ranks of a ring order listing, "Channel 00 :    0
+// 1   3   2" (2.4) or "Channel 00/08 :    0   5   4 …" (2.5+; NCCL's
+// src/graph/connect.cc prints the ring of every channel), and returns 0
+// for any other "Channel" line that is not a connection. Each rank of the
+// communicator appears once, so the count is its size. A single rank is
+// not counted: a line cut after the first rank looks the same.
+func ringOrder(m []byte) int64 {
+	i := bytes.Index(m, sepColon)
+	if i < 0 || i > 20 {
+		return 0
+	}
+	var n int64
+	for p := i + len(sepColon); p < len(m); {
+		switch {
+		case m[p] == ' ':
+			p++
+		case isDigit(m[p]):
+			for p < len(m) && isDigit(m[p]) {
+				p++
+			}
+			n++
+		default:
+			return 0
+		}
+	}
+	if n < 2 {
+		return 0
+	}
+	return n
+}
+
+// nRanksAfter reads N from " nRanks N" in m (RCCL appends "comm %p nRanks
+// %02d" to its Trees, ring and connection lines); -1 when absent.
+func nRanksAfter(m []byte) int64 {
+	i := bytes.Index(m, wordNRanks)
+	if i < 0 {
+		return -1
+	}
+	v, n := leadingInt(m[i+len(wordNRanks):])
+	if n == 0 {
+		return -1
+	}
+	return v
+}
+
+// nRanksSuffix is nRanksAfter for a line that ends with the number, as
+// RCCL's connection lines do; it costs a byte compare on lines that do not
+// end with a digit, and an 8-byte one on those that do.
+func nRanksSuffix(m []byte) int64 {
+	e := len(m)
+	k := e
+	for k > 0 && e-k < 7 && isDigit(m[k-1]) {
+		k--
+	}
+	if k == e || k < len(wordNRanks) || string(m[k-len(wordNRanks):k]) != " nRanks " {
+		return -1
+	}
+	v, _ := leadingInt(m[k:e])
+	return v
+}
 
 // treeBranches reports whether a Trees line shows a rank with two or more
 // children in one tree. Inside a node NCCL's trees are chains (one child

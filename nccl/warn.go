@@ -38,6 +38,12 @@ func (a *Analyzer) applyWarn(p *process, r *rawRecord, at loc) {
 	}
 	for _, rule := range warnRules {
 		if bytes.Contains(m, rule.match) {
+			if rule.code == "bootstrap_error" {
+				// "Bootstrap Root : rank 1 of 8 ranks has already checked in"
+				if n := numberAfter(m, []byte(" of ")); n > 0 && bytes.Contains(m, []byte(" ranks")) {
+					a.addNRanks(n)
+				}
+			}
 			if rule.code == "no_ibverbs" && !p.noIB.at.valid() {
 				// NCCL <= 2.4 warns, later ones print INFO: either way IB
 				// cannot be used by this process.
@@ -118,6 +124,10 @@ func (a *Analyzer) foreign(b []byte) {
 		return
 	}
 	rule := foreignRules[i]
+	if rule.code == "libfabric_warning" && !a.netPlugin.at.valid() && bytes.Contains(b, []byte("libfabric:")) {
+		// aws-ofi-nccl's libfabric prints these: a network plugin is loaded.
+		a.netPlugin = evidence{at: a.cur, text: clip(string(b), 200)}
+	}
 	key := ""
 	if rule.once {
 		key = "all"

@@ -40,6 +40,15 @@ type NCCLFacts struct {
 	Env map[string][]string `json:"env,omitempty"`
 	// NRanks are the distinct communicator sizes announced, ascending.
 	NRanks []int64 `json:"nranks_announced,omitempty"`
+	// NRanksListed is the longest ring order listing ("Channel 00/08 :
+	// 0 5 4 …"): every rank of a communicator, so a lower bound of its
+	// size; 0 when none.
+	NRanksListed int64 `json:"nranks_listed,omitempty"`
+	// NetPlugin is the first line that shows a network plugin or library
+	// outside NCCL's core loaded (a net plugin's symbols looked up, a
+	// plugin loaded, libfabric talking): the job may span nodes even when
+	// one host prints.
+	NetPlugin *NCCLLine `json:"net_plugin,omitempty"`
 	// NNodes is the largest "nNodes" NCCL printed; 0 when none.
 	NNodes int64 `json:"nnodes,omitempty"`
 	// MultiNode is a line that shows more than one node whatever the host

@@ -41,6 +41,7 @@ type decider struct {
 	maxNR    int64
 	socketBy int             // index of a process that selected Socket; -1 none
 	byPID    map[int64][]int // process indexes by pid, for alias
+	torn     map[string]bool // host names with a torn record's start glued in front
 
 	extraWarnings []Finding
 }
@@ -232,6 +233,7 @@ func (d *decider) countHosts() {
 			d.byPID[ps[i].PID] = append(d.byPID[ps[i].PID], i)
 		}
 	}
+	d.torn = tornHosts(ps)
 	for i := range ps {
 		p := &ps[i]
 		if p.Kind != "" || seen[p.Host] || d.alias(i) {
@@ -249,6 +251,9 @@ func (d *decider) countHosts() {
 func (d *decider) alias(i int) bool {
 	ps := d.f.Processes
 	p := &ps[i]
+	if d.torn[p.Host] {
+		return true
+	}
 	group := d.byPID[p.PID]
 	if len(group) > 64 {
 		// Containers give every pod the same small pids: many processes
@@ -268,6 +273,47 @@ func (d *decider) alias(i int) bool {
 		}
 	}
 	return false
+}
+
+// tornHosts finds the host names that are another host's name with the
+// start of a record glued in front: a process's write cut off after a few
+// bytes ("adp-u") and the next record's envelope written right after it
+// ("adp-uadp-us-llm-7:235:235 [1] NCCL INFO …"). Such a name is X+K where
+// K is a host name of the log and X the start of one; unlike alias it
+// needs no common pid, as the glued record is often another GPU's
+// process. Only names with such a split are looked at twice.
+func tornHosts(ps []state.NCCLProcess) map[string]bool {
+	hosts := make(map[string]bool, len(ps))
+	for i := range ps {
+		if ps[i].Kind == "" && ps[i].Host != "" {
+			hosts[ps[i].Host] = true
+		}
+	}
+	if len(hosts) < 2 {
+		return nil
+	}
+	var torn map[string]bool
+	for h := range hosts {
+		for k := 1; k+3 <= len(h) && k < 256; k++ {
+			if !hosts[h[k:]] {
+				continue
+			}
+			x := h[:k]
+			for o := range hosts {
+				if o != h && strings.HasPrefix(o, x) {
+					if torn == nil {
+						torn = map[string]bool{}
+					}
+					torn[h] = true
+					break
+				}
+			}
+			if torn[h] {
+				break
+			}
+		}
+	}
+	return torn
 }
 
 // gluedHosts counts the hosts seen only glued to torn text: names that
@@ -292,8 +338,9 @@ func (d *decider) sizes() {
 	switch {
 	case d.maxNR > 0:
 		v.NRanks = ptr(d.maxNR)
-	case f.MaxRank >= 0:
-		v.NRanks = ptr(f.MaxRank + 1)
+	case f.MaxRank >= 0 || f.NRanksListed > 0:
+		// A ring order listing holds every rank of its communicator.
+		v.NRanks = ptr(max(f.MaxRank+1, f.NRanksListed))
 		v.NRanksInferred = true
 	}
 	switch {
@@ -495,11 +542,18 @@ func (d *decider) singleHost() bool {
 		// node: records under it may come from several.
 		return false
 	}
+	if f.NRanksListed > 0 && !d.covers(f.NRanksListed) {
+		return false // a ring lists ranks that print elsewhere
+	}
 	intra := f.Connections["P2P"] + f.Connections["SHM"]
 	all := false
 	if d.maxNR > 1 {
 		all = d.covers(d.maxNR)
-	} else if intra > 0 {
+	} else if intra > 0 && !d.netLoaded() {
+		// Without a communicator size, the ranks seen are all there are
+		// only if nothing shows a network at work: a network plugin or
+		// libfabric loaded is what one node's log of a multi-node job
+		// (srun --output=%N.log) shows before its NET connection lines.
 		all = d.covers(f.MaxRank+1) || !d.anyNetEvidence()
 	}
 	if !all {
@@ -535,6 +589,24 @@ func (d *decider) anyNetEvidence() bool {
 		}
 		for _, e := range p.Net {
 			if e.Strength > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// netLoaded reports whether a line shows a network plugin or library
+// outside NCCL's core at work: a net plugin loaded or its symbols looked
+// up, libfabric lines, or a process's evidence for OFI, FastSocket or an
+// unclassified plugin.
+func (d *decider) netLoaded() bool {
+	if d.f.NetPlugin != nil {
+		return true
+	}
+	for i := range d.f.Processes {
+		for _, e := range d.f.Processes[i].Net {
+			if e.Strength > 0 && (e.Class == netOFI || e.Class == netFastSocket || e.Class == netOther) {
 				return true
 			}
 		}
