@@ -18,11 +18,11 @@ import (
 func TestXIDSeverityLabelFollowsTheConfig(t *testing.T) {
 	g := GPU{"0", "GPU-a", "0000:10:00.0"}
 	for _, tc := range []struct {
-		name     string
-		cfg      func(c *check.Config) // nil: no snapshot yet
-		daemon   check.XIDConfig       // XIDCounter.Config
-		code     int
-		want     string
+		name   string
+		cfg    func(c *check.Config) // nil: no snapshot yet
+		daemon check.XIDConfig       // XIDCounter.Config
+		code   int
+		want   string
 	}{
 		{name: "no snapshot: the catalogue", code: 13, want: "warning"},
 		{name: "no snapshot: the daemon's xid.critical stands in", daemon: check.XIDConfig{Critical: []int{13}}, code: 13, want: "critical"},
