@@ -331,6 +331,12 @@ func checkFabric(n *state.Node, cfg *Config) Result {
 		judged++
 		const fix = "start or restart nvidia-fabricmanager (systemctl restart nvidia-fabricmanager) and check its log; reset the GPUs if registration stays incomplete"
 		switch {
+		case f.State == "in_progress":
+			// DCGM's NVSwitch health watch warns here: Fabric Manager
+			// trains the links for a while after boot, so a health check
+			// run at boot must not drain a healthy node.
+			v.add(Warn, g, "wait for nvidia-fabricmanager to finish training the fabric and run the check again; if it stays in progress, restart nvidia-fabricmanager and check its log",
+				"fabric registration in progress (Fabric Manager still training the links)")
 		case f.State != "completed":
 			// NVML defines the status only once registration has completed.
 			v.add(Fail, g, fix, "fabric registration "+strings.ReplaceAll(f.State, "_", " "))

@@ -15,8 +15,9 @@ func init() {
 // checkSXid judges NVSwitch errors per code by NVIDIA's SXid table
 // (NVSentinel's sxiderrorsmapping.csv, check/sxidnvidia.go) and by the
 // severity the nvswitch driver prints on the line ("Fatal"/"Non-fatal"):
-// judgeSXID fails an event either calls fatal, and names NVIDIA's action
-// in the fix. NVIDIA's Fabric Manager user guide ("Runtime NVSwitch and GPU
+// judgeSXID lets the line's word decide (a table-FATAL code printed
+// Non-fatal warns) and the table decide a line without one, and names
+// NVIDIA's action in the fix. NVIDIA's Fabric Manager user guide ("Runtime NVSwitch and GPU
 // errors"): a fatal SXid stops the fabric for the GPUs behind that switch,
 // whose jobs fail, and the GPUs and NVSwitches must be reset (or the node
 // rebooted); non-fatal ones are corrected by the hardware and are
@@ -37,7 +38,7 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 		dev  string
 		code int
 	}
-	fatal, info := map[key]int{}, map[key]int{}
+	fatal, info, warned := map[key]int{}, map[key]int{}, map[key]int{}
 	last := map[key]state.SXIDEvent{}
 	cleared, unknown := 0, 0
 	for _, ev := range k.SXIDs {
@@ -49,6 +50,9 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 		switch {
 		case judgeSXID(ev).fatal:
 			fatal[kk]++
+			last[kk] = ev
+		case judgeSXID(ev).warn:
+			warned[kk]++
 			last[kk] = ev
 		default:
 			info[kk]++
@@ -76,11 +80,14 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 	if cleared > 0 {
 		note += fmt.Sprintf("; %d SXid(s) logged before the driver was last loaded, which reset the switches: not counted", cleared)
 	}
-	if len(fatal) == 0 {
+	if len(fatal) == 0 && len(warned) == 0 {
 		return Result{ID: "fabric.sxid", Status: Pass, Summary: "no fatal NVSwitch SXid since boot" + note, Devices: []Device{}}
 	}
 	var keys []key
 	for kk := range fatal {
+		keys = append(keys, kk)
+	}
+	for kk := range warned {
 		keys = append(keys, kk)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -94,6 +101,13 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 		ev := last[kk]
 		c := judgeSXID(ev)
 		times := ""
+		if c.warn {
+			if n := warned[kk]; n > 1 {
+				times = fmt.Sprintf(" (%d times)", n)
+			}
+			v.add(Warn, nil, c.remedy, fmt.Sprintf("%s (PCI %s): SXid %d printed Non-fatal: %s%s [%s]", kk.dev, ev.BusID, kk.code, ev.Message, times, c.note))
+			continue
+		}
 		if n := fatal[kk]; n > 1 {
 			times = fmt.Sprintf(" (%d times)", n)
 		}

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -57,22 +58,28 @@ const sxidGenericRemedy = "drain the node; reset the GPUs and NVSwitches (or reb
 // sxidCall is one SXid event judged.
 type sxidCall struct {
 	fatal  bool
+	warn   bool   // the table says FATAL, the driver printed Non-fatal
 	remedy string // set when fatal
 	note   string // NVIDIA's name and action, and any disagreement with the line
 }
 
-// judgeSXID is fabric.sxid's rule for one event: it is fatal when NVIDIA's
-// table says FATAL for its code or when the driver printed "Fatal" on the
-// line, whichever says so (the stricter of the two). NVIDIA's own consumer
-// of the table, NVSentinel's nvswitch health monitor, takes an event's
-// fatality from the table's column and not from the line; a line the
-// driver printed "Fatal" is, per the Fabric Manager user guide, a fabric
-// stopped for the GPUs behind that switch. A code not in the table keeps
-// the line's word (no word: counted non-fatal).
+// judgeSXID is fabric.sxid's rule for one event. The driver's word on the
+// line decides when it printed one: "Fatal" fails; "Non-fatal" never fails,
+// whatever NVIDIA's SXid table says, because the nvswitch driver prints
+// the severity the hardware reported for that interrupt (open-gpu-kernel-
+// modules, src/common/nvswitch/kernel/ls10/intr_ls10.c, reports e.g. the RX
+// short error rate interrupt, SXid 20009, only as non-fatal) and the Fabric
+// Manager user guide calls non-fatal SXids corrected by the hardware; a
+// code the table calls FATAL printed Non-fatal warns (gpud warns on it).
+// A line without a severity word takes the table's FATAL/NONFATAL column
+// (NVSentinel's nvswitch monitor reads only that column). A code not in
+// the table keeps the line's word (no word: counted non-fatal).
 func judgeSXID(ev state.SXIDEvent) sxidCall {
 	row, known := nvidiaSXIDs[ev.Code]
 	lineFatal := ev.Severity == "fatal"
-	c := sxidCall{fatal: lineFatal || known && row.fatal}
+	lineNonFatal := ev.Severity == "non-fatal"
+	c := sxidCall{fatal: lineFatal || known && row.fatal && !lineNonFatal}
+	c.warn = !c.fatal && known && row.fatal && lineNonFatal
 	if !known {
 		if c.fatal {
 			c.remedy = sxidGenericRemedy
@@ -92,11 +99,13 @@ func judgeSXID(ev state.SXIDEvent) sxidCall {
 	case ev.Severity == "" && row.fatal:
 		c.note += "; the line has no severity word"
 	case ev.Severity == "non-fatal" && row.fatal:
-		c.note += "; the driver printed Non-fatal on this line"
+		c.note += "; the driver printed Non-fatal on this line, which decides"
 	case lineFatal && !row.fatal:
 		c.note += "; the driver printed Fatal on this line"
 	}
 	switch {
+	case c.warn:
+		c.remedy = "watch the link (nvlink.errors counters); if the SXid repeats, " + strings.TrimPrefix(sxidActionRemedy[row.action], "drain the node; ")
 	case row.fatal:
 		c.remedy = sxidActionRemedy[row.action]
 	case c.fatal:

@@ -25,11 +25,13 @@ type XIDInfo struct {
 	Remedy   string      `json:"remedy"`
 }
 
+//go:generate go run ../tools/xidgen
+
 // XIDAction is NVIDIA's resolution for an XID: the "Resolution Bucket
-// (Immediate Action)" of NVIDIA's Xid catalogue
-// (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), as
-// NVIDIA's NVSentinel ships it for every code (xidnvidia.go), under the
-// names it uses there.
+// (Immediate Action)" of NVIDIA's Xid Catalog
+// (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), generated
+// into xidnvidia.go by tools/xidgen from the pinned page text in
+// third_party/nvidia-xid-catalog/xids.txt, under the catalogue's names.
 type XIDAction string
 
 // Actions, as NVIDIA names them.
@@ -39,8 +41,9 @@ const (
 	ActionResetGPU   XIDAction = "RESET_GPU"
 	ActionRestartBM  XIDAction = "RESTART_BM"
 	ActionRestartVM  XIDAction = "RESTART_VM"
-	// ActionReportIssue is the catalogue page's CONTACT_SUPPORT.
-	ActionReportIssue      XIDAction = "UNEXPECTED_ERR_REPORT_ISSUE"
+	// ActionReportIssue is the catalogue's CONTACT_SUPPORT (NVSentinel's
+	// copy calls it UNEXPECTED_ERR_REPORT_ISSUE).
+	ActionReportIssue      XIDAction = "CONTACT_SUPPORT"
 	ActionCheckMechanicals XIDAction = "CHECK_MECHANICALS"
 	ActionUpdateSWFW       XIDAction = "UPDATE_SWFW"
 	ActionCheckUVM         XIDAction = "CHECK_UVM"
@@ -52,7 +55,7 @@ const (
 	// ActionFollowLinked is Xid 154's: "follow guidance as it applies to
 	// another Xid"; the line itself names the recovery action the driver
 	// now requires (checkXID reads it).
-	ActionFollowLinked XIDAction = "FOLLOW_LINKED_XID"
+	ActionFollowLinked XIDAction = "XID_154"
 )
 
 // verdictFor is the one rule from NVIDIA's action to gpuprobe's verdict: an
@@ -84,9 +87,48 @@ func resetClass(a XIDAction) bool {
 	return false
 }
 
+// nvidiaXID is one row of NVIDIA's catalogue (xidnvidia.go, generated).
 type nvidiaXID struct {
-	mnemonic string
-	action   XIDAction
+	mnemonic    string
+	description string
+	action      XIDAction // Resolution Bucket (Immediate Action); "" where the page gives none
+	investigate string    // Resolution Bucket (Investigatory Action)
+}
+
+// xidGap is gpuprobe's verdict for a catalogue row that has no Resolution
+// Bucket on NVIDIA's page (162-172 in the pinned copy): taken from the
+// row's own words on the page, each with the reason (docs/checks.md lists
+// them). NVIDIA gives no action for these rows, so XIDInfo.Action stays
+// empty.
+type xidGap struct {
+	severity XIDSeverity
+	remedy   string
+	basis    string
+}
+
+var xidGaps = map[int]xidGap{
+	162: {XIDIgnored, "nothing to do: power smoothing is working again",
+		"PSHC_REENGAGED: the power smoothing circuitry came back; the page lists no action"},
+	163: {XIDWarning, "no GPU reset required; to keep power smoothing, resolve the thermal events; if it was disabled by a timeout, reload the driver or reset the GPU when convenient",
+		"PSHC_DISENGAGED: NVIDIA's row says \"No GPU reset required\""},
+	164: {XIDWarning, "monitor power swings; expect to replace the GPU if power smoothing is needed (it will be disabled soon)",
+		"PSHC_LOW_LIFETIME: NVIDIA's row asks to monitor and plan a replacement, not to stop the GPU"},
+	165: {XIDWarning, "power smoothing is disabled: replace the GPU if power swings are not acceptable; check the data centre can absorb them",
+		"PSHC_ZERO_LIFETIME: NVIDIA's row: power swings will occur; the GPU keeps working"},
+	166: {XIDWarning, "confidential-computing mode: check the NVLink encryption setup",
+		"NVLINK_SECURE_CRYPTO_ERR: \"Applicable to CC (confidential computing) mode only\""},
+	167: {XIDCritical, "drain and reset the GPU (nvidia-smi -r) or reboot; check the PCIe link (AER lines in the kernel log); contact support if it recurs",
+		"PCIE_FATAL_TIMEOUT: no bucket on the page; a fatal timeout, judged as Xid 158 GPU_FATAL_TIMEOUT (RESET_GPU)"},
+	168: {XIDWarning, "GPU memory capacity is reduced: enable ECC (for row remapping) or reboot so the write-protected region moves",
+		"REDUCED_GPU_MEMORY_CAPACITY: NVIDIA's row: enable ECC or re-attempt the boot; seen only with ECC disabled"},
+	169: {XIDCritical, "drain and reset the GPU (nvidia-smi -r) or reboot; contact support if it recurs",
+		"SEC2_HALT_ERROR: no bucket on the page; \"Internal micro-controller halt\", judged as Xid 62 PMU_HALT_ERROR (RESET_GPU)"},
+	170: {XIDWarning, "confidential-computing mode: check the NVLink encryption setup",
+		"NVLINK_SECURE_OTHER: \"Applicable to CC (confidential computing) mode only\""},
+	171: {XIDCritical, "follow Xid 48 (double-bit ECC, DRAM): drain and reset the GPU; gpu.row_remap says whether the row was remapped; RMA if it recurs",
+		"UNCORRECTABLE_DRAM_ERROR: \"Additional to Xid 48\": judged as Xid 48 (WORKFLOW_XID_48)"},
+	172: {XIDCritical, "follow Xid 48 (double-bit ECC, SRAM): drain and reset the GPU; check the SRAM threshold-exceeded flag and run field diagnostics if set (NVIDIA's Xid 48 workflow)",
+		"UNCORRECTABLE_SRAM_ERROR: \"Additional to Xid 48\": judged as Xid 48 (WORKFLOW_XID_48)"},
 }
 
 // xidWords are gpuprobe's words for the codes operators meet most: what
@@ -111,7 +153,7 @@ var xidWords = map[int]struct{ meaning, remedy string }{
 	94:  {"contained ECC error (the affected application was stopped)", "restart the application; gpu.row_remap says when a reset is due"},
 	95:  {"uncontained ECC error (every application on the GPU is affected)", "drain and reset the GPU now; RMA if it recurs"},
 	109: {"context switch timeout", "drain and reset the GPU; update the driver if it recurs"},
-	110: {"security fault (SEC_FAULT_ERROR)", "drain and reset the GPU"},
+	110: {"security fault (SEC_FAULT_ERROR)", "drain; revert any recent hardware changes and cold-reset the system (NVIDIA); contact the hardware vendor if it persists"},
 	119: {"GSP RPC timeout", "drain and reset the GPU or reboot; update the driver if it recurs"},
 	120: {"GSP firmware error", "drain and reset the GPU or reboot; update the driver if it recurs"},
 	136: {"NVLink link training failed (ALI_TRAINING_FAIL)", "drain and reset the GPU; check the NVLink fabric if it recurs"},
@@ -145,8 +187,8 @@ var actionRemedy = map[XIDAction]string{
 // DefaultCriticalXIDs is the critical set as a list, for config defaults and docs.
 func DefaultCriticalXIDs() []int {
 	var out []int
-	for c, r := range nvidiaXIDs {
-		if verdictFor(r.action) == XIDCritical {
+	for c := range nvidiaXIDs {
+		if XIDLookup(c, nil).Severity == XIDCritical {
 			out = append(out, c)
 		}
 	}
@@ -173,16 +215,21 @@ func XIDSeverityFor(code int, cfg XIDConfig) XIDSeverity {
 func XIDLookup(code int, criticalSet []int) XIDInfo {
 	row, known := nvidiaXIDs[code]
 	info := XIDInfo{Code: code, Action: row.action, Severity: XIDWarning}
-	if known {
+	gap, isGap := xidGaps[code]
+	switch {
+	case known && row.action == "" && isGap:
+		info.Severity, info.Meaning, info.Remedy = gap.severity, row.mnemonic+": "+row.description, gap.remedy
+	case known && row.action == "":
+		// A row without a bucket that gpuprobe has no rule for: warn.
+		info.Meaning = row.mnemonic + ": " + row.description
+		info.Remedy = fmt.Sprintf("NVIDIA's Xid catalogue lists no action for Xid %d; check the job that ran on the GPU", code)
+	case known:
 		info.Severity = verdictFor(row.action)
 		info.Meaning, info.Remedy = row.mnemonic, actionRemedy[row.action]
-		if info.Meaning == "" {
-			info.Meaning = "no mnemonic in NVIDIA's table"
-		}
 		if w, ok := xidWords[code]; ok {
 			info.Meaning, info.Remedy = w.meaning, w.remedy
 		}
-	} else {
+	default:
 		// A code newer than NVIDIA's table here: reported with its own
 		// text (the kernel line), judged a warning, never silently passed.
 		info.Meaning = "not in NVIDIA's table as gpuprobe has it"

@@ -93,7 +93,9 @@ func statedExpositions() map[string]map[string]string {
 			lost[k] = ""
 		}
 	}
-	fabric := map[string]string{`gpuprobe_check_status{check="fabric.state"}`: "2", "gpuprobe_node_healthy": "0"}
+	// Registration IN_PROGRESS warns (DCGM: Fabric Manager trains the links
+	// after boot): still healthy.
+	fabric := map[string]string{`gpuprobe_check_status{check="fabric.state"}`: "1"}
 	persistence := map[string]string{`gpuprobe_check_status{check="gpu.persistence"}`: "1"} // a warning: still healthy
 	for _, g := range simGPULabels {
 		fabric["gpuprobe_gpu_fabric_registered{"+g+"}"] = "0"

@@ -254,7 +254,7 @@ func TestSimulatedFaultsFailTheirCheck(t *testing.T) {
 		{"row-remap-failure=2", nil, "gpu.row_remap"},
 		{"gpu-lost=3", nil, "gpu.count"},
 		{"nvlink-down=3", nil, "nvlink.state"},
-		{"fabric-incomplete", nil, "fabric.state"},
+		{"fabric-incomplete", []string{"--strict"}, "fabric.state"}, // IN_PROGRESS alone warns (DCGM)
 		{"xid=79@2", nil, "gpu.xid"},
 		{"hw-slowdown=5", []string{"--strict"}, "gpu.throttle"}, // one sample alone warns
 		{"pcie-x8=1", nil, "gpu.pcie_link"},
