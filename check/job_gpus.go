@@ -53,6 +53,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	}
 
 	alloc, from := env.AllocatedGPUs()
+	onNode := env.StepGPUsOnNode()
 	visible := indexes(t.visible)
 	// Slurm's gres/gpu plugin sets CUDA_VISIBLE_DEVICES and
 	// GPU_DEVICE_ORDINAL to the same list; when they differ, the job (or a
@@ -63,7 +64,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		binding = fmt.Sprintf("do not set CUDA_VISIBLE_DEVICES in the job: Slurm set it to %s (still in GPU_DEVICE_ORDINAL); to pick one GPU per process use LOCAL_RANK/SLURM_LOCALID as an index into it", env.GPUDeviceOrdinal)
 		v.add(Pass, nil, "", fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s was changed after Slurm set it to %s (GPU_DEVICE_ORDINAL)", cvd.Raw, env.GPUDeviceOrdinal))
 	}
-	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || env.GPUsOnNode != nil) {
+	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || onNode != nil) {
 		v.add(Warn, nil, binding, "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated "+allocWords(alloc, from, env))
 	}
 	// MIG: Slurm numbers GRES records, not GPUs. SLURM_STEP_GPUS is each
@@ -80,15 +81,19 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		}
 		missingAllocated(&v, n, env, len(cvd.Entries) < len(alloc) && len(cvd.Entries) > 0, binding,
 			fmt.Sprintf("this single task sees only %d of the %d allocated MIG GRES (%s=%s)", len(cvd.Entries), len(alloc), from, listOr(alloc)))
-	case alloc == nil && env.GPUsOnNode == nil:
+	case alloc == nil && onNode == nil:
+		none := "Slurm allocated no GPUs to this step"
+		if env.InheritedJobGPUs() {
+			none += " (" + inheritedWords(env) + ")"
+		}
 		if !cvd.Set && nvmlCount > 0 && !constrained {
 			v.add(Warn, nil, "request GPUs (--gres=gpu:N, --gpus-per-task) or set ConstrainDevices=yes in cgroup.conf so GPU-less steps cannot touch them",
-				fmt.Sprintf("Slurm allocated no GPUs to this step, yet CUDA can use all %d GPUs of the node (CUDA_VISIBLE_DEVICES unset; %s)", nvmlCount, how))
+				fmt.Sprintf("%s, yet CUDA can use all %d GPUs of the node (CUDA_VISIBLE_DEVICES unset; %s)", none, nvmlCount, how))
 		}
 	case alloc == nil:
-		if len(visible) > *env.GPUsOnNode {
+		if len(visible) > *onNode {
 			v.add(Fail, nil, "let Slurm bind the GPUs (drop --gpu-bind=none, or set CUDA_VISIBLE_DEVICES from SLURM_LOCALID)",
-				fmt.Sprintf("Slurm allocated %d GPU(s) (SLURM_GPUS_ON_NODE=%d, no index list), but this task can use %d: %s", *env.GPUsOnNode, *env.GPUsOnNode, len(visible), listOr(visible)))
+				fmt.Sprintf("Slurm allocated %d GPU(s) (SLURM_GPUS_ON_NODE=%d, no index list), but this task can use %d: %s", *onNode, *onNode, len(visible), listOr(visible)))
 		}
 	case constrained:
 		// Local indexes: NVML sees what the cgroup lets through.
@@ -134,10 +139,13 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		pass = fmt.Sprintf("sees %d MIG instance(s) on GPU %s, %d allocated (%s=%s numbers MIG GRES, not GPUs)", migs, listOr(visible), len(alloc), from, cpulist.Format(alloc))
 	} else if alloc != nil {
 		pass += fmt.Sprintf(", as allocated (%s=%s)", from, cpulist.Format(alloc))
-	} else if env.GPUsOnNode != nil {
-		pass += fmt.Sprintf(", %d allocated (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
+	} else if onNode != nil {
+		pass += fmt.Sprintf(", %d allocated (SLURM_GPUS_ON_NODE)", *onNode)
 	} else {
 		pass += ", no GPUs allocated"
+		if env.InheritedJobGPUs() {
+			pass += " to this step (" + inheritedWords(env) + ")"
+		}
 	}
 	if t.unverifiable > 0 {
 		pass += fmt.Sprintf("; %d MIG instance(s) not verifiable", t.unverifiable)
@@ -196,7 +204,12 @@ func allocWords(alloc []int, from string, env *slurmstate.Env) string {
 	if alloc != nil {
 		return fmt.Sprintf("GPU %s (%s)", listOr(alloc), from)
 	}
-	return fmt.Sprintf("%d GPU(s) (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
+	return fmt.Sprintf("%d GPU(s) (SLURM_GPUS_ON_NODE)", *env.StepGPUsOnNode())
+}
+
+// inheritedWords says why a step's SLURM_JOB_GPUS is not its allocation.
+func inheritedWords(env *slurmstate.Env) string {
+	return fmt.Sprintf("SLURM_JOB_GPUS=%s is the job's, inherited from the batch script; this step has no SLURM_STEP_GPUS", env.JobGPUs.Raw)
 }
 
 func modelNames(n *state.Node) []string {
@@ -229,11 +242,14 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 				fmt.Sprintf("%s=%q does not parse (%s): the binding Slurm was asked for is unknown", e.Var, e.Value, e.Error))
 		}
 	}
+	if cpuOnlyStep(n) {
+		return Result{Status: Skip, Summary: cpuOnlyWords(n)}
+	}
 	t := visibleGPUs(n)
 	alloc, _ := env.AllocatedGPUs()
 	gpus, gpusFrom, gpusKnown := len(t.visible), "visible to this task", false
-	if env.GPUsOnNode != nil {
-		gpus, gpusFrom, gpusKnown = *env.GPUsOnNode, "SLURM_GPUS_ON_NODE", true
+	if onNode := env.StepGPUsOnNode(); onNode != nil {
+		gpus, gpusFrom, gpusKnown = *onNode, "SLURM_GPUS_ON_NODE", true
 	} else if len(alloc) > gpus {
 		gpus, gpusFrom = len(alloc), "allocated"
 	}
@@ -297,6 +313,15 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	// --gpu-bind=map_gpu/mask_gpu that names a GPU for several tasks is a
 	// placement the user wrote out (srun(1)); the tasks it binds are what
 	// it allows, a launcher inside them multiplies past that.
+	// --gpu-bind=single:N binds N tasks to each GPU, block-wise (srun(1):
+	// "the first <tasks_per_gpu> tasks are bound to the first GPU
+	// available, the second <tasks_per_gpu> tasks are bound to the second
+	// GPU available, etc."): the placement --ntasks-per-gpu=N gives.
+	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && shared == "" && b.Type == "single" && b.N > 1 {
+		capacity = gpus * b.N
+		limitBy = fmt.Sprintf("--gpu-bind=%s (%s)", env.GPUBind, env.GPUBindVar)
+		shared = fmt.Sprintf("shared as requested (--gpu-bind=%s, from %s: %d tasks per GPU, up to %d on %d GPU(s))", env.GPUBind, env.GPUBindVar, b.N, capacity, gpus)
+	}
 	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && shared == "" {
 		if per := b.TasksPerGPU(tasks); per > 1 {
 			capacity = max(capacity, tasks)

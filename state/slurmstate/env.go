@@ -267,6 +267,15 @@ func (e *Env) InJobStep() (bool, string) {
 	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
 		return false, "running as Slurm " + e.ScriptContext + ", outside the job step"
 	}
+	if e.StepID == "" && e.NodeName == "" && e.ProcID == nil && e.ScriptContext == "" {
+		// salloc(1) starts the user's shell where salloc runs (a login
+		// node), with the job's SLURM_JOB_ID and node list; SLURMD_NODENAME,
+		// SLURM_STEP_ID and SLURM_PROCID come only from slurmd/slurmstepd,
+		// which set them in every batch script and srun task. A command
+		// typed there is not on the allocation.
+		return false, "not running on the allocation: use srun (SLURM_JOB_ID=" + e.JobID +
+			" without SLURMD_NODENAME, SLURM_STEP_ID or SLURM_PROCID is salloc's shell, which runs where salloc was started: srun gpuprobe check runs it on the job's node)"
+	}
 	what := "job " + e.JobID
 	if e.StepID != "" {
 		what += " step " + e.StepID
@@ -279,14 +288,41 @@ func (e *Env) InJobStep() (bool, string) {
 
 // AllocatedGPUs returns the GPU indexes Slurm allocated to this step on this
 // node (SLURM_STEP_GPUS, else SLURM_JOB_GPUS) and the variable they came from.
+// Inside an srun step SLURM_JOB_GPUS is not the step's: see InheritedJobGPUs.
 func (e *Env) AllocatedGPUs() ([]int, string) {
 	if e.StepGPUs != nil {
 		return e.StepGPUs.Indexes, "SLURM_STEP_GPUS"
 	}
-	if e.JobGPUs != nil {
+	if e.JobGPUs != nil && !e.InheritedJobGPUs() {
 		return e.JobGPUs.Indexes, "SLURM_JOB_GPUS"
 	}
 	return nil, ""
+}
+
+// InheritedJobGPUs reports an srun step (SLURM_STEP_ID set, not the batch or
+// interactive step) with SLURM_JOB_GPUS but no SLURM_STEP_GPUS: a step that
+// was given no GPU inside a GPU job (srun --gres=none, --gpus=0). sbatch(1)
+// and salloc(1) say SLURM_JOB_GPUS is "only set in batch and interactive
+// jobs"; an srun step has it only because srun passes the batch script's
+// environment on, while slurmstepd sets the step's own GPU variables
+// (SLURM_STEP_GPUS, SLURM_GPUS_ON_NODE, CUDA_VISIBLE_DEVICES) from the step's
+// allocation. Inside a step the step's variables decide.
+func (e *Env) InheritedJobGPUs() bool {
+	if e.StepID == "" || e.StepGPUs != nil || e.JobGPUs == nil {
+		return false
+	}
+	single, _ := e.SingleProcessStep()
+	return !single
+}
+
+// StepGPUsOnNode is SLURM_GPUS_ON_NODE when it is this step's: nil in a
+// GPU-less step inside a GPU job (InheritedJobGPUs), where it is the batch
+// script's.
+func (e *Env) StepGPUsOnNode() *int {
+	if e.InheritedJobGPUs() {
+		return nil
+	}
+	return e.GPUsOnNode
 }
 
 // NodeIndex returns this node's position in a hostlist, or -1 when it

@@ -74,7 +74,12 @@ func TestInJobStepContexts(t *testing.T) {
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=prolog_slurmd"}, false},
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=epilog_slurmd"}, false},
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=prolog_task"}, true},
-		{[]string{"SLURM_JOB_ID=3"}, true},
+		{[]string{"SLURM_JOB_ID=3", "SLURMD_NODENAME=vm"}, true},
+		{[]string{"SLURM_JOB_ID=3", "SLURM_PROCID=0"}, true},
+		{[]string{"SLURM_JOB_ID=3", "SLURM_STEP_ID=0"}, true},
+		// salloc's shell (issue 33): SLURM_JOB_ID and no variable only
+		// slurmd or slurmstepd sets.
+		{[]string{"SLURM_JOB_ID=3"}, false},
 	} {
 		if got, why := ParseEnv(tt.env).InJobStep(); got != tt.want || why == "" {
 			t.Errorf("%v: InJobStep = %v (%s)", tt.env, got, why)
