@@ -60,9 +60,9 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	// module it loaded) rewrote CUDA_VISIBLE_DEVICES afterwards, and that
 	// is what to fix, not Slurm's binding.
 	binding := fixBinding
-	if overwritten(env) {
-		binding = fmt.Sprintf("do not set CUDA_VISIBLE_DEVICES in the job: Slurm set it to %s (still in GPU_DEVICE_ORDINAL); to pick one GPU per process use LOCAL_RANK/SLURM_LOCALID as an index into it", env.GPUDeviceOrdinal)
-		v.add(Pass, nil, "", fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s was changed after Slurm set it to %s (GPU_DEVICE_ORDINAL)", cvd.Raw, env.GPUDeviceOrdinal))
+	override := overwritten(env)
+	if override {
+		binding = fixOverride(env)
 	}
 	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || onNode != nil) {
 		v.add(Warn, nil, binding, "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated "+allocWords(alloc, from, env))
@@ -108,6 +108,9 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	default:
 		// Global indexes: the visible set must be the allocated one.
 		extra := cpulist.Subtract(visible, alloc)
+		if override && len(extra) > 0 {
+			v.add(Fail, nil, binding, overrideWords(env))
+		}
 		for _, i := range extra {
 			v.add(Fail, gpuByIndex(n, i), binding,
 				fmt.Sprintf("visible to this task but not allocated to it (%s=%s)", from, listOr(alloc)))
@@ -123,7 +126,11 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 			}
 		}
 		missing := cpulist.Subtract(alloc, visible)
-		missingAllocated(&v, n, env, len(missing) > 0 && len(visible) > 0, binding, "this single task cannot use GPU(s) "+listOr(missing)+" of the allocated "+listOr(alloc))
+		msg := "this single task cannot use GPU(s) " + listOr(missing) + " of the allocated " + listOr(alloc)
+		if override {
+			msg = overrideWords(env) + ", leaving out GPU(s) " + listOr(missing) + " of the allocated " + listOr(alloc)
+		}
+		missingAllocated(&v, n, env, len(missing) > 0 && len(visible) > 0, binding, msg)
 	}
 
 	if cvd.IndexBased() && !strings.EqualFold(env.CUDADeviceOrder, "PCI_BUS_ID") {
@@ -177,7 +184,8 @@ func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bo
 		return
 	}
 	// The batch script is one process, whatever SLURM_TASKS_PER_NODE says.
-	if tasks, _ := env.LocalTasks(); tasks > 1 && !singleStep(env) {
+	// An override is the job's doing however many tasks there are.
+	if tasks, _ := env.LocalTasks(); tasks > 1 && !singleStep(env) && !overwritten(env) {
 		v.add(Pass, nil, "", "")
 		return
 	}
@@ -193,11 +201,33 @@ func singleStep(env *slurmstate.Env) bool {
 	return single
 }
 
-// overwritten: CUDA_VISIBLE_DEVICES differs from GPU_DEVICE_ORDINAL, which
-// Slurm sets to the same list.
+// overwritten: CUDA_VISIBLE_DEVICES differs from GPU_DEVICE_ORDINAL (else
+// ROCR_VISIBLE_DEVICES), which Slurm sets to the same list.
 func overwritten(env *slurmstate.Env) bool {
 	cvd := env.CUDAVisible
-	return env.GPUDeviceOrdinal != "" && cvd != nil && cvd.Set && strings.TrimSpace(cvd.Raw) != strings.TrimSpace(env.GPUDeviceOrdinal)
+	slurm, _ := env.SlurmVisible()
+	return slurm != "" && cvd != nil && cvd.Set && strings.TrimSpace(cvd.Raw) != slurm
+}
+
+// overrideWords says that CUDA_VISIBLE_DEVICES is no longer Slurm's.
+func overrideWords(env *slurmstate.Env) string {
+	slurm, by := env.SlurmVisible()
+	return fmt.Sprintf("%s no longer matches what Slurm set for this step (%s, still in %s): the job overrode it", cvdWords(env.CUDAVisible), slurm, by)
+}
+
+func fixOverride(env *slurmstate.Env) string {
+	slurm, by := env.SlurmVisible()
+	return fmt.Sprintf("remove the override: do not set CUDA_VISIBLE_DEVICES in the job script or its modules (Slurm set it to %s, still in %s); to pick one GPU per process use LOCAL_RANK/SLURM_LOCALID as an index into it", slurm, by)
+}
+
+// cvdWords prints CUDA_VISIBLE_DEVICES's value, or that it is not set (an
+// unset variable printed as "CUDA_VISIBLE_DEVICES=", which reads as empty,
+// and empty hides every GPU).
+func cvdWords(cvd *slurmstate.VisibleDevices) string {
+	if cvd == nil || !cvd.Set {
+		return "CUDA_VISIBLE_DEVICES not set"
+	}
+	return "CUDA_VISIBLE_DEVICES=" + cvd.Raw
 }
 
 func allocWords(alloc []int, from string, env *slurmstate.Env) string {
@@ -346,9 +376,13 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 			what)
 	}
 	if tasks > 1 && len(t.visible) > 1 && len(t.visible) >= gpus && inner == 1 && procs <= gpus && shared == "" {
-		v.add(Warn, nil, fixBinding+"; or have each rank pick its device from SLURM_LOCALID/LOCAL_RANK",
-			fmt.Sprintf("%d tasks on this node each see all %d GPUs (CUDA_VISIBLE_DEVICES=%s): with no per-task binding, every rank that does not map its local rank to a device uses GPU 0",
-				tasks, len(t.visible), env.CUDAVisible.Raw))
+		fix, why := fixBinding+"; or have each rank pick its device from SLURM_LOCALID/LOCAL_RANK", "with no per-task binding"
+		if overwritten(env) {
+			fix, why = fixOverride(env), overrideWords(env)
+		}
+		v.add(Warn, nil, fix,
+			fmt.Sprintf("%d tasks on this node each see all %d GPUs (%s): %s, every rank that does not map its local rank to a device uses GPU 0",
+				tasks, len(t.visible), cvdWords(env.CUDAVisible), why))
 	}
 	overlap(&v, env, t, tasks, gpus, procs, inner, shared)
 	summary := arith + fmt.Sprintf("; this task sees %d", len(t.visible))
@@ -392,8 +426,8 @@ func overlap(v *verdict, env *slurmstate.Env, t taskGPUs, tasks, gpus, procs, in
 	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && b.Type == "closest" {
 		how = fmt.Sprintf(" (%s=%s binds each task to every GPU of its NUMA node)", env.GPUBindVar, env.GPUBind)
 	}
-	msg := fmt.Sprintf("%d tasks on %d GPUs, but this task sees %d (CUDA_VISIBLE_DEVICES=%s)%s: about %d tasks share each set, so ranks collide on its GPUs",
-		tasks, gpus, vis, env.CUDAVisible.Raw, how, (tasks*vis+gpus-1)/gpus)
+	msg := fmt.Sprintf("%d tasks on %d GPUs, but this task sees %d (%s)%s: about %d tasks share each set, so ranks collide on its GPUs",
+		tasks, gpus, vis, cvdWords(env.CUDAVisible), how, (tasks*vis+gpus-1)/gpus)
 	rank, rankVar := env.LocalRank, "LOCAL_RANK"
 	if rank == nil {
 		rank, rankVar = env.LocalID, "SLURM_LOCALID"

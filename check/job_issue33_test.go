@@ -84,3 +84,44 @@ func TestGPUBindSingleN(t *testing.T) {
 			status: Fail, summary: "= 4 GPU processes on 2 GPU(s)"},
 	})
 }
+
+// Issue 33, class 8: the job script exported CUDA_VISIBLE_DEVICES=4,6 over
+// the 4,5 Slurm set. The FAIL was right, but the fix said "request GPUs per
+// task" and the evidence "this single task cannot use GPU 5". Slurm sets
+// GPU_DEVICE_ORDINAL and ROCR_VISIBLE_DEVICES to the same list as
+// CUDA_VISIBLE_DEVICES (gres.conf(5) Flags: each env flag sets one of them
+// "for all GPUs allocated"), so a difference is the job's override.
+func TestCUDAVisibleOverridden(t *testing.T) {
+	const override = "no longer matches what Slurm set for this step"
+	runCases(t, checkVisibleDevices, []checkCase{
+		{name: "4,6 over 4,5, GPU_DEVICE_ORDINAL keeps Slurm's", node: jobNode(oneNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4,6", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2")), nil),
+			status: Fail, summary: "CUDA_VISIBLE_DEVICES=4,6 " + override + " (4,5, still in GPU_DEVICE_ORDINAL)", remedy: "remove the override", devices: []int{6}},
+		{name: "4,6 over 4,5, only ROCR_VISIBLE_DEVICES keeps Slurm's", node: jobNode(oneNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4,6", "ROCR_VISIBLE_DEVICES=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2")), nil),
+			status: Fail, summary: "CUDA_VISIBLE_DEVICES=4,6 " + override + " (4,5, still in ROCR_VISIBLE_DEVICES)", remedy: "remove the override", devices: []int{6}},
+		{name: "4,6 over 4,5 in a two-task step", node: jobNode(oneNode(step(0, 2, "CUDA_VISIBLE_DEVICES=4,6", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2")), nil),
+			status: Fail, summary: override, remedy: "remove the override", devices: []int{6}},
+	})
+	n := jobNode(oneNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4,6", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2")), nil)
+	r := checkVisibleDevices(n, DefaultConfig())
+	for _, d := range r.Details {
+		if strings.Contains(d, "this single task cannot use") {
+			t.Errorf("evidence blames the task, not the override: %q", d)
+		}
+	}
+	if strings.Contains(r.Remedy, "request GPUs per task") {
+		t.Errorf("remedy: %q", r.Remedy)
+	}
+	two := jobNode(oneNode(step(1, 2, "CUDA_VISIBLE_DEVICES=4,6", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2")), nil)
+	if r := checkGPUSharing(two, DefaultConfig()); strings.Contains(r.Remedy, "request GPUs per task") || r.Status == Warn && !strings.Contains(r.Remedy, "remove the override") {
+		t.Errorf("gpu_sharing on an overridden step: %s %q remedy %q", r.Status, r.Summary, r.Remedy)
+	}
+}
+
+// Issue 33, class 9: an unset CUDA_VISIBLE_DEVICES printed as
+// "CUDA_VISIBLE_DEVICES=".
+func TestUnsetVariableWords(t *testing.T) {
+	runCases(t, checkGPUSharing, []checkCase{
+		{name: "two tasks, --gpu-bind=none", node: jobNode(oneNode(step(1, 2, "SLURM_STEP_GPUS=0-7", "SLURM_GPUS_ON_NODE=8")), nil),
+			status: Warn, summary: "2 tasks on this node each see all 8 GPUs (CUDA_VISIBLE_DEVICES not set)"},
+	})
+}

@@ -38,6 +38,10 @@ type Env struct {
 	GPUsOnNode       *int       `json:"gpus_on_node,omitempty"`
 	GPUsPerTask      string     `json:"gpus_per_task,omitempty"`
 	GPUDeviceOrdinal string     `json:"gpu_device_ordinal,omitempty"`
+	// ROCRVisible is ROCR_VISIBLE_DEVICES, nil when unset: Slurm's gres/gpu
+	// sets it (gres.conf Flags=amd_gpu_env, on by default) to the same
+	// list as CUDA_VISIBLE_DEVICES.
+	ROCRVisible *string `json:"rocr_visible_devices,omitempty"`
 	// TRESPerTask is SLURM_TRES_PER_TASK as srun/sbatch set it
 	// ("cpu=2,gres/gpu=1"; 22.05 wrote "gres/gpu:1"): --gpus-per-task and
 	// --cpus-per-task land there too (srun(1), OUTPUT ENVIRONMENT VARIABLES).
@@ -185,6 +189,9 @@ func ParseEnv(environ []string) *Env {
 	e.GPUsOnNode = num("SLURM_GPUS_ON_NODE")
 	e.GPUsPerTask = get("SLURM_GPUS_PER_TASK")
 	e.GPUDeviceOrdinal = get("GPU_DEVICE_ORDINAL")
+	if v, ok := vars["ROCR_VISIBLE_DEVICES"]; ok {
+		e.ROCRVisible = &v
+	}
 	e.TRESPerTask = get("SLURM_TRES_PER_TASK")
 	if e.TRESPerTask != "" {
 		if _, err := ParseTRESPerTask(e.TRESPerTask); err != nil {
@@ -398,6 +405,11 @@ func ParseTRESPerTask(s string) ([]TRES, error) {
 			return nil, fmt.Errorf("entry %q: count %q is not a non-negative integer", part, cnt)
 		}
 		name, typ, _ := strings.Cut(spec, ":")
+		// Slurm's "gres/gpu:per_task:h100:1" marks the entry as per task
+		// before the type; the marker is not a type.
+		if t, ok := strings.CutPrefix(typ, "per_task"); ok && (t == "" || t[0] == ':') {
+			typ = strings.TrimPrefix(t, ":")
+		}
 		if name == "" || strings.Contains(typ, ":") {
 			return nil, fmt.Errorf("entry %q is not name[:type]=count", part)
 		}
@@ -566,6 +578,20 @@ func gpuTRESBind(s string) string {
 		}
 	}
 	return ""
+}
+
+// SlurmVisible is the list Slurm set CUDA_VISIBLE_DEVICES to, as kept in
+// another variable its gres/gpu plugin sets to the same list: first
+// GPU_DEVICE_ORDINAL (Flags=opencl_env), else ROCR_VISIBLE_DEVICES
+// (amd_gpu_env); "" when neither is set.
+func (e *Env) SlurmVisible() (string, string) {
+	if v := strings.TrimSpace(e.GPUDeviceOrdinal); v != "" {
+		return v, "GPU_DEVICE_ORDINAL"
+	}
+	if e.ROCRVisible != nil && strings.TrimSpace(*e.ROCRVisible) != "" {
+		return strings.TrimSpace(*e.ROCRVisible), "ROCR_VISIBLE_DEVICES"
+	}
+	return "", ""
 }
 
 // Batch step IDs: slurmstepd sets no SLURM_STEP_ID in the batch script
