@@ -147,6 +147,40 @@ func lintEnvFlags(recs []slurmstate.GresRecord, name string) []GresProblem {
 	return out
 }
 
+// noCUDAEnvFlag is the gres.conf env flag setting that keeps slurmd from
+// setting CUDA_VISIBLE_DEVICES for node's GPUs, and the line that gives it:
+// "no_gpu_env" (gres.conf(5): "Set no GPU-specific environment
+// variables"), or env flags without nvidia_gpu_env ("amd_gpu_env": only
+// ROCR_VISIBLE_DEVICES is set). "" when Slurm sets it: with no env flag at
+// all every variable is set (gres.conf(5): "If no environment-related flags
+// are specified, then nvidia_gpu_env, amd_gpu_env, intel_gpu_env, and
+// opencl_env will be implicitly set by default"). A record without env
+// flags takes the previous record's (lintEnvFlags), so the first record
+// that names some decides.
+func noCUDAEnvFlag(g *slurmstate.GresConf, node string) (flags, where string) {
+	if g == nil {
+		return "", ""
+	}
+	for _, r := range g.ForNode(node, "gpu") {
+		var mine []string
+		for _, f := range r.Flags {
+			for _, e := range envFlags {
+				if strings.EqualFold(f, e) {
+					mine = append(mine, e)
+				}
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		if hasFlag(mine, "nvidia_gpu_env") {
+			return "", ""
+		}
+		return strings.Join(mine, ","), r.Where
+	}
+	return "", ""
+}
+
 // LintGresSpec finds what slurmctld rejects in a node's Gres=: the same GRES
 // with a type in some items and none in others.
 func LintGresSpec(where string, spec []slurmstate.GresSpec) []GresProblem {

@@ -64,6 +64,10 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	if override {
 		binding = fixOverride(env)
 	}
+	noEnvWhy, noEnvFix := noCUDAEnv(n)
+	if !cvd.Set && noEnvFix != "" {
+		binding = noEnvFix
+	}
 	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || onNode != nil) {
 		v.add(Warn, nil, binding, "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated "+allocWords(alloc, from, env))
 	}
@@ -115,7 +119,10 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 			v.add(Fail, gpuByIndex(n, i), binding,
 				fmt.Sprintf("visible to this task but not allocated to it (%s=%s)", from, listOr(alloc)))
 		}
-		if !cvd.Set && len(extra) > 0 {
+		switch {
+		case !cvd.Set && len(extra) > 0 && noEnvWhy != "":
+			v.add(Fail, nil, noEnvFix, fmt.Sprintf("%s, so this task can use all %d GPUs", noEnvWhy, nvmlCount))
+		case !cvd.Set && len(extra) > 0:
 			v.add(Fail, nil, "let Slurm set CUDA_VISIBLE_DEVICES (do not unset it; avoid --gpu-bind=none)",
 				fmt.Sprintf("CUDA_VISIBLE_DEVICES is unset, so this task can use all %d GPUs", nvmlCount))
 		}
@@ -162,6 +169,33 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		r.Details = append([]string{"mode: " + how}, r.Details...)
 	}
 	return r
+}
+
+// noCUDAEnv says why Slurm set no CUDA_VISIBLE_DEVICES for a step it gave
+// GPUs, when the site's gres.conf is the cause, and the admin's fix: the
+// node's gres.conf env flags (no_gpu_env, or amd_gpu_env without
+// nvidia_gpu_env), else ROCR_VISIBLE_DEVICES set without
+// CUDA_VISIBLE_DEVICES, amd_gpu_env's mark in the environment.
+func noCUDAEnv(n *state.Node) (why, fix string) {
+	env := n.Slurm.Env
+	if env.CUDAVisible != nil && env.CUDAVisible.Set {
+		return "", ""
+	}
+	const workaround = "; until then: export CUDA_VISIBLE_DEVICES=$SLURM_STEP_GPUS in the job (global indexes, no device cgroup)"
+	if c := n.Slurm.Conf; c != nil {
+		if flags, where := noCUDAEnvFlag(c.GresConf, n.Slurm.NodeName); flags != "" {
+			why = fmt.Sprintf("gres.conf Flags=%s (%s) makes Slurm set no CUDA_VISIBLE_DEVICES", flags, where)
+			if flags == "no_gpu_env" {
+				return why, "ask the admins to drop Flags=no_gpu_env from gres.conf (it sets no GPU variable), or to set ConstrainDevices=yes" + workaround
+			}
+			return why, "ask the admins to add nvidia_gpu_env to gres.conf Flags= (" + flags + " sets only the AMD/Intel variables)" + workaround
+		}
+	}
+	if r := env.ROCRVisible; r != nil && strings.TrimSpace(*r) != "" {
+		return fmt.Sprintf("Slurm set ROCR_VISIBLE_DEVICES=%s but no CUDA_VISIBLE_DEVICES (gres.conf Flags=amd_gpu_env without nvidia_gpu_env)", *r),
+			"ask the admins to add nvidia_gpu_env to gres.conf Flags=" + workaround
+	}
+	return "", ""
 }
 
 // migEntries counts the MIG instances CUDA_VISIBLE_DEVICES names.
