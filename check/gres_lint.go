@@ -63,6 +63,9 @@ func LintGres(g *slurmstate.GresConf, node, name string) []GresProblem {
 				out = append(out, GresProblem{r.Where, fmt.Sprintf("Count=%s but File= names %d devices", r.Count, len(r.Files))})
 			}
 		}
+		if r.Files != nil && r.MultipleFiles != nil {
+			out = append(out, GresProblem{r.Where, "File= and MultipleFiles= on one line: gres.conf(5) makes them mutually exclusive (MultipleFiles= is the MIG form: every file one GRES needs), and slurmd rejects the line"})
+		}
 		for _, f := range r.Flags {
 			if !knownGresFlags[strings.ToLower(f)] {
 				out = append(out, GresProblem{r.Where, fmt.Sprintf("unknown Flags= value %q", f)})
@@ -143,6 +146,41 @@ func lintEnvFlags(recs []slurmstate.GresRecord, name string) []GresProblem {
 			out = append(out, GresProblem{r.Where, fmt.Sprintf("env flags %s differ from the %s of the %s record before (slurmd: fatal, \"does not match env flags for previous GRES\")", cur, prev, name)})
 		}
 		prev = cur
+	}
+	return out
+}
+
+// AutoDetect values gres.conf(5) knows.
+var autoDetectValues = []string{"nvml", "nvidia", "rsmi", "oneapi", "nrt", "off", "full"}
+
+// LintAutoDetect finds AutoDetect= values slurmd does not know, in force on
+// node ("" = every node): the global one, node-specific ones, and those on
+// Name= lines, each naming its file and line.
+func LintAutoDetect(g *slurmstate.GresConf, node string) []GresProblem {
+	var out []GresProblem
+	seen := map[string]bool{}
+	bad := func(where, v string) {
+		if v == "" || where == "" || seen[where] {
+			return
+		}
+		seen[where] = true
+		for _, a := range autoDetectValues {
+			if strings.EqualFold(v, a) {
+				return
+			}
+		}
+		out = append(out, GresProblem{where, fmt.Sprintf("AutoDetect=%q is not one of %s", v, strings.Join(autoDetectValues, ", "))})
+	}
+	bad(g.AutoDetectWhere, g.AutoDetect)
+	for _, s := range g.NodeAutoDetect {
+		if node == "" || (slurmstate.GresRecord{NodeName: s.NodeName}).AppliesTo(node) {
+			bad(s.Where, s.Value)
+		}
+	}
+	for _, r := range g.Records {
+		if node == "" || r.AppliesTo(node) {
+			bad(r.Where, r.AutoDetect)
+		}
 	}
 	return out
 }

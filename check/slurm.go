@@ -91,7 +91,7 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	for _, e := range g.Errors {
 		v.add(Fail, nil, "fix gres.conf: slurmd rejects the line", e.Error())
 	}
-	for _, p := range LintGres(g, node, "gpu") {
+	for _, p := range append(LintAutoDetect(g, node), LintGres(g, node, "gpu")...) {
 		v.add(Fail, nil, "fix gres.conf (see gres.conf(5))", p.String())
 	}
 	if flags, where := noCUDAEnvFlag(g, node); flags != "" && nvmlOK && len(n.NVML.GPUs) > 0 {
