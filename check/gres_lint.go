@@ -63,6 +63,9 @@ func LintGres(g *slurmstate.GresConf, node, name string) []GresProblem {
 				out = append(out, GresProblem{r.Where, fmt.Sprintf("Count=%s but File= names %d devices", r.Count, len(r.Files))})
 			}
 		}
+		if r.Files != nil && r.MultipleFiles != nil {
+			out = append(out, GresProblem{r.Where, "File= and MultipleFiles= on one line: gres.conf(5) makes them mutually exclusive (MultipleFiles= is the MIG form: every file one GRES needs), and slurmd rejects the line"})
+		}
 		for _, f := range r.Flags {
 			if !knownGresFlags[strings.ToLower(f)] {
 				out = append(out, GresProblem{r.Where, fmt.Sprintf("unknown Flags= value %q", f)})
@@ -145,6 +148,75 @@ func lintEnvFlags(recs []slurmstate.GresRecord, name string) []GresProblem {
 		prev = cur
 	}
 	return out
+}
+
+// AutoDetect values gres.conf(5) knows.
+var autoDetectValues = []string{"nvml", "nvidia", "rsmi", "oneapi", "nrt", "off", "full"}
+
+// LintAutoDetect finds AutoDetect= values slurmd does not know, in force on
+// node ("" = every node): the global one, node-specific ones, and those on
+// Name= lines, each naming its file and line.
+func LintAutoDetect(g *slurmstate.GresConf, node string) []GresProblem {
+	var out []GresProblem
+	seen := map[string]bool{}
+	bad := func(where, v string) {
+		if v == "" || where == "" || seen[where] {
+			return
+		}
+		seen[where] = true
+		for _, a := range autoDetectValues {
+			if strings.EqualFold(v, a) {
+				return
+			}
+		}
+		out = append(out, GresProblem{where, fmt.Sprintf("AutoDetect=%q is not one of %s", v, strings.Join(autoDetectValues, ", "))})
+	}
+	bad(g.AutoDetectWhere, g.AutoDetect)
+	for _, s := range g.NodeAutoDetect {
+		if node == "" || (slurmstate.GresRecord{NodeName: s.NodeName}).AppliesTo(node) {
+			bad(s.Where, s.Value)
+		}
+	}
+	for _, r := range g.Records {
+		if node == "" || r.AppliesTo(node) {
+			bad(r.Where, r.AutoDetect)
+		}
+	}
+	return out
+}
+
+// noCUDAEnvFlag is the gres.conf env flag setting that keeps slurmd from
+// setting CUDA_VISIBLE_DEVICES for node's GPUs, and the line that gives it:
+// "no_gpu_env" (gres.conf(5): "Set no GPU-specific environment
+// variables"), or env flags without nvidia_gpu_env ("amd_gpu_env": only
+// ROCR_VISIBLE_DEVICES is set). "" when Slurm sets it: with no env flag at
+// all every variable is set (gres.conf(5): "If no environment-related flags
+// are specified, then nvidia_gpu_env, amd_gpu_env, intel_gpu_env, and
+// opencl_env will be implicitly set by default"). A record without env
+// flags takes the previous record's (lintEnvFlags), so the first record
+// that names some decides.
+func noCUDAEnvFlag(g *slurmstate.GresConf, node string) (flags, where string) {
+	if g == nil {
+		return "", ""
+	}
+	for _, r := range g.ForNode(node, "gpu") {
+		var mine []string
+		for _, f := range r.Flags {
+			for _, e := range envFlags {
+				if strings.EqualFold(f, e) {
+					mine = append(mine, e)
+				}
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		if hasFlag(mine, "nvidia_gpu_env") {
+			return "", ""
+		}
+		return strings.Join(mine, ","), r.Where
+	}
+	return "", ""
 }
 
 // LintGresSpec finds what slurmctld rejects in a node's Gres=: the same GRES

@@ -84,8 +84,10 @@ func cpuOnlyStep(n *state.Node) bool {
 		return false
 	}
 	gpus, _ := e.AllocatedGPUs()
-	return len(gpus) == 0 && e.StepGPUs == nil && e.JobGPUs == nil && (e.GPUsOnNode == nil || *e.GPUsOnNode == 0) &&
-		e.GPUsPerTask == "" && (e.CUDAVisible == nil || !e.CUDAVisible.Set)
+	inherited := e.InheritedJobGPUs() // srun --gres=none inside a GPU job: the batch script's variables
+	onNode := e.StepGPUsOnNode()
+	return len(gpus) == 0 && e.StepGPUs == nil && (e.JobGPUs == nil || inherited) && (onNode == nil || *onNode == 0) &&
+		(e.GPUsPerTask == "" || inherited) && (e.CUDAVisible == nil || !e.CUDAVisible.Set)
 }
 
 func visibleGPUs(n *state.Node) taskGPUs {

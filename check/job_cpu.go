@@ -11,12 +11,21 @@ const fixNUMA = "bind each task near its GPUs: srun --gpu-bind=closest with --cp
 
 const cpuOnlySummary = "a CPU-only step: Slurm allocated it no GPU (no SLURM_STEP_GPUS, SLURM_JOB_GPUS, SLURM_GPUS_ON_NODE or CUDA_VISIBLE_DEVICES)"
 
+// cpuOnlyWords is cpuOnlySummary, naming a SLURM_JOB_GPUS the step only
+// inherited from the batch script.
+func cpuOnlyWords(n *state.Node) string {
+	if e := n.Slurm.Env; e.InheritedJobGPUs() {
+		return "a CPU-only step: Slurm allocated it no GPU (no SLURM_STEP_GPUS or CUDA_VISIBLE_DEVICES; " + inheritedWords(e) + ")"
+	}
+	return cpuOnlySummary
+}
+
 func checkNUMAAffinity(n *state.Node, cfg *Config) Result {
 	if r, skip := jobNVMLSkip(n, cfg); skip {
 		return r
 	}
 	if cpuOnlyStep(n) {
-		return Result{Status: Skip, Summary: cpuOnlySummary}
+		return Result{Status: Skip, Summary: cpuOnlyWords(n)}
 	}
 	if n.Slurm.Task == nil || len(n.Slurm.Task.CPUs) == 0 {
 		return Result{Status: Skip, Summary: "the task's CPU mask was not collected"}
@@ -64,7 +73,7 @@ func checkCPUsPerGPU(n *state.Node, cfg *Config) Result {
 		return r
 	}
 	if cpuOnlyStep(n) {
-		return Result{Status: Skip, Summary: cpuOnlySummary}
+		return Result{Status: Skip, Summary: cpuOnlyWords(n)}
 	}
 	min := cfg.Job.MinCPUsPerGPU
 	if min <= 0 {
@@ -75,7 +84,7 @@ func checkCPUsPerGPU(n *state.Node, cfg *Config) Result {
 	var cpus, gpus int
 	var from string
 	switch {
-	case env.CPUsOnNode != nil && env.GPUsOnNode != nil && *env.GPUsOnNode > 0:
+	case env.CPUsOnNode != nil && env.StepGPUsOnNode() != nil && *env.GPUsOnNode > 0:
 		// The job's allocation on this node is what its data loaders share.
 		cpus, gpus = *env.CPUsOnNode, *env.GPUsOnNode
 		from = fmt.Sprintf("SLURM_CPUS_ON_NODE=%d / SLURM_GPUS_ON_NODE=%d", cpus, gpus)

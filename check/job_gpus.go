@@ -53,17 +53,22 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	}
 
 	alloc, from := env.AllocatedGPUs()
+	onNode := env.StepGPUsOnNode()
 	visible := indexes(t.visible)
 	// Slurm's gres/gpu plugin sets CUDA_VISIBLE_DEVICES and
 	// GPU_DEVICE_ORDINAL to the same list; when they differ, the job (or a
 	// module it loaded) rewrote CUDA_VISIBLE_DEVICES afterwards, and that
 	// is what to fix, not Slurm's binding.
 	binding := fixBinding
-	if overwritten(env) {
-		binding = fmt.Sprintf("do not set CUDA_VISIBLE_DEVICES in the job: Slurm set it to %s (still in GPU_DEVICE_ORDINAL); to pick one GPU per process use LOCAL_RANK/SLURM_LOCALID as an index into it", env.GPUDeviceOrdinal)
-		v.add(Pass, nil, "", fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s was changed after Slurm set it to %s (GPU_DEVICE_ORDINAL)", cvd.Raw, env.GPUDeviceOrdinal))
+	override := overwritten(env)
+	if override {
+		binding = fixOverride(env)
 	}
-	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || env.GPUsOnNode != nil) {
+	noEnvWhy, noEnvFix := noCUDAEnv(n)
+	if !cvd.Set && noEnvFix != "" {
+		binding = noEnvFix
+	}
+	if cvd.Set && strings.TrimSpace(cvd.Raw) == "" && (alloc != nil || onNode != nil) {
 		v.add(Warn, nil, binding, "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated "+allocWords(alloc, from, env))
 	}
 	// MIG: Slurm numbers GRES records, not GPUs. SLURM_STEP_GPUS is each
@@ -80,15 +85,19 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		}
 		missingAllocated(&v, n, env, len(cvd.Entries) < len(alloc) && len(cvd.Entries) > 0, binding,
 			fmt.Sprintf("this single task sees only %d of the %d allocated MIG GRES (%s=%s)", len(cvd.Entries), len(alloc), from, listOr(alloc)))
-	case alloc == nil && env.GPUsOnNode == nil:
+	case alloc == nil && onNode == nil:
+		none := "Slurm allocated no GPUs to this step"
+		if env.InheritedJobGPUs() {
+			none += " (" + inheritedWords(env) + ")"
+		}
 		if !cvd.Set && nvmlCount > 0 && !constrained {
 			v.add(Warn, nil, "request GPUs (--gres=gpu:N, --gpus-per-task) or set ConstrainDevices=yes in cgroup.conf so GPU-less steps cannot touch them",
-				fmt.Sprintf("Slurm allocated no GPUs to this step, yet CUDA can use all %d GPUs of the node (CUDA_VISIBLE_DEVICES unset; %s)", nvmlCount, how))
+				fmt.Sprintf("%s, yet CUDA can use all %d GPUs of the node (CUDA_VISIBLE_DEVICES unset; %s)", none, nvmlCount, how))
 		}
 	case alloc == nil:
-		if len(visible) > *env.GPUsOnNode {
+		if len(visible) > *onNode {
 			v.add(Fail, nil, "let Slurm bind the GPUs (drop --gpu-bind=none, or set CUDA_VISIBLE_DEVICES from SLURM_LOCALID)",
-				fmt.Sprintf("Slurm allocated %d GPU(s) (SLURM_GPUS_ON_NODE=%d, no index list), but this task can use %d: %s", *env.GPUsOnNode, *env.GPUsOnNode, len(visible), listOr(visible)))
+				fmt.Sprintf("Slurm allocated %d GPU(s) (SLURM_GPUS_ON_NODE=%d, no index list), but this task can use %d: %s", *onNode, *onNode, len(visible), listOr(visible)))
 		}
 	case constrained:
 		// Local indexes: NVML sees what the cgroup lets through.
@@ -103,11 +112,17 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	default:
 		// Global indexes: the visible set must be the allocated one.
 		extra := cpulist.Subtract(visible, alloc)
+		if override && len(extra) > 0 {
+			v.add(Fail, nil, binding, overrideWords(env))
+		}
 		for _, i := range extra {
 			v.add(Fail, gpuByIndex(n, i), binding,
 				fmt.Sprintf("visible to this task but not allocated to it (%s=%s)", from, listOr(alloc)))
 		}
-		if !cvd.Set && len(extra) > 0 {
+		switch {
+		case !cvd.Set && len(extra) > 0 && noEnvWhy != "":
+			v.add(Fail, nil, noEnvFix, fmt.Sprintf("%s, so this task can use all %d GPUs", noEnvWhy, nvmlCount))
+		case !cvd.Set && len(extra) > 0:
 			v.add(Fail, nil, "let Slurm set CUDA_VISIBLE_DEVICES (do not unset it; avoid --gpu-bind=none)",
 				fmt.Sprintf("CUDA_VISIBLE_DEVICES is unset, so this task can use all %d GPUs", nvmlCount))
 		}
@@ -118,7 +133,11 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 			}
 		}
 		missing := cpulist.Subtract(alloc, visible)
-		missingAllocated(&v, n, env, len(missing) > 0 && len(visible) > 0, binding, "this single task cannot use GPU(s) "+listOr(missing)+" of the allocated "+listOr(alloc))
+		msg := "this single task cannot use GPU(s) " + listOr(missing) + " of the allocated " + listOr(alloc)
+		if override {
+			msg = overrideWords(env) + ", leaving out GPU(s) " + listOr(missing) + " of the allocated " + listOr(alloc)
+		}
+		missingAllocated(&v, n, env, len(missing) > 0 && len(visible) > 0, binding, msg)
 	}
 
 	if cvd.IndexBased() && !strings.EqualFold(env.CUDADeviceOrder, "PCI_BUS_ID") {
@@ -134,10 +153,13 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		pass = fmt.Sprintf("sees %d MIG instance(s) on GPU %s, %d allocated (%s=%s numbers MIG GRES, not GPUs)", migs, listOr(visible), len(alloc), from, cpulist.Format(alloc))
 	} else if alloc != nil {
 		pass += fmt.Sprintf(", as allocated (%s=%s)", from, cpulist.Format(alloc))
-	} else if env.GPUsOnNode != nil {
-		pass += fmt.Sprintf(", %d allocated (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
+	} else if onNode != nil {
+		pass += fmt.Sprintf(", %d allocated (SLURM_GPUS_ON_NODE)", *onNode)
 	} else {
 		pass += ", no GPUs allocated"
+		if env.InheritedJobGPUs() {
+			pass += " to this step (" + inheritedWords(env) + ")"
+		}
 	}
 	if t.unverifiable > 0 {
 		pass += fmt.Sprintf("; %d MIG instance(s) not verifiable", t.unverifiable)
@@ -147,6 +169,33 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		r.Details = append([]string{"mode: " + how}, r.Details...)
 	}
 	return r
+}
+
+// noCUDAEnv says why Slurm set no CUDA_VISIBLE_DEVICES for a step it gave
+// GPUs, when the site's gres.conf is the cause, and the admin's fix: the
+// node's gres.conf env flags (no_gpu_env, or amd_gpu_env without
+// nvidia_gpu_env), else ROCR_VISIBLE_DEVICES set without
+// CUDA_VISIBLE_DEVICES, amd_gpu_env's mark in the environment.
+func noCUDAEnv(n *state.Node) (why, fix string) {
+	env := n.Slurm.Env
+	if env.CUDAVisible != nil && env.CUDAVisible.Set {
+		return "", ""
+	}
+	const workaround = "; until then: export CUDA_VISIBLE_DEVICES=$SLURM_STEP_GPUS in the job (global indexes, no device cgroup)"
+	if c := n.Slurm.Conf; c != nil {
+		if flags, where := noCUDAEnvFlag(c.GresConf, n.Slurm.NodeName); flags != "" {
+			why = fmt.Sprintf("gres.conf Flags=%s (%s) makes Slurm set no CUDA_VISIBLE_DEVICES", flags, where)
+			if flags == "no_gpu_env" {
+				return why, "ask the admins to drop Flags=no_gpu_env from gres.conf (it sets no GPU variable), or to set ConstrainDevices=yes" + workaround
+			}
+			return why, "ask the admins to add nvidia_gpu_env to gres.conf Flags= (" + flags + " sets only the AMD/Intel variables)" + workaround
+		}
+	}
+	if r := env.ROCRVisible; r != nil && strings.TrimSpace(*r) != "" {
+		return fmt.Sprintf("Slurm set ROCR_VISIBLE_DEVICES=%s but no CUDA_VISIBLE_DEVICES (gres.conf Flags=amd_gpu_env without nvidia_gpu_env)", *r),
+			"ask the admins to add nvidia_gpu_env to gres.conf Flags=" + workaround
+	}
+	return "", ""
 }
 
 // migEntries counts the MIG instances CUDA_VISIBLE_DEVICES names.
@@ -169,7 +218,8 @@ func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bo
 		return
 	}
 	// The batch script is one process, whatever SLURM_TASKS_PER_NODE says.
-	if tasks, _ := env.LocalTasks(); tasks > 1 && !singleStep(env) {
+	// An override is the job's doing however many tasks there are.
+	if tasks, _ := env.LocalTasks(); tasks > 1 && !singleStep(env) && !overwritten(env) {
 		v.add(Pass, nil, "", "")
 		return
 	}
@@ -185,18 +235,45 @@ func singleStep(env *slurmstate.Env) bool {
 	return single
 }
 
-// overwritten: CUDA_VISIBLE_DEVICES differs from GPU_DEVICE_ORDINAL, which
-// Slurm sets to the same list.
+// overwritten: CUDA_VISIBLE_DEVICES differs from GPU_DEVICE_ORDINAL (else
+// ROCR_VISIBLE_DEVICES), which Slurm sets to the same list.
 func overwritten(env *slurmstate.Env) bool {
 	cvd := env.CUDAVisible
-	return env.GPUDeviceOrdinal != "" && cvd != nil && cvd.Set && strings.TrimSpace(cvd.Raw) != strings.TrimSpace(env.GPUDeviceOrdinal)
+	slurm, _ := env.SlurmVisible()
+	return slurm != "" && cvd != nil && cvd.Set && strings.TrimSpace(cvd.Raw) != slurm
+}
+
+// overrideWords says that CUDA_VISIBLE_DEVICES is no longer Slurm's.
+func overrideWords(env *slurmstate.Env) string {
+	slurm, by := env.SlurmVisible()
+	return fmt.Sprintf("%s no longer matches what Slurm set for this step (%s, still in %s): the job overrode it", cvdWords(env.CUDAVisible), slurm, by)
+}
+
+func fixOverride(env *slurmstate.Env) string {
+	slurm, by := env.SlurmVisible()
+	return fmt.Sprintf("remove the override: do not set CUDA_VISIBLE_DEVICES in the job script or its modules (Slurm set it to %s, still in %s); to pick one GPU per process use LOCAL_RANK/SLURM_LOCALID as an index into it", slurm, by)
+}
+
+// cvdWords prints CUDA_VISIBLE_DEVICES's value, or that it is not set (an
+// unset variable printed as "CUDA_VISIBLE_DEVICES=", which reads as empty,
+// and empty hides every GPU).
+func cvdWords(cvd *slurmstate.VisibleDevices) string {
+	if cvd == nil || !cvd.Set {
+		return "CUDA_VISIBLE_DEVICES not set"
+	}
+	return "CUDA_VISIBLE_DEVICES=" + cvd.Raw
 }
 
 func allocWords(alloc []int, from string, env *slurmstate.Env) string {
 	if alloc != nil {
 		return fmt.Sprintf("GPU %s (%s)", listOr(alloc), from)
 	}
-	return fmt.Sprintf("%d GPU(s) (SLURM_GPUS_ON_NODE)", *env.GPUsOnNode)
+	return fmt.Sprintf("%d GPU(s) (SLURM_GPUS_ON_NODE)", *env.StepGPUsOnNode())
+}
+
+// inheritedWords says why a step's SLURM_JOB_GPUS is not its allocation.
+func inheritedWords(env *slurmstate.Env) string {
+	return fmt.Sprintf("SLURM_JOB_GPUS=%s is the job's, inherited from the batch script; this step has no SLURM_STEP_GPUS", env.JobGPUs.Raw)
 }
 
 func modelNames(n *state.Node) []string {
@@ -229,11 +306,14 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 				fmt.Sprintf("%s=%q does not parse (%s): the binding Slurm was asked for is unknown", e.Var, e.Value, e.Error))
 		}
 	}
+	if cpuOnlyStep(n) {
+		return Result{Status: Skip, Summary: cpuOnlyWords(n)}
+	}
 	t := visibleGPUs(n)
 	alloc, _ := env.AllocatedGPUs()
 	gpus, gpusFrom, gpusKnown := len(t.visible), "visible to this task", false
-	if env.GPUsOnNode != nil {
-		gpus, gpusFrom, gpusKnown = *env.GPUsOnNode, "SLURM_GPUS_ON_NODE", true
+	if onNode := env.StepGPUsOnNode(); onNode != nil {
+		gpus, gpusFrom, gpusKnown = *onNode, "SLURM_GPUS_ON_NODE", true
 	} else if len(alloc) > gpus {
 		gpus, gpusFrom = len(alloc), "allocated"
 	}
@@ -297,6 +377,15 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	// --gpu-bind=map_gpu/mask_gpu that names a GPU for several tasks is a
 	// placement the user wrote out (srun(1)); the tasks it binds are what
 	// it allows, a launcher inside them multiplies past that.
+	// --gpu-bind=single:N binds N tasks to each GPU, block-wise (srun(1):
+	// "the first <tasks_per_gpu> tasks are bound to the first GPU
+	// available, the second <tasks_per_gpu> tasks are bound to the second
+	// GPU available, etc."): the placement --ntasks-per-gpu=N gives.
+	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && shared == "" && b.Type == "single" && b.N > 1 {
+		capacity = gpus * b.N
+		limitBy = fmt.Sprintf("--gpu-bind=%s (%s)", env.GPUBind, env.GPUBindVar)
+		shared = fmt.Sprintf("shared as requested (--gpu-bind=%s, from %s: %d tasks per GPU, up to %d on %d GPU(s))", env.GPUBind, env.GPUBindVar, b.N, capacity, gpus)
+	}
 	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && shared == "" {
 		if per := b.TasksPerGPU(tasks); per > 1 {
 			capacity = max(capacity, tasks)
@@ -321,9 +410,13 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 			what)
 	}
 	if tasks > 1 && len(t.visible) > 1 && len(t.visible) >= gpus && inner == 1 && procs <= gpus && shared == "" {
-		v.add(Warn, nil, fixBinding+"; or have each rank pick its device from SLURM_LOCALID/LOCAL_RANK",
-			fmt.Sprintf("%d tasks on this node each see all %d GPUs (CUDA_VISIBLE_DEVICES=%s): with no per-task binding, every rank that does not map its local rank to a device uses GPU 0",
-				tasks, len(t.visible), env.CUDAVisible.Raw))
+		fix, why := fixBinding+"; or have each rank pick its device from SLURM_LOCALID/LOCAL_RANK", "with no per-task binding"
+		if overwritten(env) {
+			fix, why = fixOverride(env), overrideWords(env)
+		}
+		v.add(Warn, nil, fix,
+			fmt.Sprintf("%d tasks on this node each see all %d GPUs (%s): %s, every rank that does not map its local rank to a device uses GPU 0",
+				tasks, len(t.visible), cvdWords(env.CUDAVisible), why))
 	}
 	overlap(&v, env, t, tasks, gpus, procs, inner, shared)
 	summary := arith + fmt.Sprintf("; this task sees %d", len(t.visible))
@@ -367,8 +460,8 @@ func overlap(v *verdict, env *slurmstate.Env, t taskGPUs, tasks, gpus, procs, in
 	if b, err := slurmstate.ParseGPUBind(env.GPUBind); err == nil && b.Type == "closest" {
 		how = fmt.Sprintf(" (%s=%s binds each task to every GPU of its NUMA node)", env.GPUBindVar, env.GPUBind)
 	}
-	msg := fmt.Sprintf("%d tasks on %d GPUs, but this task sees %d (CUDA_VISIBLE_DEVICES=%s)%s: about %d tasks share each set, so ranks collide on its GPUs",
-		tasks, gpus, vis, env.CUDAVisible.Raw, how, (tasks*vis+gpus-1)/gpus)
+	msg := fmt.Sprintf("%d tasks on %d GPUs, but this task sees %d (%s)%s: about %d tasks share each set, so ranks collide on its GPUs",
+		tasks, gpus, vis, cvdWords(env.CUDAVisible), how, (tasks*vis+gpus-1)/gpus)
 	rank, rankVar := env.LocalRank, "LOCAL_RANK"
 	if rank == nil {
 		rank, rankVar = env.LocalID, "SLURM_LOCALID"

@@ -175,14 +175,14 @@ func TestVisibleDevices(t *testing.T) {
 		// The batch script narrowed to one of the job's four GPUs: one process
 		// (no SLURM_STEP_ID), not SLURM_TASKS_PER_NODE=4 tasks sharing them. It passed.
 		{name: "batch script sees 1 of the job's 4", node: jobNode(batchEnv("CUDA_VISIBLE_DEVICES=2"), nil),
-			status: Warn, summary: "this single task cannot use GPU(s) 0,1,3 of the allocated 0-3", remedy: "Slurm set it to 0,1,2,3"},
+			status: Warn, summary: "CUDA_VISIBLE_DEVICES=2 no longer matches what Slurm set for this step (0,1,2,3, still in GPU_DEVICE_ORDINAL): the job overrode it, leaving out GPU(s) 0,1,3 of the allocated 0-3", remedy: "Slurm set it to 0,1,2,3"},
 		// The user replaced Slurm's 4,5 by 4,6 in the job script: GPU 6 is
 		// not theirs, GPU 5 is unused, and the fix is to stop overwriting
 		// (GPU_DEVICE_ORDINAL keeps Slurm's value), not "request GPUs per task".
 		{name: "overwritten: 4,6 instead of 4,5", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4,6", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
-			status: Fail, summary: "GPU 6 (00000000:d9:00.0): visible to this task but not allocated to it (SLURM_STEP_GPUS=4,5)", remedy: "do not set CUDA_VISIBLE_DEVICES in the job: Slurm set it to 4,5", devices: []int{6}},
+			status: Fail, summary: "GPU 6 (00000000:d9:00.0): visible to this task but not allocated to it (SLURM_STEP_GPUS=4,5)", remedy: "remove the override: do not set CUDA_VISIBLE_DEVICES in the job script or its modules (Slurm set it to 4,5", devices: []int{6}},
 		{name: "narrowed to 4 of 4,5", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=4", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
-			status: Warn, summary: "this single task cannot use GPU(s) 5 of the allocated 4,5", remedy: "still in GPU_DEVICE_ORDINAL"},
+			status: Warn, summary: "CUDA_VISIBLE_DEVICES=4 no longer matches what Slurm set for this step (4,5, still in GPU_DEVICE_ORDINAL): the job overrode it, leaving out GPU(s) 5 of the allocated 4,5", remedy: "still in GPU_DEVICE_ORDINAL"},
 		{name: "empty hides every GPU", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=", "GPU_DEVICE_ORDINAL=4,5", "SLURM_STEP_GPUS=4,5", "SLURM_GPUS_ON_NODE=2"), nil),
 			status: Warn, summary: "CUDA_VISIBLE_DEVICES is empty: CUDA sees no GPU at all, though Slurm allocated GPU 4,5 (SLURM_STEP_GPUS)"},
 	})

@@ -91,8 +91,25 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	for _, e := range g.Errors {
 		v.add(Fail, nil, "fix gres.conf: slurmd rejects the line", e.Error())
 	}
-	for _, p := range LintGres(g, node, "gpu") {
+	for _, p := range append(LintAutoDetect(g, node), LintGres(g, node, "gpu")...) {
 		v.add(Fail, nil, "fix gres.conf (see gres.conf(5))", p.String())
+	}
+	if flags, where := noCUDAEnvFlag(g, node); flags != "" && nvmlOK && len(n.NVML.GPUs) > 0 {
+		constrained := sc.UsesCgroupTasks() && c.CgroupConf != nil && c.CgroupConf.ConstrainDevices
+		what := fmt.Sprintf("Flags=%s (%s) sets no CUDA_VISIBLE_DEVICES", flags, where)
+		fix := "add nvidia_gpu_env to Flags= (or drop the env flags: without any, slurmd sets every GPU variable)"
+		if flags == "no_gpu_env" {
+			fix = "drop Flags=no_gpu_env"
+		} else {
+			what += " on these NVIDIA GPUs"
+		}
+		switch {
+		case !constrained:
+			v.add(Fail, nil, fix+", or set ConstrainDevices=yes in cgroup.conf (with TaskPlugin=task/cgroup) so each step reaches only its GPUs",
+				what+", and without ConstrainDevices every job step can use every GPU: CUDA sees them all")
+		case flags != "no_gpu_env":
+			v.add(Warn, nil, fix, what+": the device cgroup confines each step, but --gpus-per-task and --gpu-bind cannot narrow what each task sees")
+		}
 	}
 	ad, adWhere := g.AutoDetectFor(node)
 	devs := slurmstate.Devices(recs)

@@ -220,7 +220,7 @@ func TestGatherSlurmSourceHooks(t *testing.T) {
 			h := testHost(root)
 			real := realSlurmHost(Options{Sources: c.sources})
 			h.gpuDevices, h.procFile = real.gpuDevices, real.procFile
-			st := gatherSlurm(context.Background(), n, Options{}, []string{"SLURM_JOB_ID=5", "CUDA_VISIBLE_DEVICES=0"}, h)
+			st := gatherSlurm(context.Background(), n, Options{}, []string{"SLURM_JOB_ID=5", "SLURM_STEP_ID=0", "CUDA_VISIBLE_DEVICES=0"}, h)
 			var devs, procs []string
 			for _, d := range st.Devices {
 				devs = append(devs, d.Path+"="+d.Access)
@@ -248,7 +248,7 @@ func TestGatherSlurmHungFilesystem(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	st := gatherSlurm(ctx, &state.Node{}, Options{}, []string{"SLURM_JOB_ID=5"}, h)
+	st := gatherSlurm(ctx, &state.Node{}, Options{}, []string{"SLURM_JOB_ID=5", "SLURM_STEP_ID=0"}, h)
 	if time.Since(start) > 2*time.Second || len(st.Errors) == 0 || !st.InJob || st.Env == nil {
 		t.Errorf("hung reads: %s, %+v", time.Since(start), st)
 	}

@@ -11,7 +11,10 @@
 #   - the contrib TaskProlog prints the job checks into the job's output;
 #   - srun --ntasks-per-gpu=2 and --gpu-bind=map_gpu:0,0 are sharing as
 #     requested, and gpuprobe in an
-#     sbatch batch script is one process, not the job's tasks.
+#     sbatch batch script is one process, not the job's tasks;
+#   - --gpu-bind=single:2 is requested sharing, an srun --gres=none step in a
+#     GPU batch job is a GPU-less step, and a command in salloc is not on the
+#     allocation (issue 33).
 # The GPUs are simulated (--simulate dgx-h100, eight H100s like the fake
 # devices); the Slurm side is real. Prints one PASS/FAIL line per assertion
 # and exits non-zero if any failed. Every daemon it started is stopped, by
@@ -400,6 +403,42 @@ if [ "$st" = pass ] && [[ "$sum" == *"is one process"* ]]; then
 	pass "sbatch -n 2 --gpus-per-task=1, gpuprobe in the batch script: job.gpu_sharing pass ($sum; env: $(slurm_vars "$D/out/batch-env.txt"))"
 else
 	fail "sbatch -n 2 --gpus-per-task=1 batch step: job.gpu_sharing '$st' ($sum); env: $(slurm_vars "$D/out/batch-env.txt") $(head -c 300 "$D/out/batch.err")"
+fi
+
+# --- 4d. issue 33: single:N sharing, a GPU-less step in a GPU job, salloc ------
+# --gpu-bind=single:2 binds two tasks to each GPU (srun(1)): sharing as
+# requested, read from the step's SLURMD_TRES_BIND / SLURM_GPU_BIND.
+$SRUN -n 2 --gres=gpu:1 --gpu-bind=single:2 --output="$D/out/single-%t.json" $CHECK 2>"$D/out/single.err"
+$SRUN -n 2 --gres=gpu:1 --gpu-bind=single:2 --output="$D/out/single-env-%t.txt" env 2>/dev/null
+s0=$(status_of "$D/out/single-0.json" job.gpu_sharing)
+s1=$(status_of "$D/out/single-1.json" job.gpu_sharing)
+sum=$(summary_of "$D/out/single-1.json" job.gpu_sharing)
+if [ "$s0" = pass ] && [ "$s1" = pass ] && [[ "$sum" == *"shared as requested (--gpu-bind=single:2, from "* ]]; then
+	pass "srun -n 2 --gres=gpu:1 --gpu-bind=single:2: job.gpu_sharing pass on both tasks ($sum; env: $(slurm_vars "$D/out/single-env-1.txt"))"
+else
+	fail "srun -n 2 --gres=gpu:1 --gpu-bind=single:2: job.gpu_sharing '$s0'/'$s1' ($sum); env: $(slurm_vars "$D/out/single-env-1.txt") $(head -c 300 "$D/out/single.err")"
+fi
+# srun --gres=none inside sbatch --gres=gpu:2: the step inherits the batch
+# script's SLURM_JOB_GPUS; its own variables say it has no GPU. Without
+# ConstrainDevices that is the GPU-less-step warning, not "not allocated".
+timeout 60 sbatch --quiet --wait --gres=gpu:2 -o "$D/out/nogres-batch.txt" \
+	--wrap "srun --gres=none env >$D/out/nogres-env.txt; srun --gres=none $CHECK >$D/out/nogres.json" 2>"$D/out/nogres.err"
+st=$(status_of "$D/out/nogres.json" job.visible_devices)
+sum=$(summary_of "$D/out/nogres.json" job.visible_devices)
+if [ "$st" = warn ] && [[ "$sum" == "Slurm allocated no GPUs to this step"* ]]; then
+	pass "srun --gres=none in sbatch --gres=gpu:2: job.visible_devices warn ($sum; env: $(slurm_vars "$D/out/nogres-env.txt"))"
+else
+	fail "srun --gres=none in sbatch --gres=gpu:2: job.visible_devices '$st' ($sum); env: $(slurm_vars "$D/out/nogres-env.txt") $(head -c 300 "$D/out/nogres.err") $(head -c 300 "$D/out/nogres-batch.txt")"
+fi
+# A command run by salloc itself runs where salloc was started, not on the
+# allocation (no SLURMD_NODENAME, SLURM_STEP_ID or SLURM_PROCID).
+timeout 60 salloc --quiet --gres=gpu:2 bash -c "env >$D/out/salloc-env.txt; exec $CHECK >$D/out/salloc.json" 2>"$D/out/salloc.err"
+st=$(status_of "$D/out/salloc.json" job.visible_devices)
+sum=$(summary_of "$D/out/salloc.json" job.visible_devices)
+if [ "$st" = skip ] && [[ "$sum" == *"not running on the allocation: use srun"* ]]; then
+	pass "a command in salloc --gres=gpu:2: job checks skip ($sum; env: $(slurm_vars "$D/out/salloc-env.txt"))"
+else
+	fail "a command in salloc --gres=gpu:2: job.visible_devices '$st' ($sum); env: $(slurm_vars "$D/out/salloc-env.txt") $(head -c 300 "$D/out/salloc.err")"
 fi
 
 # --- 5. HealthCheckProgram: drain, resume, and an admin's drain ----------------

@@ -51,12 +51,9 @@ func addGresLine(g *slurmstate.GresConf, l slurmstate.Line) string {
 		}
 	}
 	name, hasName := l.Get("Name")
+	// An AutoDetect= value slurmd does not know parses: check.LintAutoDetect
+	// judges it, naming the line.
 	ad, hasAD := l.Get("AutoDetect")
-	if hasAD {
-		if err := checkAutoDetect(ad); err != "" {
-			return err
-		}
-	}
 	if !hasName {
 		only := true
 		for _, kv := range l.Pairs {
@@ -68,7 +65,7 @@ func addGresLine(g *slurmstate.GresConf, l slurmstate.Line) string {
 		if hasNode {
 			g.NodeAutoDetect = append(g.NodeAutoDetect, slurmstate.NodeSetting{Where: l.Where(), NodeName: node, Value: strings.ToLower(ad)})
 		} else {
-			g.AutoDetect = strings.ToLower(ad)
+			g.AutoDetect, g.AutoDetectWhere = strings.ToLower(ad), l.Where()
 		}
 		return ""
 	}
@@ -82,7 +79,7 @@ func addGresLine(g *slurmstate.GresConf, l slurmstate.Line) string {
 		if hasNode {
 			g.NodeAutoDetect = append(g.NodeAutoDetect, slurmstate.NodeSetting{Where: l.Where(), NodeName: node, Value: r.AutoDetect})
 		} else if g.AutoDetect == "" {
-			g.AutoDetect = r.AutoDetect
+			g.AutoDetect, g.AutoDetectWhere = r.AutoDetect, l.Where()
 		}
 	}
 	r.Type, _ = l.Get("Type")
@@ -98,9 +95,7 @@ func addGresLine(g *slurmstate.GresConf, l slurmstate.Line) string {
 		if err != nil || len(files) == 0 {
 			return fmt.Sprintf("MultipleFiles=%q: %v", f, errOr(err, "no file"))
 		}
-		if r.Files != nil {
-			return "File= and MultipleFiles= exclude each other"
-		}
+		// With File= too the line parses; check.LintGres names it.
 		r.MultipleFiles = files
 	}
 	for _, key := range []string{"Cores", "CPUs"} {
@@ -148,16 +143,4 @@ func errOr(err error, s string) string {
 		return err.Error()
 	}
 	return s
-}
-
-// AutoDetect values gres.conf(5) knows.
-var autoDetectValues = []string{"nvml", "nvidia", "rsmi", "oneapi", "nrt", "off", "full"}
-
-func checkAutoDetect(v string) string {
-	for _, a := range autoDetectValues {
-		if strings.EqualFold(v, a) {
-			return ""
-		}
-	}
-	return fmt.Sprintf("AutoDetect=%q is not one of %s", v, strings.Join(autoDetectValues, ", "))
 }

@@ -21,7 +21,6 @@ Name=gpu Bogus=1
 Name=gpu File=/dev/nvidia[3-1]
 Name=gpu Cores=x
 Name=gpu Count=lots
-AutoDetect=magic
 `
 	g := ParseGresConfData("gres.conf", []byte(data))
 	if g.AutoDetect != "nvml" {
@@ -56,7 +55,7 @@ AutoDetect=magic
 			t.Errorf("error without file or message: %+v", e)
 		}
 	}
-	if !reflect.DeepEqual(lines, []int{7, 8, 9, 10, 11, 12, 13, 14}) {
+	if !reflect.DeepEqual(lines, []int{7, 8, 9, 10, 11, 12, 13}) {
 		t.Errorf("error lines = %v (%v)", lines, g.Errors)
 	}
 }
@@ -75,4 +74,14 @@ func FuzzParseGresConf(f *testing.F) {
 		c.Node("a1")
 		c.GPUNodes()
 	})
+}
+
+// Lines slurmd parses but that are wrong (an unknown AutoDetect=, File= with
+// MultipleFiles=) keep their record: check.LintGres and LintAutoDetect
+// judge them, naming the line.
+func TestParseGresConfKeepsLintedLines(t *testing.T) {
+	g := ParseGresConfData("gres.conf", []byte("AutoDetect=magic\nName=gpu File=/dev/nvidia0 MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap21\n"))
+	if len(g.Errors) != 0 || len(g.Records) != 1 || g.AutoDetect != "magic" || g.AutoDetectWhere != "gres.conf:1" {
+		t.Errorf("errors %v, records %+v, AutoDetect %q at %q", g.Errors, g.Records, g.AutoDetect, g.AutoDetectWhere)
+	}
 }

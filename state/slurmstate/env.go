@@ -38,6 +38,10 @@ type Env struct {
 	GPUsOnNode       *int       `json:"gpus_on_node,omitempty"`
 	GPUsPerTask      string     `json:"gpus_per_task,omitempty"`
 	GPUDeviceOrdinal string     `json:"gpu_device_ordinal,omitempty"`
+	// ROCRVisible is ROCR_VISIBLE_DEVICES, nil when unset: Slurm's gres/gpu
+	// sets it (gres.conf Flags=amd_gpu_env, on by default) to the same
+	// list as CUDA_VISIBLE_DEVICES.
+	ROCRVisible *string `json:"rocr_visible_devices,omitempty"`
 	// TRESPerTask is SLURM_TRES_PER_TASK as srun/sbatch set it
 	// ("cpu=2,gres/gpu=1"; 22.05 wrote "gres/gpu:1"): --gpus-per-task and
 	// --cpus-per-task land there too (srun(1), OUTPUT ENVIRONMENT VARIABLES).
@@ -185,6 +189,9 @@ func ParseEnv(environ []string) *Env {
 	e.GPUsOnNode = num("SLURM_GPUS_ON_NODE")
 	e.GPUsPerTask = get("SLURM_GPUS_PER_TASK")
 	e.GPUDeviceOrdinal = get("GPU_DEVICE_ORDINAL")
+	if v, ok := vars["ROCR_VISIBLE_DEVICES"]; ok {
+		e.ROCRVisible = &v
+	}
 	e.TRESPerTask = get("SLURM_TRES_PER_TASK")
 	if e.TRESPerTask != "" {
 		if _, err := ParseTRESPerTask(e.TRESPerTask); err != nil {
@@ -267,6 +274,15 @@ func (e *Env) InJobStep() (bool, string) {
 	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
 		return false, "running as Slurm " + e.ScriptContext + ", outside the job step"
 	}
+	if e.StepID == "" && e.NodeName == "" && e.ProcID == nil && e.ScriptContext == "" {
+		// salloc(1) starts the user's shell where salloc runs (a login
+		// node), with the job's SLURM_JOB_ID and node list; SLURMD_NODENAME,
+		// SLURM_STEP_ID and SLURM_PROCID come only from slurmd/slurmstepd,
+		// which set them in every batch script and srun task. A command
+		// typed there is not on the allocation.
+		return false, "not running on the allocation: use srun (SLURM_JOB_ID=" + e.JobID +
+			" without SLURMD_NODENAME, SLURM_STEP_ID or SLURM_PROCID is salloc's shell, which runs where salloc was started: srun gpuprobe check runs it on the job's node)"
+	}
 	what := "job " + e.JobID
 	if e.StepID != "" {
 		what += " step " + e.StepID
@@ -279,14 +295,41 @@ func (e *Env) InJobStep() (bool, string) {
 
 // AllocatedGPUs returns the GPU indexes Slurm allocated to this step on this
 // node (SLURM_STEP_GPUS, else SLURM_JOB_GPUS) and the variable they came from.
+// Inside an srun step SLURM_JOB_GPUS is not the step's: see InheritedJobGPUs.
 func (e *Env) AllocatedGPUs() ([]int, string) {
 	if e.StepGPUs != nil {
 		return e.StepGPUs.Indexes, "SLURM_STEP_GPUS"
 	}
-	if e.JobGPUs != nil {
+	if e.JobGPUs != nil && !e.InheritedJobGPUs() {
 		return e.JobGPUs.Indexes, "SLURM_JOB_GPUS"
 	}
 	return nil, ""
+}
+
+// InheritedJobGPUs reports an srun step (SLURM_STEP_ID set, not the batch or
+// interactive step) with SLURM_JOB_GPUS but no SLURM_STEP_GPUS: a step that
+// was given no GPU inside a GPU job (srun --gres=none, --gpus=0). sbatch(1)
+// and salloc(1) say SLURM_JOB_GPUS is "only set in batch and interactive
+// jobs"; an srun step has it only because srun passes the batch script's
+// environment on, while slurmstepd sets the step's own GPU variables
+// (SLURM_STEP_GPUS, SLURM_GPUS_ON_NODE, CUDA_VISIBLE_DEVICES) from the step's
+// allocation. Inside a step the step's variables decide.
+func (e *Env) InheritedJobGPUs() bool {
+	if e.StepID == "" || e.StepGPUs != nil || e.JobGPUs == nil {
+		return false
+	}
+	single, _ := e.SingleProcessStep()
+	return !single
+}
+
+// StepGPUsOnNode is SLURM_GPUS_ON_NODE when it is this step's: nil in a
+// GPU-less step inside a GPU job (InheritedJobGPUs), where it is the batch
+// script's.
+func (e *Env) StepGPUsOnNode() *int {
+	if e.InheritedJobGPUs() {
+		return nil
+	}
+	return e.GPUsOnNode
 }
 
 // NodeIndex returns this node's position in a hostlist, or -1 when it
@@ -362,6 +405,11 @@ func ParseTRESPerTask(s string) ([]TRES, error) {
 			return nil, fmt.Errorf("entry %q: count %q is not a non-negative integer", part, cnt)
 		}
 		name, typ, _ := strings.Cut(spec, ":")
+		// Slurm's "gres/gpu:per_task:h100:1" marks the entry as per task
+		// before the type; the marker is not a type.
+		if t, ok := strings.CutPrefix(typ, "per_task"); ok && (t == "" || t[0] == ':') {
+			typ = strings.TrimPrefix(t, ":")
+		}
 		if name == "" || strings.Contains(typ, ":") {
 			return nil, fmt.Errorf("entry %q is not name[:type]=count", part)
 		}
@@ -530,6 +578,20 @@ func gpuTRESBind(s string) string {
 		}
 	}
 	return ""
+}
+
+// SlurmVisible is the list Slurm set CUDA_VISIBLE_DEVICES to, as kept in
+// another variable its gres/gpu plugin sets to the same list: first
+// GPU_DEVICE_ORDINAL (Flags=opencl_env), else ROCR_VISIBLE_DEVICES
+// (amd_gpu_env); "" when neither is set.
+func (e *Env) SlurmVisible() (string, string) {
+	if v := strings.TrimSpace(e.GPUDeviceOrdinal); v != "" {
+		return v, "GPU_DEVICE_ORDINAL"
+	}
+	if e.ROCRVisible != nil && strings.TrimSpace(*e.ROCRVisible) != "" {
+		return strings.TrimSpace(*e.ROCRVisible), "ROCR_VISIBLE_DEVICES"
+	}
+	return "", ""
 }
 
 // Batch step IDs: slurmstepd sets no SLURM_STEP_ID in the batch script

@@ -74,7 +74,12 @@ func TestInJobStepContexts(t *testing.T) {
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=prolog_slurmd"}, false},
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=epilog_slurmd"}, false},
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=prolog_task"}, true},
-		{[]string{"SLURM_JOB_ID=3"}, true},
+		{[]string{"SLURM_JOB_ID=3", "SLURMD_NODENAME=vm"}, true},
+		{[]string{"SLURM_JOB_ID=3", "SLURM_PROCID=0"}, true},
+		{[]string{"SLURM_JOB_ID=3", "SLURM_STEP_ID=0"}, true},
+		// salloc's shell (issue 33): SLURM_JOB_ID and no variable only
+		// slurmd or slurmstepd sets.
+		{[]string{"SLURM_JOB_ID=3"}, false},
 	} {
 		if got, why := ParseEnv(tt.env).InJobStep(); got != tt.want || why == "" {
 			t.Errorf("%v: InJobStep = %v (%s)", tt.env, got, why)
@@ -96,7 +101,10 @@ func FuzzParseEnv(f *testing.F) {
 // type "gres/gpu:h100=1", and proc_args.c xfmt_tres's "gres/gpu:1" (22.05).
 func TestParseTRESPerTask(t *testing.T) {
 	for in, want := range map[string]int{"gres/gpu:1": 1, "cpu=2,gres/gpu=1": 1, "gres/gpu:h100=2": 2, "gres/gpu:h100:4": 4,
-		"cpu=8": 0, "gres/gpu=1,gres/gpu:a100=1": 2} {
+		"cpu=8": 0, "gres/gpu=1,gres/gpu:a100=1": 2,
+		// Issue 33: Slurm's own "...per_task:h100:1" form was reported as
+		// "does not parse".
+		"gres/gpu:per_task:h100:1": 1, "cpu=2,gres/gpu:per_task:h100:1": 1} {
 		e := ParseEnv([]string{"SLURM_JOB_ID=1", "SLURM_TRES_PER_TASK=" + in})
 		n, from := e.GPUsPerTaskCount()
 		if n != want || len(e.Errors) != 0 || (want > 0) != strings.HasPrefix(from, "SLURM_TRES_PER_TASK=") {

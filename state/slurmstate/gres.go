@@ -11,6 +11,8 @@ type GresConf struct {
 	Path string `json:"path"`
 	// AutoDetect is the global AutoDetect= (a line with nothing else).
 	AutoDetect string `json:"autodetect,omitempty"`
+	// AutoDetectWhere is the file:line that set AutoDetect.
+	AutoDetectWhere string `json:"autodetect_where,omitempty"`
 	// NodeAutoDetect are "NodeName=... AutoDetect=..." settings, which
 	// override the global one for those nodes.
 	NodeAutoDetect []NodeSetting `json:"node_autodetect,omitempty"`
