@@ -121,7 +121,7 @@ echo 'GPUPROBE_ARGS="--web.listen-address=127.0.0.1:10495"  # edited by the admi
 : >"$W/systemctl.log"
 NEXT="${PKG_VERSION}.1"
 (export PKG_VERSION=$NEXT && sed -e "s|\${GOARCH}|amd64|g" -e "s|\${PKG_VERSION}|$NEXT|g" packaging/nfpm.yaml >dist/stage/nfpm-upgrade.yaml &&
-  "$GO" run "github.com/goreleaser/nfpm/v2/cmd/nfpm@${NFPM_VERSION:-v2.45.0}" package --config dist/stage/nfpm-upgrade.yaml --packager deb --target "$W/" >>"$W/build.log" 2>&1) ||
+  bash scripts/nfpm.sh run package --config dist/stage/nfpm-upgrade.yaml --packager deb --target "$W/" >>"$W/build.log" 2>&1) ||
   die "building the upgrade package failed: $(tail -3 "$W/build.log")"
 dpkg --compare-versions "$NEXT" gt "$PKG_VERSION" || fail "$NEXT does not sort after $PKG_VERSION"
 dpkg_ --force-confold -i "$W"/gpuprobe_*.deb >"$W/upgrade.log" 2>&1 || die "upgrade failed: $(tail -5 "$W/upgrade.log")"

@@ -76,7 +76,7 @@ for arch in "$@"; do
   # nfpm expands no variables in contents' src: write the config per arch.
   sed -e "s|\${GOARCH}|$arch|g" -e "s|\${PKG_VERSION}|$PKG_VERSION|g" packaging/nfpm.yaml >"dist/stage/nfpm-$arch.yaml"
   for fmt in deb rpm; do
-    "$GO" run "github.com/goreleaser/nfpm/v2/cmd/nfpm@$NFPM_VERSION" \
+    NFPM_VERSION=$NFPM_VERSION bash scripts/nfpm.sh run \
       package --config "dist/stage/nfpm-$arch.yaml" --packager "$fmt" --target dist/ >&2
   done
 done
