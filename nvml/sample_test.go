@@ -153,7 +153,7 @@ func TestSamplerLostAndHungGPUs(t *testing.T) {
 			d.GetUtilizationRatesFunc = func() (gonvml.Utilization, gonvml.Return) { return gonvml.Utilization{Gpu: 7}, gonvml.SUCCESS }
 		}
 	})
-	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: 100 * time.Millisecond}, []int{0, 1, 2})
+	s, err := NewSampler(context.Background(), srv, Options{CallTimeout: time.Second}, []int{0, 1, 2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,10 @@ func TestSoakHungProcAndSysfsFiles(t *testing.T) {
 func TestServeHungSimulatedGPUGoroutinesFlat(t *testing.T) {
 	c := testCLI()
 	f := &serveFlags{interval: time.Hour, metricsPath: "/metrics"}
-	f.collect = collectFlags{simulate: "dgx-h100:nvml-hang=3", timeout: 2 * time.Second, callTimeout: 20 * time.Millisecond}
+	// The call timeout is what the hung GPU costs once (its first cycle);
+	// it must also be long enough that a healthy mock call never reaches
+	// it on a loaded machine under -race (20 ms did: GPU 2 timed out).
+	f.collect = collectFlags{simulate: "dgx-h100:nvml-hang=3", timeout: 5 * time.Second, callTimeout: time.Second}
 	d, _, err := c.newDaemon(f)
 	if err != nil {
 		t.Fatal(err)
