@@ -148,3 +148,42 @@ func TestInternalHelpersAreLeaves(t *testing.T) {
 		}
 	}
 }
+
+// Every file gpuprobe writes goes through internal/safefile (issue 32): a
+// plain create, mkdir or symlink follows a link planted at the path and, as
+// root, writes wherever it points. Simulation and tools write test fixtures.
+func TestWritesGoThroughSafefile(t *testing.T) {
+	calls := []string{"os.WriteFile(", "os.Create(", "os.OpenFile(", "os.Mkdir(", "os.MkdirAll(", "os.Symlink(", "os.Rename(", "ioutil.WriteFile("}
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		slash := filepath.ToSlash(p)
+		if d.IsDir() {
+			switch slash {
+			case "../sim", "../tools", "../internal/safefile", "../archtest":
+				return filepath.SkipDir
+			}
+			if d.Name() == "testdata" || (strings.HasPrefix(d.Name(), ".") && p != "..") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, c := range calls {
+			if strings.Contains(string(b), c) {
+				t.Errorf("%s calls %s...): write through internal/safefile (WriteFile, or Dir for a tree)", slash, c)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

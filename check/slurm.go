@@ -24,6 +24,16 @@ func slurmConfSkip(n *state.Node) (*slurmstate.Conf, Result, bool) {
 		return nil, Result{Status: Skip, Summary: "Slurm configuration not collected"}, true
 	}
 	c := n.Slurm.Conf
+	if len(c.Unreadable) > 0 {
+		// A file that is there but cannot be read is never "not a Slurm
+		// node": say which and why, and do not judge from half the files.
+		var why []string
+		for _, e := range c.Unreadable {
+			why = append(why, e.Path+": "+e.Reason)
+		}
+		return nil, Result{Status: Error, Summary: "cannot read the Slurm configuration: " + strings.Join(why, "; "),
+			Remedy: "make the file readable by gpuprobe, within its size limit and read timeout, or pass the right --slurm-conf"}, true
+	}
 	if c.SlurmConf == nil {
 		return nil, Result{Status: Skip, Summary: "no slurm.conf at " + c.SlurmConfPath + " (not a Slurm node, or pass --slurm-conf)"}, true
 	}

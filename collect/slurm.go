@@ -2,7 +2,9 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,16 +131,39 @@ const configlessConf = "/run/slurm/conf/slurm.conf"
 // readSlurmConf reads slurm.conf and, beside it (as Slurm looks for them),
 // gres.conf, cgroup.conf and topology.conf/topology.yaml.
 func readSlurmConf(path string, h slurmHost) *slurmstate.Conf {
-	exists := func(p string) bool { _, err := h.readFile(p); return err == nil }
-	if path == "" {
+	c := &slurmstate.Conf{}
+	// exists reads p: true when it reads, false when it is absent; any other
+	// failure (permission, size limit, timeout, a directory) is recorded as
+	// unreadable, so the checks say why instead of "not a Slurm node".
+	exists := func(p string) bool {
+		_, err := h.readFile(p)
+		switch {
+		case err == nil:
+			return true
+		case !errors.Is(err, fs.ErrNotExist):
+			c.Unreadable = append(c.Unreadable, slurmstate.FileError{Path: p, Reason: unreadableReason(p, err)})
+		}
+		return false
+	}
+	given := path != ""
+	if !given {
 		path = "/etc/slurm/slurm.conf"
-		if !exists(path) && exists(configlessConf) {
-			path = configlessConf
+		if _, err := h.readFile(path); errors.Is(err, fs.ErrNotExist) {
+			if _, err := h.readFile(configlessConf); err == nil {
+				path = configlessConf
+			}
 		}
 	}
-	c := &slurmstate.Conf{SlurmConfPath: path}
+	c.SlurmConfPath = path
 	if !exists(path) {
-		c.Missing = append(c.Missing, path)
+		if _, bad := c.UnreadableFile(path); !bad {
+			if given {
+				// Named by --slurm-conf or SLURM_CONF: a typo is not "no Slurm".
+				c.Unreadable = append(c.Unreadable, slurmstate.FileError{Path: path, Reason: "no such file (named by --slurm-conf or SLURM_CONF)"})
+			} else {
+				c.Missing = append(c.Missing, path)
+			}
+		}
 		return c
 	}
 	c.SlurmConf = slurm.ParseSlurmConf(path, h.readFile)
@@ -146,12 +171,12 @@ func readSlurmConf(path string, h slurmHost) *slurmstate.Conf {
 	c.GresConfPath = filepath.Join(dir, "gres.conf")
 	if exists(c.GresConfPath) {
 		c.GresConf = slurm.ParseGresConf(c.GresConfPath, h.readFile)
-	} else {
+	} else if !isUnreadable(c, c.GresConfPath) {
 		c.Missing = append(c.Missing, c.GresConfPath)
 	}
 	if p := filepath.Join(dir, "cgroup.conf"); exists(p) {
 		c.CgroupConf = slurm.ParseCgroupConf(p, h.readFile)
-	} else {
+	} else if !isUnreadable(c, p) {
 		c.Missing = append(c.Missing, p)
 	}
 	for _, name := range []string{"topology.conf", "topology.yaml"} {
@@ -161,4 +186,15 @@ func readSlurmConf(path string, h slurmHost) *slurmstate.Conf {
 		}
 	}
 	return c
+}
+
+func isUnreadable(c *slurmstate.Conf, p string) bool { _, bad := c.UnreadableFile(p); return bad }
+
+// unreadableReason is err without the path it usually starts with.
+func unreadableReason(p string, err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{"open " + p + ": ", "read " + p + ": ", p + ": "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
 }

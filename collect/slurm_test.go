@@ -7,8 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,7 +170,8 @@ func TestGatherSlurmHealthCheckEnvironment(t *testing.T) {
 	if st.InJob || !strings.Contains(st.JobReason, "SLURM_JOB_ID is not set") || st.NodeName != "vm" {
 		t.Errorf("state %+v", st)
 	}
-	if st.Conf.SlurmConf != nil || len(st.Conf.Missing) != 1 || st.Host != nil || st.Processes != nil || probed {
+	// A --slurm-conf naming no file is unreadable (an error), not missing (issue 32).
+	if _, bad := st.Conf.UnreadableFile(filepath.Join(root, "nope", "slurm.conf")); st.Conf.SlurmConf != nil || !bad || st.Host != nil || st.Processes != nil || probed {
 		t.Errorf("outside a job nothing job-only is collected: %+v", st)
 	}
 	if st.Task.Cgroup != "/system.slice/slurmd.service" {
@@ -273,5 +276,42 @@ func TestFindCUDARuntime(t *testing.T) {
 		if want == "" && got != nil || want != "" && (got == nil || got.Version != want) {
 			t.Errorf("%s: %+v, want %s", env, got, want)
 		}
+	}
+}
+
+// Issue 32: a slurm.conf that cannot be read is unreadable with its reason,
+// never "missing"; no slurm.conf at the default path stays missing (a skip);
+// a --slurm-conf that names no file is unreadable too.
+func TestReadSlurmConfUnreadable(t *testing.T) {
+	h := testHost(t.TempDir())
+	files := map[string]error{}
+	h.readFile = func(p string) ([]byte, error) {
+		if err, ok := files[p]; ok {
+			if err != nil {
+				return nil, err
+			}
+			return []byte("ClusterName=c\n"), nil
+		}
+		return nil, &os.PathError{Op: "open", Path: p, Err: syscall.ENOENT}
+	}
+	c := readSlurmConf("", h)
+	if c.SlurmConf != nil || len(c.Unreadable) != 0 || len(c.Missing) != 1 || c.Missing[0] != "/etc/slurm/slurm.conf" {
+		t.Errorf("no slurm.conf: %+v", c)
+	}
+	files["/etc/slurm/slurm.conf"] = &os.PathError{Op: "open", Path: "/etc/slurm/slurm.conf", Err: syscall.EACCES}
+	files[configlessConf] = nil
+	c = readSlurmConf("", h)
+	if e, ok := c.UnreadableFile("/etc/slurm/slurm.conf"); !ok || e.Reason != "permission denied" || c.SlurmConf != nil || len(c.Missing) != 0 {
+		t.Errorf("unreadable default slurm.conf (configless beside it): %+v", c)
+	}
+	c = readSlurmConf("/site/slurm.conf", h)
+	if e, ok := c.UnreadableFile("/site/slurm.conf"); !ok || !strings.Contains(e.Reason, "--slurm-conf") {
+		t.Errorf("--slurm-conf naming no file: %+v", c)
+	}
+	files["/etc/slurm/slurm.conf"] = nil
+	files["/etc/slurm/gres.conf"] = errors.New("/etc/slurm/gres.conf: over the size limit: more than 16 MiB")
+	c = readSlurmConf("", h)
+	if e, ok := c.UnreadableFile("/etc/slurm/gres.conf"); !ok || e.Reason != "over the size limit: more than 16 MiB" || c.SlurmConf == nil || slices.Contains(c.Missing, "/etc/slurm/gres.conf") {
+		t.Errorf("unreadable gres.conf: %+v", c)
 	}
 }

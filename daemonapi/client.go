@@ -177,6 +177,10 @@ func validReport(doc *report.Document) error {
 	return nil
 }
 
+// futureSkew is how far in the future a report's collected_at may be (the
+// daemon runs on the same node, on the same clock; a step of NTP aside).
+const futureSkew = 5 * time.Second
+
 // Verdicts turns a daemon's report into what a direct run would have: the
 // node's header (host, driver, GPU count) and the selected checks' results
 // in selection order. A report older than maxAge, or one missing a selected
@@ -184,6 +188,11 @@ func validReport(doc *report.Document) error {
 func Verdicts(doc *report.Document, checks []check.Check, maxAge time.Duration, now time.Time) (*state.Node, []check.Result, error) {
 	if age := now.Sub(doc.CollectedAt); age > maxAge {
 		return nil, nil, fmt.Errorf("report is %s old (--max-age %s)", age.Round(time.Second), maxAge)
+	} else if -age > futureSkew {
+		// A report from the future (collected_at 2099 passed, issue 32)
+		// has no age to judge: the daemon's clock or the report is wrong.
+		return nil, nil, fmt.Errorf("report's collected_at %s is %s in the future (--max-age %s cannot judge it; the daemon's clock or report is wrong)",
+			doc.CollectedAt.UTC().Format(time.RFC3339), (-age).Round(time.Second), maxAge)
 	}
 	byID := map[string]check.Result{}
 	for _, r := range doc.Checks {

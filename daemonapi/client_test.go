@@ -65,6 +65,13 @@ func TestReportAndVerdicts(t *testing.T) {
 	if err != nil || n.Host != "n1" || len(n.NVML.GPUs) != 8 || len(res) != 1 || res[0].Status != check.Pass {
 		t.Fatalf("verdicts: %v %+v %+v", err, n, res)
 	}
+	// Issue 32: a report collected in 2099 passed --max-age.
+	if _, _, err := Verdicts(doc, []check.Check{{ID: "gpu.driver"}}, time.Minute, at.Add(-time.Hour)); err == nil || !strings.Contains(err.Error(), "in the future") {
+		t.Errorf("a report from the future: %v", err)
+	}
+	if _, _, err := Verdicts(doc, []check.Check{{ID: "gpu.driver"}}, time.Minute, at.Add(-time.Second)); err != nil {
+		t.Errorf("a second of clock skew: %v", err)
+	}
 	if _, _, err := Verdicts(doc, []check.Check{{ID: "gpu.driver"}}, time.Minute, at.Add(2*time.Minute)); err == nil || !strings.Contains(err.Error(), "old") {
 		t.Errorf("a stale report: %v", err)
 	}

@@ -30,15 +30,56 @@ type Row struct {
 
 var labelRe = regexp.MustCompile(`^\s*(\d+): ?(.*)$`)
 
-// Read splits srun --label output by task (its lines interleave) and
+// MaxInput bounds what one summarize reads, all inputs together: a report
+// is a few KiB, so 64 MiB is over ten thousand nodes' reports, and what
+// summarize holds stays some hundreds of MiB (it held 9.5x an unbounded
+// input: 1.2 GB of reports ran the node out of memory).
+const MaxInput = 64 << 20
+
+// Budget is the bytes left to read across the inputs of one summarize.
+type Budget struct{ Left int64 }
+
+// NewBudget is a budget of MaxInput bytes.
+func NewBudget() *Budget { return &Budget{Left: MaxInput} }
+
+// budgetReader fails once the budget is spent (ReadBudget names the input).
+type budgetReader struct {
+	r io.Reader
+	b *Budget
+}
+
+func (br *budgetReader) Read(p []byte) (int, error) {
+	if br.b.Left < 0 {
+		return 0, fmt.Errorf("over the size limit: the inputs together are more than %s (summarize fewer reports at once)", readlimit.Human(MaxInput))
+	}
+	if int64(len(p)) > br.b.Left+1 {
+		p = p[:br.b.Left+1]
+	}
+	n, err := br.r.Read(p)
+	br.b.Left -= int64(n)
+	if br.b.Left < 0 {
+		return 0, fmt.Errorf("over the size limit: the inputs together are more than %s (summarize fewer reports at once)", readlimit.Human(MaxInput))
+	}
+	return n, err
+}
+
+// Read reads one input within a budget of its own (MaxInput).
+func Read(r io.Reader, name string) ([]Row, []string, error) {
+	return ReadBudget(r, name, NewBudget())
+}
+
+// ReadBudget splits srun --label output by task (its lines interleave) and
 // decodes each task's concatenated JSON documents. A torn document costs
 // that document, not the rest: decoding resumes at the next line that
 // starts a new one.
-func Read(r io.Reader, name string) ([]Row, []string, error) {
+//
+// It reads at most b's bytes (shared by the inputs of one summarize), then
+// fails with an error naming the input and the limit.
+func ReadBudget(r io.Reader, name string, b *Budget) ([]Row, []string, error) {
 	streams := map[string]*bytes.Buffer{}
 	var order []string
 	var problems []string
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(&budgetReader{r: r, b: b}, 64<<10)
 	for lineNo := 1; ; lineNo++ {
 		raw, tooLong, err := readLine(br, MaxLine)
 		if err == io.EOF && raw == nil {

@@ -71,6 +71,10 @@ func (s *Scontrol) run(ctx context.Context, args ...string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, t)
 	defer cancel()
+	// Output over the cap kills the run at once (a streaming scontrol drove
+	// --slurm-drain to a fatal out-of-memory at 1.08 GB, issue 32).
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	cmd := exec.CommandContext(ctx, s.Path, args...)
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	if s.SlurmConf != "" {
@@ -83,9 +87,13 @@ func (s *Scontrol) run(ctx context.Context, args ...string) (string, error) {
 	// (the real scontrol behind a site's wrapper) must not outlive the run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	out := &cappedBuffer{max: MaxScontrolOutput, stop: stop, what: "output"}
+	errb := &cappedBuffer{max: MaxScontrolOutput, stop: stop, what: "error output"}
+	cmd.Stdout, cmd.Stderr = out, errb
 	err := cmd.Run()
+	if cause := context.Cause(ctx); errors.Is(cause, errOutputCap) {
+		return "", fmt.Errorf("%s %s: %w", s.Path, strings.Join(args, " "), cause)
+	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return out.String(), fmt.Errorf("%s %s: no answer within %s", s.Path, strings.Join(args, " "), t)
 	}
@@ -94,6 +102,32 @@ func (s *Scontrol) run(ctx context.Context, args ...string) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// MaxScontrolOutput bounds what one scontrol call may print (each of
+// stdout and stderr): `show node` is a few KiB.
+const MaxScontrolOutput = 1 << 20
+
+var errOutputCap = errors.New("over the size limit")
+
+// cappedBuffer keeps at most max bytes; past that it cancels the run (its
+// process group is killed) and refuses further writes.
+type cappedBuffer struct {
+	buf  bytes.Buffer // not embedded: its ReadFrom would bypass Write
+	max  int
+	what string
+	stop context.CancelCauseFunc
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > b.max {
+		err := fmt.Errorf("%w: %s of more than %d bytes (the limit; not scontrol?)", errOutputCap, b.what, b.max)
+		b.stop(err)
+		return 0, err
+	}
+	return b.buf.Write(p)
+}
+
+func (b *cappedBuffer) String() string { return b.buf.String() }
 
 // ShowNode reads the node's state and reason.
 func (s *Scontrol) ShowNode(ctx context.Context, node string) (slurmstate.NodeInfo, error) {

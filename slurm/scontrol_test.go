@@ -90,3 +90,21 @@ func TestFindScontrol(t *testing.T) {
 		t.Errorf("not found: %v", err)
 	}
 }
+
+// Issue 32: scontrol output was buffered without bound; a streaming stub
+// drove --slurm-drain to a fatal out-of-memory at 1.08 GB. Output over the
+// cap stops the run at once with an error naming the limit.
+func TestScontrolOutputIsBounded(t *testing.T) {
+	for _, body := range []string{"exec yes NodeName=n1\n", "exec yes NodeName=n1 >&2\n"} {
+		path, _ := fakeScontrol(t, body)
+		s := &Scontrol{Path: path, Timeout: 20 * time.Second}
+		start := time.Now()
+		_, err := s.ShowNode(context.Background(), "n1")
+		if err == nil || !strings.Contains(err.Error(), "over the size limit") || !strings.Contains(err.Error(), path) {
+			t.Errorf("%q: %v, want an error naming scontrol and the size limit", body, err)
+		}
+		if el := time.Since(start); el > 10*time.Second {
+			t.Errorf("%q: took %s", body, el)
+		}
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/internal/busid"
+	"github.com/gpuprobe/gpuprobe/internal/safefile"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -17,15 +19,25 @@ import (
 // --path.sysfs dst/sys --path.procfs dst/proc. Config space is copied as
 // the caller may read it: run as root for ACS. Files that vanish or cannot
 // be read are skipped and listed in the notes.
+//
+// dst is written as root, often under /tmp: it must be new, or an empty
+// directory root owns, and every file, folder and link under it is made
+// with no-follow semantics (internal/safefile.Dir), so a link planted in
+// it is refused, never written through.
 func Capture(sysfs, procfs, dst string) ([]string, error) {
-	c := &capturer{dst: dst}
-	sys := root{src: rootOr(sysfs, "/sys"), dst: filepath.Join(dst, "sys")}
-	proc := root{src: rootOr(procfs, "/proc"), dst: filepath.Join(dst, "proc")}
+	sys := root{src: rootOr(sysfs, "/sys"), dst: "sys"}
+	proc := root{src: rootOr(procfs, "/proc"), dst: "proc"}
 	if _, err := os.Stat(filepath.Join(sys.src, "bus", "pci", "devices")); err != nil {
 		return nil, fmt.Errorf("capture: %w", err)
 	}
+	d, err := safefile.CreateDir(dst)
+	if err != nil {
+		return nil, fmt.Errorf("capture: %w", err)
+	}
+	defer d.Close()
+	c := &capturer{dst: d, done: map[string]bool{}}
 	for _, r := range []root{sys, proc} {
-		if err := os.MkdirAll(r.dst, 0o755); err != nil {
+		if err := d.MkdirAll(r.dst); err != nil {
 			return nil, fmt.Errorf("capture: %w", err)
 		}
 	}
@@ -90,10 +102,12 @@ func Capture(sysfs, procfs, dst string) ([]string, error) {
 	return c.notes, nil
 }
 
+// root is a source tree and the folder under the capture it is copied to.
 type root struct{ src, dst string }
 
 type capturer struct {
-	dst   string
+	dst   *safefile.Dir
+	done  map[string]bool // copied already (bridges above several devices)
 	notes []string
 }
 
@@ -136,7 +150,11 @@ func (c *capturer) copyLink(r root, rel string) string {
 // copy copies one file or symlink; a missing one is skipped quietly.
 func (c *capturer) copy(r root, rel string) {
 	src := filepath.Join(r.src, filepath.FromSlash(rel))
-	dst := filepath.Join(r.dst, filepath.FromSlash(rel))
+	dst := path.Join(r.dst, rel)
+	if c.done[dst] {
+		return
+	}
+	c.done[dst] = true
 	fi, err := os.Lstat(src)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -144,17 +162,10 @@ func (c *capturer) copy(r root, rel string) {
 		}
 		return
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		c.notes = append(c.notes, err.Error())
-		return
-	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		target, err := os.Readlink(src)
 		if err == nil {
-			if _, err := os.Lstat(dst); err == nil {
-				return // already copied through another device
-			}
-			err = os.Symlink(target, dst)
+			err = c.dst.Symlink(target, dst)
 		}
 		if err != nil {
 			c.notes = append(c.notes, err.Error())
@@ -176,7 +187,7 @@ func (c *capturer) copy(r root, rel string) {
 		c.notes = append(c.notes, fmt.Sprintf("reading %s: %v", src, err))
 		return
 	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
+	if err := c.dst.WriteFile(dst, b, 0o644); err != nil {
 		c.notes = append(c.notes, err.Error())
 	}
 }

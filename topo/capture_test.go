@@ -3,6 +3,7 @@ package topo
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,5 +49,33 @@ func TestCaptureRoundTrip(t *testing.T) {
 	}
 	if _, err := Capture(t.TempDir(), t.TempDir(), t.TempDir()); err == nil || !strings.Contains(err.Error(), "bus/pci/devices") {
 		t.Errorf("capture of an empty tree: %v", err)
+	}
+}
+
+// The bug: a capture directory pre-created (under /tmp, as the docs
+// suggested) with DIR/proc/cmdline -> /etc/... got the kernel command line
+// written through the link as root. A directory that is not empty is now
+// refused before anything is written, and the target stays as it was.
+func TestCaptureRefusesPlantedLinks(t *testing.T) {
+	sys, _ := writeTree(t, dellHGX(t).Tree)
+	proc := "/proc" // has a cmdline to copy
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	os.WriteFile(victim, []byte("keep\n"), 0o644)
+	dst := filepath.Join(base, "capture")
+	os.MkdirAll(filepath.Join(dst, "proc"), 0o755)
+	os.Symlink(victim, filepath.Join(dst, "proc", "cmdline"))
+	_, err := Capture(sys, proc, dst)
+	if err == nil || !strings.Contains(err.Error(), dst+" is not empty") {
+		t.Errorf("capture into a directory holding a planted link: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Fatalf("the link's target was overwritten: %q", b)
+	}
+	// A symlink as the capture directory itself.
+	link := filepath.Join(base, "link")
+	os.Symlink(t.TempDir(), link)
+	if _, err := Capture(sys, proc, link); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("capture into a symlink: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/gpuprobe/gpuprobe/daemonapi"
 	"github.com/gpuprobe/gpuprobe/internal/httpserve"
 )
 
@@ -61,6 +62,25 @@ func validateTelemetryPath(p string) error {
 	for _, r := range reservedPaths {
 		if strings.TrimSuffix(p, "/") == r || p == r {
 			return fmt.Errorf("--web.telemetry-path %q: already serves the daemon's %s", p, r)
+		}
+	}
+	// The job API owns its whole tree: its own pattern panicked the mux,
+	// and a path below it would shadow a job's ID.
+	if jobs := daemonapi.JobPath; p == strings.TrimSuffix(jobs, "/") || strings.HasPrefix(p, jobs) {
+		return fmt.Errorf("--web.telemetry-path %q: already serves the daemon's %s (job API)", p, jobs)
+	}
+	return nil
+}
+
+// validateListenAddresses refuses an empty --web.listen-address: Go reads
+// "" as ":0", a random port on every interface (issue 32).
+func validateListenAddresses(addrs []string) error {
+	if len(addrs) == 0 {
+		return fmt.Errorf("--web.listen-address: none given (want host:port, such as :%s or 127.0.0.1:%s)", DefaultPort, DefaultPort)
+	}
+	for _, a := range addrs {
+		if strings.TrimSpace(a) == "" {
+			return fmt.Errorf("--web.listen-address %q: empty (it would listen on a random port on every interface); want host:port, such as :%s", a, DefaultPort)
 		}
 	}
 	return nil

@@ -21,7 +21,8 @@ import (
 // The bug: a --web.telemetry-path of "/", "/report", "/healthz", "" or one
 // with a space panicked at start-up.
 func TestTelemetryPathValidatedAtStartup(t *testing.T) {
-	for _, p := range []string{"/", "/report", "/healthz", "", "/a b", "metrics", "/x{y}", "//m"} {
+	// Issue 32: /api/v1/jobs/ (the job API's own pattern) panicked too.
+	for _, p := range []string{"/", "/report", "/healthz", "", "/a b", "metrics", "/x{y}", "//m", "/api/v1/jobs/", "/api/v1/jobs", "/api/v1/jobs/42"} {
 		var code int
 		var errs string
 		func() {
@@ -39,6 +40,17 @@ func TestTelemetryPathValidatedAtStartup(t *testing.T) {
 	for _, p := range []string{"/metrics", "/gpu/metrics", "/metrics-v2"} {
 		if err := validateTelemetryPath(p); err != nil {
 			t.Errorf("%q refused: %v", p, err)
+		}
+	}
+}
+
+// Issue 32: an empty --web.listen-address listened on a random port on all
+// interfaces. It is refused, naming the flag.
+func TestEmptyListenAddressRefused(t *testing.T) {
+	for _, addr := range []string{"", " "} {
+		code, _, errs := runWithin(t, 20*time.Second, "serve", "--simulate", "dgx-h100", "--web.listen-address", "127.0.0.1:0", "--web.listen-address="+addr)
+		if code != exitUsage || !strings.Contains(errs, "--web.listen-address") {
+			t.Errorf("--web.listen-address %q: exit %d, stderr %q; want exit 2 naming the flag", addr, code, errs)
 		}
 	}
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"reflect"
 	"time"
 
@@ -12,6 +12,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/check/ncclverdict"
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/internal/safefile"
 	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/nccl"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -82,6 +83,13 @@ func registerNCCL(c *cli) {
 	reportFile := run.Flag("report", "Also write the verdict as JSON to FILE.").PlaceHolder("FILE").String()
 	failOnVerdict := run.Flag("fail-on-verdict", "Exit 1 when the verdict shows a problem and the command itself succeeded.").Bool()
 	run.Action(func(*kingpin.ParseContext) error {
+		// A bad --report (a symlink, a FIFO, a device) fails before the
+		// command runs, not after a training job's hours.
+		if *reportFile != "" {
+			if err := safefile.CheckTarget(*reportFile); err != nil {
+				return c.usageError("nccl run: --report: %s", safetext.Clean(err.Error()))
+			}
+		}
 		code, f, err := nccl.RunCommand(context.Background(), nccl.RunOptions{Args: *args, Stdin: c.stdin, Stdout: c.stdout, Stderr: c.stderr})
 		if err != nil {
 			fmt.Fprintf(c.stderr, "%s: nccl run: %v\n", programName, err)
@@ -98,16 +106,15 @@ func registerNCCL(c *cli) {
 		fmt.Fprintln(c.stderr, "--- gpuprobe nccl verdict ---")
 		cleanVerdict(v).WriteText(c.stderr)
 		if *reportFile != "" {
-			f, err := os.Create(*reportFile)
-			if err != nil {
-				return c.usageError("nccl run: --report: %v", err)
-			}
-			werr := v.WriteJSON(f)
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
+			// Atomic, and only over a regular file: never through a
+			// symlink planted at the path, never into a FIFO or device.
+			var buf bytes.Buffer
+			werr := v.WriteJSON(&buf)
+			if werr == nil {
+				werr = safefile.WriteFile(*reportFile, buf.Bytes(), 0o644)
 			}
 			if werr != nil {
-				return c.usageError("nccl run: --report %s: %v", *reportFile, werr)
+				return c.usageError("nccl run: --report: %s", safetext.Clean(werr.Error()))
 			}
 		}
 		c.exit = code

@@ -188,3 +188,33 @@ func TestNCCLLogBoundedInTime(t *testing.T) {
 		}
 	}
 }
+
+// The bug: `nccl run --report PATH` created PATH with a plain open, so a
+// symlink's target was overwritten and a FIFO was opened read-write. The
+// report now goes through internal/safefile's rules, checked before the
+// command runs: the link and the FIFO are refused and left as they were.
+func TestNCCLRunReportRefusesLinksAndFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("keep\n"), 0o644)
+	link := filepath.Join(dir, "link.json")
+	os.Symlink(victim, link)
+	fifo := filepath.Join(dir, "fifo.json")
+	syscall.Mkfifo(fifo, 0o600)
+	ran := filepath.Join(dir, "ran")
+	for _, c := range []struct{ path, want string }{{link, "symlink to " + victim}, {fifo, "FIFO"}} {
+		code, _, errs := runWithin(t, 20*time.Second, "nccl", "run", "--report", c.path, "--", "sh", "-c", "touch "+ran+"; echo x")
+		if code == 0 || !strings.Contains(errs, c.path) || !strings.Contains(errs, c.want) {
+			t.Errorf("--report %s: exit %d, want a refusal naming it and %q\n%s", c.path, code, c.want, errs)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Errorf("the link's target was overwritten: %q", b)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Errorf("the command ran although --report was refused")
+	}
+}

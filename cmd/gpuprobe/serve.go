@@ -194,6 +194,11 @@ func (c *cli) runServe(f *serveFlags) error {
 	if err := f.http.validate(); err != nil {
 		return c.usageError("%v", err)
 	}
+	if !f.systemd {
+		if err := validateListenAddresses(f.listen); err != nil {
+			return c.usageError("%v", err)
+		}
+	}
 	mux, err := c.serveMux(f, d)
 	if err != nil {
 		return c.usageError("%v", err)

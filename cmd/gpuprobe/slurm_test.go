@@ -204,3 +204,30 @@ func TestWatchdogFires(t *testing.T) {
 		t.Error("watchdog did not fire")
 	}
 }
+
+// The bug: a --slurm-conf that exists but cannot be read (over the size
+// limit, a directory, a permission error, a timeout) became "no slurm.conf
+// (not a Slurm node)": the Slurm checks skipped and the health check passed.
+// It is now an error naming the file and the reason; a missing file at the
+// default path stays a skip.
+func TestSlurmConfUnreadableIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "slurm.conf")
+	f, _ := os.Create(big)
+	f.Truncate(17 << 20)
+	f.Close()
+	notFile := filepath.Join(dir, "conf.d")
+	os.Mkdir(notFile, 0o755)
+	for _, c := range []struct{ path, reason string }{{big, "over the size limit"}, {notFile, "directory"}} {
+		code, out, errs := runCLI(t, "check", "--simulate", "dgx-h100", "--slurm-conf", c.path, "--checks", "slurm", "--format", "json")
+		d := decode(t, out)
+		if code == 0 || len(d.Checks) == 0 {
+			t.Fatalf("%s: exit %d\n%s%s", c.path, code, out, errs)
+		}
+		for _, r := range d.Checks {
+			if r.Status != check.Error || !strings.Contains(r.Summary, c.path) || !strings.Contains(r.Summary, c.reason) || strings.Contains(r.Summary, "not a Slurm node") {
+				t.Errorf("%s: %s %s: %q, want an error naming the file and %q", c.path, r.ID, r.Status, r.Summary, c.reason)
+			}
+		}
+	}
+}

@@ -3,8 +3,14 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/fleet"
 )
 
 // label prefixes every line the way srun --label does, and interleaves the
@@ -88,4 +94,47 @@ func TestSummarize(t *testing.T) {
 			t.Errorf("foreign JSON: exit %d %s", code, out)
 		}
 	})
+}
+
+// Issue 32: summarize hung on a FIFO with no writer, and held about 9.5x
+// its input in memory (1.2 GB of reports: out of memory). A FIFO is now an
+// error naming it within the open timeout, and the input is capped (all
+// files together) with an error naming the file and the limit.
+func TestSummarizeBoundsItsInput(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "reports.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		// Release the open left waiting for a writer.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	}()
+	old := summarizeOpenTimeout
+	summarizeOpenTimeout = 200 * time.Millisecond
+	defer func() { summarizeOpenTimeout = old }()
+	code, _, errs := runWithin(t, 10*time.Second, "summarize", fifo)
+	if code == 0 || !strings.Contains(errs, fifo) || !strings.Contains(errs, "FIFO") {
+		t.Errorf("summarize FIFO: exit %d %s", code, errs)
+	}
+
+	big := filepath.Join(dir, "big.json")
+	f, _ := os.Create(big)
+	f.Truncate(fleet.MaxInput + 1)
+	f.Close()
+	code, _, errs = runWithin(t, 20*time.Second, "summarize", big)
+	if code == 0 || !strings.Contains(errs, big) || !strings.Contains(errs, "over the size limit") {
+		t.Errorf("summarize of a file over the limit: exit %d %s", code, errs)
+	}
+	// Two files over the limit together.
+	half := filepath.Join(dir, "half.json")
+	f, _ = os.Create(half)
+	f.Truncate(fleet.MaxInput/2 + 1)
+	f.Close()
+	code, _, errs = runWithin(t, 20*time.Second, "summarize", half, half)
+	if code == 0 || !strings.Contains(errs, half) || !strings.Contains(errs, "over the size limit") {
+		t.Errorf("summarize of two files over the limit together: exit %d %s", code, errs)
+	}
 }

@@ -117,3 +117,21 @@ func TestTopoCapture(t *testing.T) {
 		t.Errorf("topo of the capture: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// The bug: `topo --simulate ... --capture DIR` wrote through links planted
+// in DIR as root. A DIR that holds anything is refused, naming it and why.
+func TestTopoCaptureRefusesPlantedLinks(t *testing.T) {
+	base := t.TempDir()
+	victim := filepath.Join(base, "victim")
+	os.WriteFile(victim, []byte("keep\n"), 0o644)
+	dir := filepath.Join(base, "node")
+	os.MkdirAll(filepath.Join(dir, "proc"), 0o755)
+	os.Symlink(victim, filepath.Join(dir, "proc", "cpuinfo"))
+	code, out, errs := runCLI(t, "topo", "--simulate", "dgx-h100", "--capture", dir)
+	if code == 0 || !strings.Contains(errs, dir+" is not empty") {
+		t.Errorf("capture into a directory with a planted link: exit %d\n%s%s", code, out, errs)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep\n" {
+		t.Fatalf("the link's target was overwritten: %q", b)
+	}
+}

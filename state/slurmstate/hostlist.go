@@ -15,23 +15,50 @@ const MaxExpand = 1 << 20
 // order: "gpu[001-003,010],login1" gives gpu001 gpu002 gpu003 gpu010 login1.
 // Several bracket groups multiply ("r[1-2]n[1-2]" gives r1n1 r1n2 r2n1 r2n2),
 // and a range keeps the zero padding of its lower bound, as Slurm does.
+//
+// The result is capped at MaxHosts names and MaxHostlistBytes bytes: a 1 KB
+// hostlist ("a"×1000 + "[0-1048575]") used to expand to 1.1 GB in 5 s.
 func ExpandHostlist(s string) ([]string, error) {
 	var out []string
 	items, err := splitTopLevel(s)
 	if err != nil {
-		return nil, fmt.Errorf("hostlist %q: %w", s, err)
+		return nil, fmt.Errorf("hostlist %s: %w", quoteShort(s), err)
 	}
+	bytes := 0
 	for _, item := range items {
 		if item == "" {
 			continue
 		}
-		hosts, err := expandOne(item, MaxExpand-len(out))
+		hosts, err := expandOne(item, MaxHosts-len(out))
 		if err != nil {
-			return nil, fmt.Errorf("hostlist %q: %w", s, err)
+			return nil, fmt.Errorf("hostlist %s: %w", quoteShort(s), err)
+		}
+		for _, h := range hosts {
+			bytes += len(h)
+		}
+		if bytes > MaxHostlistBytes {
+			return nil, fmt.Errorf("hostlist %s: expands to more than %d bytes of names (the limit; a typo?)", quoteShort(s), MaxHostlistBytes)
 		}
 		out = append(out, hosts...)
 	}
 	return out, nil
+}
+
+// MaxHosts bounds the names one hostlist expands to: 65,536, the most
+// nodes a Slurm cluster runs with (MAX_SLURM_NODES-sized), and far more
+// than any gres.conf File= range. MaxHostlistBytes bounds their total size.
+const (
+	MaxHosts         = 1 << 16
+	MaxHostlistBytes = 4 << 20
+)
+
+// quoteShort quotes s for an error, cut to 200 bytes: the expression
+// itself may be the oversized input.
+func quoteShort(s string) string {
+	if len(s) > 200 {
+		return fmt.Sprintf("%q... (%d bytes)", s[:200], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 // splitTopLevel splits on commas outside brackets and checks that brackets
@@ -88,7 +115,17 @@ func expandOne(item string, budget int) ([]string, error) {
 		return nil, err
 	}
 	if len(nums)*len(tails) > budget {
-		return nil, fmt.Errorf("expands to more than %d names", MaxExpand)
+		return nil, fmt.Errorf("expands to more than %d names (the limit; a typo?)", MaxHosts)
+	}
+	size := 0
+	for _, n := range nums {
+		size += (len(prefix) + len(n)) * len(tails)
+	}
+	for _, t := range tails {
+		size += len(t) * len(nums)
+	}
+	if size > MaxHostlistBytes {
+		return nil, fmt.Errorf("expands to more than %d bytes of names (the limit; a typo?)", MaxHostlistBytes)
 	}
 	out := make([]string, 0, len(nums)*len(tails))
 	for _, n := range nums {
@@ -124,7 +161,7 @@ func expandRanges(body string, budget int) ([]string, error) {
 			return nil, fmt.Errorf("bad range %q: end before start", part)
 		}
 		if b-a >= uint64(budget-len(out)) {
-			return nil, fmt.Errorf("range %q expands to more than %d names", part, MaxExpand)
+			return nil, fmt.Errorf("range %q expands to more than %d names (the limit; a typo?)", part, MaxHosts)
 		}
 		width := len(lo)
 		for n := a; n <= b; n++ {

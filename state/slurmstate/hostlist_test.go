@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExpandHostlist(t *testing.T) {
@@ -126,4 +127,29 @@ func FuzzExpandTasksPerNode(f *testing.F) {
 			t.Fatalf("%q: %d entries", s, len(counts))
 		}
 	})
+}
+
+// Issue 32: a 1 KB hostlist ("a"×1000 + "[0-1048575]") expanded to 1.1 GB
+// in 5 s. Names and bytes are capped with an error naming the limit.
+func TestExpandHostlistCapped(t *testing.T) {
+	long := strings.Repeat("a", 1000)
+	for _, c := range []struct{ in, want string }{
+		{long + "[0-1048575]", "more than 65536 names"},
+		{"n[0-70000]", "more than 65536 names"},
+		{"r[0-300]n[0-300]", "more than 65536 names"},
+		{long + "[0-9999]", "more than 4194304 bytes"},
+		{long + "[0-4999]," + long + "b[0-4999]", "more than 4194304 bytes"},
+	} {
+		start := time.Now()
+		hosts, err := ExpandHostlist(c.in)
+		if err == nil || !strings.Contains(err.Error(), c.want) || len(err.Error()) > 400 {
+			t.Errorf("%.40q...: %d hosts, %v; want an error naming %q", c.in, len(hosts), err, c.want)
+		}
+		if el := time.Since(start); el > time.Second {
+			t.Errorf("%.40q...: took %s", c.in, el)
+		}
+	}
+	if hosts, err := ExpandHostlist("gpu[00001-65536]"); err != nil || len(hosts) != 65536 {
+		t.Errorf("65,536 nodes: %d, %v", len(hosts), err)
+	}
 }

@@ -59,6 +59,26 @@ type Conf struct {
 	TopologyConf string `json:"topology_conf,omitempty"`
 	// Missing lists the files looked for and not found.
 	Missing []string `json:"missing,omitempty"`
+	// Unreadable lists the files that are there (or were named) but could
+	// not be read: a permission error, over the size limit, a timeout, a
+	// directory. The Slurm checks are an error then, never "not a Slurm node".
+	Unreadable []FileError `json:"unreadable,omitempty"`
+}
+
+// UnreadableFile returns the entry of Unreadable for path, if any.
+func (c *Conf) UnreadableFile(path string) (FileError, bool) {
+	for _, e := range c.Unreadable {
+		if e.Path == path {
+			return e, true
+		}
+	}
+	return FileError{}, false
+}
+
+// FileError is a file that could not be read and why.
+type FileError struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // DeviceFile is one device node and whether this task may open it.

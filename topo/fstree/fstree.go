@@ -8,12 +8,12 @@ package fstree
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing/fstest"
+
+	"github.com/gpuprobe/gpuprobe/internal/safefile"
 )
 
 type kind int
@@ -147,9 +147,13 @@ func (t *Tree) FS() (fs.FS, error) {
 	return m, nil
 }
 
-// Write materialises the tree under root, which must exist. Directories are
-// created first, then files, then links, so a link may point at anything
-// the tree holds.
+// Write materialises the tree under root, which must be new or an empty
+// directory owned by root (or the running user): `topo --simulate --capture`
+// writes it as root, often under /tmp. Every folder, file and link is made
+// through internal/safefile.Dir (openat/mkdirat/symlinkat, no-follow, never
+// replacing what is there), so a link planted in it is refused, not
+// followed. Directories are created first, then files, then links, so a
+// link may point at anything the tree holds.
 func (t *Tree) Write(root string) error {
 	paths := t.Paths()
 	for _, p := range paths {
@@ -157,30 +161,35 @@ func (t *Tree) Write(root string) error {
 			return fmt.Errorf("fstree: path %q leaves the tree", strings.TrimPrefix(p, "\x00bad/"))
 		}
 	}
+	d, err := safefile.CreateDir(root)
+	if err != nil {
+		return fmt.Errorf("fstree: %w", err)
+	}
+	defer d.Close()
 	made := map[string]bool{}
 	for _, p := range paths {
 		dir := path.Dir(p)
 		if t.nodes[p].kind == dirKind {
 			dir = p
 		}
-		if made[dir] {
+		if made[dir] || dir == "." {
 			continue
 		}
 		made[dir] = true
-		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(dir)), 0o755); err != nil {
+		if err := d.MkdirAll(dir); err != nil {
 			return fmt.Errorf("fstree: %w", err)
 		}
 	}
 	for _, p := range paths {
 		if n := t.nodes[p]; n.kind == fileKind {
-			if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(p)), n.data, 0o644); err != nil {
+			if err := d.WriteFile(p, n.data, 0o644); err != nil {
 				return fmt.Errorf("fstree: %w", err)
 			}
 		}
 	}
 	for _, p := range paths {
 		if n := t.nodes[p]; n.kind == linkKind {
-			if err := os.Symlink(n.target, filepath.Join(root, filepath.FromSlash(p))); err != nil {
+			if err := d.Symlink(n.target, p); err != nil {
 				return fmt.Errorf("fstree: %w", err)
 			}
 		}
