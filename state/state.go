@@ -39,6 +39,9 @@ type Node struct {
 	Slurm *slurmstate.State `json:"slurm,omitempty"`
 	// Topology is the PCIe/NUMA/InfiniBand/GPUDirect view read from sysfs.
 	Topology *topostate.Topology `json:"topology,omitempty"`
+	// Container is the container the step runs in, as its own files and
+	// environment show it (state/container.go).
+	Container *Container `json:"container,omitempty"`
 	// JobPerf is a running job sampled by `gpuprobe job` (state/jobperf.go).
 	JobPerf *JobPerf `json:"job_perf,omitempty"`
 	// Previous is the daemon's previous cycle, for counters judged as rates

@@ -1,0 +1,337 @@
+package check
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+)
+
+// The container checks judge a job step that runs inside a container, from
+// the container's own view (collect/container.go): what the runtime gave the
+// step that NCCL and CUDA need. They are job checks: the facts come from
+// files and variables the user controls, so they never drain a node, and
+// outside a container they judge nothing. Sources: docs/checks.md,
+// "Containers".
+func init() {
+	for _, c := range []Check{
+		{ID: "container.shm", Title: "/dev/shm in the container is large enough for NCCL's shared-memory segments", Run: checkContainerShm},
+		{ID: "container.memlock", Title: "RLIMIT_MEMLOCK is unlimited in a container on an InfiniBand host", Run: checkContainerMemlock},
+		{ID: "container.rdma_devices", Title: "the host's InfiniBand devices are inside the container (/dev/infiniband/uverbs*)", Run: checkContainerRDMA},
+		{ID: "container.visible_devices", Title: "NVIDIA_VISIBLE_DEVICES agrees with Slurm's GPUs and CUDA_VISIBLE_DEVICES", Run: checkContainerVisible},
+		{ID: "container.driver_libs", Title: "the container's libnvidia-ml matches the host's kernel module", Run: checkContainerDriverLibs},
+	} {
+		c.Scope = JobScope
+		register(c)
+	}
+}
+
+// containerSkip is the precondition of every container check: a job step,
+// and a container seen.
+func containerSkip(n *state.Node, cfg *Config) (*state.Container, Result, bool) {
+	if r, skip := jobSkip(n, cfg); skip {
+		return nil, r, true
+	}
+	c := n.Container
+	if c == nil {
+		return nil, Result{Status: Skip, Summary: "container facts not collected"}, true
+	}
+	if c.Runtime == "" {
+		return nil, Result{Status: Skip, Summary: "not in a container (no runtime's marker seen)"}, true
+	}
+	return c, Result{}, false
+}
+
+// runtimeName is how a finding names the runtime, with its evidence.
+func runtimeName(c *state.Container) string {
+	name := map[string]string{"enroot": "Enroot/Pyxis", "apptainer": "Apptainer", "kubernetes": "Kubernetes", "podman": "Podman", "docker": "Docker"}[c.Runtime]
+	if name == "" {
+		name = c.Runtime
+	}
+	for _, e := range c.Evidence {
+		if e.Runtime == c.Runtime {
+			return name + " container (" + e.Seen + ")"
+		}
+	}
+	return name + " container"
+}
+
+// shm thresholds: Docker's and Podman's default --shm-size is 64 MB, where
+// NCCL fails ("failed to extend /dev/shm/nccl-... to 4194660 bytes"); the
+// NCCL troubleshooting guide's example is --shm-size=1g.
+const (
+	shmFailBytes = 64 << 20
+	shmWarnBytes = 1 << 30
+)
+
+var shmFix = map[string]string{
+	"docker":     "start the container with docker run --shm-size=1g (or --ipc=host)",
+	"podman":     "start the container with podman run --shm-size=1g (or --ipc=host)",
+	"kubernetes": "mount an emptyDir volume with medium: Memory (and a sizeLimit of 1Gi or more) at /dev/shm in the pod spec",
+	"enroot":     "Enroot binds the host's /dev/shm unless ENROOT_UNSHARE_IPC is set, which gives the container a fresh tmpfs: unset it, or ask the admins to enlarge the node's /dev/shm",
+	"apptainer":  "Apptainer shares the host's /dev/shm: ask the admins to enlarge the node's /dev/shm, or bind a larger tmpfs with --bind",
+}
+
+func checkContainerShm(n *state.Node, cfg *Config) Result {
+	c, r, skip := containerSkip(n, cfg)
+	if skip {
+		return r
+	}
+	if c.Shm == nil {
+		return Result{Status: Skip, Summary: fmt.Sprintf("no mount at /dev/shm in this %s: its size is its parent file system's", runtimeName(c))}
+	}
+	size, from := c.Shm.SizeBytes, "size="+mib(c.Shm.SizeBytes)
+	if size == 0 {
+		if c.Shm.FSType != "tmpfs" || c.MemTotalBytes == 0 {
+			return Result{Status: Skip, Summary: fmt.Sprintf("/dev/shm is %s %s with no size= option: its size is unknown", c.Shm.FSType, c.Shm.Source)}
+		}
+		size, from = c.MemTotalBytes/2, "tmpfs default, half of MemTotal "+mib(c.MemTotalBytes)
+	}
+	what := fmt.Sprintf("/dev/shm in this %s is %s (%s)", runtimeName(c), mib(size), from)
+	fix := shmFix[c.Runtime]
+	switch {
+	case size <= shmFailBytes:
+		return Result{Status: Fail, Summary: what + ": NCCL's shared-memory transport and proxy need segments of 4 MiB and more per peer; NCCL fails to initialize (\"failed to extend /dev/shm/nccl-...\", unhandled system error)", Remedy: fix}
+	case size < shmWarnBytes:
+		return Result{Status: Warn, Summary: what + ": below the 1 GiB NCCL's troubleshooting guide asks for; a step with many local ranks can run out", Remedy: fix}
+	}
+	return Result{Status: Pass, Summary: what}
+}
+
+func mib(b uint64) string {
+	if b >= 1<<30 && b%(1<<30) == 0 {
+		return strconv.FormatUint(b>>30, 10) + " GiB"
+	}
+	return strconv.FormatUint(b>>20, 10) + " MiB"
+}
+
+var memlockFix = map[string]string{
+	"docker":     "start the container with docker run --ulimit memlock=-1 (NCCL's guide: --shm-size=1g --ulimit memlock=-1)",
+	"podman":     "start the container with podman run --ulimit memlock=-1",
+	"kubernetes": "raise the container runtime's default (LimitMEMLOCK=infinity in containerd's or dockerd's systemd unit): a pod spec cannot set rlimits",
+	"enroot":     "Enroot keeps the step's limits: have Slurm propagate an unlimited one (PropagateResourceLimitsExcept=MEMLOCK in slurm.conf and LimitMEMLOCK=infinity in slurmd's unit), or ulimit -l unlimited before srun",
+	"apptainer":  "Apptainer keeps the step's limits: have Slurm propagate an unlimited one (PropagateResourceLimitsExcept=MEMLOCK in slurm.conf and LimitMEMLOCK=infinity in slurmd's unit), or ulimit -l unlimited before srun",
+}
+
+// hostIB is the host's RDMA devices as the container's sysfs shows them,
+// else as the Slurm collector found them.
+func hostIB(n *state.Node, c *state.Container) []string {
+	if len(c.IBDevices) > 0 {
+		return c.IBDevices
+	}
+	if n.Slurm != nil && n.Slurm.Host != nil {
+		return n.Slurm.Host.IBDevices
+	}
+	return nil
+}
+
+func checkContainerMemlock(n *state.Node, cfg *Config) Result {
+	c, r, skip := containerSkip(n, cfg)
+	if skip {
+		return r
+	}
+	if c.Memlock == nil {
+		return Result{Status: Skip, Summary: "RLIMIT_MEMLOCK not read (/proc/self/limits)"}
+	}
+	ib := hostIB(n, c)
+	if c.Memlock.Soft == nil {
+		return Result{Status: Pass, Summary: fmt.Sprintf("RLIMIT_MEMLOCK is unlimited in this %s", runtimeName(c))}
+	}
+	lim := fmt.Sprintf("RLIMIT_MEMLOCK is %s (soft) / %s (hard) in this %s", limitText(c.Memlock.Soft), limitText(c.Memlock.Hard), runtimeName(c))
+	if len(ib) == 0 {
+		return Result{Status: Pass, Summary: lim + "; no InfiniBand device on this host, so no verbs memory registration needs it"}
+	}
+	return Result{Status: Warn, Summary: fmt.Sprintf("%s while the host has InfiniBand (%s): ibv_reg_mr cannot pin NCCL's buffers beyond it, and NCCL falls back to sockets or aborts", lim, strings.Join(ib, ", ")),
+		Remedy: memlockFix[c.Runtime]}
+}
+
+func limitText(v *uint64) string {
+	if v == nil {
+		return "unlimited"
+	}
+	if *v >= 1<<20 {
+		return mib(*v)
+	}
+	return strconv.FormatUint(*v>>10, 10) + " KiB"
+}
+
+var rdmaFix = map[string]string{
+	"enroot":     "set MELLANOX_VISIBLE_DEVICES=all for the container (Enroot's 99-mellanox.sh hook mounts /dev/infiniband/uverbs* and rdma_cm only then; put it in an environ.d file or the image's /etc/environment), or unset ENROOT_RESTRICT_DEV",
+	"docker":     "pass the devices: docker run --device=/dev/infiniband/uverbsN (one per HCA) --device=/dev/infiniband/rdma_cm --ulimit memlock=-1",
+	"podman":     "pass the devices: podman run --device=/dev/infiniband/uverbsN (one per HCA) --device=/dev/infiniband/rdma_cm --ulimit memlock=-1",
+	"kubernetes": "request the HCAs through an RDMA device plugin resource in the pod spec (the device plugin mounts /dev/infiniband)",
+	"apptainer":  "Apptainer binds the host's /dev unless --contain/--containall is given: drop it, or add --bind /dev/infiniband",
+}
+
+func checkContainerRDMA(n *state.Node, cfg *Config) Result {
+	c, r, skip := containerSkip(n, cfg)
+	if skip {
+		return r
+	}
+	ib := hostIB(n, c)
+	if len(ib) == 0 {
+		return Result{Status: Skip, Summary: "no InfiniBand device on this host (/sys/class/infiniband is empty)"}
+	}
+	if !c.DevInfinibandRead {
+		return Result{Status: Error, Summary: "/dev/infiniband could not be listed"}
+	}
+	if len(c.UverbsDevices) == 0 {
+		return Result{Status: Fail, Summary: fmt.Sprintf("the host has InfiniBand (%s) but this %s has no /dev/infiniband/uverbs*: NCCL finds no IB device and silently falls back to TCP sockets (NET/Socket)", strings.Join(ib, ", "), runtimeName(c)),
+			Remedy: rdmaFix[c.Runtime]}
+	}
+	return Result{Status: Pass, Summary: fmt.Sprintf("%d verbs device(s) inside the container for the host's %s", len(c.UverbsDevices), strings.Join(ib, ", "))}
+}
+
+// nvidiaVisible reads NVIDIA_VISIBLE_DEVICES as the NVIDIA Container
+// Toolkit does: "all", "none" (driver libraries, no GPU), "void" or empty
+// (the hook does nothing), else a comma list of indexes or UUIDs.
+func nvidiaVisible(v string) (mode string, indexes []int, count int) {
+	s := strings.TrimSpace(v)
+	switch s {
+	case "all", "none", "void":
+		return s, nil, 0
+	case "":
+		return "void", nil, 0
+	}
+	allIdx := true
+	for _, e := range strings.Split(s, ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		count++
+		i, err := strconv.Atoi(e)
+		if err != nil || i < 0 {
+			allIdx = false
+			continue
+		}
+		indexes = append(indexes, i)
+	}
+	if !allIdx {
+		indexes = nil
+	}
+	return "list", indexes, count
+}
+
+func checkContainerVisible(n *state.Node, cfg *Config) Result {
+	c, r, skip := containerSkip(n, cfg)
+	if skip {
+		return r
+	}
+	if c.NVIDIAVisibleDevices == nil {
+		return Result{Status: Skip, Summary: "NVIDIA_VISIBLE_DEVICES is not set: the runtime's own device options decide (job.visible_devices judges CUDA_VISIBLE_DEVICES)"}
+	}
+	nvd := *c.NVIDIAVisibleDevices
+	env := n.Slurm.Env
+	alloc, allocFrom := env.AllocatedGPUs()
+	mode, idx, count := nvidiaVisible(nvd)
+	v := verdict{id: "container.visible_devices"}
+	const fixNVD = "give the container exactly the step's GPUs: NVIDIA_VISIBLE_DEVICES=$SLURM_STEP_GPUS (or the runtime's --gpus/--device with the same list)"
+	switch mode {
+	case "void", "none":
+		if len(alloc) > 0 {
+			what := "the runtime's NVIDIA hook does nothing"
+			if mode == "none" {
+				what = "the runtime's NVIDIA hook mounts the driver libraries but no GPU"
+			}
+			v.add(Fail, nil, fixNVD, fmt.Sprintf("NVIDIA_VISIBLE_DEVICES=%q: %s, but Slurm allocated GPU %s (%s)", nvd, what, listOr(alloc), allocFrom))
+		}
+	case "all":
+	case "list":
+		switch {
+		case idx != nil && len(alloc) > 0 && !sameInts(idx, alloc):
+			v.add(Fail, nil, fixNVD, fmt.Sprintf("NVIDIA_VISIBLE_DEVICES=%s gives the container GPU %s, but Slurm allocated GPU %s (%s)", nvd, joinInts(idx), listOr(alloc), allocFrom))
+		case idx == nil && len(alloc) > 0 && count != len(alloc):
+			v.add(Fail, nil, fixNVD, fmt.Sprintf("NVIDIA_VISIBLE_DEVICES=%s names %d GPU(s), but Slurm allocated %d (%s=%s)", nvd, count, len(alloc), allocFrom, listOr(alloc)))
+		}
+		// Docker, Podman and Kubernetes give the container only the listed
+		// GPUs, numbered from 0 inside: CUDA_VISIBLE_DEVICES must count
+		// from 0 too. (Enroot binds the host's /dev and Apptainer uses
+		// --nv, so the numbering there is not the list's.)
+		cvd := env.CUDAVisible
+		if (c.Runtime == "docker" || c.Runtime == "podman" || c.Runtime == "kubernetes") && cvd != nil && cvd.Set {
+			for _, e := range cvd.Entries {
+				if e.Kind == slurmstate.RefIndex && e.Index >= count {
+					v.add(Fail, nil, fmt.Sprintf("inside the container number the GPUs from 0: CUDA_VISIBLE_DEVICES=%s, or unset it", joinInts(seq(count))),
+						fmt.Sprintf("CUDA_VISIBLE_DEVICES=%s names GPU %d, but NVIDIA_VISIBLE_DEVICES=%s gives this %s %d GPU(s), numbered 0-%d inside: CUDA finds no such device", cvd.Raw, e.Index, nvd, runtimeName(c), count, count-1))
+					break
+				}
+			}
+		}
+	}
+	return v.result(fmt.Sprintf("NVIDIA_VISIBLE_DEVICES=%s agrees with Slurm's GPUs (%s) and CUDA_VISIBLE_DEVICES", nvd, listOr(alloc)))
+}
+
+func sameInts(a, b []int) bool {
+	seen := map[int]int{}
+	for _, x := range a {
+		seen[x]++
+	}
+	for _, x := range b {
+		seen[x]--
+	}
+	for _, k := range seen {
+		if k != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// joinInts writes a list as the visible-device variables take it: commas,
+// no ranges.
+func joinInts(l []int) string {
+	s := make([]string, len(l))
+	for i, v := range l {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+var driverLibsFix = map[string]string{
+	"docker":     "do not install driver packages (libnvidia-compute, nvidia-utils) in the image: let the NVIDIA Container Toolkit inject the host's libraries (docker run --gpus, or --device nvidia.com/gpu=all with CDI)",
+	"podman":     "do not install driver packages in the image: let the NVIDIA Container Toolkit inject the host's libraries (podman run --device nvidia.com/gpu=all with CDI)",
+	"kubernetes": "do not install driver packages in the image: the NVIDIA device plugin and Container Toolkit inject the host's libraries",
+	"enroot":     "do not install driver packages in the image: Enroot's 98-nvidia.sh hook injects the host's libraries when NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES=compute,utility are set",
+	"apptainer":  "do not install driver packages in the image: apptainer exec --nv binds the host's libraries",
+}
+
+func checkContainerDriverLibs(n *state.Node, cfg *Config) Result {
+	c, r, skip := containerSkip(n, cfg)
+	if skip {
+		return r
+	}
+	mod, from := c.ModuleVersion, c.ModuleVersionFrom
+	if mod == "" && n.Kernel != nil && n.Kernel.ModuleVersion != "" {
+		mod, from = n.Kernel.ModuleVersion, "/proc/driver/nvidia/version"
+	}
+	if mod == "" {
+		return Result{Status: Skip, Summary: "the nvidia kernel module's version is unknown (no /sys/module/nvidia/version, no /proc/driver/nvidia/version)"}
+	}
+	if len(c.NVMLLibraries) == 0 {
+		return Result{Status: Skip, Summary: "no libnvidia-ml.so.<version> in the container's library directories"}
+	}
+	v := verdict{id: "container.driver_libs"}
+	fix := driverLibsFix[c.Runtime] + "; after a driver upgrade on the host, reload the module (reboot) so it matches the new libraries"
+	for i, l := range c.NVMLLibraries {
+		if l.Version == mod {
+			continue
+		}
+		if i == 0 {
+			v.add(Fail, nil, fix, fmt.Sprintf("%s (NVML %s) is the first libnvidia-ml on the loader's path in this %s, but the kernel module is %s (%s): NVML fails with \"Driver/library version mismatch\"", l.Path, l.Version, runtimeName(c), mod, from))
+		} else {
+			v.add(Warn, nil, fix, fmt.Sprintf("%s (NVML %s) does not match the kernel module %s (%s); a program whose RPATH or LD_LIBRARY_PATH puts it first fails with \"Driver/library version mismatch\"", l.Path, l.Version, mod, from))
+		}
+	}
+	return v.result(fmt.Sprintf("libnvidia-ml %s in the container matches the kernel module %s (%s)", c.NVMLLibraries[0].Version, mod, from))
+}

@@ -1,0 +1,172 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func strp(s string) *string { return &s }
+func u64p(v uint64) *uint64 { return &v }
+
+// inContainer is a task of a step (GPUs 0,1 on gpu001) in a container of
+// runtime rt; mut sets the container's facts.
+func inContainer(rt string, extraEnv []string, mut func(c *state.Container)) *state.Node {
+	env := step(0, 1, append([]string{"SLURM_STEP_GPUS=0,1", "CUDA_VISIBLE_DEVICES=0,1"}, extraEnv...)...)
+	return jobNode(env, func(n *state.Node) {
+		n.Container = &state.Container{Runtime: rt, Evidence: []state.ContainerEvidence{{Runtime: rt, Seen: "file /.dockerenv"}}, DevInfinibandRead: true}
+		if mut != nil {
+			mut(n.Container)
+		}
+	})
+}
+
+type containerCase struct {
+	name    string
+	node    *state.Node
+	cfg     func(*Config)
+	want    Status
+	summary string // a substring of the summary
+	remedy  string // a substring of the remedy
+}
+
+func runContainerCases(t *testing.T, run func(*state.Node, *Config) Result, cases []containerCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			if c.cfg != nil {
+				c.cfg(cfg)
+			}
+			r := run(c.node, cfg)
+			if r.Status != c.want || !strings.Contains(r.Summary, c.summary) || !strings.Contains(r.Remedy, c.remedy) {
+				t.Errorf("got %s %q\nremedy %q\ndetails %q\nwant %s %q remedy %q", r.Status, r.Summary, r.Remedy, r.Details, c.want, c.summary, c.remedy)
+			}
+		})
+	}
+}
+
+// Outside a container, and outside a job, nothing is judged.
+func commonContainerCases() []containerCase {
+	bare := inContainer("", nil, nil)
+	bare.Container.Evidence = nil
+	notJob := jobNode([]string{"SLURMD_NODENAME=gpu001"}, func(n *state.Node) { n.Container = &state.Container{Runtime: "docker"} })
+	uncollected := inContainer("docker", nil, nil)
+	uncollected.Container = nil
+	return []containerCase{
+		{name: "not in a container", node: bare, want: Skip, summary: "not in a container"},
+		{name: "not in a job step", node: notJob, want: Skip, summary: "not inside a job step"},
+		{name: "not collected", node: uncollected, want: Skip, summary: "not collected"},
+	}
+}
+
+func TestContainerShm(t *testing.T) {
+	shm := func(rt string, size uint64) *state.Node {
+		return inContainer(rt, nil, func(c *state.Container) {
+			c.Shm = &state.ShmMount{FSType: "tmpfs", Source: "shm", Root: "/", SizeBytes: size}
+			c.MemTotalBytes = 2 << 40
+		})
+	}
+	hostShm := inContainer("enroot", nil, func(c *state.Container) {
+		c.Shm = &state.ShmMount{FSType: "tmpfs", Source: "tmpfs", Root: "/"}
+		c.MemTotalBytes = 2 << 40
+	})
+	noMount := inContainer("apptainer", nil, nil)
+	runContainerCases(t, checkContainerShm, append(commonContainerCases(),
+		containerCase{name: "docker default 64 MB", node: shm("docker", 64<<20), want: Fail, summary: "is 64 MiB (size=64 MiB)", remedy: "docker run --shm-size=1g"},
+		containerCase{name: "podman 64 MB", node: shm("podman", 64<<20), want: Fail, remedy: "podman run --shm-size=1g"},
+		containerCase{name: "kubernetes 64 MB", node: shm("kubernetes", 64<<20), want: Fail, remedy: "emptyDir"},
+		containerCase{name: "512 MB warns", node: shm("docker", 512<<20), want: Warn, summary: "below the 1 GiB"},
+		containerCase{name: "1 GiB passes", node: shm("docker", 1<<30), want: Pass, summary: "is 1 GiB"},
+		containerCase{name: "enroot binds the host's tmpfs: half of RAM", node: hostShm, want: Pass, summary: "tmpfs default, half of MemTotal"},
+		containerCase{name: "no mount at /dev/shm", node: noMount, want: Skip, summary: "no mount at /dev/shm"},
+	))
+}
+
+func TestContainerMemlock(t *testing.T) {
+	lim := func(rt string, soft, hard *uint64, ib []string) *state.Node {
+		n := inContainer(rt, nil, func(c *state.Container) {
+			c.Memlock = &state.Rlimit{Soft: soft, Hard: hard, Unit: "bytes"}
+			c.IBDevices = ib
+		})
+		n.Slurm.Host.IBDevices = nil
+		return n
+	}
+	fromSlurm := lim("podman", u64p(64<<10), u64p(64<<10), nil)
+	fromSlurm.Slurm.Host.IBDevices = []string{"mlx5_0"}
+	runContainerCases(t, checkContainerMemlock, append(commonContainerCases(),
+		containerCase{name: "docker 8 MiB with IB", node: lim("docker", u64p(8<<20), u64p(8<<20), []string{"mlx5_0", "mlx5_1"}), want: Warn, summary: "8 MiB (soft) / 8 MiB (hard)", remedy: "--ulimit memlock=-1"},
+		containerCase{name: "IB seen by the Slurm collector", node: fromSlurm, want: Warn, summary: "64 KiB (soft)", remedy: "podman run --ulimit memlock=-1"},
+		containerCase{name: "enroot: the step's limit", node: lim("enroot", u64p(64<<10), nil, []string{"mlx5_0"}), want: Warn, summary: "/ unlimited (hard)", remedy: "PropagateResourceLimitsExcept=MEMLOCK"},
+		containerCase{name: "unlimited", node: lim("docker", nil, nil, []string{"mlx5_0"}), want: Pass, summary: "unlimited"},
+		containerCase{name: "no IB on the host", node: lim("docker", u64p(8<<20), u64p(8<<20), nil), want: Pass, summary: "no InfiniBand device"},
+		containerCase{name: "limits unread", node: inContainer("docker", nil, nil), want: Skip, summary: "not read"},
+	))
+}
+
+func TestContainerRDMA(t *testing.T) {
+	rdma := func(rt string, ib, uverbs []string) *state.Node {
+		n := inContainer(rt, nil, func(c *state.Container) { c.IBDevices, c.UverbsDevices = ib, uverbs })
+		n.Slurm.Host.IBDevices = nil
+		return n
+	}
+	unreadable := rdma("docker", []string{"mlx5_0"}, nil)
+	unreadable.Container.DevInfinibandRead = false
+	runContainerCases(t, checkContainerRDMA, append(commonContainerCases(),
+		containerCase{name: "enroot without the Mellanox hook", node: rdma("enroot", []string{"mlx5_0", "mlx5_1"}, nil), want: Fail, summary: "falls back to TCP sockets", remedy: "MELLANOX_VISIBLE_DEVICES=all"},
+		containerCase{name: "docker without --device", node: rdma("docker", []string{"mlx5_0"}, nil), want: Fail, summary: "has InfiniBand (mlx5_0)", remedy: "--device=/dev/infiniband/rdma_cm"},
+		containerCase{name: "apptainer --contain", node: rdma("apptainer", []string{"mlx5_0"}, nil), want: Fail, remedy: "--bind /dev/infiniband"},
+		containerCase{name: "devices present", node: rdma("podman", []string{"mlx5_0"}, []string{"/dev/infiniband/uverbs0"}), want: Pass, summary: "1 verbs device"},
+		containerCase{name: "no IB on the host", node: rdma("docker", nil, nil), want: Skip, summary: "no InfiniBand"},
+		containerCase{name: "/dev/infiniband unreadable", node: unreadable, want: Error},
+	))
+}
+
+func TestContainerVisibleDevices(t *testing.T) {
+	vis := func(rt, nvd string, extra ...string) *state.Node {
+		return inContainer(rt, extra, func(c *state.Container) { c.NVIDIAVisibleDevices = strp(nvd) })
+	}
+	// Slurm without ConstrainDevices: global indexes 4,5 in both variables.
+	global := func(rt string) *state.Node {
+		n := jobNode(step(0, 1, "SLURM_STEP_GPUS=4,5", "CUDA_VISIBLE_DEVICES=4,5"), func(n *state.Node) {
+			n.Container = &state.Container{Runtime: rt, Evidence: []state.ContainerEvidence{{Runtime: rt, Seen: "file /.dockerenv"}}, NVIDIAVisibleDevices: strp("4,5")}
+		})
+		return n
+	}
+	unset := inContainer("docker", nil, nil)
+	runContainerCases(t, checkContainerVisible, append(commonContainerCases(),
+		containerCase{name: "unset", node: unset, want: Skip, summary: "not set"},
+		containerCase{name: "agrees", node: vis("docker", "0,1"), want: Pass, summary: "agrees with Slurm's GPUs (0,1)"},
+		containerCase{name: "other GPUs than Slurm's", node: vis("docker", "2,3"), want: Fail, summary: "gives the container GPU 2,3, but Slurm allocated GPU 0,1 (SLURM_STEP_GPUS)", remedy: "$SLURM_STEP_GPUS"},
+		containerCase{name: "UUID count differs", node: vis("podman", "GPU-00000000-1111-2222-3333-444444444444"), want: Fail, summary: "names 1 GPU(s), but Slurm allocated 2"},
+		containerCase{name: "void with GPUs allocated", node: vis("enroot", "void"), want: Fail, summary: "hook does nothing"},
+		containerCase{name: "empty is void", node: vis("docker", ""), want: Fail, summary: "hook does nothing"},
+		containerCase{name: "none with GPUs allocated", node: vis("docker", "none"), want: Fail, summary: "driver libraries but no GPU"},
+		containerCase{name: "all", node: vis("docker", "all"), want: Pass},
+		containerCase{name: "docker renumbers: CUDA_VISIBLE_DEVICES=4,5 inside", node: global("docker"), want: Fail, summary: "CUDA_VISIBLE_DEVICES=4,5 names GPU 4, but NVIDIA_VISIBLE_DEVICES=4,5 gives this Docker container", remedy: "CUDA_VISIBLE_DEVICES=0,1,"},
+		containerCase{name: "enroot keeps the host's /dev: no renumbering judged", node: global("enroot"), want: Pass},
+	))
+}
+
+func TestContainerDriverLibs(t *testing.T) {
+	libs := func(rt, mod string, versions ...string) *state.Node {
+		return inContainer(rt, nil, func(c *state.Container) {
+			c.ModuleVersion, c.ModuleVersionFrom = mod, "/sys/module/nvidia/version"
+			for _, v := range versions {
+				c.NVMLLibraries = append(c.NVMLLibraries, state.NVMLLibrary{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so." + v, Version: v})
+			}
+		})
+	}
+	fromKernel := libs("docker", "", "550.54.15")
+	fromKernel.Kernel = &state.Kernel{ModuleVersion: "535.104.05"}
+	runContainerCases(t, checkContainerDriverLibs, append(commonContainerCases(),
+		containerCase{name: "match", node: libs("docker", "550.54.15", "550.54.15"), want: Pass, summary: "matches the kernel module 550.54.15"},
+		containerCase{name: "image ships its own driver", node: libs("docker", "550.54.15", "535.104.05"), want: Fail, summary: "libnvidia-ml.so.535.104.05 (NVML 535.104.05) is the first", remedy: "--gpus"},
+		containerCase{name: "enroot", node: libs("enroot", "550.54.15", "535.104.05"), want: Fail, summary: "kernel module is 550.54.15 (/sys/module/nvidia/version)", remedy: "98-nvidia.sh"},
+		containerCase{name: "a later copy differs", node: libs("apptainer", "550.54.15", "550.54.15", "535.104.05"), want: Warn, remedy: "--nv"},
+		containerCase{name: "module from the kernel collector", node: fromKernel, want: Fail, summary: "535.104.05 (/proc/driver/nvidia/version)"},
+		containerCase{name: "module unknown", node: libs("docker", "", "550.54.15"), want: Skip, summary: "version is unknown"},
+		containerCase{name: "no library", node: libs("docker", "550.54.15"), want: Skip, summary: "no libnvidia-ml"},
+	))
+}

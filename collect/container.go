@@ -1,0 +1,425 @@
+package collect
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
+	"github.com/gpuprobe/gpuprobe/kernel"
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+func init() { collectors = append(collectors, collector{name: "container", run: collectContainer}) }
+
+// containerReadTimeout bounds one file of the container collector; a
+// /proc/self/mountinfo of a node with many mounts is the largest, a few
+// hundred KiB, so rootfs' 4 MiB is the size bound.
+const (
+	containerReadTimeout = 2 * time.Second
+	containerReadLimit   = 4 << 20
+	// maxLibraryDirs bounds the LD_LIBRARY_PATH entries listed.
+	maxLibraryDirs = 32
+)
+
+func collectContainer(ctx context.Context, n *state.Node, o Options) state.Source {
+	root := o.Sources.Root
+	if root == nil {
+		root = os.DirFS("/")
+	}
+	environ := os.Environ
+	if o.Environ != nil {
+		environ = o.Environ
+	}
+	sys := o.SysfsRoot
+	if sys == "" {
+		sys = "/sys"
+	}
+	done := make(chan *state.Container, 1)
+	go func() {
+		done <- readContainer(readlimit.FS(root, "/", containerReadTimeout, containerReadLimit), o.procfs(), sys, environ())
+	}()
+	select {
+	case c := <-done:
+		n.Container = c
+		if len(c.Errors) > 0 {
+			return state.Source{OK: false, Error: strings.Join(c.Errors, "; ")}
+		}
+		return state.Source{OK: true}
+	case <-ctx.Done():
+		return state.Source{OK: false, Error: "container files not read before the collection deadline"}
+	}
+}
+
+// fsName turns an absolute path into an fs.FS name.
+func fsName(p string) string {
+	p = strings.TrimPrefix(path.Clean("/"+p), "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// readContainer detects the container runtime from its documented markers
+// and, inside one, reads what the container.* checks judge. Outside a
+// container it records nothing else: the host's own /dev/shm and limits are
+// the node checks' business.
+func readContainer(fsys fs.FS, procfs, sysfs string, environ []string) *state.Container {
+	c := &state.Container{}
+	env := map[string]string{}
+	var keys []string
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, dup := env[k]; !dup {
+			keys = append(keys, k)
+		}
+		env[k] = v
+	}
+	sort.Strings(keys)
+	read := func(p string) ([]byte, bool) {
+		b, err := fs.ReadFile(fsys, fsName(p))
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				c.Errors = append(c.Errors, p+": "+err.Error())
+			}
+			return nil, false
+		}
+		return b, true
+	}
+	exists := func(p string) bool {
+		_, err := fs.Stat(fsys, fsName(p))
+		return err == nil
+	}
+	var mounts []Mount
+	if b, ok := read(path.Join(procfs, "self/mountinfo")); ok {
+		mounts = ParseMountinfo(string(b))
+	}
+	var cgroup1 string
+	if b, ok := read(path.Join(procfs, "1/cgroup")); ok {
+		cgroup1 = string(b)
+	}
+	var containerenv []byte
+	if b, ok := read("/run/.containerenv"); ok {
+		containerenv = b
+	}
+	c.Evidence = detectContainer(env, keys, mounts, cgroup1, containerenv != nil, string(containerenv), exists)
+	if len(c.Evidence) == 0 {
+		return c
+	}
+	c.Runtime = pickRuntime(c.Evidence)
+
+	if m := mountAt(mounts, "/dev/shm"); m != nil {
+		c.Shm = &state.ShmMount{FSType: m.FSType, Source: m.Source, Root: m.Root, SuperOptions: m.Super, SizeBytes: mountSize(m.Super)}
+	}
+	if b, ok := read(path.Join(procfs, "meminfo")); ok {
+		c.MemTotalBytes = memTotal(string(b))
+	}
+	if b, ok := read(path.Join(procfs, "self/limits")); ok {
+		if l, found := ParseLimits(string(b))["Max locked memory"]; found {
+			c.Memlock = &l
+		} else {
+			c.Errors = append(c.Errors, procfs+"/self/limits: no \"Max locked memory\" row")
+		}
+	}
+	if es, err := fs.ReadDir(fsys, fsName(path.Join(sysfs, "class/infiniband"))); err == nil {
+		for _, e := range es {
+			c.IBDevices = append(c.IBDevices, e.Name())
+		}
+	}
+	es, err := fs.ReadDir(fsys, fsName("/dev/infiniband"))
+	c.DevInfinibandRead = err == nil || errors.Is(err, fs.ErrNotExist)
+	for _, e := range es {
+		switch {
+		case strings.HasPrefix(e.Name(), "uverbs"):
+			c.UverbsDevices = append(c.UverbsDevices, "/dev/infiniband/"+e.Name())
+		case e.Name() == "rdma_cm":
+			c.RDMACM = true
+		}
+	}
+	if v, ok := env["NVIDIA_VISIBLE_DEVICES"]; ok {
+		c.NVIDIAVisibleDevices = &v
+	}
+	if v, ok := env["MELLANOX_VISIBLE_DEVICES"]; ok {
+		c.MellanoxVisibleDevices = &v
+	}
+	if b, ok := read(path.Join(sysfs, "module/nvidia/version")); ok && strings.TrimSpace(string(b)) != "" {
+		c.ModuleVersion, c.ModuleVersionFrom = strings.TrimSpace(string(b)), path.Join(sysfs, "module/nvidia/version")
+	} else if b, ok := read(path.Join(procfs, "driver/nvidia/version")); ok {
+		c.ModuleVersion, c.ModuleVersionFrom = kernel.ParseModuleVersion(string(b)), path.Join(procfs, "driver/nvidia/version")
+	}
+	c.NVMLLibraries = nvmlLibraries(fsys, env["LD_LIBRARY_PATH"])
+	return c
+}
+
+// detectContainer lists every marker present. The markers and their
+// sources are in docs/checks.md, "Containers".
+func detectContainer(env map[string]string, keys []string, mounts []Mount, cgroup1 string, hasContainerenv bool, containerenv string, exists func(string) bool) []state.ContainerEvidence {
+	var ev []state.ContainerEvidence
+	add := func(rt, seen string) { ev = append(ev, state.ContainerEvidence{Runtime: rt, Seen: seen}) }
+	for _, k := range keys {
+		switch {
+		case strings.HasPrefix(k, "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_"):
+			add("enroot", "env "+k+"="+env[k]+" (a Pyxis srun option)")
+		case strings.HasPrefix(k, "PYXIS_"), strings.HasPrefix(k, "ENROOT_"):
+			add("enroot", "env "+k+"="+env[k])
+		case k == "APPTAINER_CONTAINER", k == "SINGULARITY_CONTAINER", k == "APPTAINER_NAME", k == "SINGULARITY_NAME":
+			add("apptainer", "env "+k+"="+env[k])
+		case k == "container" && env[k] == "podman":
+			add("podman", "env container=podman")
+		case k == "KUBERNETES_SERVICE_HOST":
+			add("kubernetes", "env "+k+"="+env[k])
+		}
+	}
+	if m := mountAt(mounts, "/sys/class/infiniband"); m != nil && m.FSType == "tmpfs" {
+		add("enroot", "mountinfo: tmpfs over /sys/class/infiniband (Enroot's Mellanox hook)")
+	}
+	if exists("/.singularity.d") {
+		add("apptainer", "directory /.singularity.d")
+	}
+	if hasContainerenv {
+		seen := "file /run/.containerenv"
+		for _, l := range strings.Split(containerenv, "\n") {
+			if strings.HasPrefix(l, "engine=") {
+				seen += " (" + l + ")"
+			}
+		}
+		add("podman", seen)
+	}
+	if exists("/.dockerenv") {
+		add("docker", "file /.dockerenv")
+	}
+	for _, l := range strings.Split(cgroup1, "\n") {
+		_, _, p := cutCgroupLine(l)
+		switch {
+		case strings.Contains(p, "/docker/") || strings.Contains(p, "/docker-"):
+			add("docker", "/proc/1/cgroup: "+l)
+		case strings.Contains(p, "/libpod-") || strings.Contains(p, "/machine.slice/libpod"):
+			add("podman", "/proc/1/cgroup: "+l)
+		case strings.Contains(p, "kubepods"):
+			add("kubernetes", "/proc/1/cgroup: "+l)
+		default:
+			continue
+		}
+		break
+	}
+	return ev
+}
+
+func cutCgroupLine(l string) (id, ctrl, p string) {
+	id, rest, _ := strings.Cut(l, ":")
+	ctrl, p, _ = strings.Cut(rest, ":")
+	return id, ctrl, p
+}
+
+func pickRuntime(ev []state.ContainerEvidence) string {
+	for _, rt := range state.ContainerRuntimes {
+		for _, e := range ev {
+			if e.Runtime == rt {
+				return rt
+			}
+		}
+	}
+	return ""
+}
+
+// Mount is one line of /proc/PID/mountinfo (proc_pid_mountinfo(5)):
+//
+//	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+//	(1)(2)(3)   (4)   (5)      (6)      (7)   (8) (9)   (10)         (11)
+type Mount struct {
+	Root, MountPoint, Options, FSType, Source, Super string
+}
+
+// ParseMountinfo reads mountinfo lines; a malformed line is skipped. Paths
+// have space, tab, newline and backslash escaped as octal (\040).
+func ParseMountinfo(text string) []Mount {
+	var out []Mount
+	for _, l := range strings.Split(text, "\n") {
+		f := strings.Fields(l)
+		sep := -1
+		for i := 6; i < len(f); i++ {
+			if f[i] == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || len(f) < sep+3 {
+			continue
+		}
+		m := Mount{Root: unescapeMount(f[3]), MountPoint: unescapeMount(f[4]), Options: f[5], FSType: f[sep+1], Source: unescapeMount(f[sep+2])}
+		if len(f) > sep+3 {
+			m.Super = f[sep+3]
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// mountAt is the mount on top at p: a later line over-mounts an earlier one.
+func mountAt(ms []Mount, p string) *Mount {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].MountPoint == p {
+			return &ms[i]
+		}
+	}
+	return nil
+}
+
+// mountSize reads tmpfs' size= option (the kernel prints it in KiB:
+// "size=65536k"; a user's fstab may say m or g, shown as given on old
+// kernels); 0 when absent or unreadable.
+func mountSize(super string) uint64 {
+	for _, o := range strings.Split(super, ",") {
+		v, ok := strings.CutPrefix(o, "size=")
+		if !ok || v == "" {
+			continue
+		}
+		mult := uint64(1)
+		switch v[len(v)-1] {
+		case 'k', 'K':
+			mult = 1 << 10
+		case 'm', 'M':
+			mult = 1 << 20
+		case 'g', 'G':
+			mult = 1 << 30
+		case 't', 'T':
+			mult = 1 << 40
+		}
+		if mult > 1 {
+			v = v[:len(v)-1]
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n > ^uint64(0)/mult {
+			return 0
+		}
+		return n * mult
+	}
+	return 0
+}
+
+func memTotal(meminfo string) uint64 {
+	for _, l := range strings.Split(meminfo, "\n") {
+		if rest, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				if n, err := strconv.ParseUint(f[0], 10, 64); err == nil && n <= ^uint64(0)>>10 {
+					return n << 10
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// ParseLimits reads /proc/PID/limits (proc_pid_limits(5); the kernel
+// prints it in fs/proc/base.c as "%-25s %-20s %-20s %-10s"):
+//
+//	Limit                     Soft Limit           Hard Limit           Units
+//	Max locked memory         8388608              8388608              bytes
+//
+// The row name ends where the header's "Soft Limit" column starts; a value
+// is a number or "unlimited" (nil). A row that does not parse is left out.
+func ParseLimits(text string) map[string]state.Rlimit {
+	out := map[string]state.Rlimit{}
+	lines := strings.Split(text, "\n")
+	if len(lines) == 0 {
+		return out
+	}
+	col := strings.Index(lines[0], "Soft Limit")
+	if !strings.HasPrefix(lines[0], "Limit") || col <= 0 {
+		return out
+	}
+	for _, l := range lines[1:] {
+		if len(l) <= col {
+			continue
+		}
+		name := strings.TrimSpace(l[:col])
+		f := strings.Fields(l[col:])
+		if name == "" || len(f) < 2 {
+			continue
+		}
+		soft, ok1 := limitValue(f[0])
+		hard, ok2 := limitValue(f[1])
+		if !ok1 || !ok2 {
+			continue
+		}
+		r := state.Rlimit{Soft: soft, Hard: hard}
+		if len(f) > 2 {
+			r.Unit = f[2]
+		}
+		out[name] = r
+	}
+	return out
+}
+
+func limitValue(s string) (*uint64, bool) {
+	if s == "unlimited" {
+		return nil, true
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return nil, false
+	}
+	return &n, true
+}
+
+// nvmlLibDirs are the library directories of the images NVIDIA's container
+// toolkit and Enroot inject into (the toolkit mounts the host's libraries
+// into the image's own library directory; NVIDIA's CUDA images also put
+// /usr/local/nvidia/lib64 on LD_LIBRARY_PATH).
+var nvmlLibDirs = []string{"/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"}
+
+var nvmlLibName = regexp.MustCompile(`^libnvidia-ml\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$`)
+
+func nvmlLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
+	var dirs []string
+	for _, d := range strings.Split(ldLibraryPath, ":") {
+		if strings.HasPrefix(d, "/") && len(dirs) < maxLibraryDirs {
+			dirs = append(dirs, path.Clean(d))
+		}
+	}
+	dirs = append(dirs, nvmlLibDirs...)
+	seen := map[string]bool{}
+	var out []state.NVMLLibrary
+	for _, d := range dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		es, err := fs.ReadDir(fsys, fsName(d))
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			if m := nvmlLibName.FindStringSubmatch(e.Name()); m != nil {
+				out = append(out, state.NVMLLibrary{Path: path.Join(d, e.Name()), Version: m[1]})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,248 @@
+package collect
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// Mount lines as runc writes them for a container started with Docker's
+// (and Podman's) defaults: /dev/shm is its own "shm" tmpfs of 64 MiB
+// (docker run --shm-size: "default is 64MB"). The format is
+// proc_pid_mountinfo(5): ID parent major:minor root mount-point options
+// optional-fields - fstype source super-options.
+const dockerMountinfo = `1300 1299 0:58 / / rw,relatime master:1 - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/ABC:/var/lib/docker/overlay2/l/DEF,upperdir=/var/lib/docker/overlay2/0f1e/diff,workdir=/var/lib/docker/overlay2/0f1e/work
+1301 1300 0:63 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
+1302 1300 0:64 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755,inode64
+1303 1302 0:65 / /dev/pts rw,nosuid,noexec,relatime - devpts devpts rw,gid=5,mode=620,ptmxmode=666
+1304 1300 0:66 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs ro
+1319 1302 0:62 / /dev/mqueue rw,nosuid,nodev,noexec,relatime - mqueue mqueue rw
+1320 1302 0:67 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k,inode64
+`
+
+// An Enroot container (Pyxis) with the Mellanox hook: the fstab lines of
+// conf/mounts/10-system.fstab ("/dev/shm /dev/shm none bind", /dev rbind)
+// and conf/hooks/99-mellanox.sh ("tmpfs /sys/class/infiniband tmpfs ...")
+// as the kernel shows them: the host's /dev/shm bound in (no size=: half of
+// RAM) and a tmpfs over /sys/class/infiniband.
+const enrootMountinfo = `812 640 0:141 / / rw,nosuid,nodev,relatime - overlay overlay rw,lowerdir=/run/enroot/pyxis_4242.0/lower,upperdir=/run/enroot/pyxis_4242.0/upper,workdir=/run/enroot/pyxis_4242.0/work
+813 812 0:21 / /proc rw,nosuid,nodev,noexec,relatime - proc proc rw
+814 812 0:20 / /sys ro,nosuid,nodev,noexec,relatime - sysfs sysfs rw
+815 812 0:5 / /dev rw,nosuid,noexec,relatime - devtmpfs udev rw,size=1056440296k,nr_inodes=264110074,mode=755,inode64
+816 815 0:25 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,inode64
+850 814 0:150 / /sys/class/infiniband rw,nosuid,nodev,noexec,relatime - tmpfs tmpfs rw,mode=755,inode64
+`
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestReadContainer(t *testing.T) {
+	limits := mustRead(t, "testdata/container/limits-kernel-6.18.txt")
+	unlimited := strings.Replace(limits, "Max locked memory         8388608              8388608    ", "Max locked memory         unlimited            unlimited  ", 1)
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	dir := &fstest.MapFile{Mode: os.ModeDir | 0o755}
+	base := func() fstest.MapFS {
+		return fstest.MapFS{
+			"proc/self/limits":                                   file(limits),
+			"proc/meminfo":                                       file("MemTotal:       2113155272 kB\nMemFree:        2000000000 kB\n"),
+			"proc/1/cgroup":                                      file("0::/\n"),
+			"proc/driver/nvidia/version":                         file("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\nGCC version:  gcc version 12.2.0\n"),
+			"sys/class/infiniband/mlx5_0":                        dir,
+			"sys/class/infiniband/mlx5_1":                        dir,
+			"usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1":         {Data: []byte("libnvidia-ml.so.550.54.15"), Mode: os.ModeSymlink},
+			"usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15": file("ELF"),
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		env     []string
+		mut     func(fstest.MapFS)
+		runtime string
+		check   func(t *testing.T, c *state.Container)
+	}{
+		{name: "bare host: nothing recorded", env: []string{"SLURM_JOB_ID=1"},
+			check: func(t *testing.T, c *state.Container) {
+				if c.Memlock != nil || c.Shm != nil || c.IBDevices != nil || len(c.Evidence) != 0 {
+					t.Errorf("facts recorded outside a container: %+v", c)
+				}
+			}},
+		{name: "docker, 64 MB shm, no IB devices", runtime: "docker",
+			mut: func(m fstest.MapFS) {
+				m["proc/self/mountinfo"] = file(dockerMountinfo)
+				m[".dockerenv"] = file("")
+				m["proc/1/cgroup"] = file("12:devices:/docker/136811d8fa1136e2746d10f6443c4c787c3cfbab5273270cc3aeeb3a94b3cc51\n0::/\n")
+			},
+			check: func(t *testing.T, c *state.Container) {
+				want := &state.ShmMount{FSType: "tmpfs", Source: "shm", Root: "/", SuperOptions: "rw,size=65536k,inode64", SizeBytes: 64 << 20}
+				if !reflect.DeepEqual(c.Shm, want) {
+					t.Errorf("shm %+v, want %+v", c.Shm, want)
+				}
+				if c.Memlock == nil || c.Memlock.Soft == nil || *c.Memlock.Soft != 8<<20 || c.Memlock.Unit != "bytes" {
+					t.Errorf("memlock %+v", c.Memlock)
+				}
+				if len(c.Evidence) != 2 {
+					t.Errorf("evidence %+v: want /.dockerenv and /proc/1/cgroup", c.Evidence)
+				}
+				if !reflect.DeepEqual(c.IBDevices, []string{"mlx5_0", "mlx5_1"}) || c.UverbsDevices != nil || !c.DevInfinibandRead {
+					t.Errorf("ib %v uverbs %v read %v", c.IBDevices, c.UverbsDevices, c.DevInfinibandRead)
+				}
+				if c.ModuleVersion != "550.54.15" || c.ModuleVersionFrom != "/proc/driver/nvidia/version" {
+					t.Errorf("module %q from %q", c.ModuleVersion, c.ModuleVersionFrom)
+				}
+				if want := []state.NVMLLibrary{{Path: "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15", Version: "550.54.15"}}; !reflect.DeepEqual(c.NVMLLibraries, want) {
+					t.Errorf("libraries %+v", c.NVMLLibraries)
+				}
+			}},
+		{name: "podman: containerenv and container=podman", runtime: "podman", env: []string{"container=podman"},
+			mut: func(m fstest.MapFS) {
+				m["run/.containerenv"] = file("engine=\"podman-4.3.1\"\nname=\"gpuprobe-test\"\nrootless=0\n")
+				m["proc/self/limits"] = file(unlimited)
+				m["dev/infiniband/uverbs0"] = file("")
+				m["dev/infiniband/rdma_cm"] = file("")
+			},
+			check: func(t *testing.T, c *state.Container) {
+				if c.Memlock == nil || c.Memlock.Soft != nil || c.Memlock.Hard != nil {
+					t.Errorf("memlock %+v, want unlimited", c.Memlock)
+				}
+				if !reflect.DeepEqual(c.UverbsDevices, []string{"/dev/infiniband/uverbs0"}) || !c.RDMACM {
+					t.Errorf("uverbs %v rdma_cm %v", c.UverbsDevices, c.RDMACM)
+				}
+				if len(c.Evidence) != 2 || !strings.Contains(c.Evidence[1].Seen, `engine="podman-4.3.1"`) {
+					t.Errorf("evidence %+v", c.Evidence)
+				}
+			}},
+		{name: "pyxis/enroot with the Mellanox hook", runtime: "enroot",
+			env: []string{"SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image=nvcr.io#nvidia/pytorch:24.01-py3", "NVIDIA_VISIBLE_DEVICES=0,1", "MELLANOX_VISIBLE_DEVICES=all",
+				"LD_LIBRARY_PATH=/usr/local/cuda/compat/lib:/opt/nvml"},
+			mut: func(m fstest.MapFS) {
+				m["proc/self/mountinfo"] = file(enrootMountinfo)
+				m["sys/module/nvidia/version"] = file("550.54.15\n")
+				m["opt/nvml/libnvidia-ml.so.535.104.05"] = file("ELF")
+			},
+			check: func(t *testing.T, c *state.Container) {
+				if c.Shm == nil || c.Shm.SizeBytes != 0 || c.MemTotalBytes != 2113155272<<10 {
+					t.Errorf("shm %+v memtotal %d", c.Shm, c.MemTotalBytes)
+				}
+				if len(c.Evidence) != 2 || !strings.Contains(c.Evidence[1].Seen, "/sys/class/infiniband") {
+					t.Errorf("evidence %+v", c.Evidence)
+				}
+				if c.NVIDIAVisibleDevices == nil || *c.NVIDIAVisibleDevices != "0,1" || c.MellanoxVisibleDevices == nil {
+					t.Errorf("visible %v %v", c.NVIDIAVisibleDevices, c.MellanoxVisibleDevices)
+				}
+				if c.ModuleVersionFrom != "/sys/module/nvidia/version" || len(c.NVMLLibraries) != 2 || c.NVMLLibraries[0].Version != "535.104.05" {
+					t.Errorf("module %q from %q, libraries %+v", c.ModuleVersion, c.ModuleVersionFrom, c.NVMLLibraries)
+				}
+			}},
+		{name: "apptainer", runtime: "apptainer", env: []string{"APPTAINER_CONTAINER=/scratch/alice/pytorch.sif", "APPTAINER_NAME=pytorch.sif"},
+			mut: func(m fstest.MapFS) { m[".singularity.d/runscript"] = file("#!/bin/sh\n") },
+			check: func(t *testing.T, c *state.Container) {
+				if len(c.Evidence) != 3 {
+					t.Errorf("evidence %+v", c.Evidence)
+				}
+			}},
+		{name: "kubernetes pod on docker", runtime: "kubernetes", env: []string{"KUBERNETES_SERVICE_HOST=10.96.0.1"},
+			mut: func(m fstest.MapFS) {
+				m[".dockerenv"] = file("")
+				m["proc/1/cgroup"] = file("11:devices:/kubepods/burstable/pod94598a35-ad1e-4a00-91b1-1db37e8f52f6/22c18c845c47\n")
+			}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := base()
+			if c.mut != nil {
+				c.mut(m)
+			}
+			got := readContainer(m, "/proc", "/sys", c.env)
+			if got.Runtime != c.runtime {
+				t.Errorf("runtime %q, want %q (evidence %+v)", got.Runtime, c.runtime, got.Evidence)
+			}
+			if len(got.Errors) > 0 {
+				t.Errorf("errors %v", got.Errors)
+			}
+			if c.check != nil {
+				c.check(t, got)
+			}
+		})
+	}
+}
+
+func TestParseLimits(t *testing.T) {
+	l := ParseLimits(mustRead(t, "testdata/container/limits-kernel-6.18.txt"))
+	if len(l) != 16 {
+		t.Errorf("%d rows, want 16: %+v", len(l), l)
+	}
+	if r := l["Max locked memory"]; r.Soft == nil || *r.Soft != 8388608 || r.Hard == nil || *r.Hard != 8388608 || r.Unit != "bytes" {
+		t.Errorf("memlock %+v", r)
+	}
+	if r := l["Max cpu time"]; r.Soft != nil || r.Hard != nil {
+		t.Errorf("cpu time %+v, want unlimited", r)
+	}
+	if r, ok := l["Max nice priority"]; !ok || r.Unit != "" || *r.Soft != 0 {
+		t.Errorf("nice %+v", r)
+	}
+	if len(ParseLimits("garbage\nMax locked memory 1 2 bytes\n")) != 0 {
+		t.Error("rows read without the header")
+	}
+}
+
+func TestParseMountinfo(t *testing.T) {
+	ms := ParseMountinfo(dockerMountinfo + "bad line\n" + `99 1 0:1 /a\040b /mnt/with\040space rw shared:2 master:3 - ext4 /dev/sda1 rw` + "\n")
+	if len(ms) != 8 {
+		t.Fatalf("%d mounts", len(ms))
+	}
+	if m := ms[7]; m.Root != "/a b" || m.MountPoint != "/mnt/with space" || m.FSType != "ext4" || m.Source != "/dev/sda1" || m.Super != "rw" {
+		t.Errorf("%+v", m)
+	}
+	if m := mountAt(ms, "/dev/shm"); m == nil || mountSize(m.Super) != 64<<20 {
+		t.Errorf("shm %+v", m)
+	}
+	for in, want := range map[string]uint64{"rw,size=65536k": 64 << 20, "size=1g": 1 << 30, "size=12345": 12345, "rw": 0, "size=99999999999999999999k": 0, "size=k": 0} {
+		if got := mountSize(in); got != want {
+			t.Errorf("mountSize(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+func FuzzParseLimits(f *testing.F) {
+	f.Add(mustReadF(f, "testdata/container/limits-kernel-6.18.txt"))
+	f.Add("Limit   Soft Limit\nMax x   unlimited 5\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for name, r := range ParseLimits(s) {
+			if name == "" || strings.TrimSpace(name) != name {
+				t.Errorf("row name %q", name)
+			}
+			_ = r
+		}
+	})
+}
+
+func FuzzParseMountinfo(f *testing.F) {
+	f.Add(dockerMountinfo)
+	f.Add(enrootMountinfo)
+	f.Add(`1 2 3:4 /\134 /\04 rw - t s o`)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, m := range ParseMountinfo(s) {
+			if m.FSType == "" || m.MountPoint == "" {
+				t.Errorf("empty field in %+v", m)
+			}
+			_ = mountSize(m.Super)
+		}
+	})
+}
+
+func mustReadF(f *testing.F, p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return string(b)
+}
