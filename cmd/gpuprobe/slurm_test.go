@@ -83,7 +83,7 @@ func TestSlurmDrainAndResume(t *testing.T) {
 	}
 	code, out, errs := hc("dgx-h100:row-remap-pending=3")
 	st, reason := state()
-	if code != 1 || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprobe: gpu.row_remap: GPU 3") || !strings.Contains(errs, "slurm-drain: drained node") {
+	if code != 1 || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprobe: gpu.row_remap node gpu=3 GPU 3") || !strings.Contains(errs, "slurm-drain: drained node") {
 		t.Fatalf("fault: exit %d state %q reason %q\n%s%s", code, st, reason, out, errs)
 	}
 	if strings.Contains(out, "job.") {
