@@ -58,7 +58,37 @@ type Scontrol struct {
 	SlurmConf string
 	// Timeout bounds each call; the context may cut it shorter.
 	Timeout time.Duration
+	// MaxOutput bounds what a call may print (default DefaultMaxOutput):
+	// more ends the call with an error.
+	MaxOutput int
 }
+
+// DefaultMaxOutput holds a one-line listing of a very large cluster (a
+// node's line is under 2 KiB).
+const DefaultMaxOutput = 64 << 20
+
+// cappedBuffer keeps at most max bytes and fails the write past them, which
+// ends the copy from scontrol's pipe. It must not embed bytes.Buffer: its
+// ReadFrom would let io.Copy bypass Write and the cap.
+type cappedBuffer struct {
+	buf    bytes.Buffer
+	max    int
+	over   bool
+	onOver func()
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > b.max {
+		if !b.over && b.onOver != nil {
+			b.onOver() // kill scontrol: it would block on the full pipe
+		}
+		b.over = true
+		return 0, fmt.Errorf("more than %d bytes of output", b.max)
+	}
+	return b.buf.Write(p)
+}
+
+func (b *cappedBuffer) String() string { return b.buf.String() }
 
 // DefaultScontrolTimeout is generous for a busy slurmctld yet leaves a
 // 45 s health check room for the show and the update.
@@ -83,9 +113,16 @@ func (s *Scontrol) run(ctx context.Context, args ...string) (string, error) {
 	// (the real scontrol behind a site's wrapper) must not outlive the run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	limit := s.MaxOutput
+	if limit <= 0 {
+		limit = DefaultMaxOutput
+	}
+	out, errb := &cappedBuffer{max: limit, onOver: cancel}, &cappedBuffer{max: 64 << 10, onOver: cancel}
+	cmd.Stdout, cmd.Stderr = out, errb
 	err := cmd.Run()
+	if out.over || errb.over {
+		return "", fmt.Errorf("%s %s: more than %d bytes of output", s.Path, strings.Join(args, " "), map[bool]int{true: limit, false: errb.max}[out.over])
+	}
 	if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return out.String(), fmt.Errorf("%s %s: no answer within %s", s.Path, strings.Join(args, " "), t)
 	}
@@ -106,6 +143,16 @@ func (s *Scontrol) ShowNode(ctx context.Context, node string) (slurmstate.NodeIn
 		n.Name = node
 	}
 	return n, err
+}
+
+// ShowNodes lists every node of the cluster in one call ("scontrol -o show
+// nodes"), for the drain circuit breaker.
+func (s *Scontrol) ShowNodes(ctx context.Context) ([]slurmstate.NodeInfo, error) {
+	out, err := s.run(ctx, "-o", "show", "nodes")
+	if err != nil {
+		return nil, err
+	}
+	return ParseShowNodes(out)
 }
 
 // Drain drains node with reason (passed as one argument, never via a shell).
