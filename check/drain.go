@@ -42,6 +42,9 @@ type DrainDecision struct {
 	// Reason is the drain reason to set (Drain only).
 	Reason string `json:"reason,omitempty"`
 	Why    string `json:"why"`
+	// Breaker is the circuit breaker's verdict on a new drain (nil when it
+	// was not asked); Suppressed there means the node was not drained.
+	Breaker *BreakerVerdict `json:"breaker,omitempty"`
 }
 
 // leaveAlone are states NHC's node-mark-offline/online do not touch: the node
