@@ -54,6 +54,9 @@ type DrainConfig struct {
 	// wrong line in a shared gres.conf would drain every node that reads it,
 	// while the GPUs are fine; the finding is reported (and alerted on) either way.
 	ConfigChecks bool `yaml:"config_checks"`
+	// Breaker stops new drains when gpuprobe's drains already cover too
+	// much of the cluster (check/breaker.go, docs/slurm.md).
+	Breaker BreakerConfig `yaml:"breaker"`
 }
 
 // XIDConfig sets gpu.xid.
@@ -207,6 +210,7 @@ func DefaultConfig() *Config {
 		Job:          DefaultJobConfig(),
 		Perf:         DefaultPerfConfig(),
 		Topo:         DefaultTopoConfig(),
+		Drain:        DrainConfig{Breaker: DefaultBreakerConfig()},
 	}
 }
 
@@ -278,6 +282,7 @@ func (cfg *Config) Validate() error {
 		bad("nvlink.replay_growth_warn %d is above nvlink.replay_growth_fail %d: the warning could never come first", w, f)
 	}
 	cfg.Platform.validate(bad)
+	cfg.Drain.Breaker.validate(bad)
 	for key, codes := range map[string][]int{"xid.critical": cfg.XID.Critical, "xid.ignore": cfg.XID.Ignore} {
 		for _, c := range codes {
 			if c < 1 || c > 999 {

@@ -42,6 +42,9 @@ type DrainDecision struct {
 	// Reason is the drain reason to set (Drain only).
 	Reason string `json:"reason,omitempty"`
 	Why    string `json:"why"`
+	// Breaker is the circuit breaker's verdict on a new drain (nil when it
+	// was not asked); Suppressed there means the node was not drained.
+	Breaker *BreakerVerdict `json:"breaker,omitempty"`
 }
 
 // leaveAlone are states NHC's node-mark-offline/online do not touch: the node
@@ -86,6 +89,8 @@ func Decide(n slurmstate.NodeInfo, failing bool, reason string) DrainDecision {
 type DrainFailure struct {
 	ID      string
 	Summary string
+	// GPUs are the indexes of the GPUs at fault, if the check named any.
+	GPUs []int
 }
 
 // configChecks judge the Slurm configuration, not the node's hardware.
@@ -135,32 +140,23 @@ func DrainFailures(rs []Result, cfg *Config) []DrainFailure {
 	out := make([]DrainFailure, len(picked))
 	for i, r := range picked {
 		out[i] = DrainFailure{ID: r.ID, Summary: r.Summary}
+		for _, d := range r.Devices {
+			out[i].GPUs = append(out[i].GPUs, d.Index)
+		}
 	}
 	return out
 }
 
-// DrainReason builds "gpuprobe: <check>: <summary>" for the first failure,
-// counts the others, and cuts it to MaxReasonLen. Control characters and
-// quotes are dropped: the reason travels as one argv element (no shell), but
-// admins paste it into shells and tickets.
+// DrainReason builds the reason for the first failure in the grammar of
+// reason.go ("gpuprobe: <check> <class> [gpu=<i>] <summary> (+N more)"),
+// counting the others, cut to MaxReasonLen. Control characters and quotes
+// are dropped: the reason travels as one argv element (no shell), but admins
+// paste it into shells and tickets.
 func DrainReason(fails []DrainFailure) string {
 	if len(fails) == 0 {
 		return ""
 	}
-	s := ReasonPrefix + " " + fails[0].ID + ": " + fails[0].Summary
-	more := ""
-	if len(fails) > 1 {
-		more = fmt.Sprintf(" (+%d more)", len(fails)-1)
-	}
-	s = cleanReason(s)
-	if len(s)+len(more) > MaxReasonLen {
-		cut := MaxReasonLen - len(more) - len("...")
-		for cut > 0 && !utf8Start(s[cut]) {
-			cut--
-		}
-		s = strings.TrimRight(s[:cut], " ") + "..."
-	}
-	return s + more
+	return reasonFor(fails[0], len(fails)-1).String()
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -34,6 +34,9 @@ func TestDecide(t *testing.T) {
 		{"MIXED+DRAIN", ours, false, DrainResume},
 		{"DRAINED", ours, false, DrainResume},
 		{"DRAINING", ours, false, DrainResume},
+		// Both the grammar and the format before it are gpuprobe's.
+		{"IDLE+DRAIN", "gpuprobe: gpu.ecc node gpu=1 GPU 1: 2 uncorrectable ECC errors", false, DrainResume},
+		{"IDLE+DRAIN", "gpuprobe: fabric.state transient fabric still training", true, DrainSet},
 		// Drained by anyone else: never overwrite, never resume.
 		{"IDLE+DRAIN", "admin: replacing PSU", true, DrainNone},
 		{"IDLE+DRAIN", "admin: replacing PSU", false, DrainNone},
@@ -70,22 +73,31 @@ func TestDrainReason(t *testing.T) {
 	if r := DrainReason(nil); r != "" {
 		t.Errorf("no failures: %q", r)
 	}
-	r := DrainReason([]DrainFailure{{"gpu.row_remap", "GPU 3 (0000:5d:00.0): row remap pending"}})
-	if r != "gpuprobe: gpu.row_remap: GPU 3 (0000:5d:00.0): row remap pending" {
+	r := DrainReason([]DrainFailure{{ID: "gpu.row_remap", Summary: "GPU 3 (0000:5d:00.0): row remap pending", GPUs: []int{3}}})
+	if r != "gpuprobe: gpu.row_remap node gpu=3 GPU 3 (0000:5d:00.0): row remap pending" {
+		t.Errorf("reason %q", r)
+	}
+	r = DrainReason([]DrainFailure{{ID: "fabric.state", Summary: "fabric still training"}})
+	if r != "gpuprobe: fabric.state transient fabric still training" {
 		t.Errorf("reason %q", r)
 	}
 	long := strings.Repeat("GPU 7: link down; ", 40) + "\"quoted\"\n$(rm -rf /)`x`"
-	r = DrainReason([]DrainFailure{{"nvlink.state", long}, {"gpu.ecc", "x"}, {"gpu.count", "y"}})
-	if len(r) > MaxReasonLen || !strings.HasPrefix(r, ReasonPrefix+" nvlink.state: GPU 7") || !strings.HasSuffix(r, "... (+2 more)") {
+	r = DrainReason([]DrainFailure{{ID: "nvlink.state", Summary: long, GPUs: []int{7}}, {ID: "gpu.ecc", Summary: "x"}, {ID: "gpu.count", Summary: "y"}})
+	if len(r) > MaxReasonLen || !strings.HasPrefix(r, ReasonPrefix+" nvlink.state node gpu=7 GPU 7") || !strings.HasSuffix(r, "... (+2 more)") {
 		t.Errorf("long reason (%d bytes) %q", len(r), r)
 	}
-	r = DrainReason([]DrainFailure{{"x", "tab\there \"q\" 'q' `q` line\nbreak"}})
+	r = DrainReason([]DrainFailure{{ID: "x", Summary: "tab\there \"q\" 'q' `q` line\nbreak"}})
 	if strings.ContainsAny(r, "\"'`\n\t") {
 		t.Errorf("reason keeps quotes or control characters: %q", r)
 	}
-	r = DrainReason([]DrainFailure{{"x", strings.Repeat("é", 300)}})
+	r = DrainReason([]DrainFailure{{ID: "x", Summary: strings.Repeat("é", 300)}})
 	if !utf8.ValidString(r) || len(r) > MaxReasonLen {
 		t.Errorf("cut inside a rune or too long: %q", r)
+	}
+	many := []int{9, 1, 2, 3, 4, 5, 6, 7, 8, 1}
+	r = DrainReason([]DrainFailure{{ID: "gpu.ecc", Summary: "9 GPUs", GPUs: many}})
+	if r != "gpuprobe: gpu.ecc node gpu=1,2,3,4,5,6,7,8+ 9 GPUs" {
+		t.Errorf("many GPUs: %q", r)
 	}
 }
 
@@ -111,7 +123,7 @@ func TestDrainFailures(t *testing.T) {
 	if got := ids(DrainFailures(rs, cfg)); got != "gpu.xid,nvlink.state,gpu.processes" {
 		t.Errorf("default: %s", got)
 	}
-	if r := DrainReason(DrainFailures(rs, cfg)); !strings.HasPrefix(r, "gpuprobe: gpu.xid: GPU 3: Xid 79") {
+	if r := DrainReason(DrainFailures(rs, cfg)); !strings.HasPrefix(r, "gpuprobe: gpu.xid node GPU 3: Xid 79") {
 		t.Errorf("reason %q does not lead with the XID", r)
 	}
 	cfg.Strict, cfg.Drain.ConfigChecks = true, true

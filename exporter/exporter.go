@@ -153,5 +153,8 @@ func renderState(em emitter, s *Snapshot, perLink bool) {
 		// say). Otherwise a wedged node kept reporting yesterday's 1 and
 		// GpuprobeNodeUnhealthy stayed quiet.
 		em.gauge(dNodeHealthy, b2f(healthy && !s.Stale))
+		if d := s.Doc.Drain; d != nil {
+			em.gauge(dDrainSuppressed, b2f(d.Breaker != nil && d.Breaker.Suppressed))
+		}
 	}
 }

@@ -30,8 +30,9 @@ var (
 	dSourceDuration  = desc("source_duration_seconds", "Time the collector took in the last cycle.", "source")
 	dSimulated       = desc("simulated", "1 when the data comes from --simulate, not real hardware.")
 
-	dNodeHealthy = desc("node_healthy", "1 when no node check failed or errored (warnings count as healthy) in a fresh collection; 0 while the data is stale.")
-	dCheckStatus = desc("check_status", "Check verdict: 0 pass, 1 warn, 2 fail, 3 error, -1 skip.", "check")
+	dNodeHealthy     = desc("node_healthy", "1 when no node check failed or errored (warnings count as healthy) in a fresh collection; 0 while the data is stale.")
+	dDrainSuppressed = desc("drain_suppressed", "1 when check --slurm-drain found the node failing but the drain circuit breaker kept it in service (docs/slurm.md); only in a --slurm-drain run's textfile.")
+	dCheckStatus     = desc("check_status", "Check verdict: 0 pass, 1 warn, 2 fail, 3 error, -1 skip.", "check")
 
 	dDriverInfo = desc("driver_info", "Driver versions (always 1).", "driver_version", "cuda_driver_version")
 	dNVMLUp     = desc("nvml_up", "1 when NVML loaded and initialised.")

@@ -45,6 +45,9 @@ type Document struct {
 	// JobPerf is the running job `gpuprobe job` sampled: the figures its
 	// perf.* verdicts stand on.
 	JobPerf *state.JobPerf `json:"job_perf,omitempty"`
+	// Drain is what check --slurm-drain did to the node, and why (the
+	// circuit breaker's verdict when it suppressed a drain).
+	Drain *check.DrainDecision `json:"drain,omitempty"`
 }
 
 // New assembles the document for a run.

@@ -124,6 +124,16 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		b.WriteString(" " + paint(yellow, "[SIMULATED]"))
 	}
 	b.WriteString("\n")
+	if dr := d.Drain; dr != nil {
+		switch {
+		case dr.Breaker != nil && dr.Breaker.Suppressed:
+			fmt.Fprintf(&b, "%s %s — %s\n", paint(bold+yellow, "drain: SUPPRESSED by the circuit breaker:"), clean(dr.Reason), clean(dr.Breaker.Why))
+		case dr.Reason != "":
+			fmt.Fprintf(&b, "drain: %s %s — %s\n", clean(string(dr.Action)), clean(dr.Reason), clean(dr.Why))
+		default:
+			fmt.Fprintf(&b, "drain: %s — %s\n", clean(string(dr.Action)), clean(dr.Why))
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -499,7 +499,7 @@ wait_for $((INTERVAL + 10)) more_on_n1 || fail "health check stopped on $N1"
 sinfo_r=$(c sinfo -h -R -o '%n|%E' 2>&1)
 show1=$(c scontrol show node $N1 2>&1)
 if [ "$(node_state $N1)" = idle ] && [[ "$show1" != *"Reason="* ]] &&
-	[ "$(wc -l <<<"$sinfo_r")" = 1 ] && [[ "$sinfo_r" == "$N2|gpuprobe: gpu.row_remap: GPU 3"* ]]; then
+	[ "$(wc -l <<<"$sinfo_r")" = 1 ] && [[ "$sinfo_r" == "$N2|gpuprobe: gpu.row_remap node gpu=3 GPU 3"* ]]; then
 	pass "one node of two drained: sinfo -R lists only $N2 ($sinfo_r); $N1 idle, no Reason"
 else
 	fail "after the fault on $N2: $N1 $(node_state $N1) ($(grep -o 'State=[^ ]*\|Reason=.*' <<<"$show1" | tr '\n' ' ')); sinfo -R: $sinfo_r"

@@ -3,6 +3,7 @@ package slurm
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuprobe/gpuprobe/check"
 )
@@ -68,4 +69,45 @@ func FuzzParseShowNode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// "scontrol -o show nodes": one node a line, the reason with blanks and its
+// [user@time] in the middle of the line.
+const showNodesOneLine = `NodeName=gp2n1 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE ThreadsPerCore=1 Partitions=debug,gpu BootTime=2026-11-22T04:00:00 CfgTRES=cpu=2 CurrentWatts=0 AveWatts=0
+NodeName=gp2n2 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE+DRAIN ThreadsPerCore=1 Partitions=gpu BootTime=2026-11-22T04:00:00 Reason=gpuprobe: gpu.row_remap node gpu=3 GPU 3: row remap pending [slurm@2026-11-22T05:08:27] Comment=x
+NodeName=gp2n3 State=DOWN+DRAIN+NOT_RESPONDING Partitions=gpu Reason=admin: see [ticket@jira] PSU [root@2026-11-21T01:02:03]
+NodeName=gp2n4 State=IDLE Partitions=(null)
+`
+
+func TestParseShowNodes(t *testing.T) {
+	ns, err := ParseShowNodes(showNodesOneLine)
+	if err != nil || len(ns) != 4 {
+		t.Fatalf("%d nodes, %v", len(ns), err)
+	}
+	if n := ns[0]; n.Name != "gp2n1" || n.Drained() || n.Reason != "" || strings.Join(n.Partitions, ",") != "debug,gpu" {
+		t.Errorf("%+v", n)
+	}
+	want := time.Date(2026, 11, 22, 5, 8, 27, 0, time.Local)
+	if n := ns[1]; !n.Drained() || n.Reason != "gpuprobe: gpu.row_remap node gpu=3 GPU 3: row remap pending" || !n.ReasonTime.Equal(want) || strings.Join(n.Partitions, ",") != "gpu" {
+		t.Errorf("%+v", n)
+	}
+	if n := ns[2]; n.Reason != "admin: see [ticket@jira] PSU" || n.Base != "DOWN" {
+		t.Errorf("%+v", n)
+	}
+	if n := ns[3]; len(n.Partitions) != 0 {
+		t.Errorf("%+v", n)
+	}
+	for _, bad := range []string{"garbage\n", "NodeName=x Arch=y\n", "State=IDLE\n"} {
+		if _, err := ParseShowNodes(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+	if ns, err := ParseShowNodes("\n"); err != nil || len(ns) != 0 {
+		t.Errorf("empty: %v %v", ns, err)
+	}
+	// The multi-line form keeps the reason's time too.
+	n, _ := ParseShowNode(showNodeDrained)
+	if !n.ReasonTime.Equal(want) {
+		t.Errorf("reason time %v", n.ReasonTime)
+	}
 }

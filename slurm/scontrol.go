@@ -58,7 +58,15 @@ type Scontrol struct {
 	SlurmConf string
 	// Timeout bounds each call; the context may cut it shorter.
 	Timeout time.Duration
+	// MaxOutput bounds what a call may print on stdout (default
+	// MaxScontrolOutput; the cluster listing, ListingMaxOutput): more ends
+	// the call with an error.
+	MaxOutput int
 }
+
+// ListingMaxOutput holds `scontrol -o show nodes` of a very large cluster
+// (a node's line is under 2 KiB: 64 MiB is some 30,000 nodes).
+const ListingMaxOutput = 64 << 20
 
 // DefaultScontrolTimeout is generous for a busy slurmctld yet leaves a
 // 45 s health check room for the show and the update.
@@ -87,7 +95,11 @@ func (s *Scontrol) run(ctx context.Context, args ...string) (string, error) {
 	// (the real scontrol behind a site's wrapper) must not outlive the run.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	out := &cappedBuffer{max: MaxScontrolOutput, stop: stop, what: "output"}
+	limit := s.MaxOutput
+	if limit <= 0 {
+		limit = MaxScontrolOutput
+	}
+	out := &cappedBuffer{max: limit, stop: stop, what: "output"}
 	errb := &cappedBuffer{max: MaxScontrolOutput, stop: stop, what: "error output"}
 	cmd.Stdout, cmd.Stderr = out, errb
 	err := cmd.Run()
@@ -140,6 +152,20 @@ func (s *Scontrol) ShowNode(ctx context.Context, node string) (slurmstate.NodeIn
 		n.Name = node
 	}
 	return n, err
+}
+
+// ShowNodes lists every node of the cluster in one call ("scontrol -o show
+// nodes"), for the drain circuit breaker.
+func (s *Scontrol) ShowNodes(ctx context.Context) ([]slurmstate.NodeInfo, error) {
+	list := *s
+	if list.MaxOutput <= 0 {
+		list.MaxOutput = ListingMaxOutput
+	}
+	out, err := list.run(ctx, "-o", "show", "nodes")
+	if err != nil {
+		return nil, err
+	}
+	return ParseShowNodes(out)
 }
 
 // Drain drains node with reason (passed as one argument, never via a shell).

@@ -108,3 +108,22 @@ func TestScontrolOutputIsBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestScontrolShowNodesBounded(t *testing.T) {
+	path, args := fakeScontrol(t, "echo 'NodeName=n1 State=IDLE Partitions=gpu'\necho 'NodeName=n2 State=IDLE+DRAIN Partitions=gpu Reason=gpuprobe: gpu.ecc node x [root@2026-11-22T05:08:27]'\n")
+	s := &Scontrol{Path: path, Timeout: 5 * time.Second}
+	ns, err := s.ShowNodes(context.Background())
+	if err != nil || len(ns) != 2 || ns[1].Reason != "gpuprobe: gpu.ecc node x" {
+		t.Fatalf("ShowNodes = %+v, %v", ns, err)
+	}
+	if a, _ := os.ReadFile(args); !strings.HasPrefix(string(a), "-o\nshow\nnodes\n") {
+		t.Errorf("argv %q", a)
+	}
+	// A flood of output ends the call with an error, not a large buffer.
+	flood, _ := fakeScontrol(t, "yes 'NodeName=n1 State=IDLE Partitions=gpu'\n")
+	s = &Scontrol{Path: flood, Timeout: 5 * time.Second, MaxOutput: 1 << 20}
+	start := time.Now()
+	if _, err := s.ShowNodes(context.Background()); err == nil || !strings.Contains(err.Error(), "over the size limit") || time.Since(start) > 4*time.Second {
+		t.Errorf("flood: %v after %s", err, time.Since(start))
+	}
+}

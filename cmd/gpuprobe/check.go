@@ -22,7 +22,8 @@ func init() { registrars = append(registrars, registerCheck) }
 
 // checkExtension lets a feature add flags to 'check' and act on its results
 // (drain the node, write a textfile) without growing this file. Extensions
-// run in registration order after the report is printed; an extension may
+// run in registration order, act before the report is printed and after
+// once it is; an extension may
 // raise the exit code, never lower it. flags is called for every run, so an
 // extension must reset the variables its flags bind there.
 type checkExtension struct {
@@ -37,6 +38,9 @@ type checkExtension struct {
 	// when the run ends early.
 	start func(f *checkFlags) (stop func())
 	after func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
+	// act runs before the report is written and may record in it what it
+	// did (the Slurm drain).
+	act func(c *cli, node *state.Node, doc *report.Document) (exit int, err error)
 }
 
 var checkExtensions []checkExtension
@@ -180,6 +184,19 @@ func (c *cli) runCheck(f *checkFlags) error {
 	}
 	doc := report.New(node, results, cfg.Strict, time.Since(start))
 	doc.Source = source
+	// Extensions that act on the node (the Slurm drain) do so before the
+	// report is written, so that it says what they did.
+	exit := 0
+	for _, e := range checkExtensions {
+		if e.act == nil {
+			continue
+		}
+		code, err := e.act(c, node, doc)
+		if err != nil {
+			return err
+		}
+		exit = max(exit, code)
+	}
 	if f.format == "json" {
 		err = doc.WriteJSON(c.stdout)
 	} else {
@@ -188,7 +205,7 @@ func (c *cli) runCheck(f *checkFlags) error {
 	if err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
-	c.exit = check.ExitCode(results, cfg.Strict)
+	c.exit = max(check.ExitCode(results, cfg.Strict), exit)
 	for _, e := range checkExtensions {
 		if e.after == nil {
 			continue

@@ -24,6 +24,7 @@ import (
 type slurmFlags struct {
 	job, jobSet  bool
 	drain        bool
+	breaker      bool
 	scontrol     string
 	deadline     time.Duration
 	minGPUMemory string
@@ -47,7 +48,7 @@ var watchdogExit = os.Exit
 
 func init() {
 	s := &slurmFlags{}
-	checkExtensions = append(checkExtensions, checkExtension{flags: s.register, start: s.begin, configure: s.configure, after: s.after})
+	checkExtensions = append(checkExtensions, checkExtension{flags: s.register, start: s.begin, configure: s.configure, act: s.act})
 }
 
 func (s *slurmFlags) register(cmd *kingpin.CmdClause) {
@@ -59,6 +60,8 @@ func (s *slurmFlags) register(cmd *kingpin.CmdClause) {
 		IsSetByUser(&s.jobSet).BoolVar(&s.job)
 	cmd.Flag("slurm-drain", "HealthCheckProgram mode: run the node checks and drain this node (scontrol update State=DRAIN Reason=\"gpuprobe: ...\") on failure; resume it when healthy if gpuprobe drained it. Never overwrites another reason; leaves down, maint and reserved nodes alone.").
 		BoolVar(&s.drain)
+	cmd.Flag("drain-breaker", "--slurm-drain: before a new drain, list the cluster's nodes (one scontrol call) and do not drain when gpuprobe's drains already cover too much of it (drain.breaker in the config, docs/slurm.md). --no-drain-breaker is the emergency override.").
+		Default("true").BoolVar(&s.breaker)
 	cmd.Flag("scontrol", "Absolute path of scontrol for --slurm-drain (default: the first of "+strings.Join(slurm.DefaultScontrolDirs, ", ")+"; slurmd gives a health check no PATH).").
 		PlaceHolder("PATH").StringVar(&s.scontrol)
 	cmd.Flag("slurm-deadline", "Hard deadline of a --slurm-drain run, scontrol included; slurmd kills a health check at 60 s.").
@@ -120,6 +123,9 @@ func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Opti
 			cfg.Skip = append(cfg.Skip, "job")
 		}
 	}
+	if !s.breaker {
+		cfg.Drain.Breaker.Off = true
+	}
 	if !s.drain {
 		return nil
 	}
@@ -145,7 +151,7 @@ func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Opti
 	return nil
 }
 
-func (s *slurmFlags) after(c *cli, n *state.Node, doc *report.Document) (int, error) {
+func (s *slurmFlags) act(c *cli, n *state.Node, doc *report.Document) (int, error) {
 	if !s.drain {
 		return 0, nil
 	}
@@ -179,6 +185,26 @@ func (s *slurmFlags) after(c *cli, n *state.Node, doc *report.Document) (int, er
 	}
 	d := check.Decide(info, len(fails) > 0, check.DrainReason(fails))
 	log = log.With(zap.String("state", info.State), zap.String("old_reason", info.Reason), zap.Int("failed_checks", len(fails)))
+	if d.Action == check.DrainSet && !info.Drained() {
+		// A new drain: ask the circuit breaker, with one listing of the
+		// cluster (only in a run that is about to drain).
+		in := check.BreakerInput{Node: node, Check: fails[0].ID, Now: time.Now()}
+		if !s.cfg.Drain.Breaker.Off {
+			in.Cluster, err = sc.ShowNodes(ctx)
+			if err != nil {
+				in.ListError = err.Error()
+			}
+		}
+		v := check.Breaker(s.cfg.Drain.Breaker, in)
+		d.Breaker = &v
+		if v.Suppressed {
+			doc.Drain = &d
+			log.Warn("slurm-drain: drain suppressed by the circuit breaker", zap.String("reason", d.Reason), zap.String("why", v.Why),
+				zap.Int("gpuprobe_drains", v.Owned), zap.Int("nodes", v.Nodes))
+			return 0, nil
+		}
+	}
+	doc.Drain = &d
 	switch d.Action {
 	case check.DrainSet:
 		if err := sc.Drain(ctx, node, d.Reason); err != nil {

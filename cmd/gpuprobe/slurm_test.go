@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,14 @@ func fakeScontrol(t *testing.T, state, reason string) (path, dir string) {
 D=` + dir + `
 echo "$*" >> $D/calls
 case "$1" in
+-o)
+  [ -f $D/list-fails ] && { echo "scontrol: error: Unable to contact slurm controller" >&2; exit 1; }
+  r=$(cat $D/reason)
+  line="NodeName=vm Arch=x86_64 State=$(cat $D/state) Partitions=debug"
+  [ -n "$r" ] && line="$line Reason=$r [root@2026-11-22T05:08:27]"
+  echo "$line"
+  [ -f $D/others ] && cat $D/others
+  exit 0 ;;
 show)
   echo "NodeName=$3 Arch=x86_64"
   echo "   State=$(cat $D/state) ThreadsPerCore=1"
@@ -83,7 +92,7 @@ func TestSlurmDrainAndResume(t *testing.T) {
 	}
 	code, out, errs := hc("dgx-h100:row-remap-pending=3")
 	st, reason := state()
-	if code != 1 || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprobe: gpu.row_remap: GPU 3") || !strings.Contains(errs, "slurm-drain: drained node") {
+	if code != 1 || st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprobe: gpu.row_remap node gpu=3 GPU 3") || !strings.Contains(errs, "slurm-drain: drained node") {
 		t.Fatalf("fault: exit %d state %q reason %q\n%s%s", code, st, reason, out, errs)
 	}
 	if strings.Contains(out, "job.") {
@@ -229,5 +238,64 @@ func TestSlurmConfUnreadableIsAnError(t *testing.T) {
 				t.Errorf("%s: %s %s: %q, want an error naming the file and %q", c.path, r.ID, r.Status, r.Summary, c.reason)
 			}
 		}
+	}
+}
+
+// The circuit breaker: a failing node in a cluster where gpuprobe's drains
+// already cover too much is not drained; the log, the report and the
+// textfile say so; --no-drain-breaker drains anyway; a cluster that cannot
+// be listed is not drained.
+func TestSlurmDrainBreaker(t *testing.T) {
+	sc, dir := fakeScontrol(t, "IDLE", "")
+	var others strings.Builder
+	for i := 1; i < 20; i++ {
+		st, reason := "IDLE", ""
+		if i <= 2 {
+			st, reason = "IDLE+DRAIN", " Reason=gpuprobe: gpu.ecc node gpu=1 GPU 1: uncorrectable ECC [root@2026-11-22T05:00:00]"
+		} else if i == 3 {
+			st, reason = "IDLE+DRAIN", " Reason=admin: PSU [root@2026-11-22T05:00:00]"
+		}
+		fmt.Fprintf(&others, "NodeName=n%d State=%s Partitions=debug%s\n", i, st, reason)
+	}
+	os.WriteFile(filepath.Join(dir, "others"), []byte(others.String()), 0o644)
+	tf := filepath.Join(t.TempDir(), "gpuprobe.prom")
+	env := map[string]string{"SLURMD_NODENAME": "vm"}
+	hc := func(extra ...string) (int, string, string) {
+		args := append([]string{"check", "--slurm-drain", "--scontrol", sc, "--simulate", "dgx-h100:row-remap-pending=3", "--log.level", "info", "--textfile", tf}, extra...)
+		return runEnv(t, env, args...)
+	}
+	code, out, errs := hc()
+	if st := readFile(t, filepath.Join(dir, "state")); code != 1 || st != "IDLE" || !strings.Contains(errs, "drain suppressed by the circuit breaker") ||
+		!strings.Contains(out, "drain: SUPPRESSED by the circuit breaker: gpuprobe: gpu.row_remap node gpu=3") || !strings.Contains(out, "2 of 20 nodes") {
+		t.Fatalf("exit %d state %s\n%s%s", code, st, out, errs)
+	}
+	if m := readFile(t, tf); !strings.Contains(m, "gpuprobe_drain_suppressed 1") {
+		t.Errorf("textfile:\n%s", m)
+	}
+	_, out, _ = hc("--format", "json")
+	if !strings.Contains(out, `"suppressed": true`) {
+		t.Errorf("json report:\n%s", out)
+	}
+	// The emergency override.
+	code, out, errs = hc("--no-drain-breaker")
+	if st := readFile(t, filepath.Join(dir, "state")); code != 1 || st != "IDLE+DRAIN" || !strings.Contains(out, "drain: drain gpuprobe: gpu.row_remap") {
+		t.Fatalf("--no-drain-breaker: exit %d state %s\n%s%s", code, st, out, errs)
+	}
+	if m := readFile(t, tf); !strings.Contains(m, "gpuprobe_drain_suppressed 0") {
+		t.Errorf("textfile:\n%s", m)
+	}
+	// A cluster that cannot be listed: not drained, and said so.
+	os.WriteFile(filepath.Join(dir, "state"), []byte("IDLE"), 0o644)
+	os.WriteFile(filepath.Join(dir, "reason"), []byte(""), 0o644)
+	os.WriteFile(filepath.Join(dir, "list-fails"), nil, 0o644)
+	code, out, errs = hc()
+	if st := readFile(t, filepath.Join(dir, "state")); code != 1 || st != "IDLE" || !strings.Contains(out, "cannot list the cluster") || !strings.Contains(errs, "Unable to contact") {
+		t.Fatalf("unlistable: exit %d state %s\n%s%s", code, st, out, errs)
+	}
+	// ... unless the config says the cluster is known to be small.
+	conf := filepath.Join(t.TempDir(), "gpuprobe.yaml")
+	os.WriteFile(conf, []byte("drain: {breaker: {unreadable: drain}}\n"), 0o644)
+	if hc("--config", conf); readFile(t, filepath.Join(dir, "state")) != "IDLE+DRAIN" {
+		t.Errorf("unreadable: drain did not drain")
 	}
 }

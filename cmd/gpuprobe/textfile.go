@@ -30,7 +30,9 @@ func init() {
 			// The textfile carries gpuprobe_node_healthy, which a subset of
 			// the checks cannot decide: with --checks gpu.ecc it said 1
 			// while an NVLink was down.
-			if len(f.checks)+len(f.skip)+len(cfg.Checks)+len(cfg.Skip) > 0 {
+			// Skipping the job checks is no subset: the textfile holds only
+			// node checks (and --slurm-drain skips them).
+			if len(f.checks)+len(withoutJob(f.skip))+len(cfg.Checks)+len(withoutJob(cfg.Skip)) > 0 {
 				return fmt.Errorf("--textfile: the metrics say whether the node is healthy, which a subset of the checks (--checks, --skip or the config's checks/skip) cannot decide; write the textfile from a run of every check")
 			}
 			// Refuse a device, FIFO, socket or symlink before the run, not after.
@@ -67,4 +69,15 @@ func scopeOf(id string) check.Scope {
 		}
 	}
 	return check.NodeScope
+}
+
+// withoutJob drops "job" (the job checks) from a skip list.
+func withoutJob(skip []string) []string {
+	var out []string
+	for _, s := range skip {
+		if s != "job" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

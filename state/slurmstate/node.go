@@ -1,6 +1,9 @@
 package slurmstate
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // NodeInfo is the part of "scontrol show node" the drain rules need.
 type NodeInfo struct {
@@ -13,6 +16,10 @@ type NodeInfo struct {
 	Flags []string `json:"flags,omitempty"`
 	// Reason without Slurm's " [user@time]" suffix.
 	Reason string `json:"reason,omitempty"`
+	// ReasonTime is the time in that suffix, when scontrol printed one.
+	ReasonTime time.Time `json:"reason_time,omitzero"`
+	// Partitions are the node's partitions (from a cluster listing).
+	Partitions []string `json:"partitions,omitempty"`
 }
 
 // Has reports whether the state's base or flags include word.
