@@ -2,6 +2,7 @@ package check
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -148,4 +149,21 @@ func FuzzParseReason(f *testing.F) {
 			t.Fatalf("%q: %+v then %+v, %v", s, r, r2, err)
 		}
 	})
+}
+
+// Every job-scope check falls under one of JobScopeGroups, and no node
+// check does: a skip list built from it removes exactly the job checks.
+func TestJobScopeGroups(t *testing.T) {
+	groups := JobScopeGroups()
+	for _, want := range []string{"job", "container"} {
+		if !slices.Contains(groups, want) {
+			t.Errorf("JobScopeGroups() = %v, want %q in it", groups, want)
+		}
+	}
+	for _, c := range All() {
+		g, _, _ := strings.Cut(c.ID, ".")
+		if in := slices.Contains(groups, g); in != (c.Scope == JobScope) {
+			t.Errorf("%s (scope %s): group %q in JobScopeGroups = %v", c.ID, c.Scope, g, in)
+		}
+	}
 }

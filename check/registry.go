@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,23 @@ func register(c Check) {
 // All returns the catalogue in report order.
 func All() []Check {
 	return append([]Check(nil), registry...)
+}
+
+// JobScopeGroups lists the ID prefixes ("job", "container") of the
+// job-scope checks, for a skip list that must hold every one of them (the
+// daemon and a health check judge the node, never a job).
+func JobScopeGroups() []string {
+	var out []string
+	for _, c := range registry {
+		if c.Scope != JobScope {
+			continue
+		}
+		g, _, _ := strings.Cut(c.ID, ".")
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // Select picks checks by ID or dotted prefix ("gpu" selects gpu.*). An empty

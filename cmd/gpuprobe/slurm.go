@@ -120,7 +120,7 @@ func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Opti
 		// The daemon judges the node, never a job: outside a job step the job
 		// checks would only skip, and must not make its report unusable.
 		if in, _ := slurmstate.ParseEnv(os.Environ()).InJobStep(); !in {
-			cfg.Skip = append(cfg.Skip, "job")
+			cfg.Skip = append(cfg.Skip, check.JobScopeGroups()...)
 		}
 	}
 	if !s.breaker {
@@ -131,7 +131,7 @@ func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Opti
 	}
 	// A health check judges the node, never a job (there is none).
 	cfg.Job.Mode, o.SlurmJob = "never", "never"
-	cfg.Skip = append(cfg.Skip, "job")
+	cfg.Skip = append(cfg.Skip, check.JobScopeGroups()...)
 	path, err := slurm.FindScontrol(s.scontrol)
 	if err != nil {
 		return err

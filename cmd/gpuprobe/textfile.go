@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -71,11 +72,12 @@ func scopeOf(id string) check.Scope {
 	return check.NodeScope
 }
 
-// withoutJob drops "job" (the job checks) from a skip list.
+// withoutJob drops the job-scope groups ("job", "container") from a skip list.
 func withoutJob(skip []string) []string {
+	groups := check.JobScopeGroups()
 	var out []string
 	for _, s := range skip {
-		if s != "job" {
+		if !slices.Contains(groups, s) {
 			out = append(out, s)
 		}
 	}
