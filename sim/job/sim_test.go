@@ -200,3 +200,61 @@ func fstestWalk(root fs.FS) error {
 		return err
 	})
 }
+
+// --hang's facts through the real collector: job-hang-dstate's rank 3 is
+// in D with two threads on an NFS RPC and a file open on the NFS mount;
+// job-hang-dead's rank 3 is read once and then gone.
+func TestHangShapesThroughTheRealCollector(t *testing.T) {
+	for _, shape := range []string{"job-hang-dstate", "job-hang-dead"} {
+		t.Run(shape, func(t *testing.T) {
+			spec, err := simulate.Parse("dgx-h100:" + shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base, err := toposim.FS(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+			root, err := FS(base, spec, clk.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			j, err := jobperf.Find(ctx, jobperf.Options{Root: root, Hang: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ticks []*jobperf.Sample
+			for i := 0; i < 3; i++ {
+				s, err := j.Sample(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ticks = append(ticks, s)
+				clk.add(time.Second)
+			}
+			h := jobperf.SummarizeHang(ticks, nil)
+			if len(h.Ranks) != 4 {
+				t.Fatalf("%d ranks, want 4 (the workers are not ranks): %+v", len(h.Ranks), h.Ranks)
+			}
+			r := h.Ranks[3]
+			switch shape {
+			case "job-hang-dstate":
+				if r.States != "DDD" || r.DThreads != 2 || r.Threads != 8 || r.Wchan != "rpc_wait_bit_killable" ||
+					len(r.DWchans) != 1 || r.Rank != "3" || len(r.Mounts) == 0 || r.Mounts[0].Type != "nfs4" {
+					t.Errorf("rank 3: %+v", r)
+				}
+			case "job-hang-dead":
+				if !r.Exited || r.States != "S" || r.Rank != "3" {
+					t.Errorf("rank 3: %+v", r)
+				}
+			}
+			for _, o := range h.Ranks[:3] {
+				if o.Exited || o.States != "SSS" || o.Wchan != "futex_wait_queue" {
+					t.Errorf("waiting rank: %+v", o)
+				}
+			}
+		})
+	}
+}
