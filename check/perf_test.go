@@ -244,8 +244,8 @@ func TestPerfChecksStayOutOfCheckAndDrain(t *testing.T) {
 		}
 	}
 	perf, err := PerfChecks(nil, nil)
-	if err != nil || len(perf) != 5 {
-		t.Fatalf("PerfChecks: %d checks, %v; want 5", len(perf), err)
+	if err != nil || len(perf) != 6 {
+		t.Fatalf("PerfChecks: %d checks, %v; want 6", len(perf), err)
 	}
 	if _, err := Select([]string{"perf"}, nil); err == nil {
 		t.Error("Select(perf) should be an error: no node or job check is named perf.*")

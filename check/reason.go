@@ -102,6 +102,7 @@ var classes = map[string]Class{
 	"perf.gpu_throttle": ClassTransient,
 	"perf.gpus_used":    ClassTransient,
 	"perf.memory":       ClassTransient,
+	"perf.hang":         ClassTransient,
 }
 
 // ClassOf is the class of a check ID; a check missing from the table is

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,6 +35,9 @@ type JobOptions struct {
 	// allocation when no cgroup cpuset says it (task/none lets the tasks
 	// run anywhere, so their affinity is not the allocation).
 	AllocatedCPUs []int
+	// Hang also records what `gpuprobe job --hang` judges: each rank
+	// process's state, wait channels and CPU time over the window.
+	Hang bool
 }
 
 // Job samples one running job: every Interval for Duration, NVML's view of
@@ -45,7 +49,7 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 	}
 	host, err := jobperf.Find(ctx, jobperf.Options{
 		Root: o.Sources.Root, SysfsRoot: o.SysfsRoot, ProcfsRoot: o.procfs(), JobID: o.JobID,
-		ListPIDs: o.ListPIDs, CallTimeout: o.CallTimeout,
+		ListPIDs: o.ListPIDs, CallTimeout: o.CallTimeout, Hang: o.Hang,
 	})
 	if err != nil {
 		return nil, err
@@ -111,6 +115,10 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 		}
 		p.GPUsFrom = o.GPUsFrom
 		attribute(p, pidsOnGPU, o.GPUs == nil)
+	}
+	if o.Hang {
+		p.Hang = jobperf.SummarizeHang(ticks, ranksOnGPU(p))
+		p.Hang.RAS = RASNotImplemented
 	}
 	return p, nil
 }
@@ -181,4 +189,32 @@ func userName(ctx context.Context, o JobOptions, p *state.JobPerf) string {
 		}
 	}
 	return p.User
+}
+
+// RASNotImplemented is what --hang says of NCCL's RAS until gpuprobe asks it.
+const RASNotImplemented = "not asked: gpuprobe does not implement NCCL's RAS client yet (run --hang on every node of the job and pipe the JSON to gpuprobe summarize)"
+
+// ranksOnGPU maps each of the job's processes NVML ran on a job GPU (at
+// the last tick, or in any tick's per-process utilisation) to those GPUs.
+func ranksOnGPU(p *state.JobPerf) map[int32][]int {
+	out := map[int32][]int{}
+	add := func(pid uint32, gpu int) {
+		k := int32(pid)
+		if !slices.Contains(out[k], gpu) {
+			out[k] = append(out[k], gpu)
+		}
+	}
+	for _, g := range p.GPUs {
+		for _, pid := range g.JobPIDs {
+			add(pid, g.Index)
+		}
+		for _, s := range g.Samples {
+			for _, pr := range s.Processes {
+				if pr.InJob {
+					add(pr.PID, g.Index)
+				}
+			}
+		}
+	}
+	return out
 }

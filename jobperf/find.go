@@ -54,6 +54,10 @@ type Options struct {
 	// CallTimeout bounds each read (deadline.Do: a file that hung is not
 	// read again while its first read is stuck).
 	CallTimeout time.Duration
+	// Hang also reads, per task and tick, what `gpuprobe job --hang`
+	// needs: wchan, each thread's state (and wchan when in D) and, once
+	// per task, SLURM_PROCID from its environment.
+	Hang bool
 }
 
 // Job is one running job found on this node: where its tasks and counters
@@ -76,8 +80,13 @@ type Job struct {
 	r    reader
 	proc string
 
+	hang bool
+
 	mu   sync.Mutex
 	seen map[int32]bool
+	// procIDs caches each task's SLURM_PROCID ("" none or unreadable):
+	// the environment a process was exec'd with does not change.
+	procIDs map[int32]string
 }
 
 // reader reads through rootfs with every call under deadline.Do, keyed by
@@ -147,7 +156,7 @@ func Find(ctx context.Context, o Options) (*Job, error) {
 	if o.SelfPID > 0 {
 		self = strconv.Itoa(o.SelfPID)
 	}
-	j := &Job{r: r, proc: o.ProcfsRoot, seen: map[int32]bool{}, id: o.JobID}
+	j := &Job{r: r, proc: o.ProcfsRoot, seen: map[int32]bool{}, id: o.JobID, hang: o.Hang, procIDs: map[int32]string{}}
 	if j.id != "" && !jobIDRe.MatchString(j.id) {
 		return nil, fmt.Errorf("job ID %q: want the number Slurm gives (squeue -h -o %%A)", clip(j.id))
 	}

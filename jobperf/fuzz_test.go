@@ -1,6 +1,9 @@
 package jobperf
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // Every parser of an untrusted pseudo-file gets a fuzz target: any input is
 // an answer or an error, never a panic (scripts/fuzz.sh finds them by name).
@@ -70,4 +73,24 @@ func FuzzParseProcCgroup(f *testing.F) {
 func FuzzParseFdinfo(f *testing.F) {
 	seeds(f, "pos:\t0\nflags:\t02004002\nmnt_id:\t13\n", "pos: 1\nflags: 9\n")
 	f.Fuzz(func(t *testing.T, b []byte) { _, _ = parseFdinfo("f", b) })
+}
+
+func FuzzParseWchan(f *testing.F) {
+	seeds(f, "rpc_wait_bit_killable", "0", "do_epoll_wait\n", "nfs_wait_bit_killable.cold", "\x1b[31m")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		w, err := parseWchan("f", b)
+		if err == nil && len(w) > MaxWchan {
+			t.Fatalf("kept %d bytes", len(w))
+		}
+	})
+}
+
+func FuzzParseProcID(f *testing.F) {
+	seeds(f, "PATH=/usr/bin\x00SLURM_PROCID=12\x00", "SLURM_PROCID=\x00", "SLURM_PROCID=1\x1b", "SLURM_PROCID=1234567890")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := parseProcID("f", b)
+		if err == nil && strings.Trim(v, "0123456789") != "" {
+			t.Fatalf("rank %q", v)
+		}
+	})
 }

@@ -96,6 +96,7 @@ type procStat struct {
 	// user chose, at most MaxComm of them kept.
 	Comm         string
 	State        byte
+	PPID         int32 // field 4 (0 where it is not a number)
 	UTime, STime uint64
 }
 
@@ -136,7 +137,8 @@ func parseProcStat(name string, data []byte) (procStat, error) {
 			comm = comm[:MaxComm]
 		}
 	}
-	return procStat{Comm: comm, State: f[0][0], UTime: u, STime: s}, nil
+	ppid, _ := strconv.ParseInt(f[1], 10, 32)
+	return procStat{Comm: comm, State: f[0][0], PPID: int32(max(ppid, 0)), UTime: u, STime: s}, nil
 }
 
 // procStatus is what gpuprobe reads of /proc/PID/status: the real UID, the
@@ -360,4 +362,63 @@ func clip(s string) string {
 		return s[:64] + "..."
 	}
 	return s
+}
+
+// MaxWchan bounds a wchan kept: the kernel writes one symbol name
+// (KSYM_NAME_LEN is 512, real ones are tens of bytes).
+const MaxWchan = 128
+
+// parseWchan reads /proc/PID/wchan (proc(5)): the kernel function the task
+// sleeps in, no newline; "0" (or empty) while it runs. Without
+// CONFIG_KALLSYMS, or to a reader the kernel hides addresses from, it is
+// "0" too. Anything but one symbol name ([A-Za-z0-9_.$]) is an error: the
+// value is printed, and a symbol never holds anything else.
+func parseWchan(name string, data []byte) (string, error) {
+	s := strings.TrimSpace(string(data))
+	if s == "" || s == "0" {
+		return "", nil
+	}
+	if len(s) > MaxWchan {
+		return "", fmt.Errorf("%s: %d bytes, not a kernel symbol", name, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '_' || c == '.' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return "", fmt.Errorf("%s: %q is not a kernel symbol", name, clip(s))
+		}
+	}
+	return s, nil
+}
+
+// parseEnvironVar finds key's value in /proc/PID/environ (NUL-separated
+// KEY=VALUE strings, as the process was exec'd with; proc(5)). ok is false
+// where the key is absent.
+func parseEnvironVar(data []byte, key string) (value string, ok bool) {
+	prefix := []byte(key + "=")
+	for len(data) > 0 {
+		var kv []byte
+		if i := bytes.IndexByte(data, 0); i >= 0 {
+			kv, data = data[:i], data[i+1:]
+		} else {
+			kv, data = data, nil
+		}
+		if v, found := bytes.CutPrefix(kv, prefix); found {
+			return string(v), true
+		}
+	}
+	return "", false
+}
+
+// parseProcID reads SLURM_PROCID from /proc/PID/environ: the task's rank
+// in the step (srun sets it for every task). Only a decimal number of at
+// most 9 digits is a rank; anything else is an error.
+func parseProcID(name string, data []byte) (string, error) {
+	v, ok := parseEnvironVar(data, "SLURM_PROCID")
+	if !ok {
+		return "", nil
+	}
+	if v == "" || len(v) > 9 || strings.Trim(v, "0123456789") != "" {
+		return "", fmt.Errorf("%s: SLURM_PROCID %q is not a rank number", name, clip(v))
+	}
+	return v, nil
 }

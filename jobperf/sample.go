@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,7 +64,27 @@ type Task struct {
 	UID              string // real UID (/proc/PID/status)
 	Threads          int    // /proc/PID/status Threads: (0: not read)
 	Files            []File
+	PPID             int32 // /proc/PID/stat field 4
+
+	// Read with Options.Hang only. Wchan is /proc/PID/wchan ("" running or
+	// unreadable); ProcID SLURM_PROCID from /proc/PID/environ ("" absent or
+	// unreadable). ThreadsRead is how many of /proc/PID/task/* were read,
+	// DThreads how many were in state D and DWchans (distinct, at most
+	// MaxDWchans) what those wait in.
+	Wchan       string
+	ProcID      string
+	ThreadsRead int
+	DThreads    int
+	DWchans     []string
 }
+
+// Bounds on the threads --hang reads: per task, per tick, and the distinct
+// wait functions kept per task.
+const (
+	MaxThreadsPerTask = 1024
+	MaxThreadsPerTick = 16384
+	MaxDWchans        = 8
+)
 
 // File is one open regular file of a task.
 type File struct {
@@ -93,6 +114,7 @@ func (j *Job) Sample(ctx context.Context) (*Sample, error) {
 	s.Errors = append(s.Errors, errs...)
 	mounts := map[string][]mount{} // by mount namespace
 	fdBudget := MaxFDsPerTick
+	threadBudget := MaxThreadsPerTick
 	var taskErrs int
 	var firstTaskErr string
 	for _, pid := range pids {
@@ -109,7 +131,13 @@ func (j *Job) Sample(ctx context.Context) (*Sample, error) {
 			}
 			continue
 		}
+		if j.hang {
+			j.hangFacts(ctx, pid, t, &threadBudget)
+		}
 		s.Tasks[pid] = t
+	}
+	if j.hang && threadBudget <= 0 {
+		s.Errors = append(s.Errors, fmt.Sprintf("more than %d threads in one tick: the rest not read", MaxThreadsPerTick))
 	}
 	if taskErrs > 0 {
 		s.Errors = append(s.Errors, fmt.Sprintf("%d of %d tasks unreadable (exited?), e.g. %s", taskErrs, len(pids), firstTaskErr))
@@ -310,7 +338,7 @@ func (j *Job) task(ctx context.Context, pid int32, mounts map[string][]mount, fd
 	if err != nil {
 		return nil, err
 	}
-	t := &Task{Comm: st.Comm, State: st.State, UTime: st.UTime, STime: st.STime}
+	t := &Task{Comm: st.Comm, State: st.State, UTime: st.UTime, STime: st.STime, PPID: st.PPID}
 	if s, err := j.status(ctx, pid); err == nil {
 		t.CPUsAllowed, t.UID, t.Threads = s.CPUsAllowed, s.UID, s.Threads
 	}
@@ -414,4 +442,65 @@ func mountOf(ms []mount, p string) *mount {
 		}
 	}
 	return best
+}
+
+// hangFacts reads what --hang needs of one task: its wchan, its threads'
+// states (and, for those in D, their wchan) and, once, its SLURM_PROCID.
+// Unreadable files (another user's process without root, a kernel that
+// hides wchan) leave the fields empty: they are facts not known.
+func (j *Job) hangFacts(ctx context.Context, pid int32, t *Task, budget *int) {
+	dir := path.Join(j.proc, strconv.Itoa(int(pid)))
+	if data, err := j.r.read(ctx, path.Join(dir, "wchan")); err == nil {
+		t.Wchan, _ = parseWchan(path.Join(dir, "wchan"), data)
+	}
+	j.mu.Lock()
+	id, known := j.procIDs[pid]
+	j.mu.Unlock()
+	if !known {
+		p := path.Join(dir, "environ")
+		if data, err := j.r.read(ctx, p); err == nil {
+			id, _ = parseProcID(p, data)
+		}
+		j.mu.Lock()
+		if len(j.procIDs) < MaxTasks {
+			j.procIDs[pid] = id
+		}
+		j.mu.Unlock()
+	}
+	t.ProcID = id
+	if *budget <= 0 {
+		return
+	}
+	es, err := j.r.readDirN(ctx, path.Join(dir, "task"), min(MaxThreadsPerTask, *budget))
+	if err != nil {
+		return
+	}
+	for _, e := range es {
+		if *budget <= 0 || ctx.Err() != nil {
+			return
+		}
+		if _, err := strconv.ParseUint(e.Name(), 10, 31); err != nil {
+			continue
+		}
+		*budget--
+		tdir := path.Join(dir, "task", e.Name())
+		data, err := j.r.read(ctx, path.Join(tdir, "stat"))
+		if err != nil {
+			continue // the thread ended between listing and reading
+		}
+		st, err := parseProcStat(path.Join(tdir, "stat"), data)
+		if err != nil {
+			continue
+		}
+		t.ThreadsRead++
+		if st.State != 'D' {
+			continue
+		}
+		t.DThreads++
+		if data, err := j.r.read(ctx, path.Join(tdir, "wchan")); err == nil {
+			if w, _ := parseWchan(path.Join(tdir, "wchan"), data); w != "" && len(t.DWchans) < MaxDWchans && !slices.Contains(t.DWchans, w) {
+				t.DWchans = append(t.DWchans, w)
+			}
+		}
+	}
 }

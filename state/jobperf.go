@@ -34,6 +34,9 @@ type JobPerf struct {
 	CPU    *JobCPU    `json:"cpu,omitempty"`
 	Memory *JobMemory `json:"memory,omitempty"`
 	IO     *JobIO     `json:"io,omitempty"`
+	// Hang is what `gpuprobe job --hang` read of each rank process: its
+	// state, what its threads wait on and whether its CPU time moved.
+	Hang *JobHang `json:"hang,omitempty"`
 
 	Errors []string `json:"errors,omitempty"`
 }
@@ -192,4 +195,60 @@ func (p JobProcess) CPUs(w float64) (cpus, seen float64) {
 		return 0, 0
 	}
 	return p.CPUSeconds / seen, seen
+}
+
+// JobHang is the process side of `gpuprobe job --hang`: the job's rank
+// processes on this node over the window. The GPU side is JobPerf.GPUs.
+type JobHang struct {
+	// Ticks is how many times the processes were read.
+	Ticks int `json:"ticks"`
+	// Ranks are the job's rank processes: the processes NVML runs on one
+	// of the job's GPUs, and the processes whose environment holds
+	// SLURM_PROCID and whose parent is not one of the job's processes (the
+	// tasks slurmstepd started).
+	Ranks []HangRank `json:"ranks"`
+	// RAS is what NCCL's RAS said of the job, or why it was not asked.
+	RAS string `json:"ras,omitempty"`
+}
+
+// HangRank is one rank process over the window.
+type HangRank struct {
+	PID int32 `json:"pid"`
+	// Rank is SLURM_PROCID from the process's environment ("" where the
+	// environment was unreadable or lacks it).
+	Rank string `json:"rank,omitempty"`
+	// Comm is /proc/PID/stat's command name: untrusted, escape it.
+	Comm string `json:"comm"`
+	// GPUs are the job GPUs (NVML indexes) NVML lists the process on.
+	GPUs []int `json:"gpus,omitempty"`
+	// States is the process's /proc/PID/stat state letter at each tick it
+	// was read ("RRSR"); Exited is set when it was read at one tick and
+	// gone at a later one.
+	States string `json:"states"`
+	Exited bool   `json:"exited,omitempty"`
+	// Wchan is /proc/PID/wchan at the last tick it was read: the kernel
+	// function the process sleeps in ("" running, or unreadable).
+	Wchan string `json:"wchan,omitempty"`
+	// Threads is how many of its threads were read at the last tick;
+	// DThreads how many of them were in state D (uninterruptible sleep),
+	// and DWchans the distinct functions those wait in.
+	Threads  int      `json:"threads"`
+	DThreads int      `json:"d_threads"`
+	DWchans  []string `json:"d_wchans,omitempty"`
+	// DTicks counts the ticks at which the process or one of its threads
+	// was in state D.
+	DTicks int `json:"d_ticks"`
+	// CPUSeconds is utime+stime over the part of the window it was seen
+	// in, SeenSeconds.
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	SeenSeconds float64 `json:"seen_seconds"`
+	// Mounts are the filesystems it holds regular files open on at the
+	// last tick it was read (at most 8).
+	Mounts []HangMount `json:"mounts,omitempty"`
+}
+
+// HangMount is a filesystem a rank holds files open on.
+type HangMount struct {
+	Type  string `json:"type"`
+	Point string `json:"point"`
 }

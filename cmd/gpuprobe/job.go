@@ -42,6 +42,7 @@ type jobFlags struct {
 	fromDaemon string
 	scontrol   string
 	slurmConf  string
+	hang       bool
 }
 
 func registerJob(c *cli) {
@@ -61,6 +62,7 @@ func registerJob(c *cli) {
 	cmd.Flag("verbose", "Print every verdict's evidence.").Short('v').BoolVar(&f.verbose)
 	cmd.Flag("summary", "Print one line per GPU and one verdict line, for a job's output file (Epilog, TaskEpilog).").BoolVar(&f.summary)
 	cmd.Flag("from-daemon", "Read the job's record from a running 'gpuprobe serve' (URL, or 'local') instead of sampling: what the job's GPUs did while it ran, for an Epilog after its processes are gone (only the GPUs that ran one of its processes; no CPU or I/O side). Samples when the daemon has no record.").PlaceHolder("URL").StringVar(&f.fromDaemon)
+	cmd.Flag("hang", "My job hangs: read each rank process's state, wait channel, threads in uninterruptible sleep and CPU time beside its GPU's utilisation and power, and say which local rank the job waits on (runs only perf.hang unless --checks is given; see docs/job.md, \"My job hangs\").").BoolVar(&f.hang)
 	cmd.Flag("scontrol", "Absolute path of scontrol (default: the first of the usual places).").PlaceHolder("PATH").StringVar(&f.scontrol)
 	cmd.Flag("slurm-conf", "slurm.conf for scontrol (SLURM_CONF).").PlaceHolder("FILE").StringVar(&f.slurmConf)
 	cmd.Action(func(*kingpin.ParseContext) error { return c.runJob(f) })
@@ -82,6 +84,12 @@ func (c *cli) runJob(f *jobFlags) error {
 	if len(f.checks) > 0 {
 		include = splitList(f.checks)
 	}
+	switch {
+	case f.hang && len(f.checks) == 0:
+		include = []string{"perf.hang"}
+	case !f.hang:
+		exclude = append(exclude, "perf.hang") // nothing to judge without --hang's facts
+	}
 	checks, err := check.PerfChecks(include, exclude)
 	if err != nil {
 		return c.usageError("%v", err)
@@ -90,7 +98,7 @@ func (c *cli) runJob(f *jobFlags) error {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	jo := collect.JobOptions{Options: o, Duration: f.duration, Interval: f.interval}
+	jo := collect.JobOptions{Options: o, Duration: f.duration, Interval: f.interval, Hang: f.hang}
 
 	// Where the job's host side comes from: a simulated job lives in the
 	// simulated tree; a spec without a job-* fault simulates only the GPUs,

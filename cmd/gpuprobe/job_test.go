@@ -150,3 +150,62 @@ func TestScontrolFailure(t *testing.T) {
 		t.Errorf("not named: %q", err)
 	}
 }
+
+// gpuprobe job --hang over each simulated hang shape names the local rank
+// the job waits on, or says none of the local ranks is it.
+func TestJobHangSimulated(t *testing.T) {
+	for _, c := range []struct {
+		shape   string
+		status  check.Status
+		code    int
+		summary string
+		devices []int
+	}{
+		{"job-hang-peer", check.Warn, 0, "all 4 local ranks wait in NCCL for a peer: the rank they wait on is not on this node", nil},
+		{"job-hang-dstate", check.Fail, 1, "rank 3 (pid 70103, GPU 3) stuck in uninterruptible sleep (wchan rpc_wait_bit_killable; files open on nfs4 /data); 3 local ranks wait in NCCL", []int{3}},
+		{"job-hang-dead", check.Fail, 1, "rank 3 (pid 70103, GPU 3) rank exited (its process is gone); 3 local ranks wait in NCCL", []int{3}},
+		{"job-slow-not-hung", check.Pass, 0, "all 4 local ranks are computing (slow, not hung)", nil},
+	} {
+		t.Run(c.shape, func(t *testing.T) {
+			code, out, errOut := runCLI(t, "job", "--hang", "--simulate", "dgx-h100:"+c.shape, "--duration", "2s", "--format", "json")
+			var doc report.Document
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatalf("exit %d, %v: %s %s", code, err, out, errOut)
+			}
+			if len(doc.Checks) != 1 || doc.Checks[0].ID != "perf.hang" {
+				t.Fatalf("checks %+v, want perf.hang alone", doc.Checks)
+			}
+			r := doc.Checks[0]
+			if r.Status != c.status || !strings.Contains(r.Summary, c.summary) {
+				t.Errorf("%s %q, want %s containing %q", r.Status, r.Summary, c.status, c.summary)
+			}
+			if code != c.code {
+				t.Errorf("exit %d, want %d", code, c.code)
+			}
+			var devs []int
+			for _, d := range r.Devices {
+				devs = append(devs, d.Index)
+			}
+			if fmt.Sprint(devs) != fmt.Sprint(c.devices) {
+				t.Errorf("devices %v, want %v", devs, c.devices)
+			}
+			h := doc.JobPerf.Hang
+			if h == nil || len(h.Ranks) != 4 || h.RAS == "" {
+				t.Fatalf("hang facts %+v, want the 4 ranks (not the 8 DataLoader workers) and a RAS line", h)
+			}
+			for i, rk := range h.Ranks {
+				if rk.Rank != fmt.Sprint(i) || rk.Comm != "python" || rk.Threads == 0 {
+					t.Errorf("rank %d: %+v", i, rk)
+				}
+			}
+		})
+	}
+}
+
+// Without --hang, perf.hang is not run (nothing to judge).
+func TestJobWithoutHangSkipsPerfHang(t *testing.T) {
+	_, out, _ := runCLI(t, "job", "--simulate", "dgx-h100:job-healthy", "--duration", "1s", "--interval", "500ms", "--format", "json")
+	if strings.Contains(out, `"perf.hang"`) {
+		t.Error("perf.hang ran without --hang")
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
@@ -71,6 +72,23 @@ type task struct {
 	cpu     float64
 	read    float64 // bytes/s through its data file
 	state   byte
+	ppid    int32
+	procID  int // SLURM_PROCID: its rank's
+}
+
+// SlurmstepdPID is the simulated step's slurmstepd, the ranks' parent (in
+// the step's slurm cgroup, not among the job's tasks).
+const SlurmstepdPID = 70050
+
+// wchanOf is the kernel function a simulated thread in state st sleeps in.
+func wchanOf(st byte) string {
+	switch st {
+	case 'D':
+		return "rpc_wait_bit_killable" // an NFS RPC (net/sunrpc/sched.c)
+	case 'S':
+		return "futex_wait_queue"
+	}
+	return "0"
 }
 
 func build(o *overlay, sc *simulate.JobScenario) error {
@@ -95,14 +113,23 @@ func build(o *overlay, sc *simulate.JobScenario) error {
 		if i < len(sc.GPUUtil) && sc.GPUUtil[i] >= 50 {
 			st = 'R' // a rank feeding a busy GPU spins in the CUDA runtime
 		}
-		tasks = append(tasks, &task{pid: j.RankPIDs[i], rank: true, index: i, taskDir: n, state: st})
+		if i < len(sc.PowerPercent) && sc.PowerPercent[i] < 40 {
+			st = 'S' // a hung rank blocks in a CUDA sync while NCCL's kernel spins
+		}
+		if sc.DStateRank == i+1 {
+			st = 'D'
+		}
+		tasks = append(tasks, &task{pid: j.RankPIDs[i], rank: true, index: i, taskDir: n, state: st, ppid: SlurmstepdPID, procID: i})
 	}
 	for w, pid := range j.WorkerPIDs {
 		st := byte('S')
 		if sc.CPUBusyPercent >= 50 {
 			st = 'R'
 		}
-		tasks = append(tasks, &task{pid: pid, index: w, taskDir: w % len(ranks), state: st})
+		// A DataLoader worker is forked by its rank: its parent, and the
+		// rank's environment (SLURM_PROCID included).
+		r := ranks[w%len(ranks)]
+		tasks = append(tasks, &task{pid: pid, index: w, taskDir: w % len(ranks), state: st, ppid: j.RankPIDs[r], procID: r})
 	}
 	// D state: the workers first (they do the reading), then the ranks.
 	d := sc.DStateTasks
@@ -188,15 +215,26 @@ func build(o *overlay, sc *simulate.JobScenario) error {
 		maxEvents = 4096 // reclaim at memory.max, as a job at its limit does
 	}
 	o.attr(cg+"/memory.events", fmt.Sprintf("low 0\nhigh 0\nmax %d\noom %d\noom_kill %d\noom_group_kill 0", maxEvents, sc.OOMKills, sc.OOMKills))
+	if sc.ExitedRank > 0 && sc.ExitedRank <= len(j.RankPIDs) {
+		o.exiting = j.RankPIDs[sc.ExitedRank-1]
+	}
 	for n := range ranks {
-		var pids []string
+		var mine []*task
 		for _, t := range tasks {
 			if t.taskDir == n {
-				pids = append(pids, fmt.Sprint(t.pid))
+				mine = append(mine, t)
 			}
 		}
-		slices.Sort(pids)
-		o.attr(fmt.Sprintf("%s/step_0/user/task_%d/cgroup.procs", cg, n), strings.Join(pids, "\n"))
+		slices.SortFunc(mine, func(a, b *task) int { return int(a.pid - b.pid) })
+		o.file(fmt.Sprintf("%s/step_0/user/task_%d/cgroup.procs", cg, n), func(float64) string {
+			var pids []string
+			for _, t := range mine {
+				if !o.isGone(t.pid) {
+					pids = append(pids, fmt.Sprint(t.pid))
+				}
+			}
+			return strings.Join(pids, "\n") + "\n"
+		})
 	}
 	o.attr(cg+"/step_0/slurm/cgroup.procs", "")
 
@@ -221,9 +259,29 @@ func build(o *overlay, sc *simulate.JobScenario) error {
 		}
 		o.file(dir+"/stat", func(el float64) string {
 			ticks := t.cpu * el * 100 // USER_HZ
-			return fmt.Sprintf("%d (%s) %c 1 %d %d 0 -1 4194560 120000 0 12 0 %d %d 0 0 20 0 %d 0 4200 34359738368 2097152 18446744073709551615 0 0 0 0 0 0 0 16781312 1266 0 0 0 17 3 0 0 0 0 0",
-				t.pid, comm, t.state, t.pid, t.pid, uint64(ticks*0.8), uint64(ticks*0.2), threads)
+			return fmt.Sprintf("%d (%s) %c %d %d %d 0 -1 4194560 120000 0 12 0 %d %d 0 0 20 0 %d 0 4200 34359738368 2097152 18446744073709551615 0 0 0 0 0 0 0 16781312 1266 0 0 0 17 3 0 0 0 0 0",
+				t.pid, comm, t.state, t.ppid, t.pid, t.pid, uint64(ticks*0.8), uint64(ticks*0.2), threads)
 		})
+		o.attr(dir+"/wchan", wchanOf(t.state))
+		o.file(dir+"/environ", func(float64) string {
+			return fmt.Sprintf("SLURM_JOB_ID=%s\x00SLURM_PROCID=%d\x00SLURM_LOCALID=%d\x00CUDA_VISIBLE_DEVICES=%d\x00", j.ID, t.procID, t.procID, t.procID)
+		})
+		// Its threads: the main one in the process's state; a rank in D
+		// has one more thread waiting on the same RPC, the others sleep.
+		for k := 0; k < threads; k++ {
+			tid, st := t.pid, t.state
+			if k > 0 {
+				tid, st = 100000+(t.pid-70000)*16+int32(k), 'S'
+				if t.state == 'D' && k == 1 {
+					st = 'D'
+				}
+			}
+			tdir := fmt.Sprintf("%s/task/%d", dir, tid)
+			o.file(tdir+"/stat", func(el float64) string {
+				return fmt.Sprintf("%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 %d 0", tid, comm, st, t.ppid, t.pid, t.pid, threads)
+			})
+			o.attr(tdir+"/wchan", wchanOf(st))
+		}
 		o.attr(dir+"/status", fmt.Sprintf("Name:\t%s\nState:\t%c\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t%s\t%s\t%s\t%s\nGid:\t%s\t%s\t%s\t%s\nThreads:\t%d\nCpus_allowed_list:\t%s\nMems_allowed_list:\t0",
 			comm, t.state, t.pid, t.pid, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, threads, j.CPUs))
 		o.file(dir+"/io", func(el float64) string {
@@ -247,6 +305,11 @@ func build(o *overlay, sc *simulate.JobScenario) error {
 			o.attr(dir+"/fdinfo/3", "pos:\t0\nflags:\t02100002\nmnt_id:\t26\nino:\t700")
 			o.link(dir+"/fd/4", fmt.Sprintf("socket:[%d]", 800000+t.pid))
 			o.attr(dir+"/fdinfo/4", "pos:\t0\nflags:\t02000002\nmnt_id:\t9\nino:\t800000")
+			if t.state == 'D' {
+				// The read it is stuck in: a checkpoint on the data mount.
+				o.link(dir+"/fd/5", dataDir(sc.ReadFSType)+"/ckpt/latest.pt")
+				o.attr(dir+"/fdinfo/5", "pos:\t1048576\nflags:\t0100000\nmnt_id:\t40\nino:\t1300")
+			}
 			continue
 		}
 		// A worker streams one shard of the data set.
@@ -300,6 +363,48 @@ type overlay struct {
 	files map[string]gen
 	links map[string]string
 	dirs  map[string]map[string]bool // dir -> children names
+
+	// exiting is the rank that exits after the first tick: its
+	// /proc/PID/stat reads once, and from the second read on the process
+	// and its cgroup.procs line are gone.
+	exiting  int32
+	mu       sync.Mutex
+	statRead int
+	gone     bool
+}
+
+func (o *overlay) isGone(pid int32) bool {
+	if o.exiting == 0 || pid != o.exiting {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.gone
+}
+
+// vanished says whether name is under the exited process's /proc entry,
+// counting the reads of its stat.
+func (o *overlay) vanished(name string) bool {
+	if o.exiting == 0 {
+		return false
+	}
+	dir := fmt.Sprintf("proc/%d", o.exiting)
+	if name != dir && !strings.HasPrefix(name, dir+"/") {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if name == dir+"/stat" {
+		o.statRead++
+		if o.statRead > 1 {
+			o.gone = true
+		}
+	}
+	return o.gone
+}
+
+func notExist(op, name string) error {
+	return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 }
 
 func (o *overlay) addParents(p string) {
@@ -332,6 +437,9 @@ func (o *overlay) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
+	if o.vanished(name) {
+		return nil, notExist("open", name)
+	}
 	if g, ok := o.files[name]; ok {
 		return &memFile{Reader: bytes.NewReader([]byte(g(o.elapsed()))), info: info{name: path.Base(name), mode: 0o444}}, nil
 	}
@@ -362,6 +470,9 @@ func nameOrDot(n string) string {
 }
 
 func (o *overlay) ReadDir(name string) ([]fs.DirEntry, error) {
+	if o.vanished(name) {
+		return nil, notExist("readdir", name)
+	}
 	key := name
 	if key == "." {
 		key = ""
@@ -402,6 +513,9 @@ func (o *overlay) Stat(name string) (fs.FileInfo, error) {
 }
 
 func (o *overlay) Lstat(name string) (fs.FileInfo, error) {
+	if o.vanished(name) {
+		return nil, notExist("lstat", name)
+	}
 	if _, ok := o.files[name]; ok {
 		return info{name: path.Base(name), mode: 0o444}, nil
 	}
@@ -419,6 +533,9 @@ func (o *overlay) Lstat(name string) (fs.FileInfo, error) {
 }
 
 func (o *overlay) ReadLink(name string) (string, error) {
+	if o.vanished(name) {
+		return "", notExist("readlink", name)
+	}
 	if t, ok := o.links[name]; ok {
 		return t, nil
 	}
@@ -429,6 +546,9 @@ func (o *overlay) ReadLink(name string) (string, error) {
 }
 
 func (o *overlay) ReadFile(name string) ([]byte, error) {
+	if o.vanished(name) {
+		return nil, notExist("open", name)
+	}
 	if g, ok := o.files[name]; ok {
 		return []byte(g(o.elapsed())), nil
 	}

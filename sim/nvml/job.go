@@ -35,6 +35,7 @@ func job(sys *System, sc *simulate.JobScenario, maxSM uint32) {
 		}
 		d := sys.Devices[gi]
 		util, memUtil := sc.GPUUtil[k], sc.MemUtil[k]
+		exited := sc.ExitedRank == k+1
 		var tick atomic.Uint32
 		jitter := func(v uint32) uint32 {
 			if v == 0 {
@@ -53,6 +54,9 @@ func job(sys *System, sc *simulate.JobScenario, maxSM uint32) {
 		lw, _ := limit()
 		idleW, _ := d.GetPowerUsageFunc()
 		draw := idleW + (lw-idleW)/100*util
+		if k < len(sc.PowerPercent) {
+			draw = lw / 100 * sc.PowerPercent[k]
+		}
 		d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return draw, gonvml.SUCCESS }
 		sm := 345 + (maxSM-345)/100*min(100, util*2)
 		model := sys.Spec.Model
@@ -89,7 +93,7 @@ func job(sys *System, sc *simulate.JobScenario, maxSM uint32) {
 			}
 			return gonvml.SUCCESS
 		}
-		if !sc.RanksOnGPU[k] {
+		if !sc.RanksOnGPU[k] || exited {
 			continue
 		}
 		pid := uint32(simulate.SimJob.RankPIDs[k])

@@ -38,6 +38,15 @@ type JobScenario struct {
 	MemPercentOfLimit uint32
 	SwapMiB           uint64
 	OOMKills          uint64
+	// The --hang shapes. PowerPercent is each job GPU's power draw as a
+	// percent of its power limit (nil: in proportion to GPUUtil). DStateRank
+	// and ExitedRank name a rank by its GPU (1-based; 0: none): the first
+	// sits in state D with two threads waiting on an NFS RPC and a file
+	// open on the NFS mount; the second is read at the first tick and gone
+	// from the next (its GPU idle, no process on it).
+	PowerPercent []uint32
+	DStateRank   int
+	ExitedRank   int
 }
 
 // SimJob is the simulated job: its ID, owner, GPUs (NVML indices), CPUs (the
@@ -90,6 +99,18 @@ var JobScenarios = []JobScenario{
 		GPUUtil: []uint32{60, 58, 61, 59}, MemUtil: []uint32{30, 30, 31, 30}, GPUMemPercent: []uint32{70, 70, 70, 70},
 		RanksOnGPU: []bool{true, true, true, true}, CPUBusyPercent: 40, ReadFSType: "ext4", ReadMiBps: 20,
 		MemPercentOfLimit: 99, SwapMiB: 6144, OOMKills: 1},
+	{Fault: "job-hang-peer", Effect: "a hung job whose 4 local ranks all wait in NCCL for a peer on another node: kernels resident (99% utilisation) at a quarter of the power limit, CPU time still",
+		GPUUtil: []uint32{99, 99, 99, 99}, MemUtil: []uint32{0, 0, 0, 0}, GPUMemPercent: []uint32{78, 78, 77, 78}, PowerPercent: []uint32{24, 25, 24, 25},
+		RanksOnGPU: []bool{true, true, true, true}, ReadFSType: "ext4", MemPercentOfLimit: 40},
+	{Fault: "job-hang-dstate", Effect: "a hung job: rank 3 sits in uninterruptible sleep on an NFS RPC (its GPU idle) while the other 3 local ranks wait in NCCL",
+		GPUUtil: []uint32{99, 99, 99, 0}, MemUtil: []uint32{0, 0, 0, 0}, GPUMemPercent: []uint32{78, 78, 77, 78}, PowerPercent: []uint32{24, 25, 24, 10},
+		RanksOnGPU: []bool{true, true, true, true}, ReadFSType: "nfs4", MemPercentOfLimit: 40, DStateRank: 4},
+	{Fault: "job-hang-dead", Effect: "a hung job: rank 3's process exited (its GPU idle, no process) while the other 3 local ranks wait in NCCL",
+		GPUUtil: []uint32{99, 99, 99, 0}, MemUtil: []uint32{0, 0, 0, 0}, GPUMemPercent: []uint32{78, 78, 77, 1}, PowerPercent: []uint32{24, 25, 24, 10},
+		RanksOnGPU: []bool{true, true, true, true}, ReadFSType: "ext4", MemPercentOfLimit: 40, ExitedRank: 4},
+	{Fault: "job-slow-not-hung", Effect: "a slow job that is not hung: its 4 GPUs busy at 85-90% of their power limit",
+		GPUUtil: []uint32{97, 96, 98, 97}, MemUtil: []uint32{55, 54, 56, 55}, GPUMemPercent: []uint32{78, 78, 77, 78}, PowerPercent: []uint32{88, 86, 90, 87},
+		RanksOnGPU: []bool{true, true, true, true}, CPUBusyPercent: 35, ReadFSType: "ext4", ReadMiBps: 40, MemPercentOfLimit: 40},
 }
 
 func init() {

@@ -1,0 +1,139 @@
+package check
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// hangGPUTicks is one job GPU over a 5-tick window: utilisation and power
+// as a percent of a 700 W limit.
+type hangGPUTicks struct{ util, powerPct uint32 }
+
+func hangNode(gpus []hangGPUTicks, ranks []state.HangRank) *state.Node {
+	p := &state.JobPerf{JobID: "4242", WindowSeconds: 4, IntervalSeconds: 1, Hang: &state.JobHang{Ticks: 5, Ranks: ranks}}
+	for i, g := range gpus {
+		jg := state.JobGPU{Index: i, UUID: "GPU-" + itoa(i)}
+		for t := 0; t < 5; t++ {
+			u, mu := g.util, g.util/10
+			w, lim := 700*float64(g.powerPct)/100, 700.0
+			sm := uint32(1980)
+			jg.Samples = append(jg.Samples, state.GPUSample{At: time.Unix(int64(t), 0), UtilGPUPercent: &u, UtilMemoryPercent: &mu,
+				PowerWatts: &w, PowerLimitWatts: &lim, SMClockMHz: &sm})
+		}
+		p.GPUs = append(p.GPUs, jg)
+	}
+	return &state.Node{JobPerf: p}
+}
+
+// rank is a rank on GPU i that ran cpu CPU-seconds over 4 s in states.
+func rank(i int, states string, cpu float64) state.HangRank {
+	return state.HangRank{PID: int32(70100 + i), Rank: itoa(8 + i), Comm: "python", GPUs: []int{i}, States: states,
+		CPUSeconds: cpu, SeenSeconds: 4, Threads: 12}
+}
+
+func TestCheckHang(t *testing.T) {
+	spin := hangGPUTicks{99, 25}
+	dstate := rank(3, "DDDDD", 0)
+	dstate.DTicks, dstate.DThreads, dstate.Wchan = 5, 2, "rpc_wait_bit_killable"
+	dstate.DWchans = []string{"rpc_wait_bit_killable", "nfs_wait_bit_killable"}
+	dstate.Mounts = []state.HangMount{{Type: "nfs4", Point: "/data"}, {Type: "ext4", Point: "/"}}
+	dead := rank(3, "SS", 0)
+	dead.Exited, dead.GPUs, dead.SeenSeconds = true, nil, 1
+	stopped := rank(1, "TTTTT", 0)
+	hostile := rank(2, "DDDDD", 0)
+	hostile.DTicks, hostile.GPUs, hostile.Wchan, hostile.Comm = 5, []int{0}, "x\x1b[31m", "evil\x1b]0;pwn\a"
+	noRank := rank(0, "SSSSS", 0)
+	noRank.Rank = ""
+
+	cases := []struct {
+		name    string
+		gpus    []hangGPUTicks
+		ranks   []state.HangRank
+		status  Status
+		want    []string
+		devices []int
+	}{
+		{"all wait in NCCL", []hangGPUTicks{spin, spin, spin, spin},
+			[]state.HangRank{rank(0, "SSSSS", 0.01), rank(1, "SSSSS", 0), rank(2, "SSSSS", 0), rank(3, "SSSSS", 0)},
+			Warn, []string{"all 4 local ranks wait in NCCL for a peer", "not on this node"}, nil},
+		{"wait with host spinning", []hangGPUTicks{spin},
+			[]state.HangRank{rank(0, "RRRRR", 4)}, Warn, []string{"all 1 local rank wait in NCCL"}, nil},
+		{"one rank in D on NFS", []hangGPUTicks{spin, spin, spin, {0, 10}},
+			[]state.HangRank{rank(0, "SSSSS", 0), rank(1, "SSSSS", 0), rank(2, "SSSSS", 0), dstate},
+			Fail, []string{"rank 11 (pid 70103, GPU 3) stuck in uninterruptible sleep (wchan rpc_wait_bit_killable, nfs_wait_bit_killable; files open on nfs4 /data)", "3 local ranks wait in NCCL"}, []int{3}},
+		{"one rank exited", []hangGPUTicks{spin, spin, spin, {0, 10}},
+			[]state.HangRank{rank(0, "SSSSS", 0), rank(1, "SSSSS", 0), rank(2, "SSSSS", 0), dead},
+			Fail, []string{"rank 11 (pid 70103, GPU 3) rank exited", "3 local ranks wait in NCCL"}, []int{3}},
+		{"computing", []hangGPUTicks{{97, 85}, {98, 90}},
+			[]state.HangRank{rank(0, "RRRRR", 4), rank(1, "RRRRR", 4)},
+			Pass, []string{"all 2 local ranks are computing (slow, not hung)"}, nil},
+		{"stopped", []hangGPUTicks{spin, {0, 10}},
+			[]state.HangRank{rank(0, "SSSSS", 0), stopped},
+			Fail, []string{"rank 9 (pid 70101, GPU 1) stopped (state T", "1 local rank waits in NCCL"}, []int{1}},
+		{"idle GPU, process sleeps", []hangGPUTicks{spin, {0, 10}},
+			[]state.HangRank{rank(0, "SSSSS", 0), rank(1, "SSSSS", 0)},
+			Fail, []string{"rank 9 (pid 70101, GPU 1) stopped launching GPU work: the GPU is idle and the process sleeps"}, []int{1}},
+		{"idle GPU, CPU busy", []hangGPUTicks{{0, 10}},
+			[]state.HangRank{rank(0, "RRRRR", 4)},
+			Fail, []string{"the GPU is idle while the process uses 1.00 CPU-s/s"}, []int{0}},
+		{"mixed", []hangGPUTicks{spin, {97, 85}},
+			[]state.HangRank{rank(0, "SSSSS", 0), rank(1, "RRRRR", 4)},
+			Warn, []string{"ranks disagree: 1 waiting, 1 computing"}, nil},
+		{"between thresholds", []hangGPUTicks{{70, 50}},
+			[]state.HangRank{rank(0, "RRRRR", 4)},
+			Warn, []string{"1 unknown"}, nil},
+		{"hostile names escaped", []hangGPUTicks{{0, 10}},
+			[]state.HangRank{hostile},
+			Fail, []string{`wchan x\x1b[31m`}, []int{0}},
+		{"rank from PID", []hangGPUTicks{{0, 10}},
+			[]state.HangRank{noRank},
+			Fail, []string{"pid 70100 (rank unknown, GPU 0)"}, []int{0}},
+		{"no ranks", []hangGPUTicks{spin}, nil, Skip, []string{"no rank process"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := checkHang(hangNode(c.gpus, c.ranks), nil)
+			all := r.Summary + "\n" + strings.Join(r.Details, "\n")
+			if r.Status != c.status {
+				t.Errorf("status %s, want %s: %s", r.Status, c.status, all)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(r.Summary, w) {
+					t.Errorf("summary %q lacks %q", r.Summary, w)
+				}
+			}
+			if strings.ContainsAny(all, "\x1b\a") {
+				t.Errorf("control bytes printed: %q", all)
+			}
+			var got []int
+			for _, d := range r.Devices {
+				got = append(got, d.Index)
+			}
+			if itoaList(got) != itoaList(c.devices) {
+				t.Errorf("devices %v, want %v", got, c.devices)
+			}
+		})
+	}
+}
+
+func TestCheckHangNotAsked(t *testing.T) {
+	n := hangNode([]hangGPUTicks{{99, 25}}, nil)
+	n.JobPerf.Hang = nil
+	if r := checkHang(n, nil); r.Status != Skip || !strings.Contains(r.Summary, "--hang") {
+		t.Errorf("%+v", r)
+	}
+	if r := checkHang(&state.Node{}, nil); r.Status != Skip {
+		t.Errorf("%+v", r)
+	}
+}
+
+func itoaList(l []int) string {
+	var s []string
+	for _, i := range l {
+		s = append(s, itoa(i))
+	}
+	return strings.Join(s, ",")
+}
