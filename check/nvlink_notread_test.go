@@ -7,7 +7,6 @@ import (
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
-
 // Not read is not "no errors" (issue 26): NVLink error counters the driver
 // did not give (NOT_SUPPORTED on Blackwell's legacy per-link counters, per
 // nvml.h) or a failed call are named, and the check does not pass on them.
