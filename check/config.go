@@ -92,8 +92,10 @@ type RetiredPagesConfig struct {
 
 // PCIeConfig sets gpu.pcie_link.
 type PCIeConfig struct {
-	// ReplayRatePerMinuteWarn warns when replays since boot average more than
-	// this per minute. Default 8: DCGM's PCIe replay health threshold.
+	// ReplayRatePerMinuteWarn, when above 0, is a fixed replay rate per
+	// minute above which gpu.pcie_link warns. Default 0: DCGM's PCIe replay
+	// health limit, scaled by the link's current generation and width
+	// (Gen4 x16 16/min, Gen5 x16 31/min; pcieReplayLimit).
 	ReplayRatePerMinuteWarn float64 `yaml:"replay_rate_per_minute_warn"`
 }
 
@@ -203,7 +205,7 @@ func DefaultConfig() *Config {
 		ECC:          ECCConfig{VolatileUncorrectedFail: 1, VolatileCorrectedWarn: 10000},
 		RetiredPages: RetiredPagesConfig{Max: 60},
 		XID:          XIDConfig{Recurrence: XIDRecurrence{Count: 5, Window: 24 * time.Hour}},
-		PCIe:         PCIeConfig{ReplayRatePerMinuteWarn: 8},
+		PCIe:         PCIeConfig{},
 		Throttle:     ThrottleConfig{ViolationWarnPercent: 10},
 		Processes:    ProcessesConfig{IdleMemoryMiB: 1024},
 		NVLink:       DefaultNVLinkConfig(),

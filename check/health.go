@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -282,21 +283,23 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 		// The daemon has the counter of its previous cycle: the rate over
 		// that interval shows a burst now, where the average since boot
 		// dilutes it (and keeps warning long after one). A one-shot run has
-		// only the lifetime average.
+		// only the lifetime average. The limit is DCGM's, scaled by the
+		// link's current generation and width (pcieReplayLimit).
+		limit, basis := pcieReplayLimit(p, cfg.PCIe)
 		if prev := n.Previous.GPU(g.UUID); prev != nil && prev.PCIeReplays != nil && p.ReplayCounter != nil && *p.ReplayCounter >= *prev.PCIeReplays &&
-			n.CollectedAt.After(n.Previous.CollectedAt) && cfg.PCIe.ReplayRatePerMinuteWarn > 0 {
+			n.CollectedAt.After(n.Previous.CollectedAt) && limit > 0 {
 			d := *p.ReplayCounter - *prev.PCIeReplays
 			span := n.CollectedAt.Sub(n.Previous.CollectedAt)
-			if rate := float64(d) / span.Minutes(); rate > cfg.PCIe.ReplayRatePerMinuteWarn {
+			if rate := float64(d) / span.Minutes(); rate > limit {
 				v.add(Warn, g, "reseat the GPU; check the riser, retimer and PCIe switch for signal problems",
-					fmt.Sprintf("%d PCIe replays in the last %s (%.1f/min, threshold %.0f/min)", d, span.Round(time.Second), rate, cfg.PCIe.ReplayRatePerMinuteWarn))
+					fmt.Sprintf("%d PCIe replays in the last %s (%.1f/min, threshold %.0f/min, %s)", d, span.Round(time.Second), rate, limit, basis))
 				ok = false
 			}
-		} else if p.ReplayCounter != nil && uptime > 0 && cfg.PCIe.ReplayRatePerMinuteWarn > 0 {
+		} else if p.ReplayCounter != nil && uptime > 0 && limit > 0 {
 			rate := float64(*p.ReplayCounter) / (uptime / 60)
-			if rate > cfg.PCIe.ReplayRatePerMinuteWarn {
+			if rate > limit {
 				v.add(Warn, g, "reseat the GPU; check the riser, retimer and PCIe switch for signal problems",
-					fmt.Sprintf("%d PCIe replays since boot (%.1f/min, threshold %.0f/min)", *p.ReplayCounter, rate, cfg.PCIe.ReplayRatePerMinuteWarn))
+					fmt.Sprintf("%d PCIe replays since boot (%.1f/min, threshold %.0f/min, %s)", *p.ReplayCounter, rate, limit, basis))
 				ok = false
 			}
 		}
@@ -550,4 +553,30 @@ func migSummary(modes map[bool][]int) string {
 		return "enabled"
 	}
 	return "mixed"
+}
+
+// dcgmReplayPerLanePerMinute is DCGM's PCIe replay limit per lane and
+// minute for Gen1..Gen6: a bit error rate of 1e-12 at the generation's
+// transfer rate (2.5, 5, 8, 16, 32, 64 GT/s) over 60 s
+// (DcgmHealthWatch::GetExpectedPcieReplayRate, NVIDIA/DCGM
+// modules/health/DcgmHealthWatch.cpp; commit in docs/checks.md).
+var dcgmReplayPerLanePerMinute = [...]float64{2.5 / 1000 * 60, 5.0 / 1000 * 60, 8.0 / 1000 * 60, 16.0 / 1000 * 60, 32.0 / 1000 * 60, 64.0 / 1000 * 60}
+
+// pcieReplayLimit is the replay rate per minute above which gpu.pcie_link
+// warns, and where it comes from: pcie.replay_rate_per_minute_warn when
+// set, else DCGM's limit for the link's current generation and width
+// (per-lane rate × lanes, rounded up; a generation above DCGM's table is
+// judged as its highest, as DCGM does): Gen4 x16 16/min, Gen5 x16 31/min.
+// 0 when the link's generation or width is not known: DCGM does not judge
+// the rate then either.
+func pcieReplayLimit(p *state.PCIe, cfg PCIeConfig) (float64, string) {
+	if cfg.ReplayRatePerMinuteWarn > 0 {
+		return cfg.ReplayRatePerMinuteWarn, "pcie.replay_rate_per_minute_warn"
+	}
+	if p.CurrentGen <= 0 || p.CurrentWidth <= 0 {
+		return 0, ""
+	}
+	gen := min(p.CurrentGen, len(dcgmReplayPerLanePerMinute))
+	limit := math.Ceil(dcgmReplayPerLanePerMinute[gen-1] * float64(p.CurrentWidth))
+	return limit, fmt.Sprintf("DCGM's limit for Gen%d x%d", p.CurrentGen, p.CurrentWidth)
 }

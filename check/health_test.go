@@ -234,8 +234,8 @@ func TestPCIeLink(t *testing.T) {
 		}), status: Pass}, // no uptime, no rate
 		{name: "replay rate over threshold", node: healthy(func(n *state.Node) {
 			n.Kernel = kernelState(3600, nil)
-			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(1200) // 20/min
-		}), status: Warn, summary: "1200 PCIe replays since boot (20.0/min", devices: []int{1}},
+			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(2400) // 40/min, over Gen5 x16's 31/min
+		}), status: Warn, summary: "2400 PCIe replays since boot (40.0/min, threshold 31/min, DCGM's limit for Gen5 x16)", devices: []int{1}},
 		{name: "a few replays are normal", node: healthy(func(n *state.Node) {
 			n.Kernel = kernelState(86400, nil)
 			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(67)

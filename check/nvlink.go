@@ -2,6 +2,8 @@ package check
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -203,6 +205,8 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 	t := cfg.NVLink
 	links, overTime := 0, 0
 	var span time.Duration
+	var unread []string // per GPU: the counters not read, and why
+	unreadLinks, downLinks := 0, 0
 	for _, g := range usable(n) {
 		if len(g.NVLinks) == 0 {
 			continue
@@ -216,7 +220,34 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 			v.add(s, g, fix, msg)
 			ok = false
 		}
+		missing := map[string][]int{} // counter name -> links it could not be read on
+		var missingOrder []string
 		for _, l := range g.NVLinks {
+			if !l.Up && l.RecoveryErrors == nil && l.CRCFlitErrors == nil && l.CRCDataErrors == nil && l.ReplayErrors == nil {
+				// A down link's counters are not collected; nvlink.state
+				// judges the link.
+				downLinks++
+				continue
+			}
+			read := 0
+			for _, c := range []struct {
+				name string
+				v    *uint64
+			}{{"recovery", l.RecoveryErrors}, {"CRC flit", l.CRCFlitErrors}, {"CRC data", l.CRCDataErrors}, {"replay", l.ReplayErrors}} {
+				if c.v != nil {
+					read++
+					continue
+				}
+				if missing[c.name] == nil {
+					missingOrder = append(missingOrder, c.name)
+				}
+				missing[c.name] = append(missing[c.name], l.Link)
+			}
+			if read == 0 {
+				// Not read is not "no errors": the link is not judged.
+				unreadLinks++
+				continue
+			}
 			links++
 			pl := prev.NVLink(l.Link)
 			var was struct{ flit, data, replay, recovery *uint64 }
@@ -244,12 +275,49 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 				overTime++
 			}
 		}
+		if len(missing) > 0 {
+			why, failed := nvlinkCounterWhy(g)
+			var parts []string
+			for _, name := range missingOrder {
+				parts = append(parts, fmt.Sprintf("%s on %s", name, linkList(missing[name])))
+			}
+			if len(missingOrder) == 4 && slices.Equal(missing["recovery"], missing["CRC flit"]) &&
+				slices.Equal(missing["recovery"], missing["CRC data"]) && slices.Equal(missing["recovery"], missing["replay"]) {
+				parts = []string{"all four counters on " + linkList(missing["recovery"])}
+			}
+			msg := fmt.Sprintf("could not read the NVLink %s error counters (%s)", strings.Join(missingOrder, ", "), why)
+			unread = append(unread, fmt.Sprintf("GPU %d: %s: %s", g.Index, strings.Join(parts, "; "), why))
+			if failed {
+				// A call that failed is a counter that may be counting:
+				// warn, never pass on it.
+				flag(Warn, "check the driver and NVML on this GPU (nvidia-smi nvlink -e); rerun the check", msg)
+			}
+		}
 		if ok {
 			v.add(Pass, g, "", "")
 		}
 	}
-	if links == 0 {
+	if links == 0 && unreadLinks == 0 && downLinks == 0 {
 		return Result{Status: Skip, Summary: "no NVLinks on this node"}
+	}
+	notRead := ""
+	if len(unread) > 0 {
+		notRead = "; not read, so not judged (not read is not \"no errors\"): " + strings.Join(unread, "; ")
+	}
+	if downLinks > 0 {
+		notRead += fmt.Sprintf("; %d down link(s) without counters not judged here (nvlink.state judges them)", downLinks)
+	}
+	if links == 0 && unreadLinks == 0 {
+		if r := v.result(""); r.Status != Pass {
+			return r
+		}
+		return Result{Status: Skip, Summary: fmt.Sprintf("every NVLink (%d) is down: their error counters are not judged here (nvlink.state judges the links)", downLinks)}
+	}
+	if links == 0 {
+		if r := v.result(""); r.Status != Pass {
+			return r
+		}
+		return Result{Status: Skip, Summary: fmt.Sprintf("could not read the NVLink error counters on any of %d links: not judged%s", unreadLinks, notRead)}
 	}
 	summary := fmt.Sprintf("no NVLink errors over thresholds on %d links", links)
 	switch {
@@ -260,7 +328,45 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 	default:
 		summary += " (totals since the counters were last reset, from one sample)"
 	}
-	return v.result(summary)
+	return v.result(summary + notRead)
+}
+
+// nvlinkCounterWhy says why a GPU's NVLink error counters were not read:
+// the driver answered NOT_SUPPORTED (nvml.h: the legacy per-link counters
+// are not supported on Blackwell and later), or the call failed (failed:
+// true), or nothing recorded says.
+func nvlinkCounterWhy(g *state.GPU) (why string, failed bool) {
+	const call = "nvmlDeviceGetNvLinkErrorCounter"
+	for _, e := range g.Errors {
+		if e.Call == call {
+			return call + " failed: " + e.Error, true
+		}
+	}
+	if slices.Contains(g.Unsupported, call) {
+		return call + " answered NOT_SUPPORTED", false
+	}
+	return "no value collected", false
+}
+
+// linkList is "link 3" or "links 0-17" or "links 0, 2, 5".
+func linkList(ls []int) string {
+	if len(ls) == 1 {
+		return fmt.Sprintf("link %d", ls[0])
+	}
+	contiguous := true
+	for i := 1; i < len(ls); i++ {
+		if ls[i] != ls[i-1]+1 {
+			contiguous = false
+		}
+	}
+	if contiguous {
+		return fmt.Sprintf("links %d-%d", ls[0], ls[len(ls)-1])
+	}
+	s := make([]string, len(ls))
+	for i, l := range ls {
+		s[i] = strconv.Itoa(l)
+	}
+	return "links " + strings.Join(s, ", ")
 }
 
 // judgeNVLinkGrowth judges one counter's growth since the daemon's

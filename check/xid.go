@@ -39,6 +39,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		bus  string
 		code int
 		lost bool
+		// sub separates an NVLink 5 Xid's (144-150) lines by what NVIDIA's
+		// decode sheet makes of them: "subcode action", or "undecoded".
+		sub string
 	}
 	counts := map[key]int{}
 	gpuOf := map[key]*state.GPU{} // by identity: an index is not a position in a scoped state
@@ -47,7 +50,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	cleared := 0
 	var appFaults []appFault // RESTART_APP-class events, for recurrence
 	recovery := latestRecoveryActions(k.XIDs)
-	for _, ev := range k.XIDs {
+	decoded := map[key]nvlink5Decoding{}
+	var nv5 nvlink5Notes
+	for i, ev := range k.XIDs {
 		// Xid 154 says what recovery the driver now requires; its latest
 		// line for a GPU is what holds. "0x0 (None)" after a reset is the
 		// recovery done: none of that GPU's 154 lines is a finding.
@@ -73,8 +78,31 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev)}
-		if g := gpuByBus(n, ev); g != nil {
+		g := gpuByBus(n, ev)
+		if g != nil {
 			kk.gpu = g.Index
+		}
+		// NVLink 5 Xids (144-150): NVIDIA's action is in the line's
+		// registers (WORKFLOW_NVLINK5_ERR: decode IntrInfo and Error
+		// Status with the XID 144-150 Decode sheet). A code the admin made
+		// critical is not decoded.
+		if isNVLink5(ev.Code) && !slices.Contains(cfg.XID.Critical, ev.Code) {
+			d := decodeNVLink5(ev)
+			switch {
+			case d.row == nil:
+				kk.sub = "undecoded"
+			case d.action == "IGNORE":
+				nv5.ignored++
+				continue
+			case d.action == "XID_154_EVAL" && xid154After(k.XIDs[i+1:], ev.BusID):
+				nv5.followed++
+				continue
+			default:
+				kk.sub = d.row.subcode + " " + d.action
+			}
+			decoded[kk] = d
+		}
+		if g != nil {
 			gpuOf[kk] = g
 		}
 		if counts[kk] == 0 {
@@ -82,7 +110,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		}
 		counts[kk]++
 		last[kk] = ev
-		if info := XIDLookup(ev.Code, cfg.XID.Critical); info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost {
+		if info := XIDLookup(ev.Code, cfg.XID.Critical); kk.sub == "" && info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost {
 			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time})
 		}
 	}
@@ -95,13 +123,19 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		if cfg.XID.Window > 0 {
 			window = "in the last " + cfg.XID.Window.String()
 		}
+		if nv5.ignored+nv5.followed > 0 {
+			return Result{Status: Pass, Summary: "no XID events needing action " + window + nv5.note() + clearedNote(cleared)}
+		}
 		return Result{Status: Pass, Summary: "no XID events " + window + clearedNote(cleared)}
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].gpu != keys[j].gpu {
 			return keys[i].gpu < keys[j].gpu
 		}
-		return keys[i].code < keys[j].code
+		if keys[i].code != keys[j].code {
+			return keys[i].code < keys[j].code
+		}
+		return keys[i].sub < keys[j].sub
 	})
 	v := verdict{id: "gpu.xid"}
 	for _, kk := range keys {
@@ -119,6 +153,19 @@ func checkXID(n *state.Node, cfg *Config) Result {
 				where+"GPU has fallen off the bus"+times)
 			continue
 		}
+		if d, ok := decoded[kk]; ok && d.row != nil {
+			// Decoded: NVIDIA's action decides. RESET_GPU fails; XID_154_EVAL
+			// without a later Xid 154 is RESTART_APP, the job's business.
+			sev := Fail
+			if d.action == "XID_154_EVAL" {
+				sev = Warn
+			}
+			if fellOffBus(last[kk]) {
+				sev = Fail
+			}
+			v.add(sev, g, d.remedy(), fmt.Sprintf("%sXid %d: %s%s", where, kk.code, d.words(last[kk]), times))
+			continue
+		}
 		info := XIDLookup(kk.code, cfg.XID.Critical)
 		sev := Warn
 		if info.Severity == XIDCritical || fellOffBus(last[kk]) {
@@ -129,6 +176,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			msg += fmt.Sprintf(", last by %s (pid %d)", p, last[kk].PID)
 		}
 		remedy := info.Remedy
+		if d, ok := decoded[kk]; ok {
+			msg += "; not decoded: " + d.why
+		}
 		if a, ok := recovery[kk.bus]; ok && kk.code == 154 {
 			msg = fmt.Sprintf("%sXid 154: the driver now requires %s (%s)%s", where, a.words, a.raw, times)
 			remedy = a.remedy
@@ -146,7 +196,46 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	if cleared > 0 && len(r.Details) > 0 {
 		r.Details = append(r.Details, clearedNote(cleared)[2:])
 	}
+	if n := nv5.note(); n != "" {
+		r.Details = append(r.Details, n[2:])
+	}
 	return r
+}
+
+// isNVLink5 says NVIDIA's decode sheet has rows for the code (144-150).
+func isNVLink5(code int) bool {
+	for i := range nvlink5Decode {
+		if nvlink5Decode[i].code == code {
+			return true
+		}
+	}
+	return false
+}
+
+// xid154After: an Xid 154 for the GPU at bus comes later in the log (the
+// events after the line); NVIDIA's XID_154_EVAL then defers to it.
+func xid154After(after []state.XIDEvent, bus string) bool {
+	for _, e := range after {
+		if e.Code == 154 && e.BusID == bus {
+			return true
+		}
+	}
+	return false
+}
+
+// nvlink5Notes counts the NVLink 5 lines that NVIDIA's decode sheet leaves
+// without a finding of their own, so the result says they were read.
+type nvlink5Notes struct{ ignored, followed int }
+
+func (n nvlink5Notes) note() string {
+	s := ""
+	if n.ignored > 0 {
+		s += fmt.Sprintf("; %d NVLink 5 Xid line(s) (144-150) decoded by NVIDIA's XID 144-150 Decode sheet as IGNORE: no action", n.ignored)
+	}
+	if n.followed > 0 {
+		s += fmt.Sprintf("; %d NVLink 5 Xid line(s) decoded as XID_154_EVAL with an Xid 154 after them: the Xid 154 decides", n.followed)
+	}
+	return s
 }
 
 // recoveryAction is what an Xid 154 line says the driver now requires:

@@ -218,6 +218,8 @@ type Log struct {
 	XIDs        []state.XIDEvent
 	SXIDs       []state.SXIDEvent
 	DriverLoads int
+	// driver is the version the last driver load announced.
+	driver string
 }
 
 // add reads one record or line. Each event records how many driver loads
@@ -230,6 +232,7 @@ func (l *Log) add(rec []byte, boot time.Time) {
 			ev.Time = lineTime(rec)
 		}
 		ev.DriverLoad = l.DriverLoads
+		ev.DriverVersion = l.driver
 		l.XIDs = append(l.XIDs, ev)
 	} else if ev, ok := ParseSXidKmsg(rec, boot); ok {
 		if n := len(l.SXIDs); n > 0 && sxidDetail(l.SXIDs[n-1], ev) {
@@ -242,6 +245,7 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		l.SXIDs = append(l.SXIDs, ev)
 	} else if IsDriverLoad(rec) {
 		l.DriverLoads++
+		l.driver = DriverVersion(rec)
 	}
 }
 

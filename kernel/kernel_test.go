@@ -113,6 +113,14 @@ func TestDriverLoadOrderRecorded(t *testing.T) {
 	if l.DriverLoads != 1 || evs[0].DriverLoad != 0 || evs[1].DriverLoad != 1 {
 		t.Errorf("driver loads %d, events after %d and %d loads; want 1, 0, 1", l.DriverLoads, evs[0].DriverLoad, evs[1].DriverLoad)
 	}
+	// The version the load announced is recorded on the lines after it
+	// (NVIDIA's 144-150 decode depends on it: before or from R575).
+	if evs[0].DriverVersion != "" || evs[1].DriverVersion != "580.173.02" {
+		t.Errorf("driver versions %q, %q; want \"\", 580.173.02", evs[0].DriverVersion, evs[1].DriverVersion)
+	}
+	if v := DriverVersion([]byte("NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:17 UTC 2024")); v != "550.54.15" {
+		t.Errorf("proprietary banner: %q", v)
+	}
 }
 
 // SXids from NVSwitch lines (the shapes NVIDIA's NVSentinel and gpud tests

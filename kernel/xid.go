@@ -75,6 +75,7 @@ func parseXid(rest string) (state.XIDEvent, bool) {
 			}
 		default:
 			ev.Message = fields
+			ev.Registers = registers(fields)
 			return ev, true
 		}
 		if !found {
@@ -83,6 +84,54 @@ func parseXid(rest string) (state.XIDEvent, bool) {
 		}
 		fields = strings.TrimSpace(rest)
 	}
+}
+
+// registers are the hex words in the last parentheses of an Xid message
+// ("... Link 13 (0x0409a0c2 0x00000008 0x0 0x0 0x0 0x0 0x0)"), at most
+// eight; nil when that group holds anything but 0x words or is not at the
+// end of the message (a line cut before its ")" keeps the words it has).
+func registers(msg string) []uint32 {
+	i := strings.LastIndexByte(msg, '(')
+	if i < 0 {
+		return nil
+	}
+	group, tail, _ := strings.Cut(msg[i+1:], ")")
+	if strings.TrimSpace(tail) != "" {
+		return nil
+	}
+	words := strings.Fields(group)
+	if len(words) == 0 || len(words) > 8 {
+		return nil
+	}
+	out := make([]uint32, 0, len(words))
+	for _, w := range words {
+		h, ok := strings.CutPrefix(strings.ToLower(strings.TrimSuffix(w, ",")), "0x")
+		if !ok {
+			return nil
+		}
+		v, err := strconv.ParseUint(h, 16, 32)
+		if err != nil {
+			return nil
+		}
+		out = append(out, uint32(v))
+	}
+	return out
+}
+
+// DriverVersion is the version a driver-load line announces
+// ("NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15  Thu ...":
+// "550.54.15"): the first word after "Module" made of digits and dots.
+func DriverVersion(line []byte) string {
+	_, after, ok := bytes.Cut(line, []byte(" Module "))
+	if !ok {
+		return ""
+	}
+	for _, w := range strings.Fields(string(after)) {
+		if strings.Trim(w, "0123456789.") == "" && strings.Contains(w, ".") {
+			return w
+		}
+	}
+	return ""
 }
 
 // normBus turns any spelling of the GPU's address into the slot form the

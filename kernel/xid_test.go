@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -32,13 +33,23 @@ func TestParse(t *testing.T) {
 			state.XIDEvent{BusID: "0000:3b:00", Message: "GPU 0000:3b:00.0: GPU has fallen off the bus."}, true},
 		{"NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus and is not responding to commands.",
 			state.XIDEvent{BusID: "0000:3b:00", Message: "The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus and is not responding to commands."}, true},
+		// NVLink 5 (B200/GB200): the registers in the parentheses are
+		// facts (IntrInfo, Error Status, errorDebugData); check decodes
+		// them with NVIDIA's XID 144-150 Decode sheet (issue 26's line).
+		{"NVRM: Xid (PCI:0000:03:00): 145, pid=1843, name=python3, RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)",
+			state.XIDEvent{Code: 145, BusID: "0000:03:00", PID: 1843, Process: "python3",
+				Message:   "RLW_RXPIPE Nonfatal XC0 i0 Link 13 (0x0409a0c2 0x00000008 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)",
+				Registers: []uint32{0x0409a0c2, 0x8, 0, 0, 0, 0, 0}}, true},
+		{"NVRM: Xid (PCI:0000:03:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 02 (0x00004266 0x00000001 0x0 0x0 0x0 0x0 0x0)",
+			state.XIDEvent{Code: 149, BusID: "0000:03:00", Message: "NETIR_BER_EVENT Nonfatal XC0 i0 Link 02 (0x00004266 0x00000001 0x0 0x0 0x0 0x0 0x0)",
+				Registers: []uint32{0x4266, 1, 0, 0, 0, 0, 0}}, true},
 		{"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15", state.XIDEvent{}, false},
 		{"NVRM: Xid (PCI:0000:1b:00): abc, nonsense", state.XIDEvent{}, false},
 		{"NVRM: Xid (PCI:0000:1b:00 79 torn", state.XIDEvent{}, false},
 		{"usb 1-1: new high-speed USB device", state.XIDEvent{}, false},
 	} {
 		got, ok := Parse([]byte(tc.line))
-		if ok != tc.ok || got != tc.want {
+		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Parse(%q)\n got %+v %v\nwant %+v %v", tc.line, got, ok, tc.want, tc.ok)
 		}
 	}
@@ -121,7 +132,7 @@ func TestParseKmsgEscapedNewline(t *testing.T) {
 	ev, ok := ParseKmsg([]byte(rec), time.Time{})
 	want := state.XIDEvent{BusID: "0000:b3:00", Seq: 1311,
 		Message: "The NVIDIA GPU 0000:b3:00.0 (PCI ID: 10de:26b5) installed in this system has fallen off the bus and is not responding to commands."}
-	if !ok || ev != want {
+	if !ok || !reflect.DeepEqual(ev, want) {
 		t.Errorf("ParseKmsg\n got %+v %v\nwant %+v", ev, ok, want)
 	}
 	sx, ok := ParseSXidKmsg([]byte("4,77,25948274,-;nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 Minion Link DLREQ interrupt\n SUBSYSTEM=pci\n"), time.Time{})

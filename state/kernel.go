@@ -42,6 +42,15 @@ type XIDEvent struct {
 	PID     int    `json:"pid,omitempty"`
 	Process string `json:"process,omitempty"`
 	Message string `json:"message"`
+	// Registers are the hex words the line ends with in parentheses, as
+	// logged ("(0x0409a0c2 0x00000008 0x0 ...)"): NVLink Xids 74 and
+	// 144-150 print their interrupt registers so (for 144-150: IntrInfo,
+	// Error Status, then errorDebugData). check decodes them.
+	Registers []uint32 `json:"registers,omitempty"`
+	// DriverVersion is the driver version of the last driver load the log
+	// showed before this line ("NVRM: loading NVIDIA UNIX ... Kernel
+	// Module  550.54.15 ..."); empty when the log shows none.
+	DriverVersion string `json:"driver_version,omitempty"`
 	// DriverLoad is how many driver loads the log showed before this line
 	// (see Kernel.DriverLoads): the line's place in the log's load order.
 	DriverLoad int `json:"driver_load,omitempty"`
