@@ -219,7 +219,16 @@ func (c *cli) runServe(f *serveFlags) error {
 	}()
 	c.log.Info("serving", zap.Strings("listen", f.listen), zap.Duration("interval", f.interval))
 	webFlags := &web.FlagConfig{WebListenAddresses: &f.listen, WebSystemdSocket: &f.systemd, WebConfigFile: &f.webConfig}
-	if err := web.ListenAndServe(srv, webFlags, slogFor(c.log)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// The listeners are opened here, not by web.ListenAndServe, so that the
+	// connection guard admits each connection on accept (issue 32).
+	ls, err := listen(srv, f.listen, f.systemd)
+	if err == nil {
+		err = web.ServeMultiple(ls, srv.Server, webFlags, slogFor(c.log))
+		for _, l := range ls {
+			l.Close()
+		}
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		c.exit = exitUsage
 		fmt.Fprintf(c.stderr, "%s: serve: %v\n", programName, err)
 	}

@@ -298,12 +298,14 @@ func BenchmarkScrapeStorm(b *testing.B) {
 	}
 	// The whole HTTP surface as 'serve' builds it, with its default limits
 	// (40 requests in flight, 256 connections): a storm must not be answered 503.
-	f.http = httpFlags{maxInFlight: 40, maxConns: 256}
+	// All clients dial from 127.0.0.1 here, standing for many Prometheus
+	// servers: no per-client limit.
+	f.http = httpFlags{maxInFlight: 40, maxConns: 256, maxIdle: 256}
 	metrics, cache := c.metricsHandler(d)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics)
 	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = newHTTPServer(mux, &f.http)
+	srv.Config = newHTTPServer(mux, &f.http).Server
 	srv.Start()
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -32,76 +32,134 @@ var DefaultLimits = Limits{
 	MaxHeaderBytes:    16 << 10,
 }
 
-// Options are the caps: MaxInFlight requests served at once (0: no cap),
-// MaxConns connections open at once (0: no cap), and the Limits (the zero
-// value means DefaultLimits).
+// Options are the caps. MaxInFlight: requests served at once (0: no cap).
+// MaxConns: connections open at once (0: no cap). MaxIdle: idle keep-alive
+// connections kept (0: MaxConns/4; the oldest idle is closed beyond).
+// Reserved: the top of MaxConns kept for clients that hold no connection
+// (0: MaxConns/16, at least 1; -1: none). MaxPerClient: connections one
+// source address may hold (0: MaxConns/8, at least 1; -1: no limit; behind
+// a proxy every client has the proxy's address). StallAfter: a connection
+// that has not sent a whole request in this long may be closed to admit
+// another when the server is full (0: 2 s). Limits: the zero value means
+// DefaultLimits.
 type Options struct {
-	MaxInFlight int
-	MaxConns    int
-	Limits      Limits
+	MaxInFlight  int
+	MaxConns     int
+	MaxIdle      int
+	Reserved     int
+	MaxPerClient int
+	StallAfter   time.Duration
+	Limits       Limits
 }
 
-// New wraps h with the request cap and returns a server with the limits set
-// and the connection cap enforced on accept.
-func New(h http.Handler, o Options) *http.Server {
-	l := o.Limits
-	if l == (Limits{}) {
-		l = DefaultLimits
+// Derived fills in the defaults Options documents for the zero values.
+func (o Options) Derived() Options {
+	if o.Limits == (Limits{}) {
+		o.Limits = DefaultLimits
 	}
-	cc := &connCap{max: o.MaxConns}
-	return &http.Server{
-		Handler:           LimitInFlight(h, o.MaxInFlight),
+	if o.StallAfter == 0 {
+		o.StallAfter = 2 * time.Second
+	}
+	if o.MaxConns <= 0 {
+		return o
+	}
+	if o.MaxIdle == 0 {
+		o.MaxIdle = max(1, o.MaxConns/4)
+	}
+	if o.Reserved == 0 {
+		o.Reserved = max(1, o.MaxConns/16)
+	}
+	if o.Reserved >= o.MaxConns {
+		o.Reserved = o.MaxConns - 1
+	}
+	if o.MaxPerClient == 0 {
+		o.MaxPerClient = max(1, o.MaxConns/8)
+	}
+	return o
+}
+
+// Server is an http.Server whose connections are admitted by a Guard:
+// serve it on Listener(l), or with Serve, which wraps l.
+type Server struct {
+	*http.Server
+	Guard *Guard
+}
+
+// Listener wraps l so that its connections are admitted by the guard.
+func (s *Server) Listener(l net.Listener) net.Listener { return s.Guard.Listener(l) }
+
+// Serve serves on l wrapped by Listener.
+func (s *Server) Serve(l net.Listener) error { return s.Server.Serve(s.Listener(l)) }
+
+// New wraps h with the request cap and returns a server with the limits set
+// and the connection caps enforced by its Guard (on accept where the
+// listener is wrapped, else when the connection is first seen).
+func New(h http.Handler, o Options) *Server {
+	o = o.Derived()
+	l := o.Limits
+	g := NewGuard(o)
+	return &Server{Server: &http.Server{
+		Handler:           limitInFlight(h, o.MaxInFlight, o.MaxPerClient >= 0),
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		ReadTimeout:       l.ReadTimeout,
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    l.MaxHeaderBytes,
-		ConnState:         cc.track,
-	}
+		ConnState:         g.ConnState,
+	}, Guard: g}
 }
 
 // LimitInFlight answers 503 at once when n requests are already being
 // served, so a flood costs a goroutine per connection, never a render each.
-func LimitInFlight(h http.Handler, n int) http.Handler {
+// The last n/8 (at least 1) places are kept for clients (source addresses)
+// with no request in flight, so clients holding requests open (slow
+// readers) cannot keep a scrape from another address out.
+func LimitInFlight(h http.Handler, n int) http.Handler { return limitInFlight(h, n, true) }
+
+// limitInFlight is LimitInFlight, with the reserve for new clients only if
+// perClient (behind a proxy every request has one address).
+func limitInFlight(h http.Handler, n int, perClient bool) http.Handler {
 	if n <= 0 {
 		return h
 	}
-	sem := make(chan struct{}, n)
+	reserve := 0
+	if n > 1 && perClient {
+		reserve = max(1, n/8)
+	}
+	var mu sync.Mutex
+	inFlight := 0
+	per := map[string]int{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case sem <- struct{}{}:
-			defer func() { <-sem }()
-			h.ServeHTTP(w, r)
-		default:
+		client := clientOf(r.RemoteAddr)
+		mu.Lock()
+		ok := inFlight < n && (per[client] == 0 || inFlight < n-reserve)
+		if ok {
+			inFlight++
+			per[client]++
+		}
+		mu.Unlock()
+		if !ok {
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "too many requests in flight", http.StatusServiceUnavailable)
+			return
 		}
+		defer func() {
+			mu.Lock()
+			inFlight--
+			if per[client]--; per[client] == 0 {
+				delete(per, client)
+			}
+			mu.Unlock()
+		}()
+		h.ServeHTTP(w, r)
 	})
 }
 
-// connCap closes connections accepted beyond max. The daemon's listeners
-// come from exporter-toolkit (ports, systemd sockets, TLS), so the cap
-// works on connection state rather than by wrapping the listener.
-type connCap struct {
-	mu   sync.Mutex
-	max  int
-	open map[net.Conn]bool
-}
-
-func (c *connCap) track(conn net.Conn, s http.ConnState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.open == nil {
-		c.open = map[net.Conn]bool{}
+// clientOf is the client's key for the per-client limits: the IP of a TCP
+// peer address, else the whole address.
+func clientOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
 	}
-	switch s {
-	case http.StateNew:
-		if c.max > 0 && len(c.open) >= c.max {
-			conn.Close()
-			return
-		}
-		c.open[conn] = true
-	case http.StateClosed, http.StateHijacked:
-		delete(c.open, conn)
-	}
+	return addr
 }

@@ -10,7 +10,7 @@ import (
 
 func TestConnectionCap(t *testing.T) {
 	srv := New(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
-		Options{MaxInFlight: 40, MaxConns: 50, Limits: DefaultLimits})
+		Options{MaxInFlight: 40, MaxConns: 50, MaxPerClient: -1, Reserved: -1, Limits: DefaultLimits})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
