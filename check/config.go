@@ -57,6 +57,19 @@ type DrainConfig struct {
 	// Breaker stops new drains when gpuprobe's drains already cover too
 	// much of the cluster (check/breaker.go, docs/slurm.md).
 	Breaker BreakerConfig `yaml:"breaker"`
+	// ResumeNodeClass lets a passing run lift a node-class drain (the
+	// default); false keeps node-class drains for an admin, and only
+	// transient and config drains are lifted by gpuprobe (check/history.go).
+	ResumeNodeClass bool `yaml:"resume_node_class"`
+	// EscalateWithin: a fault that comes back this soon after its drain was
+	// lifted escalates its class (transient → node → held for an admin);
+	// 0 turns escalation off. Default 7 days.
+	EscalateWithin time.Duration `yaml:"escalate_within"`
+}
+
+// DefaultDrainConfig is drain's defaults.
+func DefaultDrainConfig() DrainConfig {
+	return DrainConfig{Breaker: DefaultBreakerConfig(), ResumeNodeClass: true, EscalateWithin: 7 * 24 * time.Hour}
 }
 
 // XIDConfig sets gpu.xid.
@@ -212,7 +225,7 @@ func DefaultConfig() *Config {
 		Job:          DefaultJobConfig(),
 		Perf:         DefaultPerfConfig(),
 		Topo:         DefaultTopoConfig(),
-		Drain:        DrainConfig{Breaker: DefaultBreakerConfig()},
+		Drain:        DefaultDrainConfig(),
 	}
 }
 
@@ -285,6 +298,9 @@ func (cfg *Config) Validate() error {
 	}
 	cfg.Platform.validate(bad)
 	cfg.Drain.Breaker.validate(bad)
+	if w := cfg.Drain.EscalateWithin; w < 0 || w > 366*24*time.Hour {
+		bad("drain.escalate_within: %s is outside [0, 366 days] (0 turns escalation off)", w)
+	}
 	for key, codes := range map[string][]int{"xid.critical": cfg.XID.Critical, "xid.ignore": cfg.XID.Ignore} {
 		for _, c := range codes {
 			if c < 1 || c > 999 {

@@ -149,6 +149,13 @@ expect_ok() {
 expect_ok "promtool check rules $RULES" promtool check rules "$RULES"
 expect_ok "promtool test rules contrib/prometheus/gpuprobe.rules.test.yml" \
   promtool test rules contrib/prometheus/gpuprobe.rules.test.yml
+# The fleet rules (several nodes: share failing per check and partition, a
+# fleet-wide regression, suppressed drains) are judged by their unit tests;
+# the single simulated node below cannot exercise them.
+FLEET=contrib/prometheus/gpuprobe-fleet.rules.yml
+expect_ok "promtool check rules $FLEET" promtool check rules "$FLEET"
+expect_ok "promtool test rules contrib/prometheus/gpuprobe-fleet.rules.test.yml" \
+  promtool test rules contrib/prometheus/gpuprobe-fleet.rules.test.yml
 expect_ok "promtool check config contrib/prometheus/prometheus.yml" \
   promtool check config contrib/prometheus/prometheus.yml
 

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -13,10 +16,12 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/internal/safefile"
 	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/report"
 	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 // slurmFlags are the Slurm options of 'check': job-check forcing, the
@@ -29,6 +34,7 @@ type slurmFlags struct {
 	deadline     time.Duration
 	minGPUMemory string
 	slurmConf    string
+	history      string
 
 	// set by configure for after
 	cfg          *check.Config
@@ -41,6 +47,9 @@ type slurmFlags struct {
 // one "show node" and one "update" (each takes well under a second on a
 // healthy slurmctld).
 const scontrolBudget = 10 * time.Second
+
+// drainHistoryDefault is --drain-history's default; tests point it elsewhere.
+var drainHistoryDefault = "/var/lib/gpuprobe/drain-history.json"
 
 // watchdogExit ends the process when a drain-mode run overstays its hard
 // deadline; tests replace it.
@@ -62,6 +71,8 @@ func (s *slurmFlags) register(cmd *kingpin.CmdClause) {
 		BoolVar(&s.drain)
 	cmd.Flag("drain-breaker", "--slurm-drain: before a new drain, list the cluster's nodes (one scontrol call) and do not drain when gpuprobe's drains already cover too much of it (drain.breaker in the config, docs/slurm.md). --no-drain-breaker is the emergency override.").
 		Default("true").BoolVar(&s.breaker)
+	cmd.Flag("drain-history", "--slurm-drain: the node's drain history (a small JSON state file, written atomically), which escalates a fault that recurs after a resume (docs/slurm.md, \"The quarantine cycle\"); '' keeps none.").
+		Default(drainHistoryDefault).PlaceHolder("FILE").StringVar(&s.history)
 	cmd.Flag("scontrol", "Absolute path of scontrol for --slurm-drain (default: the first of "+strings.Join(slurm.DefaultScontrolDirs, ", ")+"; slurmd gives a health check no PATH).").
 		PlaceHolder("PATH").StringVar(&s.scontrol)
 	cmd.Flag("slurm-deadline", "Hard deadline of a --slurm-drain run, scontrol included; slurmd kills a health check at 60 s.").
@@ -183,7 +194,8 @@ func (s *slurmFlags) act(c *cli, n *state.Node, doc *report.Document) (int, erro
 		log.Error("slurm-drain: cannot read the node's state; not draining or resuming", zap.Error(err))
 		return exitFailed, nil
 	}
-	d := check.Decide(info, len(fails) > 0, check.DrainReason(fails))
+	hist, histBytes := s.readHistory(log)
+	d, kept := check.DecideQuarantine(check.QuarantineInput{Node: info, Failures: fails, History: hist, Config: s.cfg.Drain, Now: time.Now()})
 	log = log.With(zap.String("state", info.State), zap.String("old_reason", info.Reason), zap.Int("failed_checks", len(fails)))
 	if d.Action == check.DrainSet && !info.Drained() {
 		// A new drain: ask the circuit breaker, with one listing of the
@@ -205,16 +217,19 @@ func (s *slurmFlags) act(c *cli, n *state.Node, doc *report.Document) (int, erro
 		}
 	}
 	doc.Drain = &d
+	defer func() { s.writeHistory(log, kept, histBytes) }() // kept as it is when the run ends
 	switch d.Action {
 	case check.DrainSet:
 		if err := sc.Drain(ctx, node, d.Reason); err != nil {
 			log.Error("slurm-drain: drain failed", zap.String("reason", d.Reason), zap.Error(err))
+			kept = hist // not drained: nothing to remember
 			return exitFailed, nil
 		}
 		log.Warn("slurm-drain: drained node", zap.String("reason", d.Reason), zap.String("why", d.Why))
 	case check.DrainResume:
 		if err := sc.Resume(ctx, node); err != nil {
 			log.Error("slurm-drain: resume failed", zap.Error(err))
+			kept = hist
 			return exitFailed, nil
 		}
 		log.Warn("slurm-drain: resumed node", zap.String("why", d.Why))
@@ -238,4 +253,57 @@ func drainFailures(doc *report.Document, cfg *check.Config) []check.DrainFailure
 		out[i].ID, out[i].Summary = safetext.Clean(out[i].ID), safetext.Clean(out[i].Summary)
 	}
 	return out
+}
+
+// readHistory reads --drain-history, at most check.MaxHistoryBytes of a
+// regular file. A missing file is an empty history; an unreadable, oversized
+// or corrupt one is logged and ignored (the node starts a new history, and
+// an escalation it held is forgotten), never an error of the run.
+func (s *slurmFlags) readHistory(log *zap.Logger) (check.DrainHistory, []byte) {
+	if s.history == "" {
+		return check.DrainHistory{}, nil
+	}
+	log = log.With(zap.String("drain_history", s.history))
+	fi, err := os.Lstat(s.history)
+	if errors.Is(err, fs.ErrNotExist) {
+		return check.DrainHistory{}, nil
+	}
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file (%s)", s.history, fi.Mode().Type())
+	}
+	var b []byte
+	if err == nil {
+		var f *os.File
+		if f, err = os.Open(s.history); err == nil {
+			b, err = io.ReadAll(io.LimitReader(f, check.MaxHistoryBytes+1))
+			f.Close()
+		}
+	}
+	var h check.DrainHistory
+	if err == nil {
+		h, err = check.ParseDrainHistory(b)
+	}
+	if err != nil {
+		log.Warn("slurm-drain: ignoring the drain history (escalation starts afresh)", zap.Error(err))
+		return check.DrainHistory{}, []byte{} // not nil: replaced by the next write
+	}
+	return h, b
+}
+
+// writeHistory writes the history kept when it differs from what was read.
+// A failed write is logged: the drain itself stands.
+func (s *slurmFlags) writeHistory(log *zap.Logger, h check.DrainHistory, was []byte) {
+	if s.history == "" {
+		return
+	}
+	b, err := h.Marshal()
+	if err == nil && bytes.Equal(b, was) || was == nil && len(h.Episodes) == 0 {
+		return
+	}
+	if err == nil {
+		err = safefile.WriteFile(s.history, b, 0o644)
+	}
+	if err != nil {
+		log.Warn("slurm-drain: cannot write the drain history", zap.String("drain_history", s.history), zap.Error(err))
+	}
 }

@@ -299,3 +299,75 @@ func TestSlurmDrainBreaker(t *testing.T) {
 		t.Errorf("unreadable: drain did not drain")
 	}
 }
+
+// TestSlurmDrainQuarantine: a node fault is lifted when it clears; the same
+// fault on the same GPU after that resume is drained again and held for an
+// admin; the history file survives corruption; resume_node_class: false keeps
+// node-class drains.
+func TestSlurmDrainQuarantine(t *testing.T) {
+	sc, dir := fakeScontrol(t, "IDLE", "")
+	hist := filepath.Join(t.TempDir(), "drain-history.json")
+	env := map[string]string{"SLURMD_NODENAME": "vm"}
+	hc := func(spec string, extra ...string) (int, string, string) {
+		args := append([]string{"check", "--slurm-drain", "--scontrol", sc, "--simulate", spec, "--checks", "gpu", "--log.level", "info", "--drain-history", hist, "--no-drain-breaker"}, extra...)
+		return runEnv(t, env, args...)
+	}
+	state := func() (string, string) {
+		return readFile(t, filepath.Join(dir, "state")), readFile(t, filepath.Join(dir, "reason"))
+	}
+	const fault = "dgx-h100:row-remap-pending=3"
+	hc(fault)
+	if st, reason := state(); st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprobe: gpu.row_remap node gpu=3 GPU 3") {
+		t.Fatalf("first drain: %q %q", st, reason)
+	}
+	if h := readFile(t, hist); !strings.Contains(h, `"check": "gpu.row_remap"`) {
+		t.Fatalf("history after the drain:\n%s", h)
+	}
+	if _, _, errs := hc("dgx-h100"); !strings.Contains(errs, "slurm-drain: resumed node") {
+		t.Fatalf("first resume:\n%s", errs)
+	}
+	hc(fault)
+	if st, reason := state(); st != "IDLE+DRAIN" || !strings.HasPrefix(reason, "gpuprobe: gpu.row_remap node gpu=3 recurred: GPU 3") {
+		t.Fatalf("recurrence: %q %q", st, reason)
+	}
+	if _, _, errs := hc("dgx-h100"); !strings.Contains(errs, "an admin resumes the node") {
+		t.Errorf("held drain:\n%s", errs)
+	}
+	if st, _ := state(); st != "IDLE+DRAIN" {
+		t.Errorf("held drain lifted: %q", st)
+	}
+
+	// A corrupt or oversized history is ignored with a warning.
+	for _, bad := range []string{"{not json", strings.Repeat("x", 1<<20)} {
+		os.WriteFile(hist, []byte(bad), 0o644)
+		code, out, errs := hc("dgx-h100")
+		if code != 0 || !strings.Contains(errs, "ignoring the drain history") {
+			t.Errorf("bad history (%d bytes): exit %d\n%s%s", len(bad), code, out, errs)
+		}
+		// Forgotten: the drain is node-class and lifted as by default.
+		if st, _ := state(); st != "IDLE" {
+			t.Errorf("bad history: node %q", st)
+		}
+		if _, err := check.ParseDrainHistory([]byte(readFile(t, hist))); err != nil {
+			t.Errorf("history not rewritten: %v", err)
+		}
+		os.WriteFile(filepath.Join(dir, "state"), []byte("IDLE+DRAIN"), 0o644)
+		os.WriteFile(filepath.Join(dir, "reason"), []byte("gpuprobe: gpu.row_remap node gpu=3 recurred: GPU 3"), 0o644)
+	}
+
+	// resume_node_class: false keeps a node-class drain for an admin.
+	os.Remove(hist)
+	conf := filepath.Join(t.TempDir(), "gpuprobe.yaml")
+	os.WriteFile(conf, []byte("drain: {resume_node_class: false}\n"), 0o644)
+	if _, _, errs := hc("dgx-h100", "--config", conf); !strings.Contains(errs, "resume_node_class is false") {
+		t.Errorf("resume_node_class: false:\n%s", errs)
+	}
+	if st, _ := state(); st != "IDLE+DRAIN" {
+		t.Errorf("resume_node_class: false lifted the drain: %q", st)
+	}
+	// An admin's drain is never lifted.
+	os.WriteFile(filepath.Join(dir, "reason"), []byte("admin: PSU"), 0o644)
+	if hc("dgx-h100"); readFile(t, filepath.Join(dir, "reason")) != "admin: PSU" {
+		t.Errorf("admin drain touched")
+	}
+}
