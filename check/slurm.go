@@ -129,6 +129,9 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	}
 	switch ad {
 	case "nvml", "nvidia":
+		if ad == "nvml" {
+			mode += checkNVMLPlugin(&v, c.Plugins, adWhere, len(devs), gpuCount, hasGres)
+		}
 		if len(devs) == 0 {
 			return gresResult(&v, fmt.Sprintf("%s (%s): slurmd takes devices, order and cores from the driver", mode, adWhere))
 		}
@@ -158,7 +161,10 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 // a node's GRES by type: a node whose slurmd reports fewer of a type than
 // slurm.conf declares registers invalid and is drained with "gres/gpu:TYPE
 // count too low (N < M)" (the Reason admins meet when a conversion leaves
-// the two files disagreeing). Untyped File= lines count as no type. Under
+// the two files disagreeing; a message libslurmfull of 22.05 carries, not
+// yet reproduced on a real Slurm here). Types that differ only in case are
+// another matter: what Slurm 22.05 did with them is described, and said to
+// be 22.05's. Untyped File= lines count as no type. Under
 // AutoDetect without File= lines the types come from NVML's names, whose
 // match with slurm.conf is not judged here.
 func checkGresTypes(v *verdict, nl slurmstate.NodeLine, devs []slurmstate.GresDevice) {
@@ -179,12 +185,69 @@ func checkGresTypes(v *verdict, nl slurmstate.NodeLine, devs []slurmstate.GresDe
 		if g.Name != "gpu" || g.Type == "" {
 			continue
 		}
-		if have := byType[g.Type]; have < g.Count {
-			v.add(Fail, nil, fmt.Sprintf("give gres.conf's File= lines for these GPUs Type=%s, or slurm.conf the type gres.conf uses", g.Type),
-				fmt.Sprintf("slurm.conf Gres=gpu:%s:%d (%s), but gres.conf declares %d GPU(s) of Type=%s for this node (its types: %s): slurmctld drains the node with \"gres/gpu:%s count too low (%d < %d)\"",
-					g.Type, g.Count, nl.Where, have, g.Type, strings.Join(types, ", "), g.Type, have, g.Count))
+		have := byType[g.Type]
+		if have >= g.Count {
+			continue
+		}
+		if other := caseVariant(byType, g.Type); other != "" {
+			// Seen on Slurm 22.05: slurmctld takes the node's types from
+			// slurmd, spelled as gres.conf spells them, so the node stays
+			// IDLE as gpu:OTHER:N and a job asking for the slurm.conf
+			// spelling matches no GPU of it.
+			v.add(Fail, nil, fmt.Sprintf("spell the type the same in both files (Type=%s in gres.conf, or gpu:%s in slurm.conf)", g.Type, other),
+				fmt.Sprintf("slurm.conf Gres=gpu:%s:%d (%s), but gres.conf says Type=%s: the types differ only in case, and Slurm 22.05 registers the node as gpu:%s:%d (gres.conf's spelling) and leaves it IDLE, then refuses --gres=gpu:%s with \"Requested node configuration is not available\" (what 22.05 does; other Slurm versions may differ)",
+					g.Type, g.Count, nl.Where, other, other, byType[other], g.Type))
+			continue
+		}
+		v.add(Fail, nil, fmt.Sprintf("give gres.conf's File= lines for these GPUs Type=%s, or slurm.conf the type gres.conf uses", g.Type),
+			fmt.Sprintf("slurm.conf Gres=gpu:%s:%d (%s), but gres.conf declares %d GPU(s) of Type=%s for this node (its types: %s): slurmctld drains the node with \"gres/gpu:%s count too low (%d < %d)\"",
+				g.Type, g.Count, nl.Where, have, g.Type, strings.Join(types, ", "), g.Type, have, g.Count))
+	}
+}
+
+// checkNVMLPlugin judges AutoDetect=nvml against what slurmd can load:
+// the gpu_nvml plugin is built only where configure found NVML (Debian's
+// slurm-wlm has none). Without it slurmd 22.05 logs "We were configured
+// with nvml functionality, but that lib wasn't found on the system." and
+// detects no GPU; with no File= lines it then reports none and slurmctld
+// sets the node INVAL+DRAIN "gres/gpu count reported lower than
+// configured (0 < N)" (seen on 22.05). It returns what the pass summary
+// adds when whether slurmd has the plugin is unknown.
+func checkNVMLPlugin(v *verdict, p *slurmstate.Plugins, where string, files int, gpuCount uint64, hasGres bool) string {
+	if p == nil {
+		return ""
+	}
+	switch p.GPUNVML {
+	case "no":
+		fix := "install a slurmd built with NVML (its plugin directory then has gpu_nvml.so; Debian's slurm-wlm has none), or replace AutoDetect=nvml with one File=/dev/nvidiaN line per GPU in NVML order"
+		what := fmt.Sprintf("AutoDetect=nvml (%s), but slurmd has no %s (%s): slurmd logs \"We were configured with nvml functionality, but that lib wasn't found on the system.\" and detects no GPU", where, "gpu_nvml.so", p.Why)
+		if files > 0 {
+			v.add(Warn, nil, fix, what+"; it has only the File= lines")
+			return ""
+		}
+		if hasGres && gpuCount > 0 {
+			what += fmt.Sprintf("; it registers 0 GPUs and slurmctld sets the node INVAL and DRAIN: \"gres/gpu count reported lower than configured (0 < %d)\"", gpuCount)
+		}
+		v.add(Fail, nil, fix, what)
+	case "unknown":
+		return "; whether slurmd has gpu_nvml.so is unknown: " + p.Why
+	}
+	return ""
+}
+
+// caseVariant is the type of byType that equals t but for case ("" when none).
+func caseVariant(byType map[string]uint64, t string) string {
+	var out []string
+	for k := range byType {
+		if k != t && k != "" && strings.EqualFold(k, t) {
+			out = append(out, k)
 		}
 	}
+	if len(out) == 0 {
+		return ""
+	}
+	slices.Sort(out)
+	return out[0]
 }
 
 func gresResult(v *verdict, detail string) Result {

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"errors"
+	"fmt"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"io/fs"
 	"os"
@@ -34,6 +35,11 @@ type slurmHost struct {
 	// addrs lists this node's interface addresses.
 	addrs    func() ([]string, error)
 	readFile slurm.ReadFile
+	// readDir lists a directory's names (slurmd's plugin directory).
+	readDir func(dir string) ([]string, error)
+	// pluginDirs are the default plugin directories looked in when
+	// slurm.conf sets no PluginDir= (defaultPluginDirs).
+	pluginDirs []string
 	// probe opens a device file and closes it again; its error tells a device
 	// cgroup (EPERM) from a device with no driver (ENXIO).
 	probe func(path string) error
@@ -167,6 +173,7 @@ func readSlurmConf(path string, h slurmHost) *slurmstate.Conf {
 		return c
 	}
 	c.SlurmConf = slurm.ParseSlurmConf(path, h.readFile)
+	c.Plugins = slurmdPlugins(c.SlurmConf.PluginDir, h)
 	dir := filepath.Dir(path)
 	c.GresConfPath = filepath.Join(dir, "gres.conf")
 	if exists(c.GresConfPath) {
@@ -197,4 +204,109 @@ func unreadableReason(p string, err error) string {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
 	return msg
+}
+
+// defaultPluginDirs are where the distributions' slurmd loads plugins from
+// when slurm.conf sets no PluginDir=: Debian and Ubuntu's slurm-wlm
+// (dpkg -L slurm-wlm-basic-plugins: /usr/lib/x86_64-linux-gnu/slurm-wlm),
+// RPM builds (/usr/lib64/slurm), and a source build's default prefix
+// (/usr/local/lib/slurm).
+var defaultPluginDirs = []string{
+	"/usr/lib/x86_64-linux-gnu/slurm-wlm",
+	"/usr/lib/aarch64-linux-gnu/slurm-wlm",
+	"/usr/lib64/slurm",
+	"/usr/local/lib/slurm",
+}
+
+// gpuNVMLPlugin is the plugin slurmd loads for AutoDetect=nvml
+// (src/plugins/gpu/nvml, built only when configure finds NVML).
+const gpuNVMLPlugin = "gpu_nvml.so"
+
+// slurmdPlugins looks for gpu_nvml.so where slurmd loads plugins from:
+// slurm.conf's PluginDir= (a colon-separated list, searched in turn), else
+// the default directories that exist and hold plugins. It answers "unknown"
+// rather than "no" when a directory could not be read, when no default
+// directory is found, or when two defaults disagree (which slurmd is
+// running is not known here).
+func slurmdPlugins(pluginDir string, h slurmHost) *slurmstate.Plugins {
+	p := &slurmstate.Plugins{From: "PluginDir", GPUNVML: "unknown"}
+	readDir := h.readDir
+	if readDir == nil {
+		return nil
+	}
+	has := func(names []string, want string) bool {
+		for _, n := range names {
+			if n == want {
+				return true
+			}
+		}
+		return false
+	}
+	var unreadable []string
+	if pluginDir != "" {
+		for _, d := range strings.Split(pluginDir, ":") {
+			if d = strings.TrimSpace(d); d == "" {
+				continue
+			}
+			p.Dirs = append(p.Dirs, d)
+			names, err := readDir(d)
+			if err != nil {
+				unreadable = append(unreadable, d+": "+unreadableReason(d, err))
+				continue
+			}
+			if has(names, gpuNVMLPlugin) {
+				p.GPUNVML, p.GPUNVMLPath = "yes", filepath.Join(d, gpuNVMLPlugin)
+				return p
+			}
+		}
+		if len(unreadable) > 0 {
+			p.Why = "cannot read " + strings.Join(unreadable, "; ")
+			return p
+		}
+		p.GPUNVML, p.Why = "no", "no "+gpuNVMLPlugin+" in PluginDir="+pluginDir
+		return p
+	}
+	p.From = "default"
+	dirs := h.pluginDirs
+	if dirs == nil {
+		dirs = defaultPluginDirs
+	}
+	var with, without []string
+	for _, d := range dirs {
+		names, err := readDir(d)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			unreadable = append(unreadable, d+": "+unreadableReason(d, err))
+			continue
+		}
+		plugins := false
+		for _, n := range names {
+			plugins = plugins || strings.HasSuffix(n, ".so")
+		}
+		if !plugins {
+			continue
+		}
+		p.Dirs = append(p.Dirs, d)
+		if has(names, gpuNVMLPlugin) {
+			with = append(with, d)
+		} else {
+			without = append(without, d)
+		}
+	}
+	switch {
+	case len(unreadable) > 0:
+		p.Why = "cannot read " + strings.Join(unreadable, "; ")
+	case len(with) == 0 && len(without) == 0:
+		p.Why = "no plugin directory at the defaults (" + strings.Join(dirs, ", ") + ") and no PluginDir= in slurm.conf"
+	case len(with) > 0 && len(without) > 0:
+		p.Why = fmt.Sprintf("%s has %s and %s does not: which one this slurmd loads from is not known (set PluginDir=)",
+			strings.Join(with, ", "), gpuNVMLPlugin, strings.Join(without, ", "))
+	case len(with) > 0:
+		p.GPUNVML, p.GPUNVMLPath = "yes", filepath.Join(with[0], gpuNVMLPlugin)
+	default:
+		p.GPUNVML, p.Why = "no", "no "+gpuNVMLPlugin+" in "+strings.Join(without, ", ")
+	}
+	return p
 }

@@ -41,6 +41,7 @@ func realSlurmHost(o Options) slurmHost {
 		resolve:  net.DefaultResolver.LookupHost,
 		addrs:    localAddrs,
 		readFile: boundedReadFile, // readfile.go
+		readDir:  dirNames,
 		probe:    probeDevice,
 		timeout:  2 * time.Second,
 	}
@@ -319,6 +320,16 @@ func localAddrs() ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// dirNames lists the names in dir.
+func dirNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out, err
 }
 
 func listDir(dir string) []string {

@@ -14,7 +14,11 @@
 #     sbatch batch script is one process, not the job's tasks;
 #   - --gpu-bind=single:2 is requested sharing, an srun --gres=none step in a
 #     GPU batch job is a GPU-less step, and a command in salloc is not on the
-#     allocation (issue 33).
+#     allocation (issue 33);
+#   - gres.conf variants, each after a restart of slurmctld and slurmd: a Type
+#     that differs from slurm.conf's only in case, and AutoDetect=nvml on
+#     Debian's slurmd (no gpu_nvml.so): slurm.gres must say what the real
+#     slurmctld did (issue 33).
 # The GPUs are simulated (--simulate dgx-h100, eight H100s like the fake
 # devices); the Slurm side is real. Prints one PASS/FAIL line per assertion
 # and exits non-zero if any failed. Every daemon it started is stopped, by
@@ -499,3 +503,66 @@ if grep -q 'hard deadline\|panic' "$D/log/healthcheck.log"; then
 	fail "health check log has a panic or a deadline overrun: $(grep -m1 'hard deadline\|panic' "$D/log/healthcheck.log")"
 fi
 log "health check ran $(hc_runs) times"
+
+# --- 6. issue 33: gres.conf variants judged against what slurmd/slurmctld did --
+# gres.conf(5) on Type=: "A restart of the slurmctld and slurmd daemons is
+# required for changes to the Type option to take effect", so each variant
+# restarts those two (munged stays up; slurmctld -c: no state to carry). The
+# health check is left out: it would drain the node on slurm.gres's verdict
+# and hide what Slurm itself did.
+restart_slurm() { # GRES_OF_THE_NODE GRES_CONF_TEXT
+	local name pid i
+	timeout 5 scancel --quiet --partition=debug 2>/dev/null || true
+	for name in slurmd slurmctld; do
+		pid=$(cat "$D/run/$name.pid" 2>/dev/null || true)
+		alive "$pid" || continue
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 1 100); do
+			alive "$pid" || break
+			sleep 0.1
+		done
+		alive "$pid" && kill -KILL "$pid" 2>/dev/null
+	done
+	sed -i -e '/^HealthCheck/d' -e "s/ Gres=[^ ]* / Gres=$1 /" "$D/etc/slurm.conf"
+	printf '%s\n' "$2" >"$D/etc/gres.conf"
+	slurmctld -c -f "$D/etc/slurm.conf" || return 1
+	slurmd -f "$D/etc/slurm.conf" || return 1
+}
+node_gres() { scontrol show node "$HOST" 2>/dev/null | sed -n 's/^ *Gres=\([^ (]*\).*/\1/p'; }
+settled() { case "$(node_state)" in idle* | inval* | drain* | mix*) return 0 ;; esac; return 1; }
+GCHECK="$GP check --simulate dgx-h100 --format json --no-job --checks slurm --slurm-conf $D/etc/slurm.conf"
+
+# 6a. Type=H100 in gres.conf, gpu:h100:8 in slurm.conf: types that differ
+# only in case.
+restart_slurm "gpu:h100:$NGPUS" "NodeName=$HOST Name=gpu Type=H100 File=$D/dev/fakegpu[0-$((NGPUS - 1))]" || die "restart for the Type case variant"
+wait_for 30 settled
+st_case=$(node_state)
+gres_case=$(node_gres)
+timeout 20 srun --quiet --gres=gpu:h100:1 true >/dev/null 2>"$D/out/case-srun.err"
+srun_rc=$?
+$GCHECK >"$D/out/case.json" 2>"$D/out/case.err"
+st=$(status_of "$D/out/case.json" slurm.gres)
+sum=$(summary_of "$D/out/case.json" slurm.gres | sed 's/\\u003c/</g')
+if [ "$st_case" = idle ] && [ "$srun_rc" != 0 ] && grep -q 'Requested node configuration is not available' "$D/out/case-srun.err" &&
+	[ "$st" = fail ] && [[ "$sum" == *"registers the node as $gres_case (gres.conf's spelling) and leaves it IDLE, then refuses --gres=gpu:h100 with \\\"Requested node configuration is not available\\\""* ]]; then
+	pass "Type=H100 vs Gres=gpu:h100:$NGPUS: Slurm left the node $st_case as Gres=$gres_case and refused --gres=gpu:h100:1 ($(tr '\n' ' ' <"$D/out/case-srun.err")); slurm.gres fail says the same ($sum)"
+else
+	fail "Type=H100 vs Gres=gpu:h100:$NGPUS: node $st_case, Gres=$gres_case, srun rc $srun_rc: $(head -c 200 "$D/out/case-srun.err"); slurm.gres '$st' ($sum) $(head -c 200 "$D/out/case.err")"
+fi
+
+# 6b. AutoDetect=nvml on Debian's slurmd, built without NVML (no gpu_nvml.so).
+restart_slurm "gpu:$NGPUS" "AutoDetect=nvml" || die "restart for the AutoDetect=nvml variant"
+is_inval() { [[ "$(node_state)" == inval* ]] || [[ "$(node_reason)" == *"count reported lower than configured"* ]]; }
+wait_for 30 is_inval
+st_nvml=$(node_state)
+reason_nvml=$(node_reason)
+$GCHECK >"$D/out/nvml.json" 2>"$D/out/nvml.err"
+st=$(status_of "$D/out/nvml.json" slurm.gres)
+sum=$(summary_of "$D/out/nvml.json" slurm.gres | sed 's/\\u003c/</g')
+if [[ "$st_nvml" == inval* ]] && [[ "$reason_nvml" == *"count reported lower than configured (0 < $NGPUS)"* ]] &&
+	grep -q "configured with nvml functionality, but that lib wasn't found" "$D/log/slurmd.log" &&
+	[ "$st" = fail ] && [[ "$sum" == *"slurmd has no gpu_nvml.so"*"count reported lower than configured (0 < $NGPUS)"* ]]; then
+	pass "AutoDetect=nvml without gpu_nvml.so: node $st_nvml, Reason=$reason_nvml; slurm.gres fail ($sum)"
+else
+	fail "AutoDetect=nvml: node '$st_nvml', reason '$reason_nvml', slurmd.log nvml line: $(grep -c 'nvml functionality' "$D/log/slurmd.log"); slurm.gres '$st' ($sum) $(head -c 200 "$D/out/nvml.err")"
+fi

@@ -9,19 +9,23 @@ import (
 // SlurmConf holds what gpuprobe needs from slurm.conf; other keys are kept
 // only as far as the generic parser reads them.
 type SlurmConf struct {
-	Path               string      `json:"path"`
-	ClusterName        string      `json:"cluster_name,omitempty"`
-	GresTypes          []string    `json:"gres_types,omitempty"`
-	TaskPlugin         []string    `json:"task_plugin,omitempty"`
-	ProctrackType      string      `json:"proctrack_type,omitempty"`
-	SelectType         string      `json:"select_type,omitempty"`
-	TopologyPlugin     string      `json:"topology_plugin,omitempty"`
-	HealthCheckProgram string      `json:"health_check_program,omitempty"`
-	Prolog             string      `json:"prolog,omitempty"`
-	Epilog             string      `json:"epilog,omitempty"`
-	TaskProlog         string      `json:"task_prolog,omitempty"`
-	Nodes              []NodeLine  `json:"nodes,omitempty"`
-	Errors             []ConfError `json:"errors,omitempty"`
+	Path               string   `json:"path"`
+	ClusterName        string   `json:"cluster_name,omitempty"`
+	GresTypes          []string `json:"gres_types,omitempty"`
+	TaskPlugin         []string `json:"task_plugin,omitempty"`
+	ProctrackType      string   `json:"proctrack_type,omitempty"`
+	SelectType         string   `json:"select_type,omitempty"`
+	TopologyPlugin     string   `json:"topology_plugin,omitempty"`
+	HealthCheckProgram string   `json:"health_check_program,omitempty"`
+	Prolog             string   `json:"prolog,omitempty"`
+	Epilog             string   `json:"epilog,omitempty"`
+	TaskProlog         string   `json:"task_prolog,omitempty"`
+	// PluginDir is slurm.conf's PluginDir= as written: a colon-separated
+	// list of directories slurmd loads its plugins from ("" when unset:
+	// slurmd's compiled-in default).
+	PluginDir string      `json:"plugin_dir,omitempty"`
+	Nodes     []NodeLine  `json:"nodes,omitempty"`
+	Errors    []ConfError `json:"errors,omitempty"`
 }
 
 // NodeLine is one NodeName= line, after NodeName=DEFAULT values were applied.
@@ -96,6 +100,8 @@ func SlurmFromLines(path string, lines []Line, errs []ConfError) *SlurmConf {
 				c.Epilog = v
 			case "taskprolog":
 				c.TaskProlog = v
+			case "plugindir":
+				c.PluginDir = v
 			}
 		}
 	}

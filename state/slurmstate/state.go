@@ -57,12 +57,31 @@ type Conf struct {
 	CgroupConf    *CgroupConf `json:"cgroup_conf,omitempty"`
 	// TopologyConf is topology.conf or topology.yaml beside slurm.conf, if any.
 	TopologyConf string `json:"topology_conf,omitempty"`
+	// Plugins is what slurmd's plugin directory holds of the plugins the
+	// checks depend on (nil when not looked at).
+	Plugins *Plugins `json:"plugins,omitempty"`
 	// Missing lists the files looked for and not found.
 	Missing []string `json:"missing,omitempty"`
 	// Unreadable lists the files that are there (or were named) but could
 	// not be read: a permission error, over the size limit, a timeout, a
 	// directory. The Slurm checks are an error then, never "not a Slurm node".
 	Unreadable []FileError `json:"unreadable,omitempty"`
+}
+
+// Plugins is what the collector found in slurmd's plugin directory.
+type Plugins struct {
+	// Dirs are the directories looked in: slurm.conf's PluginDir= list, or
+	// else the distributions' default plugin directories that exist here.
+	Dirs []string `json:"dirs,omitempty"`
+	// From is "PluginDir" (slurm.conf) or "default".
+	From string `json:"from"`
+	// GPUNVML is whether slurmd has gpu_nvml.so, the plugin AutoDetect=nvml
+	// loads: "yes", "no", or "unknown" (no plugin directory found, one could
+	// not be read, or two candidate defaults disagree); Why says why.
+	GPUNVML string `json:"gpu_nvml"`
+	// GPUNVMLPath is where gpu_nvml.so was found.
+	GPUNVMLPath string `json:"gpu_nvml_path,omitempty"`
+	Why         string `json:"why,omitempty"`
 }
 
 // UnreadableFile returns the entry of Unreadable for path, if any.
