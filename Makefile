@@ -77,7 +77,7 @@ fuzz-brief:
 E2E_ENV = GPUPROBE_BIN=$(abspath $(BIN))
 E2E_ENV_RUN = $(if $(GPUPROBE_BIN),GPUPROBE_BIN='$(GPUPROBE_BIN)')
 e2e: build
-	@mkdir -p dist/tools && (bash scripts/nfpm.sh build >dist/tools/nfpm-build.log 2>&1 &)
+	@bash scripts/nfpm.sh background
 	$(MAKE) --no-print-directory test-prometheus test-systemd test-slurm test-landing test-package $(E2E_ENV)
 
 test-slurm:
