@@ -46,7 +46,7 @@ trap cleanup_pkg EXIT
 listing() { find /etc /usr /opt /var/lib/systemd -xdev 2>/dev/null | grep -i gpuprobe | sort; }
 
 log "building the amd64 package ($PKG_VERSION)"
-rm -f dist/gpuprobe_*_amd64.deb
+rm -f dist/gpuprobe_*_amd64.deb dist/gpuprobe-*.x86_64.rpm # a stale .rpm from an earlier version would be the one compared
 bash scripts/package.sh amd64 >"$W/build.log" 2>&1 || die "package.sh amd64 failed: $(tail -5 "$W/build.log")"
 DEB=$(ls dist/gpuprobe_*_amd64.deb) || die "no .deb in dist/"
 pass "built $DEB ($(stat -c %s "$DEB") bytes)"
