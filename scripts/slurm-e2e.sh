@@ -16,9 +16,11 @@
 #     GPU batch job is a GPU-less step, and a command in salloc is not on the
 #     allocation (issue 33);
 #   - gres.conf variants, each after a restart of slurmctld and slurmd: a Type
-#     that differs from slurm.conf's only in case, and AutoDetect=nvml on
-#     Debian's slurmd (no gpu_nvml.so): slurm.gres must say what the real
-#     slurmctld did (issue 33).
+#     that differs from slurm.conf's only in case, AutoDetect=nvml on
+#     Debian's slurmd (no gpu_nvml.so), Flags=no_gpu_env and
+#     Flags=amd_gpu_env (the step gets no CUDA_VISIBLE_DEVICES): slurm.gres
+#     and job.visible_devices must say what the real slurmctld and slurmd
+#     did (issue 33).
 # The GPUs are simulated (--simulate dgx-h100, eight H100s like the fake
 # devices); the Slurm side is real. Prints one PASS/FAIL line per assertion
 # and exits non-zero if any failed. Every daemon it started is stopped, by
@@ -566,3 +568,31 @@ if [[ "$st_nvml" == inval* ]] && [[ "$reason_nvml" == *"count reported lower tha
 else
 	fail "AutoDetect=nvml: node '$st_nvml', reason '$reason_nvml', slurmd.log nvml line: $(grep -c 'nvml functionality' "$D/log/slurmd.log"); slurm.gres '$st' ($sum) $(head -c 200 "$D/out/nvml.err")"
 fi
+
+# 6c. Flags=no_gpu_env and Flags=amd_gpu_env on these NVIDIA GPUs (gres.conf(5):
+# no_gpu_env "Set no GPU-specific environment variables"; amd_gpu_env "Set
+# environment variable ROCR_VISIBLE_DEVICES"): a step given two GPUs gets no
+# CUDA_VISIBLE_DEVICES, and without ConstrainDevices (this node has none) CUDA
+# would see every GPU. job.visible_devices must fail naming the flag and the
+# admin's fix, and slurm.gres must fail on the flag, against what slurmd set.
+check_json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(" ".join(json.dumps(c) for c in d["checks"] if c["id"]==sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+for flags in no_gpu_env amd_gpu_env; do
+	restart_slurm "gpu:$NGPUS" "NodeName=$HOST Name=gpu File=$D/dev/fakegpu[0-$((NGPUS - 1))] Flags=$flags" || die "restart for the Flags=$flags variant"
+	wait_for 30 is_idle || fail "Flags=$flags: node not idle after the restart: $(node_state) $(node_reason)"
+	$SRUN --gres=gpu:2 bash -c "env >$D/out/flags-$flags-env.txt; exec $CHECK" >"$D/out/flags-$flags.json" 2>"$D/out/flags-$flags.err"
+	$GCHECK >"$D/out/flags-$flags-gres.json" 2>"$D/out/flags-$flags-gres.err"
+	env_cuda=$(grep -c '^CUDA_VISIBLE_DEVICES=' "$D/out/flags-$flags-env.txt")
+	env_rocr=$(grep -c '^ROCR_VISIBLE_DEVICES=' "$D/out/flags-$flags-env.txt")
+	st=$(status_of "$D/out/flags-$flags.json" job.visible_devices)
+	vis=$(check_json "$D/out/flags-$flags.json" job.visible_devices)
+	gst=$(status_of "$D/out/flags-$flags-gres.json" slurm.gres)
+	gres=$(check_json "$D/out/flags-$flags-gres.json" slurm.gres)
+	want_rocr=0
+	[ "$flags" = amd_gpu_env ] && want_rocr=1
+	if [ "$env_cuda" = 0 ] && [ "$env_rocr" = "$want_rocr" ] && [ "$st" = fail ] && [[ "$vis" == *"Flags=$flags"* ]] &&
+		[ "$gst" = fail ] && [[ "$gres" == *"Flags=$flags"*"ConstrainDevices"* ]]; then
+		pass "Flags=$flags: slurmd set no CUDA_VISIBLE_DEVICES (ROCR_VISIBLE_DEVICES: $env_rocr); job.visible_devices and slurm.gres fail naming the flag ($(summary_of "$D/out/flags-$flags.json" job.visible_devices))"
+	else
+		fail "Flags=$flags: CUDA_VISIBLE_DEVICES lines $env_cuda, ROCR_VISIBLE_DEVICES lines $env_rocr (want $want_rocr); job.visible_devices '$st' ($(head -c 400 <<<"$vis")); slurm.gres '$gst' ($(head -c 400 <<<"$gres")) $(head -c 200 "$D/out/flags-$flags.err")"
+	fi
+done
