@@ -115,7 +115,12 @@ func underAttack(t *testing.T, addr string, d time.Duration, attack func(ctx con
 	lat, fails := probe(addr, stop)
 	cancel()
 	wg.Wait()
-	limit := max(time.Second, 10*p99(base))
+	// A starved probe fails, or waits for a server timeout (ReadHeaderTimeout
+	// 5 s, IdleTimeout 2 min): that is what the bound separates. 1 s (the
+	// issue's figure on a quiet machine) is too tight here: the attackers
+	// share this process's CPU, and under -race beside two CPU hogs a probe
+	// that was never refused took 1.33 s at p99 (baseline 19 ms).
+	limit := max(3*time.Second, 10*p99(base))
 	t.Logf("probe: baseline p99 %v (%d scrapes); under attack %d ok, %d failed, p99 %v (limit %v)",
 		p99(base), len(base), len(lat), len(fails), p99(lat), limit)
 	if len(fails) > 0 {
