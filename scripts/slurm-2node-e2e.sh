@@ -30,6 +30,10 @@
 #   - HealthCheckProgram: a simulated fault on one node drains that node only
 #     (sinfo -R, scontrol show node), jobs then land on the other, and the
 #     node resumes when the fault is gone;
+#   - fleet safety (issue 31): an admin's drain is neither lifted nor
+#     overwritten; with the breaker at 50% a fault on both nodes drains one
+#     and suppresses the other (gpuprobe_drain_suppressed 1); a transient
+#     drain is lifted by the first run that no longer finds its cause;
 #   - restarted with task/cgroup and ConstrainDevices=yes (cgroup v1): the
 #     renumbered CUDA_VISIBLE_DEVICES against SLURM_STEP_GPUS on two nodes, and
 #     job.visible_devices on the device cgroup it finds;
@@ -289,10 +293,13 @@ echo "# gpuprobe two-node e2e: no cgroup constraints" >"$W/etc/cgroup.conf"
 # reads its own simulate file, so a fault can be put on one node.
 cat >"$W/etc/healthcheck.sh" <<EOF
 #!/bin/sh
-GPUPROBE=$GP GPUPROBE_HEALTHCHECK_ARGS="--slurm-conf $W/etc/slurm.conf --simulate-file $W/hc-simulate-\$SLURMD_NODENAME --checks gpu,slurm --log.level info" \\
+GPUPROBE=$GP GPUPROBE_HEALTHCHECK_ARGS="--slurm-conf $W/etc/slurm.conf --simulate-file $W/hc-simulate-\$SLURMD_NODENAME --checks gpu,slurm --log.level info --config $W/etc/gpuprobe.yml --drain-history $W/run/drain-history-\$SLURMD_NODENAME.json \$(cat $W/hc-args-\$SLURMD_NODENAME 2>/dev/null)" \\
 	exec /bin/sh $REPO/contrib/slurm/healthcheck.sh >>$W/log/healthcheck-\$SLURMD_NODENAME.log 2>&1
 EOF
 chmod 755 "$W/etc/healthcheck.sh"
+# The health check's config (section 5b rewrites it) and per-node extra
+# arguments: the breaker's defaults exempt a two-node cluster.
+echo "# gpuprobe two-node e2e: defaults" >"$W/etc/gpuprobe.yml"
 
 export SLURM_CONF=$W/etc/slurm.conf
 munged --socket="$W/munge/munge.socket" --key-file="$W/munge/munge.key" --pid-file="$W/run/munged.pid" \
@@ -530,6 +537,88 @@ for n in "$N1" "$N2"; do
 	fi
 done
 log "health check ran $(hc_runs $N1) times on $N1, $(hc_runs $N2) on $N2"
+
+# --- 5b. Fleet safety: an admin's drain, the circuit breaker, a transient drain ------
+# hc_round: wait for one more health check run on both nodes.
+hc_round() {
+	local w1=$(($(hc_runs $N1) + 1)) w2=$(($(hc_runs $N2) + 1))
+	ran() { [ "$(hc_runs $N1)" -ge "$w1" ] && [ "$(hc_runs $N2)" -ge "$w2" ]; }
+	wait_for $((INTERVAL * 2 + 15)) ran || fail "health check stopped ($N1: $(hc_runs $N1), $N2: $(hc_runs $N2) runs)"
+}
+# An admin's drain is never touched: not lifted while the node is healthy,
+# not overwritten while it fails.
+c scontrol update nodename=$N1 state=drain reason="admin: cable swap (ticket 42)" || fail "scontrol drain $N1 by hand"
+hc_round
+hc_round
+r1=$(node_reason $N1)
+echo "dgx-h100:ecc-uncorrectable=5" >"$W/hc-simulate-$N1"
+hc_round
+hc_round
+r2=$(node_reason $N1)
+if [ "$r1" = "admin: cable swap (ticket 42)" ] && [ "$r2" = "$r1" ] && [[ "$(node_state $N1)" == drain* ]] &&
+	grep -q 'already drained by someone else' "$W/log/healthcheck-$N1.log"; then
+	pass "an admin's drain on $N1 is neither lifted while healthy nor overwritten while failing: Reason=$r2"
+else
+	fail "admin drain on $N1: healthy run left '$r1', failing run left '$r2' ($(node_state $N1))"
+fi
+echo dgx-h100 >"$W/hc-simulate-$N1"
+c scontrol update nodename=$N1 state=resume || fail "scontrol resume $N1 by hand"
+wait_for "$LIMIT" both_idle || fail "nodes not idle after the admin drain: $N1 $(node_state $N1), $N2 $(node_state $N2)"
+
+# The breaker at 50% on a two-node cluster (min_cluster_nodes 1): a fault on
+# both nodes drains the first and suppresses the second, with the metric set
+# and the reason in the log. The faults go in one after the other: two nodes
+# whose health checks run at the same instant both see no drain yet (docs/
+# slurm.md: HealthCheckNodeState=CYCLE spreads the runs over the interval).
+cat >"$W/etc/gpuprobe.yml" <<'YML'
+drain:
+  breaker:
+    max_percent: 50
+    min_cluster_nodes: 1
+YML
+echo "dgx-h100:row-remap-pending=6" >"$W/hc-simulate-$N1"
+drained_n1() { [[ "$(node_state $N1)" == drain* ]] && [[ "$(node_reason $N1)" == "gpuprobe: gpu.row_remap node"* ]]; }
+wait_for "$LIMIT" drained_n1 || fail "$N1 not drained with the 50% breaker: $(node_state $N1) '$(node_reason $N1)'"
+echo "dgx-h100:ecc-uncorrectable=2" >"$W/hc-simulate-$N2"
+sup_before=$(grep -c 'drain suppressed by the circuit breaker' "$W/log/healthcheck-$N2.log")
+hc_round
+hc_round
+sup_after=$(grep -c 'drain suppressed by the circuit breaker' "$W/log/healthcheck-$N2.log")
+# The health check runs a subset of the checks, which cannot write the
+# textfile; one run of every check on $N2, as its health check would run
+# with a textfile, sets the metric.
+SLURMD_NODENAME=$N2 timeout 60 "$INNS" "$NS_N2" "$N2" "$GP" check --slurm-drain --slurm-conf "$W/etc/slurm.conf" \
+	--simulate-file "$W/hc-simulate-$N2" --config "$W/etc/gpuprobe.yml" --drain-history "$W/run/drain-history-$N2.json" \
+	--textfile "$W/out/hc-$N2.prom" >"$W/out/breaker-$N2.txt" 2>&1
+metric=$(grep '^gpuprobe_drain_suppressed' "$W/out/hc-$N2.prom" 2>/dev/null)
+if drained_n1 && [ "$(node_state $N2)" = idle ] && [ "$sup_after" -gt "$sup_before" ] && [[ "$metric" == *" 1" ]]; then
+	pass "breaker at 50%: $N1 drained, $N2 failing but kept in service ($((sup_after - sup_before)) suppressed runs; $metric)"
+else
+	fail "breaker at 50%: $N1 $(node_state $N1) '$(node_reason $N1)', $N2 $(node_state $N2) '$(node_reason $N2)', suppressed $sup_before -> $sup_after, metric '$metric'"
+fi
+echo dgx-h100 >"$W/hc-simulate-$N1"
+echo dgx-h100 >"$W/hc-simulate-$N2"
+wait_for "$LIMIT" both_idle || fail "nodes not idle after the breaker case: $N1 $(node_state $N1) '$(node_reason $N1)', $N2 $(node_state $N2)"
+echo "# gpuprobe two-node e2e: defaults" >"$W/etc/gpuprobe.yml"
+
+# A transient drain (a leftover process under --strict: gpu.processes is of
+# the transient class) is lifted by the first run that no longer finds it.
+echo "--strict" >"$W/hc-args-$N2"
+echo "dgx-h100:leftover-process=3" >"$W/hc-simulate-$N2"
+drained_tr() { [[ "$(node_state $N2)" == drain* ]] && [[ "$(node_reason $N2)" == "gpuprobe: gpu.processes transient gpu=3"* ]]; }
+if wait_for "$LIMIT" drained_tr; then
+	pass "a transient finding drains $N2 with its class: $(node_reason $N2)"
+else
+	fail "$N2 not drained as transient: $(node_state $N2) '$(node_reason $N2)'; $(tail -n 2 "$W/log/healthcheck-$N2.log")"
+fi
+echo dgx-h100 >"$W/hc-simulate-$N2"
+t=$(date +%s%N)
+if wait_for "$LIMIT" both_idle; then
+	pass "the transient drain on $N2 was lifted $((($(date +%s%N) - t) / 1000000)) ms after the process left"
+else
+	fail "transient drain on $N2 not lifted: $(node_state $N2) '$(node_reason $N2)'"
+fi
+rm -f "$W/hc-args-$N2"
 
 # --- 6. ConstrainDevices=yes (task/cgroup): what slurmd sets, what gpuprobe says ---
 # Restarted with TaskPlugin=task/cgroup and ConstrainDevices=yes, steps get a
