@@ -53,7 +53,7 @@ type VerifyDevice struct {
 const (
 	MeasureH2D     = "h2d"     // pinned host → device copy, GB/s
 	MeasureD2H     = "d2h"     // device → pinned host copy, GB/s
-	MeasureD2D     = "d2d"     // device-local copy, GB/s (bytes read + written, counted once as nvbandwidth does? see Bytes note)
+	MeasureD2D     = "d2d"     // device-local copy, GB/s of bytes copied, counted once as nvbandwidth's device_local_copy does (HBM moves twice that)
 	MeasurePeer    = "peer"    // GPU → GPU copy, GB/s, unidirectional
 	MeasureCompute = "compute" // FMA loop, TFLOP/s, with the load watch
 	MeasureMemTest = "memtest" // write/read-back/compare, Mismatches
