@@ -69,9 +69,11 @@ type Measurement struct {
 	GPU int `json:"gpu"`
 	// Peer is the destination GPU of a peer copy; -1 otherwise.
 	Peer int `json:"peer"`
-	// Path is how a peer copy travelled as the driver reports it ("nvlink",
-	// "pcie", "p2p-unsupported": staged through the host), or a --from
-	// tool's test name ("all_reduce_perf", "host_to_device_memcpy_ce").
+	// Path is how a peer copy travelled as the driver reports it: "p2p"
+	// (direct; NVLink or PCIe is the topology's word, which check/ reads
+	// from the node state) or "p2p-unsupported" (cuDeviceCanAccessPeer said
+	// no: staged through the host), or a --from tool's test name
+	// ("all_reduce_perf", "host_to_device_memcpy_ce").
 	Path string `json:"path,omitempty"`
 	// Bytes is the transfer size per iteration; Iterations how many.
 	Bytes      int64 `json:"bytes,omitempty"`
