@@ -200,17 +200,16 @@ func spread(vs []float64, unit string) string {
 	for _, x := range vs {
 		lo, hi = min(lo, x), max(hi, x)
 	}
-	sep := " "
 	if unit == "%" {
-		sep = ""
-	}
-	if fmt.Sprintf("%.1f", lo) == fmt.Sprintf("%.1f", hi) {
-		return fmt.Sprintf("%.1f%s%s", lo, sep, unit)
-	}
-	if unit == "%" {
+		if fmt.Sprintf("%.0f", lo) == fmt.Sprintf("%.0f", hi) {
+			return fmt.Sprintf("%.0f%%", lo)
+		}
 		return fmt.Sprintf("%.0f–%.0f%%", lo, hi)
 	}
-	return fmt.Sprintf("%.1f–%.1f%s%s", lo, hi, sep, unit)
+	if fmt.Sprintf("%.1f", lo) == fmt.Sprintf("%.1f", hi) {
+		return fmt.Sprintf("%.1f %s", lo, unit)
+	}
+	return fmt.Sprintf("%.1f–%.1f %s", lo, hi, unit)
 }
 
 // linkNote says when the link ran below its maximum at collection: the
@@ -481,7 +480,11 @@ func checkVerifyRun(n *state.Node, _ *Config) Result {
 	}
 	what := fmt.Sprintf("%d figures", len(vf.Measurements))
 	if vf.Source == "measured" || vf.Source == "" {
-		what = fmt.Sprintf("measured %d GPUs (%s tier) in %.1f s through %s", len(vf.Devices)-len(vf.Refused), vf.Tier, vf.Took.Seconds(), vf.Driver)
+		gpus := map[int]bool{}
+		for _, m := range vf.Measurements {
+			gpus[m.GPU] = true
+		}
+		what = fmt.Sprintf("measured %d GPUs (%s tier) in %.1f s through %s", len(gpus), vf.Tier, vf.Took.Seconds(), vf.Driver)
 	} else {
 		what = fmt.Sprintf("read %d figures from %s output %s", len(vf.Measurements), vf.Source, vf.File)
 	}

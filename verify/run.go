@@ -310,6 +310,9 @@ type copyFunc func(ctx context.Context, dev int, bytes int64, iters int) (time.D
 // first (the driver's first copy of a buffer pays for mapping it), then the
 // timed ones.
 func (r *run) copyOnce(ctx context.Context, t target, kind, api string, f copyFunc, bytes int64, iters int) {
+	if r.stopped() {
+		return // nothing is called after a hung call; verify.run names it
+	}
 	m := state.Measurement{Kind: kind, GPU: t.index, Peer: -1, Bytes: bytes, Iterations: iters, Unit: "GB/s"}
 	what := api + " on " + t.label()
 	src := "cuda:" + t.dev.PCIBusID
