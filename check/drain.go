@@ -41,9 +41,6 @@ func ownedBy(n slurmstate.NodeInfo, prefix string) bool {
 // any message size limit.
 const MaxReasonLen = 200
 
-// ours reports whether the node's reason is one gpuprobe set.
-func ours(n slurmstate.NodeInfo) bool { return ownedBy(n, "") }
-
 // gpuprobeDrain reports whether either owner (health check or verify) set
 // the node's reason: the circuit breaker counts both.
 func gpuprobeDrain(reason string) bool {
