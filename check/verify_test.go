@@ -201,3 +201,17 @@ func TestExpectationTableSourced(t *testing.T) {
 		t.Errorf("Gen6 has an expectation (%v) without a measurement behind it", e)
 	}
 }
+
+// verify's levels are validated: shares of a figure, warn above fail.
+func TestVerifyConfigValidated(t *testing.T) {
+	for _, bad := range []string{"verify: {warn_percent: 60, fail_percent: 80}", "verify: {outlier_percent: 120}", "verify: {warn_percent: -1}"} {
+		cfg := DefaultConfig()
+		if err := ParseConfig([]byte(bad), cfg); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	cfg := DefaultConfig()
+	if err := ParseConfig([]byte("verify: {warn_percent: 90, fail_percent: 50, outlier_percent: 60}"), cfg); err != nil || cfg.Verify.FailPercent != 50 {
+		t.Errorf("a valid verify block: %v %+v", err, cfg.Verify)
+	}
+}

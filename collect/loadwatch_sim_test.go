@@ -12,7 +12,7 @@ import (
 
 // LoadWatch reads the GPUs through the guarded sampler until stopped (a
 // simulated node: go-nvml's mock behind the same Sources a real run uses).
-func TestLoadWatchSimulated(t *testing.T) {
+func TestVerifyLoadWatchSimulated(t *testing.T) {
 	s, err := simulate.Parse("dgx-h100:hw-slowdown=1")
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,7 @@ func p64(v uint64) *uint64 { return &v }
 
 // FoldLoad keeps the clock range, the highest power and the OR of the
 // clock event reasons; a sample without clocks or reasons does not count.
-func TestFoldLoad(t *testing.T) {
+func TestVerifyFoldLoad(t *testing.T) {
 	pw := 600.0
 	var w state.LoadWatch
 	w = FoldLoad(w, state.GPUSample{SMClockMHz: p32(1980), MaxSMClockMHz: p32(1980), ClockEventMask: p64(0x4), PowerWatts: &pw})

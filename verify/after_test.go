@@ -11,7 +11,7 @@ func u64(v uint64) *uint64 { return &v }
 
 // AfterRun fills ECC growth, new Xids of the GPU and loss from the two
 // collections around the run.
-func TestAfterRun(t *testing.T) {
+func TestVerifyAfterRun(t *testing.T) {
 	gpu := func(unc uint64, lost bool) state.GPU {
 		return state.GPU{Index: 1, PCIBusID: "0000:3b:00.0", Lost: lost, ECC: &state.ECC{Volatile: state.ECCCounts{Uncorrected: u64(unc)}}}
 	}

@@ -50,7 +50,7 @@ func count(v *state.Verify, kind string) int {
 
 // The quick tier measures each unordered pair once, the default every
 // ordered pair; GPUs are named by NVML index through the bus id.
-func TestRunTiersAndMapping(t *testing.T) {
+func TestVerifyRunTiersAndMapping(t *testing.T) {
 	for _, tc := range []struct {
 		tier  string
 		pairs int
@@ -81,7 +81,7 @@ func TestRunTiersAndMapping(t *testing.T) {
 }
 
 // The memory fraction caps every buffer.
-func TestRunMemoryFraction(t *testing.T) {
+func TestVerifyRunMemoryFraction(t *testing.T) {
 	d := simDriver(t, "dgx-h100")
 	v := verify.Run(context.Background(), d, verify.Options{Tier: verify.TierDefault, MaxMemoryFraction: 0.01, Registry: &deadline.Registry{}})
 	limit := int64(81559<<20) / 100
@@ -94,7 +94,7 @@ func TestRunMemoryFraction(t *testing.T) {
 
 // A driver call that never returns is an error naming the call and the
 // GPU, the run ends on time, and the driver is not called again.
-func TestRunHungCallStopsTheRun(t *testing.T) {
+func TestVerifyRunHungCallStopsTheRun(t *testing.T) {
 	d := simDriver(t, "dgx-h100")
 	d.Hang = map[int]bool{2: true}
 	start := time.Now()
@@ -115,7 +115,7 @@ func TestRunHungCallStopsTheRun(t *testing.T) {
 }
 
 // --duration bounds the compute load to a quarter of it.
-func TestRunDurationBoundsCompute(t *testing.T) {
+func TestVerifyRunDurationBoundsCompute(t *testing.T) {
 	d := simDriver(t, "dgx-h100")
 	v := verify.Run(context.Background(), d, verify.Options{Tier: verify.TierDefault, Duration: 4 * time.Second, Registry: &deadline.Registry{}})
 	if v.Error != "" {
@@ -127,7 +127,7 @@ func TestRunDurationBoundsCompute(t *testing.T) {
 }
 
 // Refused GPUs are listed and not touched.
-func TestRunRefuses(t *testing.T) {
+func TestVerifyRunRefuses(t *testing.T) {
 	d := simDriver(t, "dgx-h100")
 	idx := map[string]int{}
 	m, _ := simulate.Lookup("dgx-h100")

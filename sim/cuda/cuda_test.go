@@ -18,7 +18,7 @@ func newDriver(t *testing.T, spec string) (*Driver, error) {
 }
 
 // The fault values are checked: a pair is two different GPUs of the model.
-func TestFaultValues(t *testing.T) {
+func TestVerifySimFaultValues(t *testing.T) {
 	for _, bad := range []string{"peer-slow=1", "peer-slow=1-1", "peer-slow=1-8", "peer-slow=a-b", "h2d-slow=9", "mem-miscompare=x"} {
 		if _, err := newDriver(t, "dgx-h100:"+bad); err == nil {
 			t.Errorf("%s accepted", bad)
@@ -44,7 +44,7 @@ func TestFaultValues(t *testing.T) {
 
 // Every model the simulation knows has healthy figures, and the driver
 // refuses calls after Close.
-func TestEveryModelAndClose(t *testing.T) {
+func TestVerifySimEveryModelAndClose(t *testing.T) {
 	for _, m := range simulate.Models {
 		if _, ok := FiguresOf(m); !ok {
 			t.Errorf("%s has no figures", m)
