@@ -150,3 +150,53 @@ func TestVerifyTextfile(t *testing.T) {
 		}
 	}
 }
+
+// The quarantine flow: a failing verify drains with verify's own prefix; a
+// passing check leaves that drain; a passing verify lifts it; a failing
+// verify never overwrites a health check's drain.
+func TestVerifySlurmDrainOwnsItsDrains(t *testing.T) {
+	sc, dir := fakeScontrol(t, "IDLE", "")
+	env := map[string]string{"SLURMD_NODENAME": "vm"}
+	hist := filepath.Join(dir, "verify-history.json")
+	verifyRun := func(spec string) int {
+		code, out, errs := runEnv(t, env, "verify", "--simulate", spec, "--quick", "--slurm-drain", "--scontrol", sc, "--drain-history", hist, "--no-drain-breaker")
+		if code == 2 {
+			t.Fatalf("exit 2\n%s%s", out, errs)
+		}
+		return code
+	}
+	if code := verifyRun("dgx-h100:h2d-slow=3"); code != 1 {
+		t.Fatalf("failing verify: exit %d", code)
+	}
+	reason := readFile(t, filepath.Join(dir, "reason"))
+	if st := strings.TrimSpace(readFile(t, filepath.Join(dir, "state"))); !strings.HasPrefix(reason, "gpuprobe-verify: verify.h2d node gpu=3 ") || st != "IDLE+DRAIN" {
+		t.Fatalf("drain reason %q, state %q", reason, st)
+	}
+	// A passing health check does not lift verify's drain.
+	if code, out, errs := runEnv(t, env, "check", "--simulate", "dgx-h100", "--slurm-drain", "--scontrol", sc, "--drain-history", filepath.Join(dir, "check-history.json"), "--no-job"); code != 0 {
+		t.Fatalf("check: exit %d\n%s%s", code, out, errs)
+	}
+	if got := readFile(t, filepath.Join(dir, "reason")); got != reason {
+		t.Fatalf("check changed verify's drain: %q", got)
+	}
+	// A passing verify lifts it.
+	if code := verifyRun("dgx-h100"); code != 0 {
+		t.Fatalf("passing verify: exit %d", code)
+	}
+	if st := strings.TrimSpace(readFile(t, filepath.Join(dir, "state"))); st != "IDLE" {
+		t.Fatalf("not resumed: %q", st)
+	}
+	// A health check's drain is not verify's to overwrite or lift.
+	if err := os.WriteFile(filepath.Join(dir, "state"), []byte("IDLE+DRAIN"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkReason := "gpuprobe: gpu.xid node gpu=1 Xid 79"
+	if err := os.WriteFile(filepath.Join(dir, "reason"), []byte(checkReason), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	verifyRun("dgx-h100:h2d-slow=3")
+	verifyRun("dgx-h100")
+	if got := readFile(t, filepath.Join(dir, "reason")); got != checkReason {
+		t.Fatalf("verify touched check's drain: %q", got)
+	}
+}
