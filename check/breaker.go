@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
@@ -126,7 +125,7 @@ func Breaker(cfg BreakerConfig, in BreakerInput) BreakerVerdict {
 			self = n
 			continue
 		}
-		if !n.Drained() || !strings.HasPrefix(n.Reason, ReasonPrefix) {
+		if !n.Drained() || !gpuprobeDrain(n.Reason) {
 			continue
 		}
 		v.Owned++

@@ -19,12 +19,33 @@ import (
 // other reason alone.
 const ReasonPrefix = "gpuprobe:"
 
+// VerifyReasonPrefix marks the drains `gpuprobe verify --slurm-drain` owns.
+// It is a prefix of its own, not ReasonPrefix with a verify check in it, so
+// that each owner lifts only its own drains: a health check that passes
+// every few minutes must not resume a node verify quarantined for a slow
+// link (the passive checks cannot see it), and a verify that passes must
+// not lift a health check's drain for an Xid it never looked at. Neither
+// string is a prefix of the other.
+const VerifyReasonPrefix = "gpuprobe-verify:"
+
+// ownedBy reports whether the node's reason carries this owner's prefix
+// ("" is ReasonPrefix).
+func ownedBy(n slurmstate.NodeInfo, prefix string) bool {
+	if prefix == "" {
+		prefix = ReasonPrefix
+	}
+	return strings.HasPrefix(n.Reason, prefix)
+}
+
 // MaxReasonLen keeps drain reasons readable in sinfo/scontrol and far from
 // any message size limit.
 const MaxReasonLen = 200
 
-// ours reports whether the node's reason is one gpuprobe set.
-func ours(n slurmstate.NodeInfo) bool { return strings.HasPrefix(n.Reason, ReasonPrefix) }
+// gpuprobeDrain reports whether either owner (health check or verify) set
+// the node's reason: the circuit breaker counts both.
+func gpuprobeDrain(reason string) bool {
+	return strings.HasPrefix(reason, ReasonPrefix) || strings.HasPrefix(reason, VerifyReasonPrefix)
+}
 
 // DrainAction is what a health-check run does to the node.
 type DrainAction string
@@ -63,6 +84,13 @@ var leaveAlone = []string{"DOWN", "MAINT", "RESERVED", "FUTURE", "POWERED_DOWN",
 //   - Passing, drained by gpuprobe: resume.
 //   - Passing otherwise: nothing.
 func Decide(n slurmstate.NodeInfo, failing bool, reason string) DrainDecision {
+	return decideFor(n, failing, reason, "")
+}
+
+// decideFor is Decide for the owner of prefix ("": the health checks):
+// "ours" is a reason with that prefix; the other owner's is someone else's.
+func decideFor(n slurmstate.NodeInfo, failing bool, reason, prefix string) DrainDecision {
+	ours := func(n slurmstate.NodeInfo) bool { return ownedBy(n, prefix) }
 	for _, s := range leaveAlone {
 		if n.Has(s) {
 			return DrainDecision{Action: DrainNone, Why: fmt.Sprintf("node is %s: left alone", n.State)}

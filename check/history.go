@@ -165,6 +165,10 @@ type QuarantineInput struct {
 	History  DrainHistory
 	Config   DrainConfig
 	Now      time.Time
+	// Prefix is the owner whose drains this run sets and lifts: ""
+	// (ReasonPrefix, the health checks) or VerifyReasonPrefix. Each owner
+	// keeps its own history file.
+	Prefix string
 }
 
 // DecideQuarantine is Decide with classes and history: the failing run's
@@ -182,12 +186,16 @@ func DecideQuarantine(in QuarantineInput) (DrainDecision, DrainHistory) {
 		esc = Escalate(f, in.History, in.Config, in.Now)
 		r := reasonFor(f, len(in.Failures)-1)
 		r.Class = esc.Class
+		if in.Prefix != ReasonPrefix {
+			r.Prefix = in.Prefix
+		}
 		if esc.Class != ClassOf(f.ID) || esc.Hold {
 			r.Summary = "recurred: " + r.Summary
 		}
 		reason = r.String()
 	}
-	d := Decide(in.Node, len(in.Failures) > 0, reason)
+	d := decideFor(in.Node, len(in.Failures) > 0, reason, in.Prefix)
+	owned := func(n slurmstate.NodeInfo) bool { return ownedBy(n, in.Prefix) }
 	switch d.Action {
 	case DrainSet:
 		f := in.Failures[0]
@@ -212,7 +220,7 @@ func DecideQuarantine(in QuarantineInput) (DrainDecision, DrainHistory) {
 		}
 		closeOpen(&h, in.Now)
 	case DrainNone:
-		if len(in.Failures) > 0 && in.Node.Drained() && ours(in.Node) && lastOpen(h) < 0 && !leftAlone(in.Node) {
+		if len(in.Failures) > 0 && in.Node.Drained() && owned(in.Node) && lastOpen(h) < 0 && !leftAlone(in.Node) {
 			// A drain of ours the history does not know (set before the
 			// state file existed, or the file was lost): it starts now.
 			f := in.Failures[0]

@@ -103,6 +103,17 @@ var classes = map[string]Class{
 	"perf.gpus_used":    ClassTransient,
 	"perf.memory":       ClassTransient,
 	"perf.hang":         ClassTransient,
+	// Verify checks measure the hardware under load: a slow link, a
+	// throttling or erring GPU is the node's until an admin fixes it and
+	// verify passes again. Their drains carry VerifyReasonPrefix, so only
+	// verify lifts them (check/drain.go).
+	"verify.run":     ClassNode,
+	"verify.h2d":     ClassNode,
+	"verify.d2h":     ClassNode,
+	"verify.d2d":     ClassNode,
+	"verify.peer":    ClassNode,
+	"verify.compute": ClassNode,
+	"verify.memtest": ClassNode,
 }
 
 // ClassOf is the class of a check ID; a check missing from the table is
@@ -136,6 +147,9 @@ type Reason struct {
 	// Legacy: the reason is in the format before this grammar
 	// ("gpuprobe: <check>: <summary>"); it has no class or GPUs.
 	Legacy bool `json:"legacy,omitempty"`
+	// Prefix is the owner's prefix: ReasonPrefix ("" reads as it) for the
+	// health checks' drains, VerifyReasonPrefix for verify's.
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // maxReasonGPUs is how many GPU indexes a reason names before "+".
@@ -149,8 +163,8 @@ var (
 )
 
 // ParseReason parses a drain reason in the grammar above (or the legacy
-// format). A reason that does not start with ReasonPrefix is an error: it is
-// someone else's.
+// format), with either owner's prefix (ReasonPrefix, VerifyReasonPrefix).
+// A reason that starts with neither is an error: it is someone else's.
 func ParseReason(s string) (Reason, error) {
 	var r Reason
 	if len(s) > MaxReasonLen {
@@ -158,7 +172,10 @@ func ParseReason(s string) (Reason, error) {
 	}
 	rest, ok := strings.CutPrefix(s, ReasonPrefix+" ")
 	if !ok {
-		return r, errNotOurs
+		if rest, ok = strings.CutPrefix(s, VerifyReasonPrefix+" "); !ok {
+			return r, errNotOurs
+		}
+		r.Prefix = VerifyReasonPrefix
 	}
 	if !reasonText(rest) {
 		return r, fmt.Errorf("reason %q holds a quote, a control character or a double blank", s)
@@ -218,7 +235,11 @@ func reasonText(s string) bool {
 // reason), cutting the summary so that the whole is at most MaxReasonLen
 // bytes.
 func (r Reason) String() string {
-	head := ReasonPrefix + " " + r.Check
+	prefix := ReasonPrefix
+	if r.Prefix != "" {
+		prefix = r.Prefix
+	}
+	head := prefix + " " + r.Check
 	if r.Legacy {
 		head += ":"
 	} else {

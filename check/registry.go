@@ -22,6 +22,10 @@ const (
 	// PerfScope checks judge a running job that `gpuprobe job` sampled; no
 	// other command selects them and they never drain a node.
 	PerfScope Scope = "perf"
+	// VerifyScope checks judge what `gpuprobe verify` measured (or read
+	// with --from): only verify selects them, so a plain `check`, `serve`
+	// or health check never runs an active measurement's verdict.
+	VerifyScope Scope = "verify"
 )
 
 // Check is one entry of the catalogue. ID is API: it appears in config,
@@ -77,7 +81,19 @@ func JobScopeGroups() []string {
 func Select(include, exclude []string) ([]Check, error) {
 	var all []Check
 	for _, c := range All() {
-		if c.Scope != PerfScope {
+		if c.Scope != PerfScope && c.Scope != VerifyScope {
+			all = append(all, c)
+		}
+	}
+	return selectFrom(all, include, exclude)
+}
+
+// VerifyChecks selects among the verify checks, as Select does among the
+// node and job checks.
+func VerifyChecks(include, exclude []string) ([]Check, error) {
+	var all []Check
+	for _, c := range All() {
+		if c.Scope == VerifyScope {
 			all = append(all, c)
 		}
 	}

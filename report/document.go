@@ -45,6 +45,9 @@ type Document struct {
 	// JobPerf is the running job `gpuprobe job` sampled: the figures its
 	// perf.* verdicts stand on.
 	JobPerf *state.JobPerf `json:"job_perf,omitempty"`
+	// Verify is what `gpuprobe verify` measured: the figures its verify.*
+	// verdicts stand on.
+	Verify *state.Verify `json:"verify,omitempty"`
 	// Drain is what check --slurm-drain did to the node, and why (the
 	// circuit breaker's verdict when it suppressed a drain).
 	Drain *check.DrainDecision `json:"drain,omitempty"`

@@ -71,8 +71,12 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		if d.Scope != "" {
 			scope = " (only " + clean(d.Scope) + ")"
 		}
-		fmt.Fprintf(&b, "gpuprobe check on %s — %d GPUs%s, driver %s, CUDA %s — %s\n",
-			clean(d.NodeName()), d.GPUs, scope, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+		command := "check"
+		if d.Verify != nil {
+			command = "verify (" + clean(d.Verify.Tier) + ")"
+		}
+		fmt.Fprintf(&b, "gpuprobe %s on %s — %d GPUs%s, driver %s, CUDA %s — %s\n",
+			command, clean(d.NodeName()), d.GPUs, scope, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
 	}
 	line := func(r check.Result) {
 		tag := fmt.Sprintf("%-5s", strings.ToUpper(clean(string(r.Status))))

@@ -36,6 +36,10 @@ type slurmFlags struct {
 	slurmConf    string
 	history      string
 
+	// prefix is the owner of the drains this run sets and lifts: "" for
+	// check's health checks, check.VerifyReasonPrefix for verify's.
+	prefix string
+
 	// set by configure for after
 	cfg          *check.Config
 	start        time.Time
@@ -166,7 +170,9 @@ func (s *slurmFlags) act(c *cli, n *state.Node, doc *report.Document) (int, erro
 	if !s.drain {
 		return 0, nil
 	}
-	defer s.watchdog.Stop()
+	if s.watchdog != nil {
+		defer s.watchdog.Stop()
+	}
 	node, from := c.getenv("SLURMD_NODENAME"), "SLURMD_NODENAME"
 	if node == "" && n.Slurm != nil {
 		node, from = n.Slurm.NodeName, n.Slurm.NodeNameFrom
@@ -195,7 +201,7 @@ func (s *slurmFlags) act(c *cli, n *state.Node, doc *report.Document) (int, erro
 		return exitFailed, nil
 	}
 	hist, histBytes := s.readHistory(log)
-	d, kept := check.DecideQuarantine(check.QuarantineInput{Node: info, Failures: fails, History: hist, Config: s.cfg.Drain, Now: time.Now()})
+	d, kept := check.DecideQuarantine(check.QuarantineInput{Node: info, Failures: fails, History: hist, Config: s.cfg.Drain, Now: time.Now(), Prefix: s.prefix})
 	log = log.With(zap.String("state", info.State), zap.String("old_reason", info.Reason), zap.Int("failed_checks", len(fails)))
 	if d.Action == check.DrainSet && !info.Drained() {
 		// A new drain: ask the circuit breaker, with one listing of the
