@@ -77,7 +77,7 @@ func JobScopeGroups() []string {
 func Select(include, exclude []string) ([]Check, error) {
 	var all []Check
 	for _, c := range All() {
-		if c.Scope != PerfScope {
+		if c.Scope != PerfScope && c.Scope != VerifyScope {
 			all = append(all, c)
 		}
 	}

@@ -44,6 +44,9 @@ type Node struct {
 	Container *Container `json:"container,omitempty"`
 	// JobPerf is a running job sampled by `gpuprobe job` (state/jobperf.go).
 	JobPerf *JobPerf `json:"job_perf,omitempty"`
+	// Verify is what `gpuprobe verify` measured, or what a saved benchmark
+	// output read with `verify --from` says (state/verify.go).
+	Verify *Verify `json:"verify,omitempty"`
 	// Previous is the daemon's previous cycle, for counters judged as rates
 	// (state/violations.go); nil in a one-shot run.
 	Previous *Previous `json:"previous,omitempty"`
