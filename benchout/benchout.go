@@ -144,6 +144,10 @@ func detect(data []byte, lines []string) string {
 			strings.HasPrefix(t, "#") && strings.Contains(t, "out-of-place") && strings.Contains(t, "in-place"),
 			strings.HasPrefix(t, "# Avg bus bandwidth"):
 			nccl = true
+		case !nccl:
+			// A size-table row without its header (a log cut at the top).
+			_, ok, _ := ncclRow(ncclInlineTagRe.ReplaceAllString(t, " "), false)
+			nccl = ok
 		}
 	}
 	switch {

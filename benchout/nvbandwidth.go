@@ -109,6 +109,9 @@ func parseNvbandwidth(name string, lines []string) (*state.Verify, error) {
 			}
 		default:
 			if cur == "" {
+				if strings.Contains(l, "(row)") || strings.Contains(l, "(column)") {
+					v.Notes = append(v.Notes, fmt.Sprintf("line %d: a matrix with no 'Running <testcase>.' line before it: not read (%s)", n, l))
+				}
 				continue
 			}
 			if m := nvbwTitleRe.FindStringSubmatch(l); m != nil && strings.Contains(m[0], "(row)") {
@@ -118,7 +121,7 @@ func parseNvbandwidth(name string, lines []string) (*state.Verify, error) {
 			}
 		}
 	}
-	if len(run.TestCases) == 0 {
+	if len(run.TestCases) == 0 && run.Version == "" {
 		return nil, &ParseError{File: name, Msg: "no 'Running <testcase>.' block: not an nvbandwidth output"}
 	}
 	return v, nil

@@ -212,11 +212,11 @@ func checkNcclTests(n *state.Node, _ *Config) Result {
 	switch {
 	case s.worlds > 1 && (s.ranks <= s.worlds || allOne):
 		fs = append(fs, fromFinding{status: Error,
-			msg: fmt.Sprintf("measured nothing: every process reports nranks 1 (%d headers, %d 'Rank 0' lines): each process ran its own one-rank test, so no data crossed a link", c.Headers, countRank0(c)),
+			msg:    fmt.Sprintf("measured nothing: every process reports nranks 1 (%d headers, %d 'Rank 0' lines): each process ran its own one-rank test, so no data crossed a link", c.Headers, countRank0(c)),
 			remedy: "nccl-tests was built without MPI (or launched without it): rebuild with make MPI=1 and launch with mpirun or srun --mpi=pmix"})
 	case s.worlds > 1:
 		fs = append(fs, fromFinding{status: Error,
-			msg: fmt.Sprintf("%d processes each ran their own %d-rank test instead of one %d-rank test: the figures are per process, not of the whole run", s.worlds, s.ranks/s.worlds, s.ranks),
+			msg:    fmt.Sprintf("%d processes each ran their own %d-rank test instead of one %d-rank test: the figures are per process, not of the whole run", s.worlds, s.ranks/s.worlds, s.ranks),
 			remedy: "nccl-tests was built without MPI: rebuild with make MPI=1"})
 	case s.ranks == 1 || allOne:
 		fs = append(fs, fromFinding{status: Error, msg: "measured nothing: one rank; a collective over one GPU moves no data between GPUs (busbw is 0 by definition)",
@@ -258,7 +258,7 @@ func checkNcclTests(n *state.Node, _ *Config) Result {
 	case !judgeable || len(rows) == 0:
 	case best == nil:
 		fs = append(fs, fromFinding{status: Skip,
-			msg: fmt.Sprintf("largest size %s is under %s: too small to reach peak bus bandwidth, not judged (%s)", gb(largest), gb(busBWJudgedFrom), s),
+			msg:    fmt.Sprintf("largest size %s is under %s: too small to reach peak bus bandwidth, not judged (%s)", gb(largest), gb(busBWJudgedFrom), s),
 			remedy: "rerun with -e 8G"})
 	default:
 		fig := fmt.Sprintf("%s peak busbw %.2f GB/s at %s", test, best.Value, gb(best.Bytes))
