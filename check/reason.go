@@ -103,6 +103,10 @@ var classes = map[string]Class{
 	"perf.gpus_used":    ClassTransient,
 	"perf.memory":       ClassTransient,
 	"perf.hang":         ClassTransient,
+	// verify --from: a saved run's wrong results or failed GPU are the
+	// hardware's (check/verifyfrom.go).
+	"verify.nccl_tests": ClassNode,
+	"verify.dcgmi_diag": ClassNode,
 }
 
 // ClassOf is the class of a check ID; a check missing from the table is
