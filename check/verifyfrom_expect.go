@@ -49,6 +49,6 @@ var busBWExpectations = []busBWExpectation{
 		// with NVLS disabled is not called degraded.
 		Test: "all_reduce_perf", Model: "NVIDIA H100 80GB HBM3", Nodes: 1, GPUsPerNode: 8,
 		Healthy: 360,
-		Source:  "https://github.com/NVIDIA/nccl-tests/issues/212#issuecomment (sjeaugey, 2024-05-06); https://github.com/NVIDIA/nccl-tests/issues/290 (AddyLaddy, 2025-03-03)",
+		Source:  "https://github.com/NVIDIA/nccl-tests/issues/212 (sjeaugey, 2024-05-06); https://github.com/NVIDIA/nccl-tests/issues/290 (AddyLaddy, 2025-03-03)",
 	},
 }
