@@ -114,6 +114,10 @@ var classes = map[string]Class{
 	"verify.peer":    ClassNode,
 	"verify.compute": ClassNode,
 	"verify.memtest": ClassNode,
+	// verify --from: a saved run's wrong results or failed GPU are the
+	// hardware's (check/verifyfrom.go).
+	"verify.nccl_tests": ClassNode,
+	"verify.dcgmi_diag": ClassNode,
 }
 
 // ClassOf is the class of a check ID; a check missing from the table is

@@ -34,6 +34,8 @@ type Verify struct {
 	// Notes carry what a --from parser read that bears on the verdict but
 	// is not a figure ("every process reports nranks 1: built without MPI").
 	Notes []string `json:"notes,omitempty"`
+	// From is what a --from output says beyond its figures (state/verifyfrom.go).
+	From *FromRun `json:"from,omitempty"`
 }
 
 // VerifyDevice is one GPU as the CUDA driver API enumerates it.

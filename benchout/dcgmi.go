@@ -1,0 +1,283 @@
+package benchout
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// dcgmi diag's text output (DCGM 2.x to 4.x, dcgmi/Diag.cpp):
+//
+//	+---------------------------+------------------------------------------------+
+//	| Diagnostic                | Result                                         |
+//	+===========================+================================================+
+//	|-----  Metadata  ----------+------------------------------------------------|
+//	| DCGM Version              | 3.3.9                                          |
+//	|-----  Deployment  --------+------------------------------------------------|
+//	| Denylist                  | Pass                                           |
+//	+-----  Hardware  ----------+------------------------------------------------+
+//	| GPU Memory                | Fail - GPU: 1                                  |
+//	| Warning                   | GPU 1 ...                                      |
+//	| software                  | Pass                                           |
+//	|                           | GPU0: Pass                                     |
+//	|                           | Warning: GPU0 ...                              |
+var (
+	dcgmSectionRe = regexp.MustCompile(`^[|+]-{3,}\s+(.+?)\s+-{3,}\+`)
+	dcgmGPURe     = regexp.MustCompile(`^GPU\s?(\d+):\s*(\S.*)$`)
+	dcgmMsgRe     = regexp.MustCompile(`^(Warning|Info|Error)\b`)
+)
+
+func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
+	d := &state.DiagRun{Format: "text"}
+	v := &state.Verify{Source: SourceDcgmiDiag, From: &state.FromRun{Diag: d}}
+	category := ""
+	var cur *state.DiagTest
+	inTable := false
+	for i, raw := range lines {
+		n := i + 1
+		l := strings.TrimSpace(stripTag(raw))
+		switch {
+		case l == "":
+			continue
+		case strings.HasPrefix(l, "| Diagnostic") && strings.Contains(l, "| Result"):
+			d.Tables++
+			inTable, category, cur = true, "", nil
+			continue
+		case !inTable:
+			if strings.HasPrefix(l, "Error") || strings.HasPrefix(l, "ERROR") {
+				d.Errors = append(d.Errors, l)
+			}
+			continue
+		}
+		if m := dcgmSectionRe.FindStringSubmatch(l); m != nil {
+			category, cur = m[1], nil
+			continue
+		}
+		if strings.HasPrefix(l, "+") || strings.HasPrefix(l, "|=") {
+			// A rule; the closing one ends the table.
+			if strings.Count(l, "+") >= 2 && !strings.Contains(l, "=") && strings.Trim(l, "+-") == "" {
+				inTable = false
+			}
+			continue
+		}
+		if !strings.HasPrefix(l, "|") {
+			inTable = false
+			if strings.HasPrefix(l, "Error") {
+				d.Errors = append(d.Errors, l)
+			}
+			continue
+		}
+		cells := strings.Split(strings.Trim(l, "|"), "|")
+		if len(cells) != 2 {
+			return nil, &ParseError{File: name, Line: n, Msg: fmt.Sprintf("dcgmi table row with %d cells, want 2 (test | result)", len(cells))}
+		}
+		key, val := strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1])
+		if category == "Metadata" {
+			switch key {
+			case "DCGM Version":
+				d.DCGMVersion = val
+			case "Driver Version Detected":
+				d.DriverVersion = val
+			case "GPU Device IDs Detected":
+				d.DeviceIDs = val
+			}
+			continue
+		}
+		switch {
+		case key != "" && key != "Warning" && key != "Info" && key != "Error":
+			d.Tests = append(d.Tests, state.DiagTest{Category: category, Name: key, Result: val, Line: n})
+			cur = &d.Tests[len(d.Tests)-1]
+		case cur == nil:
+			return nil, &ParseError{File: name, Line: n, Msg: "dcgmi table: a result line before any test"}
+		case key != "":
+			cur.Messages = append(cur.Messages, key+": "+val)
+		case dcgmGPURe.MatchString(val):
+			m := dcgmGPURe.FindStringSubmatch(val)
+			g, err := strconv.Atoi(m[1])
+			if err != nil || g > 4096 {
+				return nil, &ParseError{File: name, Line: n, Msg: "GPU number " + strconv.Quote(m[1]) + " out of range"}
+			}
+			cur.GPUs = append(cur.GPUs, state.DiagResult{GPU: g, Status: m[2]})
+		case dcgmMsgRe.MatchString(val) || len(cur.Messages) == 0:
+			cur.Messages = append(cur.Messages, val)
+		default:
+			// A message wrapped onto the next line.
+			cur.Messages[len(cur.Messages)-1] += " " + val
+		}
+	}
+	if d.Tables == 0 {
+		return nil, &ParseError{File: name, Msg: "no dcgmi diag result table ('| Diagnostic | Result |')"}
+	}
+	diagMeasurements(v, d)
+	return v, nil
+}
+
+// diagMeasurements adds one MeasureDiag per test line and per GPU line.
+func diagMeasurements(v *state.Verify, d *state.DiagRun) {
+	for _, t := range d.Tests {
+		if t.Result != "" {
+			v.Measurements = append(v.Measurements, state.Measurement{Kind: state.MeasureDiag, GPU: -1, Peer: -1, Path: t.Name, Status: t.Result})
+		}
+		for _, g := range t.GPUs {
+			v.Measurements = append(v.Measurements, state.Measurement{Kind: state.MeasureDiag, GPU: g.GPU, Peer: -1, Path: t.Name, Status: g.Status})
+		}
+	}
+}
+
+// parseDcgmiJSON reads `dcgmi diag -j`: DCGM 3.x nests tests under
+// "DCGM GPU Diagnostic" > "test_categories" with one result per GPU
+// ("gpu_ids": "0"; the deployment tests one for all, "0,1,2"); DCGM 4.x
+// names results by entity ("entity_id") and adds a "test_summary". Both
+// are walked; text before the document (a warning dcgmi printed) is
+// skipped.
+func parseDcgmiJSON(name string, data []byte) (*state.Verify, error) {
+	i := bytes.IndexByte(data, '{')
+	if i < 0 {
+		return nil, &ParseError{File: name, Msg: "no JSON object"}
+	}
+	line := 1 + bytes.Count(data[:i], []byte("\n"))
+	var doc map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data[i:]))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		msg := "dcgmi diag -j: " + err.Error()
+		if se, ok := err.(*json.SyntaxError); ok {
+			return nil, &ParseError{File: name, Line: line + bytes.Count(data[i:i+int(min(se.Offset, int64(len(data)-i)))], []byte("\n")), Msg: msg}
+		}
+		return nil, &ParseError{File: name, Line: line, Msg: msg}
+	}
+	d := &state.DiagRun{Format: "json", Tables: 1}
+	v := &state.Verify{Source: SourceDcgmiDiag, From: &state.FromRun{Diag: d}}
+	root := doc
+	for _, k := range []string{"DCGM GPU Diagnostic", "DCGM Diagnostic"} {
+		if r, ok := doc[k].(map[string]any); ok {
+			root = r
+			break
+		}
+	}
+	d.DCGMVersion = firstString(root, doc, "version", "DCGM Version")
+	d.DriverVersion = firstString(root, doc, "Driver Version Detected", "driver_version", "driverVersion")
+	for _, src := range []map[string]any{root, doc} {
+		if e := jsonText(src["runtime_error"]); e != "" {
+			d.Errors = append(d.Errors, e)
+			break
+		}
+	}
+	found := false
+	if cats, ok := root["test_categories"].([]any); ok {
+		found = true
+		for _, c := range cats {
+			cm, _ := c.(map[string]any)
+			if cm == nil {
+				continue
+			}
+			tests, _ := cm["tests"].([]any)
+			for _, t := range tests {
+				diagJSONTest(d, jsonText(cm["category"]), t)
+			}
+		}
+	}
+	for _, src := range []map[string]any{root, doc} {
+		if tests, ok := src["tests"].([]any); ok && !found {
+			found = true
+			for _, t := range tests {
+				diagJSONTest(d, "", t)
+			}
+		}
+	}
+	if !found && len(d.Errors) == 0 {
+		return nil, &ParseError{File: name, Line: line, Msg: "JSON without test_categories, tests or runtime_error: not dcgmi diag -j output"}
+	}
+	diagMeasurements(v, d)
+	return v, nil
+}
+
+func diagJSONTest(d *state.DiagRun, category string, t any) {
+	tm, _ := t.(map[string]any)
+	if tm == nil {
+		return
+	}
+	dt := state.DiagTest{Category: category, Name: jsonText(tm["name"])}
+	if dt.Name == "" {
+		dt.Name = jsonText(tm["test_name"])
+	}
+	if s, ok := tm["test_summary"].(map[string]any); ok {
+		dt.Result = jsonText(s["status"])
+	}
+	results, _ := tm["results"].([]any)
+	for _, r := range results {
+		rm, _ := r.(map[string]any)
+		if rm == nil {
+			continue
+		}
+		status := jsonText(rm["status"])
+		ids := jsonText(rm["gpu_ids"])
+		if ids == "" {
+			ids = jsonText(rm["gpu_id"])
+		}
+		if ids == "" && (rm["entity_group"] == nil || jsonText(rm["entity_group"]) == "GPU") {
+			ids = jsonText(rm["entity_id"])
+		}
+		if g, err := strconv.Atoi(strings.TrimSpace(ids)); err == nil && g >= 0 && g <= 4096 {
+			dt.GPUs = append(dt.GPUs, state.DiagResult{GPU: g, Status: status})
+		} else if dt.Result == "" {
+			dt.Result = status
+		}
+		for _, key := range []string{"warnings", "info", "errors"} {
+			dt.Messages = append(dt.Messages, jsonTexts(rm[key])...)
+		}
+	}
+	d.Tests = append(d.Tests, dt)
+}
+
+func firstString(a, b map[string]any, keys ...string) string {
+	for _, m := range []map[string]any{a, b} {
+		for _, k := range keys {
+			if s := jsonText(m[k]); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// jsonText is a JSON value as text: a string, a number, or an object's
+// "warning"/"message"/"msg" member (DCGM's warning objects).
+func jsonText(x any) string {
+	switch t := x.(type) {
+	case string:
+		return t
+	case json.Number:
+		return t.String()
+	case map[string]any:
+		for _, k := range []string{"warning", "message", "msg", "error"} {
+			if s, ok := t[k].(string); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+func jsonTexts(x any) []string {
+	switch t := x.(type) {
+	case []any:
+		var out []string
+		for _, e := range t {
+			if s := jsonText(e); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	default:
+		if s := jsonText(t); s != "" {
+			return []string{s}
+		}
+	}
+	return nil
+}
