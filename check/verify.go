@@ -63,8 +63,10 @@ func verifySkip(n *state.Node, kind string) (Result, bool) {
 // from the run's device list when the state has none (a --from file of
 // another node, a GPU NVML did not list).
 func verifyGPU(n *state.Node, index int) *state.GPU {
-	if g := gpuByIndex(n, index); g != nil {
-		return g
+	if n.NVML != nil { // nil for a --from file judged on its own
+		if g := gpuByIndex(n, index); g != nil {
+			return g
+		}
 	}
 	g := &state.GPU{Index: index}
 	if n.Verify != nil {
