@@ -285,6 +285,11 @@ func checkVerifyPeer(n *state.Node, cfg *Config) Result {
 		}
 		a, b := verifyGPU(n, m.GPU), verifyGPU(n, m.Peer)
 		link, _ := peerLink(a, b)
+		if n.NVML == nil {
+			// A saved output (--from) carries no topology: the pair's link is
+			// not known, and calling it PCIe would be a guess.
+			link = "unknown-link"
+		}
 		if m.Path == "p2p-unsupported" {
 			link += " staged"
 		}

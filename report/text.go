@@ -75,8 +75,15 @@ func (d *Document) WriteText(w io.Writer, o TextOptions) error {
 		if d.Verify != nil {
 			command = "verify (" + clean(d.Verify.Tier) + ")"
 		}
-		fmt.Fprintf(&b, "gpuprobe %s on %s — %d GPUs%s, driver %s, CUDA %s — %s\n",
-			command, clean(d.NodeName()), d.GPUs, scope, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+		if d.Verify != nil && d.Verify.File != "" {
+			// A saved output judged with --from: no node, GPUs or driver of
+			// this run to name.
+			fmt.Fprintf(&b, "gpuprobe verify --from: a %s output (%s) — judged %s\n",
+				clean(d.Verify.Source), clean(d.Verify.File), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+		} else {
+			fmt.Fprintf(&b, "gpuprobe %s on %s — %d GPUs%s, driver %s, CUDA %s — %s\n",
+				command, clean(d.NodeName()), d.GPUs, scope, clean(orNA(d.Driver)), clean(orNA(d.CUDA)), d.CollectedAt.Format("2006-01-02 15:04:05 MST"))
+		}
 	}
 	line := func(r check.Result) {
 		tag := fmt.Sprintf("%-5s", strings.ToUpper(clean(string(r.Status))))

@@ -11,11 +11,13 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/gpuprobe/gpuprobe/benchout"
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/exporter"
 	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"github.com/gpuprobe/gpuprobe/internal/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/internal/safefile"
 	"github.com/gpuprobe/gpuprobe/report"
 	simcuda "github.com/gpuprobe/gpuprobe/sim/cuda"
@@ -46,6 +48,7 @@ type verifyFlags struct {
 	history    string
 	scontrol   string
 	slurmConf  string
+	from       string
 }
 
 // verifyHistoryDefault is verify's own drain history: its episodes are its
@@ -76,6 +79,7 @@ func registerVerify(c *cli) {
 	cmd.Flag("drain-history", "--slurm-drain: verify's drain history (its own file: check's quarantine cycle keeps another).").Default(verifyHistoryDefault).PlaceHolder("FILE").StringVar(&f.history)
 	cmd.Flag("scontrol", "Absolute path of scontrol for --slurm-drain.").PlaceHolder("PATH").StringVar(&f.scontrol)
 	cmd.Flag("slurm-conf", "slurm.conf passed to scontrol as SLURM_CONF.").PlaceHolder("FILE").StringVar(&f.slurmConf)
+	cmd.Flag("from", "Judge a saved output instead of measuring: nccl-tests (all_reduce_perf ...), nvbandwidth or dcgmi diag (text or -j JSON), told apart by content; '-' reads stdin (docs/verify.md, \"Judging saved outputs\").").PlaceHolder("FILE").StringVar(&f.from)
 	cmd.Action(func(*kingpin.ParseContext) error { return c.runVerify(f) })
 }
 
@@ -114,6 +118,9 @@ func (c *cli) runVerify(f *verifyFlags) error {
 		if err := safefile.CheckTarget(f.textfile); err != nil {
 			return c.usageError("--textfile: %v", err)
 		}
+	}
+	if f.from != "" {
+		return c.runVerifyFrom(f, cfg, start)
 	}
 	scontrolPath := ""
 	if f.drain {
@@ -190,6 +197,16 @@ func (c *cli) runVerify(f *verifyFlags) error {
 		}
 		exit = max(exit, code)
 	}
+	if err := c.writeVerify(f, doc, v, results); err != nil {
+		return err
+	}
+	c.exit = max(check.ExitCode(results, cfg.Strict), exit)
+	return nil
+}
+
+// writeVerify writes verify's report (and its textfile when asked).
+func (c *cli) writeVerify(f *verifyFlags, doc *report.Document, v *state.Verify, results []check.Result) error {
+	var err error
 	var buf bytes.Buffer
 	if f.format == "json" {
 		err = doc.WriteJSON(&buf)
@@ -211,7 +228,59 @@ func (c *cli) runVerify(f *verifyFlags) error {
 			return c.usageError("%v", err)
 		}
 	}
-	c.exit = max(check.ExitCode(results, cfg.Strict), exit)
+	return nil
+}
+
+// verifyFromChecks are the checks that judge each tool's saved output.
+var verifyFromChecks = map[string][]string{
+	"nccl-tests":  {"verify.run", "verify.nccl_tests"},
+	"dcgmi-diag":  {"verify.run", "verify.dcgmi_diag"},
+	"nvbandwidth": {"verify.run", "verify.h2d", "verify.d2h", "verify.d2d", "verify.peer"},
+}
+
+// runVerifyFrom judges a saved nccl-tests, nvbandwidth or dcgmi diag output
+// (benchout). The figures are another run's, possibly another node's: the
+// run neither drains this node nor writes its metrics.
+func (c *cli) runVerifyFrom(f *verifyFlags, cfg *check.Config, start time.Time) error {
+	switch {
+	case f.drain:
+		return c.usageError("--from judges a saved output: it cannot drain this node (--slurm-drain)")
+	case f.textfile != "":
+		return c.usageError("--from judges a saved output: its figures are not this node's metrics (--textfile)")
+	case f.quick || f.duration != 0 || f.gpus != "" || f.allowBusy:
+		return c.usageError("--from judges a saved output: --quick, --duration, --gpus and --allow-busy apply to a measurement")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(f.collect.timeout, time.Second))
+	data, err := readlimit.Input(ctx, "--from", f.from, c.stdinIf(true), benchout.MaxInput)
+	cancel()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	name := f.from
+	if name == "-" {
+		name = "(stdin)"
+	}
+	v, err := benchout.Parse(name, bytes.NewReader(data))
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	v.File = name
+	node := &state.Node{SchemaVersion: state.SchemaVersion, CollectedAt: time.Now().UTC(), Verify: v}
+	// Only the checks that judge what this tool's output can hold: the
+	// others would each skip "holds no figure" and bury the verdict.
+	checks, err := check.VerifyChecks(verifyFromChecks[v.Source], nil)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	results := check.Run(jctx, node, cfg, checks)
+	jcancel()
+	doc := report.New(node, results, cfg.Strict, time.Since(start))
+	doc.Verify = v
+	if err := c.writeVerify(f, doc, v, results); err != nil {
+		return err
+	}
+	c.exit = check.ExitCode(results, cfg.Strict)
 	return nil
 }
 

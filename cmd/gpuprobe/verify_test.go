@@ -200,3 +200,59 @@ func TestVerifySlurmDrainOwnsItsDrains(t *testing.T) {
 		t.Fatalf("verify touched check's drain: %q", got)
 	}
 }
+
+// verify --from on the real outputs of benchout's corpus: the command
+// picks each tool's checks, and each file gets the verdict read in its
+// .source (benchout/corpus_test.go states the reasoning per file). A run
+// that judged nothing of the tool's (every check skipped) would fail here.
+func TestVerifyFromCorpusThroughTheCommand(t *testing.T) {
+	dir := filepath.Join("..", "..", "benchout", "testdata", "real")
+	for _, tc := range []struct {
+		file  string
+		exit  int
+		check string
+		want  check.Status
+	}{
+		{"nccltests290_all_reduce_perf_h100x8_1node.txt", 0, "verify.nccl_tests", check.Pass},
+		{"nccltests107_v100x2_nranks1.txt", 1, "verify.nccl_tests", check.Error},
+		{"nccltests290_h100x16_2node.txt", 0, "verify.nccl_tests", check.Skip},
+		{"dcgm124_dcgm442_r2_1gpu.txt", 0, "verify.dcgmi_diag", check.Pass},
+		{"dcgm_jsonresult_test_dcgm310_8gpu.json", 0, "verify.dcgmi_diag", check.Pass},
+		{"nvbandwidth15_rtx4090x8_h2d_d2h.txt", 0, "verify.h2d", check.Pass},
+		{"aznhc_nvbandwidth_v0.10_2gpu.txt", 0, "verify.peer", check.Pass},
+	} {
+		code, out, errs := runCLI(t, "verify", "--from", filepath.Join(dir, tc.file), "--format", "json")
+		if code != tc.exit {
+			t.Errorf("%s: exit %d, want %d\n%s", tc.file, code, tc.exit, errs)
+			continue
+		}
+		d := decode(t, out)
+		got := map[string]check.Status{}
+		for _, r := range d.Checks {
+			got[r.ID] = r.Status
+		}
+		if got[tc.check] != tc.want {
+			t.Errorf("%s: %s %q, want %q (%v)", tc.file, tc.check, got[tc.check], tc.want, got)
+		}
+		if len(got) > 5 {
+			t.Errorf("%s: %d checks ran; --from runs only its tool's", tc.file, len(got))
+		}
+	}
+	// A saved output is another run's: it cannot drain this node or write
+	// its metrics, and a file that is none of the three tools' is named.
+	for _, args := range [][]string{
+		{"--from", filepath.Join(dir, "dcgm124_dcgm442_r2_1gpu.txt"), "--slurm-drain"},
+		{"--from", filepath.Join(dir, "dcgm124_dcgm442_r2_1gpu.txt"), "--textfile", filepath.Join(t.TempDir(), "v.prom")},
+	} {
+		if code, _, errs := runCLI(t, append([]string{"verify"}, args...)...); code != 2 || !strings.Contains(errs, "saved output") {
+			t.Errorf("verify %v: exit %d, %s", args, code, errs)
+		}
+	}
+	junk := filepath.Join(t.TempDir(), "junk.txt")
+	if err := os.WriteFile(junk, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "verify", "--from", junk); code != 2 || !strings.Contains(errs, "junk.txt") {
+		t.Errorf("verify --from junk: exit %d, %s", code, errs)
+	}
+}
