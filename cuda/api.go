@@ -1,15 +1,16 @@
 package cuda
 
 // The CUDA driver API, resolved at run time from libcuda.so.1 with dlopen
-// and dlsym. No CUDA header is needed at build time: the few types below
-// are declared as cuda.h declares them (CUdevice is an int, CUdeviceptr an
-// unsigned long long on 64-bit hosts, the handles opaque pointers, CUresult
-// an enum the size of an int), and each entry point is resolved under the
-// exact name cuda.h maps it to (cuMemAlloc is cuMemAlloc_v2 since CUDA 3.2,
-// cuEventDestroy is cuEventDestroy_v2 since 4.0, cuDevicePrimaryCtxRelease is
-// cuDevicePrimaryCtxRelease_v2 since 11.0). The copies are the legacy
-// default-stream entry points (cuMemcpyHtoD_v2, not the _ptds variants), so
-// events recorded on stream 0 bracket them.
+// and dlsym (libcuda.c). No CUDA header is needed at build time: libcuda.h
+// declares the few types used as cuda.h declares them (CUdevice an int,
+// CUdeviceptr an unsigned long long on 64-bit hosts, the handles opaque
+// pointers, CUresult an enum the size of an int), and each entry point is
+// resolved under the exact name cuda.h maps it to (cuMemAlloc is
+// cuMemAlloc_v2 since CUDA 3.2, cuEventDestroy is cuEventDestroy_v2 since
+// 4.0, cuDevicePrimaryCtxRelease is cuDevicePrimaryCtxRelease_v2 since
+// 11.0). The copies are the legacy default-stream entry points
+// (cuMemcpyHtoD_v2, not the _ptds variants), so events recorded on stream 0
+// bracket them.
 
 /*
 #cgo LDFLAGS: -ldl

@@ -407,7 +407,7 @@ func TestMemPatternCountsMismatches(t *testing.T) {
 	if err != nil || bad != 0 {
 		t.Fatalf("healthy memory: %d mismatches, %v", bad, err)
 	}
-	if n := countLines(readLog(t, log), fmt.Sprintf("cuMemAlloc_v2 ptr=")); n != 2 {
+	if n := countLines(readLog(t, log), "cuMemAlloc_v2 ptr="); n != 2 {
 		t.Errorf("%d allocations, want the buffer and the counter", n)
 	}
 	for _, stuck := range []int{1, 7, 1000} {
