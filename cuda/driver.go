@@ -67,6 +67,7 @@ type Driver struct {
 	mu       sync.Mutex // guards the fields below
 	op       string     // the operation in progress ("CopyPeer GPU 0 → GPU 1")
 	opCtx    context.Context
+	opSeq    uint64    // counts operations, so a late deadline callback knows its own
 	call     string    // the driver call in progress, "" between calls
 	since    time.Time // when call was made
 	poisoned error     // set once a call outlived its operation's deadline
@@ -209,12 +210,12 @@ func (d *Driver) poisonLocked() {
 		d.call, d.op, d.since.UTC().Format(time.RFC3339Nano), time.Since(d.since).Round(time.Millisecond))
 }
 
-// deadlinePassed runs when an operation's ctx ends: a driver call still in
-// progress then poisons the driver.
-func (d *Driver) deadlinePassed() {
+// deadlinePassed runs when operation seq's ctx ends: a driver call of that
+// operation still in progress then poisons the driver.
+func (d *Driver) deadlinePassed(seq uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.poisoned == nil && d.call != "" {
+	if d.poisoned == nil && d.call != "" && d.opSeq == seq {
 		d.poisonLocked()
 	}
 }
@@ -251,14 +252,16 @@ func (d *Driver) run(ctx context.Context, name string, f func(o *op) error) erro
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	d.mu.Lock()
+	d.opSeq++
 	d.op, d.opCtx = name, ctx
+	seq := d.opSeq
 	d.mu.Unlock()
 	defer func() {
 		d.mu.Lock()
 		d.op, d.opCtx = "", nil
 		d.mu.Unlock()
 	}()
-	stop := context.AfterFunc(ctx, d.deadlinePassed)
+	stop := context.AfterFunc(ctx, func() { d.deadlinePassed(seq) })
 	defer stop()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -105,7 +105,9 @@ CUresult gp_cuMemcpyPeer(gp_api *a, CUdeviceptr dst, CUcontext dctx, CUdeviceptr
 CUresult gp_cuMemsetD32(gp_api *a, CUdeviceptr p, unsigned int v, size_t n) { return a->cuMemsetD32_v2(p, v, n); }
 CUresult gp_cuModuleGetFunction(gp_api *a, CUfunction *f, CUmodule m, const char *name) { return a->cuModuleGetFunction(f, m, name); }
 CUresult gp_cuModuleUnload(gp_api *a, CUmodule m) { return a->cuModuleUnload(m); }
-CUresult gp_cuEventCreate(gp_api *a, CUevent *e) { return a->cuEventCreate(e, 0); }
+// CU_EVENT_BLOCKING_SYNC (1): cuEventSynchronize sleeps instead of spinning a
+// CPU for the length of a compute load; the times are the GPU's either way.
+CUresult gp_cuEventCreate(gp_api *a, CUevent *e) { return a->cuEventCreate(e, 1); }
 CUresult gp_cuEventRecord(gp_api *a, CUevent e) { return a->cuEventRecord(e, NULL); }
 CUresult gp_cuEventSynchronize(gp_api *a, CUevent e) { return a->cuEventSynchronize(e); }
 CUresult gp_cuEventElapsedTime(gp_api *a, float *ms, CUevent start, CUevent end) { return a->cuEventElapsedTime(ms, start, end); }

@@ -696,14 +696,16 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
 CUresult cuEventCreate(CUevent *e, unsigned int flags) {
 	ENTER("cuEventCreate");
 	NEED_CTX();
-	(void)flags;
+	if (flags & ~3u) {
+		return INVALID_VALUE;
+	}
 	pthread_mutex_lock(&mu);
 	for (int i = 0; i < MAXEVENT; i++) {
 		if (!events[i].used) {
 			events[i] = (struct stub_event){1, current, 0, 0};
 			*e = &events[i];
 			pthread_mutex_unlock(&mu);
-			logf_("cuEventCreate ev=%p dev=%d", (void *)*e, current->dev);
+			logf_("cuEventCreate ev=%p dev=%d flags=%u", (void *)*e, current->dev, flags);
 			return SUCCESS;
 		}
 	}
