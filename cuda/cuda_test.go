@@ -460,10 +460,10 @@ func TestPTXRejectedLeavesCopiesWorking(t *testing.T) {
 	checkReleased(t, readLog(t, log))
 }
 
-// The stub checks the PTX's .version/.target, its three entry points and
-// each one's parameter types against what the launches pass; its JIT log
-// comes back in the error.
-func TestStubChecksTheKernelsSignatures(t *testing.T) {
+// The PTX has the three entry points, and declares every register each
+// kernel uses (the stub checks the entries' parameter types against what the
+// launches pass; ptx_test.go runs the kernels).
+func TestPTXDeclaresWhatItUses(t *testing.T) {
 	for _, name := range []string{kernelFMA, kernelPatternWrite, kernelPatternCheck} {
 		if !strings.Contains(kernelsPTX, ".visible .entry "+name+"(") {
 			t.Errorf("the PTX has no entry %s", name)
