@@ -580,10 +580,11 @@ func (o *op) enablePeer(from *device, to int) error {
 }
 
 // CopyPeer times iters cuMemcpyPeer copies of bytes from src's memory to
-// dst's. Where cuDeviceCanAccessPeer allows it, peer access is enabled both
-// ways first, so the copy goes directly (NVLink or PCIe P2P); where it does
-// not, the driver stages the copy through host memory. The events are
-// recorded on src's context, the one current for the copies.
+// dst's. Where cuDeviceCanAccessPeer allows it, peer access is enabled first
+// (each way it allows, once per pair), so the copy goes directly (NVLink or
+// PCIe P2P); where it does not, the driver stages the copy through host
+// memory. The events are recorded on src's context, the one current for the
+// copies.
 func (d *Driver) CopyPeer(ctx context.Context, src, dst int, bytes int64, iters int) (time.Duration, error) {
 	if err := checkSize(bytes, iters); err != nil {
 		return 0, err
@@ -594,9 +595,15 @@ func (d *Driver) CopyPeer(ctx context.Context, src, dst int, bytes int64, iters 
 			return err
 		}
 		a := d.api.p
-		var can C.int
+		// Each direction of access is asked for and enabled on its own.
+		var can, back C.int
 		if err := o.cu("cuDeviceCanAccessPeer", func() C.CUresult {
 			return C.gp_cuDeviceCanAccessPeer(a, &can, d.devs[src].cu, d.devs[dst].cu)
+		}); err != nil {
+			return err
+		}
+		if err := o.cu("cuDeviceCanAccessPeer", func() C.CUresult {
+			return C.gp_cuDeviceCanAccessPeer(a, &back, d.devs[dst].cu, d.devs[src].cu)
 		}); err != nil {
 			return err
 		}
@@ -612,7 +619,7 @@ func (d *Driver) CopyPeer(ctx context.Context, src, dst int, bytes int64, iters 
 		if err != nil {
 			return err
 		}
-		if can != 0 {
+		if back != 0 {
 			if err := o.enablePeer(ddv, src); err != nil {
 				return err
 			}
