@@ -242,6 +242,9 @@ func (d *Driver) run(ctx context.Context, name string, f func(o *op) error) erro
 			busy = d.call + " (" + d.op + ")"
 		}
 		d.mu.Unlock()
+		if busy == "" {
+			busy = "the operation before it"
+		}
 		return fmt.Errorf("%s: %w while waiting for %s to finish", name, ctx.Err(), busy)
 	}
 	defer func() { <-d.sem }()

@@ -372,6 +372,9 @@ CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
 		return PEER_ACCESS_UNSUPPORTED;
 	}
 	if (current->peer[peer->dev]) {
+		// Peer access lives as long as the primary context: another driver
+		// in this process may have enabled it.
+		logf_("cuCtxEnablePeerAccess dev=%d peer=%d already", current->dev, peer->dev);
 		return PEER_ACCESS_ALREADY_ENABLED;
 	}
 	current->peer[peer->dev] = 1;
@@ -477,7 +480,8 @@ CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontex
 		return INVALID_VALUE;
 	}
 	memcpy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
-	logf_("cuMemcpyPeer bytes=%zu from=%d to=%d direct=%d", n, sctx->dev, dctx->dev, sctx->peer[dctx->dev]);
+	int direct = sctx->peer[dctx->dev] && envnum("STUB_CUDA_NOPEER", 0) == 0;
+	logf_("cuMemcpyPeer bytes=%zu from=%d to=%d direct=%d", n, sctx->dev, dctx->dev, direct);
 	return SUCCESS;
 }
 
