@@ -52,6 +52,7 @@ const (
 	memBlocksPerSM    = 4
 	defaultSMs        = 108 // when the driver will not say
 	maxLaunchDuration = 100 * time.Millisecond
+	maxLaunches       = 10000
 )
 
 // Driver is one loaded libcuda.so.1 and the contexts it opened. It
@@ -656,10 +657,11 @@ func (d *Driver) CopyPeer(ctx context.Context, src, dst int, bytes int64, iters 
 
 // Compute runs fma_loop on every SM of dev for about want of device time:
 // a calibration launch (whose result is checked: 28 + 16·iters in every
-// thread), launches doubling until one takes 1 ms, then launches of at most
-// 100 ms each (so no display watchdog kills one) until want is covered. It
-// returns the flops of the timed launches (32 per thread per iteration) and
-// their device time. want is cut to fit ctx's deadline.
+// thread), launches doubling until one takes 1 ms, then launches of about
+// 100 ms each (so no display watchdog kills one), each waited for and the
+// next re-sized by it, until want is covered. It returns the flops of the
+// timed launches (32 per thread per iteration) and their device time. want
+// is cut to fit ctx's deadline.
 func (d *Driver) Compute(ctx context.Context, dev int, want time.Duration) (float64, time.Duration, error) {
 	if want <= 0 {
 		return 0, 0, fmt.Errorf("cuda: compute for %s: a positive duration is needed", want)
@@ -712,16 +714,42 @@ func (d *Driver) Compute(ctx context.Context, dev int, want time.Duration) (floa
 				return err
 			}
 		}
+		// Timed launches of about per each, until want is covered: after
+		// each one the stop event is waited for and the iterations are
+		// re-sized by what it took, so clocks that ramp up or sag after
+		// the calibration move neither the total nor a launch's length
+		// far. The GPU idles only while the host wakes between launches.
 		per := min(want, maxLaunchDuration)
-		if t < time.Microsecond {
-			t = time.Microsecond
+		rescale := func(iters uint32, t time.Duration) uint32 {
+			t = max(t, time.Microsecond)
+			return uint32(math.Min(math.Max(float64(iters)*float64(per)/float64(t), 1), 1<<30))
 		}
-		n := math.Min(math.Max(float64(iters)*float64(per)/float64(t), float64(iters)), 1<<30)
-		iters = uint32(n)
-		launches := int(math.Max(1, math.Min(10000, math.Round(float64(want)/float64(per)))))
-		took, err = o.timed(dv, repeat(launches, launch(iters)))
-		flops = float64(launches) * float64(threads) * float64(iters) * 32
-		return err
+		iters = rescale(iters, t)
+		if err := o.cu("cuEventRecord", func() C.CUresult { return C.gp_cuEventRecord(a, dv.start) }); err != nil {
+			return err
+		}
+		var done float64 // thread-iterations run
+		for launches := 0; took < want && launches < maxLaunches; launches++ {
+			if err := launch(iters)(); err != nil {
+				return err
+			}
+			done += float64(threads) * float64(iters)
+			if err := o.cu("cuEventRecord", func() C.CUresult { return C.gp_cuEventRecord(a, dv.stop) }); err != nil {
+				return err
+			}
+			if err := o.cu("cuEventSynchronize", func() C.CUresult { return C.gp_cuEventSynchronize(a, dv.stop) }); err != nil {
+				return err
+			}
+			var ms C.float
+			if err := o.cu("cuEventElapsedTime", func() C.CUresult { return C.gp_cuEventElapsedTime(a, &ms, dv.start, dv.stop) }); err != nil {
+				return err
+			}
+			total := time.Duration(float64(ms) * float64(time.Millisecond))
+			iters = rescale(iters, total-took)
+			took = total
+		}
+		flops = done * 32
+		return nil
 	})
 	if err != nil {
 		return 0, 0, err
