@@ -187,3 +187,34 @@ func TestWritesGoThroughSafefile(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The CUDA driver is reached only through package cuda, and only the
+// command wires it in: verify's runner measures through a verify.Driver, so
+// it runs the same against the simulated driver, and nothing else in the
+// product can load libcuda behind the runner's deadlines. cuda itself
+// imports no project package but verify (the interface it implements).
+func TestOnlyCmdImportsCuda(t *testing.T) {
+	cuda := module + "cuda"
+	lines := goList(t, `{{.ImportPath}}:{{join .Imports ","}}`, module+"...")
+	found := false
+	for _, line := range lines {
+		pkg, imps, _ := strings.Cut(line, ":")
+		if pkg == cuda {
+			found = true
+			for _, imp := range strings.Split(imps, ",") {
+				if strings.HasPrefix(imp, module) && imp != module+"verify" {
+					t.Errorf("cuda imports %s: it implements verify.Driver and depends on nothing else of the product", imp)
+				}
+			}
+			continue
+		}
+		for _, imp := range strings.Split(imps, ",") {
+			if imp == cuda && pkg != module+"cmd/gpuprobe" {
+				t.Errorf("%s imports cuda: only cmd/gpuprobe wires the real driver in (the runner takes a verify.Driver)", pkg)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("package %s not listed: the listing is broken", cuda)
+	}
+}

@@ -15,7 +15,7 @@ import (
 // two judge saved outputs read with `verify --from` (benchout/): an
 // nccl-tests run and a dcgmi diag run. nvbandwidth's figures are
 // measurements of the kinds verify itself takes (h2d, d2h, peer, d2d) and
-// are judged with them. Rules and sources: docs/verify-from.md.
+// are judged with them. Rules and sources: docs/verify.md, "Judging saved outputs".
 
 func init() {
 	for _, c := range []Check{

@@ -1,14 +1,25 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"time"
 
+	"github.com/gpuprobe/gpuprobe/cuda"
+	"github.com/gpuprobe/gpuprobe/internal/deadline"
 	"github.com/gpuprobe/gpuprobe/verify"
 )
 
-// openRealDriver opens the CUDA driver API of this machine (libcuda.so.1)
-// for `gpuprobe verify`. The loader (package cuda) is wired in here; until
-// it is, verify without --simulate says so as a verify.run error.
+// cudaOpenTimeout bounds cuInit and the device enumeration: on a wedged GPU
+// cuInit can block for good (docs/verify.md, "How verify reaches the
+// driver"); the abandoned call keeps one thread and is never repeated.
+const cudaOpenTimeout = 30 * time.Second
+
+// openRealDriver opens the CUDA driver API of this machine (libcuda.so.1,
+// as the system loader finds it) for `gpuprobe verify`; tests replace it.
 var openRealDriver = func() (verify.Driver, error) {
-	return nil, errors.New("the CUDA driver loader is not built in")
+	d, err := deadline.Run(context.Background(), cudaOpenTimeout, func() (*cuda.Driver, error) { return cuda.Open() })
+	if err != nil {
+		return nil, err // never a typed nil in the interface
+	}
+	return d, nil
 }
