@@ -86,6 +86,11 @@ type DrainConfig struct {
 	// default); false keeps node-class drains for an admin, and only
 	// transient and config drains are lifted by gpuprobe (check/history.go).
 	ResumeNodeClass bool `yaml:"resume_node_class"`
+	// ResumeVerify: a passing health check lifts a node-class drain only
+	// when gpuprobe verify --quick also passes on the node (the quarantine
+	// cycle's last step, docs/slurm.md). Off by default: verify loads the
+	// GPUs for up to 30 s inside the health check's time.
+	ResumeVerify bool `yaml:"resume_verify"`
 	// EscalateWithin: a fault that comes back this soon after its drain was
 	// lifted escalates its class (transient → node → held for an admin);
 	// 0 turns escalation off. Default 7 days.

@@ -256,6 +256,26 @@ func keepDrained(reason string, h DrainHistory, cfg DrainConfig) (string, bool) 
 	return "", false
 }
 
+// ResumeNeedsVerify says whether lifting the drain with this reason waits
+// for verify --quick to pass (drain.resume_verify): a node-class drain
+// (hardware or driver) is lifted only once the node has also shown it
+// performs; a transient or config drain is lifted on the checks alone. A
+// reason gpuprobe cannot parse is not its to lift anyway.
+func ResumeNeedsVerify(reason string, cfg DrainConfig) bool {
+	if !cfg.ResumeVerify {
+		return false
+	}
+	r, err := ParseReason(reason)
+	if err != nil {
+		return false
+	}
+	class := r.Class
+	if r.Legacy {
+		class = ClassOf(r.Check)
+	}
+	return class == ClassNode
+}
+
 func leftAlone(n slurmstate.NodeInfo) bool {
 	for _, s := range leaveAlone {
 		if n.Has(s) {

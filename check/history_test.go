@@ -183,3 +183,23 @@ func TestParseDrainHistoryRejects(t *testing.T) {
 		t.Errorf("valid history: %v %+v", err, h)
 	}
 }
+
+func TestResumeNeedsVerify(t *testing.T) {
+	on := DrainConfig{ResumeVerify: true}
+	for _, tc := range []struct {
+		reason string
+		cfg    DrainConfig
+		want   bool
+	}{
+		{"gpuprobe: gpu.row_remap node gpu=3 GPU 3: row remap pending", on, true},
+		{"gpuprobe: gpu.row_remap node gpu=3 GPU 3: row remap pending", DrainConfig{}, false},
+		{"gpuprobe: gpu.processes transient gpu=2 GPU 2: 1 compute process", on, false},
+		{"gpuprobe: slurm.gres config gres.conf: count too low", on, false},
+		{"gpuprobe: gpu.ecc: GPU 4: 2 uncorrectable ECC errors", on, true}, // legacy: the check's class
+		{"admin: cable swap", on, false},
+	} {
+		if got := ResumeNeedsVerify(tc.reason, tc.cfg); got != tc.want {
+			t.Errorf("ResumeNeedsVerify(%q, %+v) = %v, want %v", tc.reason, tc.cfg, got, tc.want)
+		}
+	}
+}

@@ -45,6 +45,11 @@ type slurmFlags struct {
 	start        time.Time
 	scontrolPath string
 	watchdog     *time.Timer
+	// opts and callTimeout are the run's collection options, for verify
+	// --quick before a node-class drain is lifted (drain.resume_verify);
+	// opts is nil in verify's own drain runs.
+	opts        *collect.Options
+	callTimeout time.Duration
 }
 
 // scontrolBudget is kept free of the collection deadline in drain mode for
@@ -131,6 +136,7 @@ func (s *slurmFlags) configure(f *checkFlags, cfg *check.Config, o *collect.Opti
 		cfg.Job.MinGPUMemory = s.minGPUMemory
 	}
 	o.SlurmConf = s.slurmConf
+	s.opts, s.callTimeout = o, f.collect.callTimeout
 	if f.fromDaemon != "" && cfg.Job.Mode != "always" {
 		// The daemon judges the node, never a job: outside a job step the job
 		// checks would only skip, and must not make its report unusable.
@@ -220,6 +226,19 @@ func (s *slurmFlags) act(c *cli, n *state.Node, doc *report.Document) (int, erro
 			log.Warn("slurm-drain: drain suppressed by the circuit breaker", zap.String("reason", d.Reason), zap.String("why", v.Why),
 				zap.Int("gpuprobe_drains", v.Owned), zap.Int("nodes", v.Nodes))
 			return 0, nil
+		}
+	}
+	if d.Action == check.DrainResume && check.ResumeNeedsVerify(info.Reason, s.cfg.Drain) {
+		ok, why := false, "verify is not available in this run"
+		if s.opts != nil {
+			ok, why = c.resumeGate(ctx, *s.opts, s.cfg, n, s.callTimeout)
+		}
+		if !ok {
+			log.Warn("slurm-drain: the checks pass but verify does not: staying drained", zap.String("verify", why))
+			d = check.DrainDecision{Action: check.DrainNone, Why: "the checks pass, but the drain is node-class and drain.resume_verify wants verify --quick to pass too: " + why}
+			kept = hist
+		} else {
+			d.Why += "; " + why
 		}
 	}
 	doc.Drain = &d

@@ -128,25 +128,9 @@ func (c *cli) runVerify(f *verifyFlags) error {
 			return c.usageError("%v", err)
 		}
 	}
-	var drv verify.Driver
-	var watch verify.LoadWatcher
-	spec := o.Sources.Simulated // --simulate, or --simulate-file's spec
-	var drvErr error
-	if spec != "" {
-		s, err := simulate.Parse(spec)
-		if err != nil {
-			return c.usageError("%v", err)
-		}
-		sd, err := simcuda.New(s)
-		if err != nil {
-			return c.usageError("%v", err)
-		}
-		drv, watch = sd, sd.Watch
-	} else {
-		drv, drvErr = openRealDriver()
-		watch = func(ctx context.Context, indexes []int) func() map[int]state.LoadWatch {
-			return collect.LoadWatch(ctx, o, indexes, loadWatchPeriod)
-		}
+	drv, watch, drvErr, err := verifyDriver(o)
+	if err != nil {
+		return c.usageError("%v", err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), f.collect.timeout)
@@ -178,7 +162,7 @@ func (c *cli) runVerify(f *verifyFlags) error {
 	if scope != nil {
 		node.Scope = scopeLabel
 	}
-	checks, err := check.VerifyChecks(nil, []string{"verify.nccl_tests", "verify.dcgmi_diag"}) // those judge --from files
+	checks, err := measuredChecks()
 	if err != nil {
 		return c.usageError("%v", err)
 	}
@@ -282,6 +266,75 @@ func (c *cli) runVerifyFrom(f *verifyFlags, cfg *check.Config, start time.Time) 
 	}
 	c.exit = check.ExitCode(results, cfg.Strict)
 	return nil
+}
+
+// verifyDriver is the driver verify measures through: the simulated one
+// for --simulate (a bad spec is err, a usage error), else this machine's
+// libcuda (drvErr says why it cannot be opened: the run's verify.run error).
+func verifyDriver(o collect.Options) (drv verify.Driver, watch verify.LoadWatcher, drvErr, err error) {
+	if spec := o.Sources.Simulated; spec != "" { // --simulate, or --simulate-file's spec
+		s, err := simulate.Parse(spec)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		sd, err := simcuda.New(s)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return sd, sd.Watch, nil, nil
+	}
+	drv, drvErr = openRealDriver()
+	watch = func(ctx context.Context, indexes []int) func() map[int]state.LoadWatch {
+		return collect.LoadWatch(ctx, o, indexes, loadWatchPeriod)
+	}
+	return drv, watch, drvErr, nil
+}
+
+// measuredChecks are the verify checks of a measurement (the others judge
+// --from files).
+func measuredChecks() ([]check.Check, error) {
+	return check.VerifyChecks(nil, []string{"verify.nccl_tests", "verify.dcgmi_diag"})
+}
+
+// resumeGate is the quarantine cycle's last step (docs/slurm.md): before a
+// health check lifts a node-class drain, verify --quick runs on the node's
+// idle GPUs within what is left of ctx. It passes when no verify check
+// fails or errs; why names the verdict either way.
+func (c *cli) resumeGate(ctx context.Context, o collect.Options, cfg *check.Config, node *state.Node, callTimeout time.Duration) (ok bool, why string) {
+	drv, watch, drvErr, err := verifyDriver(o)
+	if err == nil {
+		err = drvErr
+	}
+	if err != nil {
+		return false, "verify could not run: " + err.Error()
+	}
+	budget := time.Until(deadlineOr(ctx, time.Now().Add(time.Minute))) - 2*time.Second
+	if budget < 5*time.Second {
+		drv.Close()
+		return false, fmt.Sprintf("verify --quick needs time the health check no longer has (%s left)", budget.Round(time.Second))
+	}
+	v := verify.Run(ctx, drv, verify.Options{Tier: verify.TierQuick, Duration: budget, MaxMemoryFraction: verify.DefaultMaxMemoryFraction,
+		CallTimeout: callTimeout, NVMLIndex: nvmlIndexes(node), Watch: watch, Refuse: c.busyGPUs(node)})
+	checks, err := measuredChecks()
+	if err != nil {
+		return false, err.Error()
+	}
+	n := *node
+	n.Verify = v
+	results := check.Run(ctx, &n, cfg, checks)
+	for _, r := range results {
+		if r.Status == check.Fail || r.Status == check.Error {
+			return false, fmt.Sprintf("verify --quick: %s %s: %s", r.ID, r.Status, r.Summary)
+		}
+	}
+	return true, fmt.Sprintf("verify --quick passes (%d checks)", len(results))
+}
+
+func deadlineOr(ctx context.Context, d time.Time) time.Time {
+	if t, ok := ctx.Deadline(); ok {
+		return t
+	}
+	return d
 }
 
 // nvmlIndexes maps each GPU's canonical PCI bus id to its NVML index: CUDA

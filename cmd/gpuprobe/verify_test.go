@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -257,5 +258,43 @@ func TestVerifyFromCorpusThroughTheCommand(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "verify", "--from", junk); code != 2 || !strings.Contains(errs, "junk.txt") {
 		t.Errorf("verify --from junk: exit %d, %s", code, errs)
+	}
+}
+
+// drain.resume_verify: a health check that passes lifts its node-class
+// drain only when verify --quick passes on the node too; a transient drain
+// is lifted on the checks alone, and without the key nothing changes.
+func TestResumeWaitsForVerify(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason, spec string
+		resumeVerify       bool
+		resumed            bool
+		why                string
+	}{
+		{"node class, verify fails", "gpuprobe: gpu.row_remap node gpu=3 GPU 3: row remap pending", "dgx-h100:h2d-slow=3", true, false, "verify.h2d fail"},
+		{"node class, verify passes", "gpuprobe: gpu.row_remap node gpu=3 GPU 3: row remap pending", "dgx-h100", true, true, "verify --quick passes"},
+		{"transient class: no verify", "gpuprobe: gpu.processes transient gpu=2 GPU 2: 1 compute process", "dgx-h100:h2d-slow=3", true, true, "all node checks pass"},
+		{"key off: as before", "gpuprobe: gpu.row_remap node gpu=3 GPU 3: row remap pending", "dgx-h100:h2d-slow=3", false, true, "all node checks pass"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, dir := fakeScontrol(t, "IDLE+DRAIN", tc.reason)
+			cfg := filepath.Join(dir, "gpuprobe.yml")
+			if err := os.WriteFile(cfg, []byte(fmt.Sprintf("drain:\n  resume_verify: %v\n", tc.resumeVerify)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs := runEnv(t, map[string]string{"SLURMD_NODENAME": "vm"}, "check", "--simulate", tc.spec, "--slurm-drain", "--scontrol", sc,
+				"--config", cfg, "--drain-history", filepath.Join(dir, "h.json"), "--no-job", "--format", "json")
+			if code == 2 {
+				t.Fatalf("exit 2\n%s%s", out, errs)
+			}
+			st := strings.TrimSpace(readFile(t, filepath.Join(dir, "state")))
+			if resumed := st == "IDLE"; resumed != tc.resumed {
+				t.Errorf("state %q after a passing check (resumed %v, want %v)\n%s", st, resumed, tc.resumed, errs)
+			}
+			d := decode(t, out)
+			if d.Drain == nil || !strings.Contains(d.Drain.Why, tc.why) {
+				t.Errorf("drain decision %+v, want its why to name %q", d.Drain, tc.why)
+			}
+		})
 	}
 }
