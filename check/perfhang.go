@@ -39,8 +39,10 @@ const (
 	// process whose CPU time barely moves.
 	HangCPUStill = 0.05
 	// HangCPUBusy: without a GPU reading, a rank using at least this many
-	// CPU-seconds a second runs (a compute loop or a spin-wait: the process
-	// side alone cannot tell which).
+	// CPU-seconds a second, or whose CPU time moves and that was running
+	// (R) at half the ticks or more (a busy machine shares the CPU), runs:
+	// a compute loop or a spin-wait, the process side alone cannot tell
+	// which.
 	HangCPUBusy = 0.5
 )
 
@@ -150,7 +152,7 @@ func judgeRank(r state.HangRank, g *hangGPU) (kind, why string) {
 		switch {
 		case read > 0 && strings.Trim(r.States, "SDI") == "" && still:
 			return hangAsleep, "asleep" + wchanNote(r) + " at every tick, its CPU time still (no GPU reading: judged from the process side alone)"
-		case r.SeenSeconds > 0 && cpu >= HangCPUBusy:
+		case r.SeenSeconds > 0 && !still && (cpu >= HangCPUBusy || 2*strings.Count(r.States, "R") >= read):
 			return hangCPUBusy, fmt.Sprintf("running on the CPU (%.2f CPU-s/s; no GPU reading: work and a spin-wait look alike)", cpu)
 		}
 		return hangUnknown, "no GPU reading for it: cannot tell"

@@ -232,3 +232,23 @@ func TestCheckHangRAS(t *testing.T) {
 		})
 	}
 }
+
+// On a loaded machine a spinning rank gets less than half a CPU: running at
+// every tick with CPU time moving still counts as running.
+func TestCheckHangProcessSideSharedCPU(t *testing.T) {
+	spinner := rank(0, "RRRRR", 0.8) // 0.2 CPU-s/s
+	spinner.GPUs = nil
+	sleeper := rank(1, "SSSSS", 0)
+	sleeper.GPUs, sleeper.Wchan = nil, "wait_for_partner"
+	r := checkHang(hangNode(nil, []state.HangRank{spinner, sleeper}), nil)
+	if r.Status != Fail || !strings.Contains(r.Summary, "rank 9 (pid 70101) asleep in wait_for_partner") {
+		t.Errorf("%s %q", r.Status, r.Summary)
+	}
+	// A rank that sleeps most of the time and used a little CPU is not
+	// running: the sleeper is not blamed beside it.
+	dozer := rank(0, "SSSRS", 0.8)
+	dozer.GPUs = nil
+	if r := checkHang(hangNode(nil, []state.HangRank{dozer, sleeper}), nil); r.Status == Fail {
+		t.Errorf("blamed beside a dozing rank: %q", r.Summary)
+	}
+}

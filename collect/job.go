@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -121,7 +122,7 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 		attribute(p, pidsOnGPU, o.GPUs == nil)
 	}
 	if o.Hang {
-		p.Hang = jobperf.SummarizeHang(ticks, ranksOnGPU(p))
+		p.Hang = jobperf.SummarizeHang(ticks, ranksOnGPU(p), int32(os.Getpid()))
 		if ras != nil {
 			p.Hang.RAS = ras()
 		}
