@@ -53,12 +53,17 @@ TIMEOUT
 
 // RASDial is the simulated job's RAS port: for a scenario with
 // RASRemoteRank, an in-memory connection that speaks NCCL's client protocol
-// and answers STATUS with RASReport; otherwise a refused connection (no
-// NCCL 2.24+ job listens). Nothing touches the network.
+// and answers STATUS with RASReport; for the other job scenarios a refused
+// connection (no NCCL 2.24+ job listens); nothing touches the network. A
+// spec with no job scenario simulates only the GPUs: the job is this
+// machine's, and so is its RAS port (nil: dial it).
 func RASDial(spec *simulate.Spec) func(ctx context.Context, addr string) (net.Conn, error) {
 	sc, _ := spec.Job()
+	if sc == nil {
+		return nil
+	}
 	return func(_ context.Context, addr string) (net.Conn, error) {
-		if sc == nil || !sc.RASRemoteRank {
+		if !sc.RASRemoteRank {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("simulated: %w", syscall.ECONNREFUSED)}
 		}
 		client, server := net.Pipe()
