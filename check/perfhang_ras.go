@@ -46,7 +46,7 @@ func rasWho(rank int, gpu string, pid int, node string) string {
 // (unresponsive) ranks and processes, ranks with an error or an abort, and
 // ranks whose operation count lags the others'.
 func rasFindings(r *state.HangRAS) []rasFinding {
-	if r == nil {
+	if r == nil || rasForeign(r) {
 		return nil
 	}
 	var out []rasFinding
@@ -102,6 +102,12 @@ func rasFindings(r *state.HangRAS) []rasFinding {
 	return out
 }
 
+// rasForeign: the port is held by a user other than the job's (and not
+// root): whatever it says is not the job's RAS, and is not believed.
+func rasForeign(r *state.HangRAS) bool {
+	return r.ListenerUID != "" && r.JobUID != "" && r.ListenerUID != r.JobUID && r.ListenerUID != "0"
+}
+
 // rasNote is prefix and the first findings, or "" when there are none.
 func rasNote(f []rasFinding, prefix string) string {
 	if len(f) == 0 {
@@ -143,6 +149,9 @@ func rasElsewhere(r *state.HangRAS, f []rasFinding) string {
 func rasStatus(r *state.HangRAS, f []rasFinding) string {
 	if !r.Answered {
 		return safetext.Clean(r.Error)
+	}
+	if rasForeign(r) {
+		return fmt.Sprintf("the port %s is held by uid %s, not the job's user (uid %s): its answer is not believed", safetext.Clean(r.Addr), safetext.Clean(r.ListenerUID), safetext.Clean(r.JobUID))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "asked at %s (%s) in %.1f s", safetext.Clean(r.Addr), safetext.Clean(r.AddrFrom), r.Seconds)

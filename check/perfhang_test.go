@@ -186,6 +186,10 @@ func TestCheckHangRAS(t *testing.T) {
 	refused := &state.HangRAS{Addr: "127.0.0.1:28028", Error: "RAS not available (NCCL < 2.24, or NCCL_RAS_ENABLE=0): nothing listens on 127.0.0.1:28028"}
 	healthy := &state.HangRAS{Answered: true, Addr: "127.0.0.1:28028", AddrFrom: "default", Groups: []state.RASGroup{{Status: "RUNNING", Errors: "OK"}}}
 	stopped := rank(1, "TTTTT", 0)
+	foreign := *remote
+	foreign.ListenerUID, foreign.JobUID = "4242", "1000"
+	own := *remote
+	own.ListenerUID, own.JobUID = "1000", "1000"
 	for _, c := range []struct {
 		name   string
 		gpus   []hangGPUTicks
@@ -209,6 +213,10 @@ func TestCheckHangRAS(t *testing.T) {
 		{"RAS refused", []hangGPUTicks{spin, spin}, waiting, refused, Warn,
 			"not on this node (NCCL RAS: RAS not available (NCCL < 2.24, or NCCL_RAS_ENABLE=0): nothing listens on 127.0.0.1:28028)"},
 		{"RAS healthy", []hangGPUTicks{spin, spin}, waiting, healthy, Warn, "1 communicator group: no missing, dead or lagging rank"},
+		// Another user's process on the port: not the job's RAS.
+		{"port held by another user", []hangGPUTicks{spin, spin}, waiting, &foreign, Warn,
+			"not on this node (NCCL RAS: the port 127.0.0.1:28028 is held by uid 4242, not the job's user (uid 1000): its answer is not believed)"},
+		{"port held by the job's user", []hangGPUTicks{spin, spin}, waiting, &own, Warn, "(RAS says: rank 512 (GPU 5, pid 4121)"},
 		{"local culprit and RAS agree", []hangGPUTicks{spin, {0, 10}}, []state.HangRank{rank(0, "SSSSS", 0), stopped}, local, Fail,
 			"rank 9 (pid 70101, GPU 1) stopped (state T at every tick: SIGSTOP or a debugger); 1 local rank waits in NCCL; RAS says: process 70101 (GPU 1) on 10.0.0.5 unresponsive"},
 	} {

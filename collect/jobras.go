@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -31,8 +32,12 @@ func startRAS(ctx context.Context, o JobOptions, first *jobperf.Sample) func() *
 	}
 	slices.Sort(pids)
 	addr, from := ncclras.DefaultAddr, "default"
+	jobUID := ""
 	for _, pid := range pids {
 		t := first.Tasks[pid]
+		if jobUID == "" && int(pid) != os.Getpid() {
+			jobUID = t.UID
+		}
 		if t.NCCLRASEnable == "0" {
 			r := &state.HangRAS{AddrFrom: fmt.Sprintf("environment of pid %d", pid),
 				Error: fmt.Sprintf("not asked: NCCL_RAS_ENABLE=0 in the environment of pid %d (RAS is off for the job)", pid)}
@@ -53,9 +58,13 @@ func startRAS(ctx context.Context, o JobOptions, first *jobperf.Sample) func() *
 	}
 	done := make(chan *state.HangRAS, 1)
 	go func() {
+		owner := ""
+		if o.Sources.RASDial == nil { // this machine's port: who holds it
+			owner = ncclras.ListenerUID(ctx, o.procfs(), dial)
+		}
 		r := ncclras.Query(ctx, dial, ncclras.Options{Timeout: timeout, RASTimeout: RASPeerTimeout,
 			Dial: ncclras.Dialer(o.Sources.RASDial), LocalAddrs: ncclras.LocalAddrs()})
-		r.AddrFrom = from
+		r.AddrFrom, r.ListenerUID, r.JobUID = from, owner, jobUID
 		done <- r
 	}()
 	return func() *state.HangRAS { return <-done }

@@ -224,9 +224,14 @@ type HangRAS struct {
 	// Answered: the port answered the handshake ("SERVER PROTOCOL n");
 	// Protocol is n. Error says why there is no (complete) answer:
 	// refused, not loopback, a deadline, the size cap.
-	Answered bool   `json:"answered"`
-	Protocol int    `json:"protocol,omitempty"`
-	Error    string `json:"error,omitempty"`
+	Answered bool `json:"answered"`
+	// ListenerUID owns the socket listening on Addr (/proc/net/tcp{,6};
+	// "" not found or not looked up: simulation); JobUID is the job's
+	// tasks' real UID. A port on loopback can be any user's.
+	ListenerUID string `json:"listener_uid,omitempty"`
+	JobUID      string `json:"job_uid,omitempty"`
+	Protocol    int    `json:"protocol,omitempty"`
+	Error       string `json:"error,omitempty"`
 	// Seconds is how long the query took; Bytes how much text came back,
 	// Truncated whether it stopped at the size cap.
 	Seconds   float64 `json:"seconds"`
