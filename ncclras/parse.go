@@ -125,9 +125,11 @@ func Parse(text []byte, r *state.HangRAS) {
 			section, block, comm, split = "warnings", "", nil, nil
 			continue
 		}
-		if m := reVersion.FindStringSubmatch(line); m != nil {
-			r.NCCLVersion = field(m[1])
-			continue
+		if strings.HasPrefix(line, "NCCL version ") {
+			if m := reVersion.FindStringSubmatch(line); m != nil {
+				r.NCCLVersion = field(m[1])
+				continue
+			}
 		}
 		if strings.HasPrefix(line, "CUDA runtime version ") {
 			continue
