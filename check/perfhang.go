@@ -38,6 +38,12 @@ const (
 	// HangCPUStill: less CPU time than this per second of the window is a
 	// process whose CPU time barely moves.
 	HangCPUStill = 0.05
+	// HangCPUBusy: without a GPU reading, a rank using at least this many
+	// CPU-seconds a second, or whose CPU time moves and that was running
+	// (R) at half the ticks or more (a busy machine shares the CPU), runs:
+	// a compute loop or a spin-wait, the process side alone cannot tell
+	// which.
+	HangCPUBusy = 0.5
 )
 
 // What a rank does, from worst to best.
@@ -46,6 +52,8 @@ const (
 	hangStopped   = "stopped"
 	hangDState    = "dstate"
 	hangIdle      = "idle"
+	hangAsleep    = "asleep"
+	hangCPUBusy   = "cpu-busy"
 	hangUnknown   = "unknown"
 	hangWaiting   = "waiting"
 	hangComputing = "computing"
@@ -137,6 +145,16 @@ func judgeRank(r state.HangRank, g *hangGPU) (kind, why string) {
 		return hangDState, "stuck in uninterruptible sleep (" + dWhere(r) + ")"
 	}
 	if g == nil || !g.hasUtil {
+		// The process side alone (no GPU, or NVML did not run it): a
+		// rank asleep with its CPU time still, beside local ranks that
+		// run, is the odd one out; alone it cannot be told from a rank
+		// blocked in a CUDA sync.
+		switch {
+		case read > 0 && strings.Trim(r.States, "SDI") == "" && still:
+			return hangAsleep, "asleep" + wchanNote(r) + " at every tick, its CPU time still (no GPU reading: judged from the process side alone)"
+		case r.SeenSeconds > 0 && !still && (cpu >= HangCPUBusy || 2*strings.Count(r.States, "R") >= read):
+			return hangCPUBusy, fmt.Sprintf("running on the CPU (%.2f CPU-s/s; no GPU reading: work and a spin-wait look alike)", cpu)
+		}
 		return hangUnknown, "no GPU reading for it: cannot tell"
 	}
 	switch {
@@ -270,6 +288,14 @@ func checkHang(n *state.Node, _ *Config) Result {
 	for _, k := range []string{hangExited, hangStopped, hangDState, hangIdle} {
 		culprits = append(culprits, by[k]...)
 	}
+	if len(by[hangCPUBusy]) > 0 {
+		// Asleep while other local ranks run: the process side's outlier.
+		culprits = append(culprits, by[hangAsleep]...)
+	}
+	ras := rasFindings(p.Hang.RAS)
+	if p.Hang.RAS != nil {
+		res.Details = append(res.Details, "NCCL RAS: "+rasStatus(p.Hang.RAS, ras))
+	}
 	switch {
 	case len(culprits) > 0:
 		res.Status = Fail
@@ -280,11 +306,11 @@ func checkHang(n *state.Node, _ *Config) Result {
 				res.Devices = appendDevice(res.Devices, p, c.gpu.index)
 			}
 		}
-		res.Summary = strings.Join(parts, "; ") + waitNote
+		res.Summary = strings.Join(parts, "; ") + waitNote + rasNote(ras, "; RAS says: ")
 		res.Remedy = "this node holds the rank the job waits on: capture its stack (py-spy dump --pid, /proc/PID/stack as root) before cancelling; a rank in D on a network filesystem points at the mount, not the GPU"
 	case waiting > 0 && waiting == len(ranks):
 		res.Status = Warn
-		res.Summary = fmt.Sprintf("all %d local rank%s wait in NCCL for a peer: the rank they wait on is not on this node (NCCL RAS not asked)", waiting, plural(waiting))
+		res.Summary = fmt.Sprintf("all %d local rank%s wait in NCCL for a peer: %s", waiting, plural(waiting), rasElsewhere(p.Hang.RAS, ras))
 		res.Remedy = "run gpuprobe job --hang --format json on every node of the job (srun --overlap --jobid=ID -N N --ntasks-per-node=1) and pipe it to gpuprobe summarize: the node whose ranks do not wait holds the culprit"
 	case len(by[hangComputing]) == len(ranks):
 		res.Status = Pass
@@ -293,12 +319,12 @@ func checkHang(n *state.Node, _ *Config) Result {
 	default:
 		res.Status = Warn
 		var parts []string
-		for _, k := range []string{hangWaiting, hangComputing, hangUnknown} {
+		for _, k := range []string{hangWaiting, hangComputing, hangAsleep, hangCPUBusy, hangUnknown} {
 			if n := len(by[k]); n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, k))
 			}
 		}
-		res.Summary = "ranks disagree: " + strings.Join(parts, ", ") + " (a rank that computes while others wait may be the slow one)"
+		res.Summary = "ranks disagree: " + strings.Join(parts, ", ") + " (a rank that computes while others wait may be the slow one)" + rasNote(ras, "; RAS says: ")
 		res.Remedy = "compare with the other nodes (gpuprobe summarize) and rerun --hang: a hang holds, a slow step moves on"
 	}
 	return res

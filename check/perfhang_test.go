@@ -137,3 +137,126 @@ func itoaList(l []int) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// A node with no GPU reading for its ranks (the Slurm e2e's: the GPUs are
+// simulated and run nothing): the process side alone.
+func TestCheckHangProcessSideOnly(t *testing.T) {
+	spinner := func(i int) state.HangRank { r := rank(i, "RRRRR", 4); r.GPUs = nil; return r }
+	sleeper := rank(1, "SSSSS", 0)
+	sleeper.GPUs, sleeper.Wchan = nil, "pipe_read"
+	stopped := rank(1, "TTTTT", 0)
+	stopped.GPUs = nil
+	for _, c := range []struct {
+		name   string
+		ranks  []state.HangRank
+		status Status
+		want   string
+	}{
+		{"stopped beside a spinner", []state.HangRank{spinner(0), stopped}, Fail, "rank 9 (pid 70101) stopped (state T at every tick"},
+		{"asleep beside a spinner", []state.HangRank{spinner(0), sleeper}, Fail, "rank 9 (pid 70101) asleep in pipe_read at every tick, its CPU time still (no GPU reading"},
+		// Alone, a sleeping rank cannot be told from one blocked in a CUDA
+		// sync: not blamed.
+		{"asleep alone", []state.HangRank{sleeper}, Warn, "ranks disagree: 1 asleep"},
+		{"spinners only", []state.HangRank{spinner(0), spinner(1)}, Warn, "ranks disagree: 2 cpu-busy"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := checkHang(hangNode(nil, c.ranks), nil)
+			if r.Status != c.status || !strings.Contains(r.Summary, c.want) {
+				t.Errorf("%s %q, want %s %q", r.Status, r.Summary, c.status, c.want)
+			}
+		})
+	}
+}
+
+func TestCheckHangRAS(t *testing.T) {
+	spin := hangGPUTicks{99, 25}
+	waiting := []state.HangRank{rank(0, "SSSSS", 0), rank(1, "SSSSS", 0)}
+	remote := &state.HangRAS{Addr: "127.0.0.1:28028", AddrFrom: "default", Answered: true, NCCLVersion: "2.27.3",
+		Comms: []state.RASComm{{ID: "0-0", Hash: "9e17", Kind: "INCOMPLETE", MissingRanks: 1,
+			Missing: []state.RASRank{{Rank: 512, GPU: "5", PID: 4121, Node: "gpu064\x1b[2J"}}}},
+		Unresponsive: []state.RASProcess{{PID: 4121, Node: "gpu064\x1b[2J", GPUs: "5"}}, MissingProcesses: 1}
+	lagging := &state.HangRAS{Answered: true, Comms: []state.RASComm{{ID: "0-0", Kind: "MISMATCH", Splits: []state.RASSplit{{
+		What: "AllReduce operation counts", Groups: []state.RASRankGroup{{Ranks: 30, Op: 640}, {Ranks: 1, Op: 639,
+			Listed: []state.RASRank{{Rank: 77, GPU: "3", PID: 9, Node: "10.0.0.9"}}}}}}}}}
+	ahead := &state.HangRAS{Answered: true, Comms: []state.RASComm{{ID: "0-0", Kind: "MISMATCH", Splits: []state.RASSplit{{
+		What: "AllGather operation counts", Groups: []state.RASRankGroup{{Ranks: 30, Op: 640}, {Ranks: 2, Op: 641,
+			Listed: []state.RASRank{{Rank: 12, PID: 1, Node: "10.0.0.1"}, {Rank: 13, PID: 2, Node: "10.0.0.1"}}}}}}}}}
+	dead := &state.HangRAS{Answered: true, Dead: []state.RASProcess{{PID: 3487984, Node: "172.16.64.213", GPUs: "5"}}, DeadProcesses: 1}
+	local := &state.HangRAS{Answered: true, Unresponsive: []state.RASProcess{{PID: 70101, Node: "10.0.0.5", GPUs: "1", Local: true}}}
+	refused := &state.HangRAS{Addr: "127.0.0.1:28028", Error: "RAS not available (NCCL < 2.24, or NCCL_RAS_ENABLE=0): nothing listens on 127.0.0.1:28028"}
+	healthy := &state.HangRAS{Answered: true, Addr: "127.0.0.1:28028", AddrFrom: "default", Groups: []state.RASGroup{{Status: "RUNNING", Errors: "OK"}}}
+	stopped := rank(1, "TTTTT", 0)
+	foreign := *remote
+	foreign.ListenerUID, foreign.JobUID = "4242", "1000"
+	own := *remote
+	own.ListenerUID, own.JobUID = "1000", "1000"
+	for _, c := range []struct {
+		name   string
+		gpus   []hangGPUTicks
+		ranks  []state.HangRank
+		ras    *state.HangRAS
+		status Status
+		want   string
+	}{
+		{"RAS names a remote rank", []hangGPUTicks{spin, spin}, waiting, remote, Warn,
+			`all 2 local ranks wait in NCCL for a peer: the rank they wait on is not on this node (RAS says: rank 512 (GPU 5, pid 4121) on gpu064\x1b[2J unresponsive (missing from communicator #0-0))`},
+		{"RAS names a lagging rank", []hangGPUTicks{spin, spin}, waiting, lagging, Warn,
+			"(RAS says: rank 77 (GPU 3, pid 9) on 10.0.0.9 behind: launched up to operation 639 of 640 (AllReduce operation counts))"},
+		// nccl#1911's listing: the two ranks RAS lists are ahead; the 30
+		// behind are not listed, and are what is reported.
+		{"ranks ahead are not blamed", []hangGPUTicks{spin, spin}, waiting, ahead, Warn,
+			"(RAS says: 30 ranks of communicator #0-0 behind: launched up to operation 640 of 641 (AllGather operation counts) (RAS did not list them))"},
+		{"RAS says dead", []hangGPUTicks{spin, spin}, waiting, dead, Warn,
+			"(RAS says: process 3487984 (GPU 5) on 172.16.64.213 dead (unreachable via the RAS network))"},
+		{"RAS names this node", []hangGPUTicks{spin, spin}, waiting, local, Warn,
+			"yet RAS names a rank on this node's own address: process 70101 (GPU 1) on 10.0.0.5 unresponsive"},
+		{"RAS refused", []hangGPUTicks{spin, spin}, waiting, refused, Warn,
+			"not on this node (NCCL RAS: RAS not available (NCCL < 2.24, or NCCL_RAS_ENABLE=0): nothing listens on 127.0.0.1:28028)"},
+		{"RAS healthy", []hangGPUTicks{spin, spin}, waiting, healthy, Warn, "1 communicator group: no missing, dead or lagging rank"},
+		// Another user's process on the port: not the job's RAS.
+		{"port held by another user", []hangGPUTicks{spin, spin}, waiting, &foreign, Warn,
+			"not on this node (NCCL RAS: the port 127.0.0.1:28028 is held by uid 4242, not the job's user (uid 1000): its answer is not believed)"},
+		{"port held by the job's user", []hangGPUTicks{spin, spin}, waiting, &own, Warn, "(RAS says: rank 512 (GPU 5, pid 4121)"},
+		{"local culprit and RAS agree", []hangGPUTicks{spin, {0, 10}}, []state.HangRank{rank(0, "SSSSS", 0), stopped}, local, Fail,
+			"rank 9 (pid 70101, GPU 1) stopped (state T at every tick: SIGSTOP or a debugger); 1 local rank waits in NCCL; RAS says: process 70101 (GPU 1) on 10.0.0.5 unresponsive"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := hangNode(c.gpus, c.ranks)
+			n.JobPerf.Hang.RAS = c.ras
+			r := checkHang(n, nil)
+			all := r.Summary + strings.Join(r.Details, "\n")
+			if r.Status != c.status || !strings.Contains(r.Summary, c.want) {
+				t.Errorf("%s %q\nwant %s %q", r.Status, r.Summary, c.status, c.want)
+			}
+			if strings.ContainsAny(all, "\x1b") {
+				t.Errorf("RAS text printed unescaped: %q", all)
+			}
+			if strings.Contains(r.Summary, "rank 12") || strings.Contains(r.Summary, "rank 13") {
+				t.Errorf("a rank ahead of the others was blamed: %q", r.Summary)
+			}
+			if !strings.Contains(strings.Join(r.Details, "\n"), "NCCL RAS: ") {
+				t.Errorf("no RAS detail: %q", r.Details)
+			}
+		})
+	}
+}
+
+// On a loaded machine a spinning rank gets less than half a CPU: running at
+// every tick with CPU time moving still counts as running.
+func TestCheckHangProcessSideSharedCPU(t *testing.T) {
+	spinner := rank(0, "RRRRR", 0.8) // 0.2 CPU-s/s
+	spinner.GPUs = nil
+	sleeper := rank(1, "SSSSS", 0)
+	sleeper.GPUs, sleeper.Wchan = nil, "wait_for_partner"
+	r := checkHang(hangNode(nil, []state.HangRank{spinner, sleeper}), nil)
+	if r.Status != Fail || !strings.Contains(r.Summary, "rank 9 (pid 70101) asleep in wait_for_partner") {
+		t.Errorf("%s %q", r.Status, r.Summary)
+	}
+	// A rank that sleeps most of the time and used a little CPU is not
+	// running: the sleeper is not blamed beside it.
+	dozer := rank(0, "SSSRS", 0.8)
+	dozer.GPUs = nil
+	if r := checkHang(hangNode(nil, []state.HangRank{dozer, sleeper}), nil); r.Status == Fail {
+		t.Errorf("blamed beside a dozing rank: %q", r.Summary)
+	}
+}

@@ -3,6 +3,7 @@ package collect
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -62,6 +63,7 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 		p.Errors = append(p.Errors, "GPUs: "+gpuErr.Error())
 	}
 	var ticks []*jobperf.Sample
+	var ras func() *state.HangRAS // the RAS query, asked beside the window
 	var gpuTicks [][]state.GPUSample
 	var pidsOnGPU [][]uint32
 	start := time.Now()
@@ -72,6 +74,9 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 			p.Errors = append(p.Errors, "host sample: "+err.Error())
 		} else {
 			ticks = append(ticks, s)
+			if o.Hang && ras == nil {
+				ras = startRAS(ctx, o, s)
+			}
 		}
 		if sampler != nil {
 			gpuTicks = append(gpuTicks, sampler.Sample(ctx))
@@ -117,8 +122,10 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 		attribute(p, pidsOnGPU, o.GPUs == nil)
 	}
 	if o.Hang {
-		p.Hang = jobperf.SummarizeHang(ticks, ranksOnGPU(p))
-		p.Hang.RAS = RASNotImplemented
+		p.Hang = jobperf.SummarizeHang(ticks, ranksOnGPU(p), int32(os.Getpid()))
+		if ras != nil {
+			p.Hang.RAS = ras()
+		}
 	}
 	return p, nil
 }
@@ -190,9 +197,6 @@ func userName(ctx context.Context, o JobOptions, p *state.JobPerf) string {
 	}
 	return p.User
 }
-
-// RASNotImplemented is what --hang says of NCCL's RAS until gpuprobe asks it.
-const RASNotImplemented = "not asked: gpuprobe does not implement NCCL's RAS client yet (run --hang on every node of the job and pipe the JSON to gpuprobe summarize)"
 
 // ranksOnGPU maps each of the job's processes NVML ran on a job GPU (at
 // the last tick, or in any tick's per-process utilisation) to those GPUs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"io/fs"
+	"net"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -43,6 +44,10 @@ type Sources struct {
 	// "environ"); nil reads it under --path.procfs. The Slurm collector ties
 	// the processes on the GPUs to their jobs with it.
 	ProcessFile func(pid int32, name string) ([]byte, error)
+	// RASDial connects to NCCL's RAS port of a job (a loopback host:port
+	// ncclras.ValidateAddr accepted); nil dials TCP. Simulation serves a
+	// canned report through it.
+	RASDial func(ctx context.Context, addr string) (net.Conn, error)
 	// RootLabel names Root in the state ("simulated"); empty records the
 	// paths as they are.
 	RootLabel string

@@ -271,6 +271,7 @@ func Print(w io.Writer, rows []Row, problems []string) (failed bool, err error) 
 	for _, p := range problems {
 		fmt.Fprintf(w, "  %s\n", safetext.Clean(p))
 	}
+	PrintHang(w, rows)
 	var parts []string
 	for _, s := range []check.Status{check.Fail, check.Error, check.Warn, check.Pass} {
 		if counts[s] > 0 {

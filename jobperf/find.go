@@ -86,7 +86,7 @@ type Job struct {
 	seen map[int32]bool
 	// procIDs caches each task's SLURM_PROCID ("" none or unreadable):
 	// the environment a process was exec'd with does not change.
-	procIDs map[int32]string
+	procIDs map[int32]hangEnv
 }
 
 // reader reads through rootfs with every call under deadline.Do, keyed by
@@ -156,7 +156,7 @@ func Find(ctx context.Context, o Options) (*Job, error) {
 	if o.SelfPID > 0 {
 		self = strconv.Itoa(o.SelfPID)
 	}
-	j := &Job{r: r, proc: o.ProcfsRoot, seen: map[int32]bool{}, id: o.JobID, hang: o.Hang, procIDs: map[int32]string{}}
+	j := &Job{r: r, proc: o.ProcfsRoot, seen: map[int32]bool{}, id: o.JobID, hang: o.Hang, procIDs: map[int32]hangEnv{}}
 	if j.id != "" && !jobIDRe.MatchString(j.id) {
 		return nil, fmt.Errorf("job ID %q: want the number Slurm gives (squeue -h -o %%A)", clip(j.id))
 	}

@@ -3,6 +3,7 @@ package jobperf
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Every parser of an untrusted pseudo-file gets a fuzz target: any input is
@@ -91,6 +92,18 @@ func FuzzParseProcID(f *testing.F) {
 		v, err := parseProcID("f", b)
 		if err == nil && strings.Trim(v, "0123456789") != "" {
 			t.Fatalf("rank %q", v)
+		}
+	})
+}
+
+func FuzzParseHangEnv(f *testing.F) {
+	seeds(f, "SLURM_PROCID=3\x00NCCL_RAS_ADDR=localhost:28028\x00NCCL_RAS_ENABLE=0\x00", "NCCL_RAS_ADDR="+strings.Repeat("\xff", 100))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e := parseHangEnv("f", b)
+		for _, v := range []string{e.rasAddr, e.rasEnable} {
+			if len(v) > 64+3 || !utf8.ValidString(v) {
+				t.Fatalf("kept %q", v)
+			}
 		}
 	})
 }

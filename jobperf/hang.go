@@ -18,8 +18,10 @@ const maxStates = 120
 // indexes) NVML ran it on. A rank is a process NVML ran on a job GPU, or
 // one whose environment holds SLURM_PROCID and whose parent is not a
 // process of the job (a task slurmstepd started, not a DataLoader worker
-// it forked, which inherits the variable). It never judges.
-func SummarizeHang(ticks []*Sample, onGPU map[int32][]int) *state.JobHang {
+// it forked, which inherits the variable). The PIDs in exclude are never
+// ranks: gpuprobe itself, started by srun --overlap as a task of the job
+// with a SLURM_PROCID of its own. It never judges.
+func SummarizeHang(ticks []*Sample, onGPU map[int32][]int, exclude ...int32) *state.JobHang {
 	h := &state.JobHang{Ticks: len(ticks), Ranks: []state.HangRank{}}
 	inJob := map[int32]bool{}
 	for _, s := range ticks {
@@ -30,6 +32,9 @@ func SummarizeHang(ticks []*Sample, onGPU map[int32][]int) *state.JobHang {
 	isRank := map[int32]bool{}
 	for _, s := range ticks {
 		for pid, t := range s.Tasks {
+			if slices.Contains(exclude, pid) {
+				continue
+			}
 			if len(onGPU[pid]) > 0 || t.ProcID != "" && !inJob[t.PPID] {
 				isRank[pid] = true
 			}
@@ -73,6 +78,7 @@ func SummarizeHang(ticks []*Sample, onGPU map[int32][]int) *state.JobHang {
 			continue
 		}
 		r.Comm, r.Rank, r.Wchan = last.Comm, last.ProcID, last.Wchan
+		r.NCCLRASAddr, r.NCCLRASEnable = last.NCCLRASAddr, last.NCCLRASEnable
 		r.Threads, r.DThreads, r.DWchans = last.ThreadsRead, last.DThreads, last.DWchans
 		if a, b := first.UTime+first.STime, last.UTime+last.STime; b >= a {
 			r.CPUSeconds = float64(b-a) / ClockTicks

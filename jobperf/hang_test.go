@@ -46,3 +46,19 @@ func TestSummarizeHang(t *testing.T) {
 		t.Errorf("rank in D: %+v", r400)
 	}
 }
+
+// gpuprobe itself, an srun --overlap task of the job with a SLURM_PROCID
+// of its own, is not a rank.
+func TestSummarizeHangExcludesItself(t *testing.T) {
+	s := &Sample{At: time.Unix(1, 0), Tasks: map[int32]*Task{
+		100: {Comm: "python", State: 'R', PPID: 50, ProcID: "0", NCCLRASAddr: "localhost:29000"},
+		900: {Comm: "gpuprobe", State: 'R', PPID: 60, ProcID: "0"},
+	}}
+	h := SummarizeHang([]*Sample{s, s}, nil, 900)
+	if len(h.Ranks) != 1 || h.Ranks[0].PID != 100 || h.Ranks[0].NCCLRASAddr != "localhost:29000" {
+		t.Errorf("%+v", h.Ranks)
+	}
+	if h := SummarizeHang([]*Sample{s, s}, nil); len(h.Ranks) != 2 {
+		t.Errorf("without the exclusion: %+v", h.Ranks)
+	}
+}

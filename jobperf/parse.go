@@ -409,6 +409,34 @@ func parseEnvironVar(data []byte, key string) (value string, ok bool) {
 	return "", false
 }
 
+// hangEnv is what --hang reads of a task's environment (once: the
+// environment a process was exec'd with does not change).
+type hangEnv struct {
+	procID, rasAddr, rasEnable string
+}
+
+// parseHangEnv reads SLURM_PROCID, NCCL_RAS_ADDR and NCCL_RAS_ENABLE from
+// /proc/PID/environ. The values are the job's text: the NCCL ones are kept
+// as read, cut to 64 bytes (ncclras validates the address before use).
+func parseHangEnv(name string, data []byte) hangEnv {
+	var e hangEnv
+	e.procID, _ = parseProcID(name, data)
+	if v, ok := parseEnvironVar(data, "NCCL_RAS_ADDR"); ok {
+		e.rasAddr = cut64(v)
+	}
+	if v, ok := parseEnvironVar(data, "NCCL_RAS_ENABLE"); ok {
+		e.rasEnable = cut64(v)
+	}
+	return e
+}
+
+func cut64(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return strings.ToValidUTF8(s, "?")
+}
+
 // parseProcID reads SLURM_PROCID from /proc/PID/environ: the task's rank
 // in the step (srun sets it for every task). Only a decimal number of at
 // most 9 digits is a rank; anything else is an error.

@@ -133,3 +133,14 @@ func TestParseCornerCases(t *testing.T) {
 		t.Error("job_x is not a Slurm job")
 	}
 }
+
+func TestParseHangEnv(t *testing.T) {
+	e := parseHangEnv("environ", []byte("PATH=/bin\x00NCCL_RAS_ADDR=127.0.0.1:29000\x00SLURM_PROCID=7\x00NCCL_RAS_ENABLE=0\x00NCCL_RAS_ADDRESS=x\x00"))
+	if e != (hangEnv{procID: "7", rasAddr: "127.0.0.1:29000", rasEnable: "0"}) {
+		t.Errorf("%+v", e)
+	}
+	e = parseHangEnv("environ", []byte("NCCL_RAS_ADDR="+strings.Repeat("a", 200)))
+	if len(e.rasAddr) != 64 || e.procID != "" {
+		t.Errorf("%+v", e)
+	}
+}

@@ -71,11 +71,15 @@ type Task struct {
 	// unreadable). ThreadsRead is how many of /proc/PID/task/* were read,
 	// DThreads how many were in state D and DWchans (distinct, at most
 	// MaxDWchans) what those wait in.
-	Wchan       string
-	ProcID      string
-	ThreadsRead int
-	DThreads    int
-	DWchans     []string
+	Wchan  string
+	ProcID string
+	// NCCLRASAddr and NCCLRASEnable are NCCL_RAS_ADDR and NCCL_RAS_ENABLE
+	// from the same environment, at most 64 bytes each ("" absent).
+	NCCLRASAddr   string
+	NCCLRASEnable string
+	ThreadsRead   int
+	DThreads      int
+	DWchans       []string
 }
 
 // Bounds on the threads --hang reads: per task, per tick, and the distinct
@@ -454,20 +458,20 @@ func (j *Job) hangFacts(ctx context.Context, pid int32, t *Task, budget *int) {
 		t.Wchan, _ = parseWchan(path.Join(dir, "wchan"), data)
 	}
 	j.mu.Lock()
-	id, known := j.procIDs[pid]
+	env, known := j.procIDs[pid]
 	j.mu.Unlock()
 	if !known {
 		p := path.Join(dir, "environ")
 		if data, err := j.r.read(ctx, p); err == nil {
-			id, _ = parseProcID(p, data)
+			env = parseHangEnv(p, data)
 		}
 		j.mu.Lock()
 		if len(j.procIDs) < MaxTasks {
-			j.procIDs[pid] = id
+			j.procIDs[pid] = env
 		}
 		j.mu.Unlock()
 	}
-	t.ProcID = id
+	t.ProcID, t.NCCLRASAddr, t.NCCLRASEnable = env.procID, env.rasAddr, env.rasEnable
 	if *budget <= 0 {
 		return
 	}

@@ -9,6 +9,10 @@
 #   - as HealthCheckProgram, gpuprobe drains the node on a simulated fault,
 #     resumes it when the fault is gone, and leaves an admin's drain alone;
 #   - the contrib TaskProlog prints the job checks into the job's output;
+#   - gpuprobe job --hang, run by srun --overlap in a two-task job whose task 1
+#     is stopped (kill -STOP) or blocked opening a FIFO (a hung mount's
+#     stand-in) while task 0 spins, piped to summarize, names the node and
+#     rank 1 (issue 29; no GPU side: the process side alone);
 #   - srun --ntasks-per-gpu=2 and --gpu-bind=map_gpu:0,0 are sharing as
 #     requested, and gpuprobe in an
 #     sbatch batch script is one process, not the job's tasks;
@@ -376,6 +380,50 @@ elif [ "$NCPU" -lt 2 ]; then
 else
 	fail "gpuprobe job on a reading step: perf.bottleneck '$st' ($(summary_of "$D/out/read.json" perf.bottleneck))"
 fi
+
+# --- 4b2. gpuprobe job --hang across the allocation (issue 29) ---------------
+# A two-task step: task 0 spins, task 1 stops itself (kill -STOP: state T) or
+# blocks opening a FIFO nobody writes (state S in the kernel, CPU time
+# still: a hung mount's stand-in). gpuprobe runs as one more task of the job
+# (srun --overlap, as docs/job.md's one-liner) and summarize must name this
+# node and rank 1. The GPUs are simulated and run nothing of the job, so the
+# verdict is the process side's alone. Nothing listens on NCCL's RAS port:
+# the report must say RAS is not available.
+mkfifo "$D/out/hang.fifo"
+hang_step() { # NAME HOW: run the two-task step, probe it across the allocation
+	timeout 90 srun --quiet -J "$1" -n 2 -c 1 --gres=gpu:2 bash -c \
+		'if [ "$SLURM_PROCID" = 1 ]; then '"$2"'; fi; while :; do :; done' >/dev/null 2>&1 &
+	local id=""
+	for _ in $(seq 1 50); do
+		id=$(job_id_of "$1")
+		[ -n "$id" ] && break
+		sleep 0.2
+	done
+	[ -n "$id" ] || { echo "no running job $1" >"$D/out/$1.err"; return 1; }
+	sleep 1
+	timeout 60 srun --quiet --overlap --jobid="$id" -n 1 -c 1 "$GP" job --hang --job "$id" --simulate dgx-h100 \
+		--duration 3s --interval 1s --format json --slurm-conf "$D/etc/slurm.conf" 2>"$D/out/$1.err" | tee "$D/out/$1.json" |
+		"$GP" summarize >"$D/out/$1.summary.txt" 2>&1
+	echo "${PIPESTATUS[0]} ${PIPESTATUS[2]}" >"$D/out/$1.rc"
+	scancel "$id"
+	wait 2>/dev/null
+}
+for how in stop fifo; do
+	case $how in
+	stop) cmd='kill -STOP $$' want='stopped (state T at every tick' ;;
+	fifo) cmd="exec 3<$D/out/hang.fifo" want='asleep in ' ;;
+	esac
+	hang_step "gp-hang-$how" "$cmd"
+	sum=$(cat "$D/out/gp-hang-$how.summary.txt" 2>/dev/null)
+	if [ "$(cat "$D/out/gp-hang-$how.rc" 2>/dev/null)" = "1 1" ] &&
+		grep -q "^  the job waits on $HOST.*: rank 1 (pid [0-9]*) $want" <<<"$sum" &&
+		! grep -q "rank 0 (pid [0-9]*) \(stopped\|asleep\)" <<<"$sum" &&
+		grep -q '"error": "RAS not available (NCCL ' "$D/out/gp-hang-$how.json"; then
+		pass "srun --overlap gpuprobe job --hang | summarize, task 1 $how: names $HOST and rank 1 ($(grep -o 'rank 1 (pid [0-9]*) [^;]*' <<<"$sum" | head -n 1))"
+	else
+		fail "job --hang, task 1 $how: rc $(cat "$D/out/gp-hang-$how.rc" 2>/dev/null); summary: $(head -c 1200 <<<"$sum"); err: $(head -c 300 "$D/out/gp-hang-$how.err")"
+	fi
+done
 
 # --- 4c. binding flags Slurm itself turns into variables --------------------
 # gpuprobe's verdict on the environment slurmd really produced: --ntasks-per-gpu

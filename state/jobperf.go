@@ -207,8 +207,123 @@ type JobHang struct {
 	// SLURM_PROCID and whose parent is not one of the job's processes (the
 	// tasks slurmstepd started).
 	Ranks []HangRank `json:"ranks"`
-	// RAS is what NCCL's RAS said of the job, or why it was not asked.
-	RAS string `json:"ras,omitempty"`
+	// RAS is what NCCL's RAS said of the job, or why it did not answer
+	// (nil: not asked).
+	RAS *HangRAS `json:"ras,omitempty"`
+}
+
+// HangRAS is NCCL's RAS (NCCL 2.24+) status of the job, asked on the node's
+// loopback RAS port with NCCL's text protocol (src/ras/client.cc) and parsed
+// from its text report (src/ras/client_support.cc). Every string came from
+// whatever listened on the port: untrusted, escape it before printing.
+type HangRAS struct {
+	// Addr is the host:port asked ("" when none was valid); AddrFrom says
+	// where it came from ("default", "NCCL_RAS_ADDR of pid 4121").
+	Addr     string `json:"addr,omitempty"`
+	AddrFrom string `json:"addr_from,omitempty"`
+	// Answered: the port answered the handshake ("SERVER PROTOCOL n");
+	// Protocol is n. Error says why there is no (complete) answer:
+	// refused, not loopback, a deadline, the size cap.
+	Answered bool `json:"answered"`
+	// ListenerUID owns the socket listening on Addr (/proc/net/tcp{,6};
+	// "" not found or not looked up: simulation); JobUID is the job's
+	// tasks' real UID. A port on loopback can be any user's.
+	ListenerUID string `json:"listener_uid,omitempty"`
+	JobUID      string `json:"job_uid,omitempty"`
+	Protocol    int    `json:"protocol,omitempty"`
+	Error       string `json:"error,omitempty"`
+	// Seconds is how long the query took; Bytes how much text came back,
+	// Truncated whether it stopped at the size cap.
+	Seconds   float64 `json:"seconds"`
+	Bytes     int     `json:"bytes"`
+	Truncated bool    `json:"truncated,omitempty"`
+	// NCCLVersion is the report's "NCCL version" line.
+	NCCLVersion string `json:"nccl_version,omitempty"`
+	// Nodes, Processes and GPUs are the job summary's totals (0: not read).
+	Nodes     int `json:"nodes,omitempty"`
+	Processes int `json:"processes,omitempty"`
+	GPUs      int `json:"gpus,omitempty"`
+	// Groups are the rows of the communicators table.
+	Groups []RASGroup `json:"groups,omitempty"`
+	// Unresponsive are the job processes RAS is missing communicator data
+	// from (Errors, INCOMPLETE); Dead those it considers dead (DEAD);
+	// MissingProcesses / DeadProcesses are the counts RAS gave (it lists
+	// the processes only when they are few).
+	Unresponsive     []RASProcess `json:"unresponsive,omitempty"`
+	MissingProcesses int          `json:"missing_processes,omitempty"`
+	Dead             []RASProcess `json:"dead,omitempty"`
+	DeadProcesses    int          `json:"dead_processes,omitempty"`
+	// Comms are the communicators RAS reports a problem with
+	// (INCOMPLETE, ERROR, MISMATCH blocks).
+	Comms []RASComm `json:"comms,omitempty"`
+	// Timeouts is the TIMEOUT warning's count of communication timeouts.
+	Timeouts int `json:"timeouts,omitempty"`
+	// Unparsed counts the lines the parser did not recognise.
+	Unparsed int `json:"unparsed,omitempty"`
+}
+
+// RASGroup is one row of RAS's communicators table.
+type RASGroup struct {
+	Group        int    `json:"group"`
+	Comms        int    `json:"comms"`
+	Nodes        int    `json:"nodes"`
+	RanksPerNode string `json:"ranks_per_node"`
+	RanksPerComm int    `json:"ranks_per_comm"`
+	RanksInGroup int    `json:"ranks_in_group"`
+	Status       string `json:"status"`
+	Errors       string `json:"errors"`
+}
+
+// RASProcess is a job process RAS names: "Process 3487984 on node
+// 172.16.64.213 managing GPU 5". Local is set when Node is one of this
+// node's own addresses.
+type RASProcess struct {
+	PID   int    `json:"pid"`
+	Node  string `json:"node"`
+	GPUs  string `json:"gpus"`
+	Local bool   `json:"local,omitempty"`
+}
+
+// RASComm is one communicator block of RAS's Errors or Warnings:
+// "#0-0 (cf264af53edbe986) INCOMPLETE".
+type RASComm struct {
+	ID   string `json:"id"`
+	Hash string `json:"hash"`
+	Kind string `json:"kind"`
+	// MissingRanks is "Missing communicator data from N ranks"; Missing
+	// the ranks RAS lists.
+	MissingRanks int       `json:"missing_ranks,omitempty"`
+	Missing      []RASRank `json:"missing,omitempty"`
+	// Splits are the ways its ranks disagree ("different status",
+	// "different AllReduce operation counts", "Asynchronous errors").
+	Splits []RASSplit `json:"splits,omitempty"`
+}
+
+// RASSplit is one disagreement of a communicator's ranks, with the groups
+// RAS counted ("26 ranks have launched up to operation 6650").
+type RASSplit struct {
+	What   string         `json:"what"`
+	Groups []RASRankGroup `json:"groups"`
+}
+
+// RASRankGroup is ranks that share a value: Ranks is RAS's count, Listed
+// the ranks it printed (it prints the outliers only). Op is the operation
+// count for an operation-count split (-1 otherwise; 0: none launched).
+type RASRankGroup struct {
+	Ranks  int       `json:"ranks"`
+	Value  string    `json:"value"`
+	Op     int64     `json:"op"`
+	Listed []RASRank `json:"listed,omitempty"`
+}
+
+// RASRank is "Rank 12 -- GPU 4 managed by process 323032 on node
+// 10.137.190.124"; PID 0 and Node "" when RAS had no process information.
+type RASRank struct {
+	Rank  int    `json:"rank"`
+	GPU   string `json:"gpu,omitempty"`
+	PID   int    `json:"pid,omitempty"`
+	Node  string `json:"node,omitempty"`
+	Local bool   `json:"local,omitempty"`
 }
 
 // HangRank is one rank process over the window.
@@ -245,6 +360,11 @@ type HangRank struct {
 	// Mounts are the filesystems it holds regular files open on at the
 	// last tick it was read (at most 8).
 	Mounts []HangMount `json:"mounts,omitempty"`
+	// NCCLRASAddr and NCCLRASEnable are NCCL_RAS_ADDR and NCCL_RAS_ENABLE
+	// from its environment as read (the job's text: untrusted; at most 64
+	// bytes kept; "" absent or unreadable).
+	NCCLRASAddr   string `json:"nccl_ras_addr,omitempty"`
+	NCCLRASEnable string `json:"nccl_ras_enable,omitempty"`
 }
 
 // HangMount is a filesystem a rank holds files open on.

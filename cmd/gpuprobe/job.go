@@ -62,7 +62,7 @@ func registerJob(c *cli) {
 	cmd.Flag("verbose", "Print every verdict's evidence.").Short('v').BoolVar(&f.verbose)
 	cmd.Flag("summary", "Print one line per GPU and one verdict line, for a job's output file (Epilog, TaskEpilog).").BoolVar(&f.summary)
 	cmd.Flag("from-daemon", "Read the job's record from a running 'gpuprobe serve' (URL, or 'local') instead of sampling: what the job's GPUs did while it ran, for an Epilog after its processes are gone (only the GPUs that ran one of its processes; no CPU or I/O side). Samples when the daemon has no record.").PlaceHolder("URL").StringVar(&f.fromDaemon)
-	cmd.Flag("hang", "My job hangs: read each rank process's state, wait channel, threads in uninterruptible sleep and CPU time beside its GPU's utilisation and power, and say which local rank the job waits on (runs only perf.hang unless --checks is given; see docs/job.md, \"My job hangs\").").BoolVar(&f.hang)
+	cmd.Flag("hang", "My job hangs: read each rank process's state, wait channel, threads in uninterruptible sleep and CPU time beside its GPU's utilisation and power, ask NCCL's RAS (NCCL 2.24+) on the job's loopback RAS port, and say which local rank the job waits on or which remote rank RAS names (runs only perf.hang unless --checks is given; see docs/job.md, \"My job hangs\").").BoolVar(&f.hang)
 	cmd.Flag("scontrol", "Absolute path of scontrol (default: the first of the usual places).").PlaceHolder("PATH").StringVar(&f.scontrol)
 	cmd.Flag("slurm-conf", "slurm.conf for scontrol (SLURM_CONF).").PlaceHolder("FILE").StringVar(&f.slurmConf)
 	cmd.Action(func(*kingpin.ParseContext) error { return c.runJob(f) })

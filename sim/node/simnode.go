@@ -87,6 +87,7 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 		ProcessFile: func(pid int32, name string) ([]byte, error) {
 			return processFile(root, owners, pid, name)
 		},
+		RASDial:   jobsim.RASDial(spec),
 		RootLabel: "simulated",
 		Simulated: spec.Raw,
 	}, nil

@@ -47,6 +47,9 @@ type JobScenario struct {
 	PowerPercent []uint32
 	DStateRank   int
 	ExitedRank   int
+	// RASRemoteRank: NCCL's RAS port answers, naming a rank on another
+	// node unresponsive (sim/job's RAS report); false: nothing listens.
+	RASRemoteRank bool
 }
 
 // SimJob is the simulated job: its ID, owner, GPUs (NVML indices), CPUs (the
@@ -99,9 +102,9 @@ var JobScenarios = []JobScenario{
 		GPUUtil: []uint32{60, 58, 61, 59}, MemUtil: []uint32{30, 30, 31, 30}, GPUMemPercent: []uint32{70, 70, 70, 70},
 		RanksOnGPU: []bool{true, true, true, true}, CPUBusyPercent: 40, ReadFSType: "ext4", ReadMiBps: 20,
 		MemPercentOfLimit: 99, SwapMiB: 6144, OOMKills: 1},
-	{Fault: "job-hang-peer", Effect: "a hung job whose 4 local ranks all wait in NCCL for a peer on another node: kernels resident (99% utilisation) at a quarter of the power limit, CPU time still",
+	{Fault: "job-hang-peer", Effect: "a hung job whose 4 local ranks all wait in NCCL for a peer on another node: kernels resident (99% utilisation) at a quarter of the power limit, CPU time still; NCCL RAS names rank 37 on another node unresponsive",
 		GPUUtil: []uint32{99, 99, 99, 99}, MemUtil: []uint32{0, 0, 0, 0}, GPUMemPercent: []uint32{78, 78, 77, 78}, PowerPercent: []uint32{24, 25, 24, 25},
-		RanksOnGPU: []bool{true, true, true, true}, ReadFSType: "ext4", MemPercentOfLimit: 40},
+		RanksOnGPU: []bool{true, true, true, true}, ReadFSType: "ext4", MemPercentOfLimit: 40, RASRemoteRank: true},
 	{Fault: "job-hang-dstate", Effect: "a hung job: rank 3 sits in uninterruptible sleep on an NFS RPC (its GPU idle) while the other 3 local ranks wait in NCCL",
 		GPUUtil: []uint32{99, 99, 99, 0}, MemUtil: []uint32{0, 0, 0, 0}, GPUMemPercent: []uint32{78, 78, 77, 78}, PowerPercent: []uint32{24, 25, 24, 10},
 		RanksOnGPU: []bool{true, true, true, true}, ReadFSType: "nfs4", MemPercentOfLimit: 40, DStateRank: 4},

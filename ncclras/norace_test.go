@@ -1,0 +1,5 @@
+//go:build !race
+
+package ncclras
+
+const raceEnabled = false
