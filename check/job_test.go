@@ -353,6 +353,7 @@ func TestExclusive(t *testing.T) {
 		{name: "process list unavailable", node: jobNode(env, func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].ProcessesKnown = false
+				n.NVML.GPUs[i].Unsupported = append(n.NVML.GPUs[i].Unsupported, "nvmlDeviceGetComputeRunningProcesses")
 			}
 		}), status: Skip, summary: "process list not supported"},
 	})

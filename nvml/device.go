@@ -172,6 +172,11 @@ func (d *device) ecc() {
 }
 
 func (d *device) pages() {
+	if !d.sym["nvmlDeviceGetRemappedRows"] && d.g.stopped == "" {
+		// A driver without the entry point (before R450) has no row
+		// remapping to report: recorded as NOT_SUPPORTED would be.
+		d.gpu.Unsupported = append(d.gpu.Unsupported, "nvmlDeviceGetRemappedRows")
+	}
 	if d.sym["nvmlDeviceGetRemappedRows"] {
 		type rr struct {
 			corr, unc        int
