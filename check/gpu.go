@@ -80,6 +80,20 @@ func checkCount(n *state.Node, cfg *Config) Result {
 			denied++
 		}
 	}
+	// A partial capture (issue 26): the GPUs it does not show are not in
+	// the capture, neither missing nor reachable. Its "Attached GPUs" is
+	// NVML's count; a fragment without the header has none.
+	unseen := 0
+	if c := n.Capture; c != nil && c.Partial != "" {
+		if c.AttachedGPUs == 0 {
+			return Result{ID: "gpu.count", Status: Skip, Devices: []Device{},
+				Summary: fmt.Sprintf("how many GPUs the node has is not in the capture: a fragment of %d GPU block(s) without the Attached GPUs line", seen)}
+		}
+		if c.AttachedGPUs > seen {
+			unseen = c.AttachedGPUs - seen
+			seen = c.AttachedGPUs
+		}
+	}
 	// The expectation: expect_gpus, else the platform's count where the
 	// platform is certain of it (a DGX by its DMI name, or the config). A
 	// run scoped to some GPUs (a job's Prolog) judges no count.
@@ -91,12 +105,18 @@ func checkCount(n *state.Node, cfg *Config) Result {
 	}
 	if expect > 0 && seen != expect {
 		msg := fmt.Sprintf("NVML sees %d GPUs, expected %d", seen, expect)
+		if unseen > 0 {
+			msg = fmt.Sprintf("the capture's Attached GPUs is %d, expected %d", seen, expect)
+		}
 		if basis != "" {
 			msg += " (" + basis + ")"
 		}
 		v.add(Fail, nil, "check that every GPU is seated and powered (lspci -d 10de:), and dmesg for GPUs the driver rejected", msg)
 	}
 	pass := fmt.Sprintf("%d GPUs reachable", seen-denied)
+	if unseen > 0 {
+		pass = fmt.Sprintf("%d GPUs attached (the capture's Attached GPUs); %d shown and judged, %d not in the capture (not judged)", seen, seen-unseen, unseen)
+	}
 	if denied > 0 {
 		// NVML enumerates every GPU but refuses a handle (NO_PERMISSION) for
 		// those whose device file this process may not open: inside a job

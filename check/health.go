@@ -537,6 +537,9 @@ func describeProcess(p state.Process) string {
 	if p.JobID != "" {
 		s += " of job " + p.JobID
 	}
+	if p.UsedMemoryUnknown {
+		return s + " memory unknown"
+	}
 	return s + fmt.Sprintf(" %d MiB", p.UsedMemoryBytes>>20)
 }
 
