@@ -43,6 +43,15 @@ func checkDriver(n *state.Node, cfg *Config) Result {
 		return Result{Status: Fail, Summary: fmt.Sprintf("kernel module %s but NVML library %s", k.ModuleVersion, nv.DriverVersion),
 			Remedy: "reboot (or unload and reload the nvidia modules) so the kernel module matches the installed driver"}
 	}
+	// Not read is not a pass (issue 26): a capture that does not print
+	// the version (a fragment) says nothing of the driver; a live version
+	// that could not be read leaves min_driver unjudged.
+	switch {
+	case nv.DriverVersion == "" && n.Capture != nil:
+		return Result{Status: Skip, Summary: "the driver version is not in the capture"}
+	case nv.DriverVersion == "" && cfg.MinDriver != "":
+		return Result{Status: Warn, Summary: "could not read the driver version: min_driver " + cfg.MinDriver + " not judged", Remedy: notReadFix}
+	}
 	if cfg.MinDriver != "" && nv.DriverVersion != "" && versionLess(nv.DriverVersion, cfg.MinDriver) {
 		return Result{Status: Fail, Summary: fmt.Sprintf("driver %s is older than the required %s", nv.DriverVersion, cfg.MinDriver),
 			Remedy: "upgrade the NVIDIA driver to " + cfg.MinDriver + " or later"}

@@ -463,6 +463,7 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 	}
 	const fix = "kill the leftover processes (or fix the epilog that should have); reset the GPU if memory stays in use"
 	idle := 0
+	noProcess := 0 // no process listed, memory in use not read
 	var jobs []string
 	for _, g := range usable(n) {
 		if !g.ProcessesKnown {
@@ -512,12 +513,16 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 			// rule finds; unread, the GPU is not called idle (issue 26).
 			notReadFinding(n, &v, g, "nvmlDeviceGetMemoryInfo", "memory in use")
 			v.add(Pass, g, "", "")
+			noProcess++
 			continue
 		}
 		idle++
 		v.add(Pass, g, "", "")
 	}
 	pass := fmt.Sprintf("%d GPUs idle, no leftover processes", idle)
+	if noProcess > 0 {
+		pass = fmt.Sprintf("%d GPUs idle, %d with no compute process (memory in use not read), no leftover processes", idle, noProcess)
+	}
 	if len(jobs) > 0 {
 		sort.Strings(jobs)
 		pass = fmt.Sprintf("%d GPUs idle, the others running Slurm job %s; no leftover processes", idle, strings.Join(jobs, ", "))

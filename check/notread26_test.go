@@ -70,6 +70,12 @@ func TestIssue26NotRead(t *testing.T) {
 			n.NVML.GPUs[0].Memory = nil
 			n.NVML.GPUs[0].Errors = callErr("nvmlDeviceGetMemoryInfo_v2")
 		}), Warn, []string{"could not read memory in use: nvmlDeviceGetMemoryInfo_v2: Unknown Error"}},
+		{"driver: version not read, no min_driver: NVML loads", checkDriver, healthy(func(n *state.Node) { n.NVML.DriverVersion = "" }),
+			Pass, []string{"driver n/a"}},
+		{"processes: memory not supported", checkProcesses, healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].Memory = nil
+			n.NVML.GPUs[0].Unsupported = []string{"nvmlDeviceGetMemoryInfo"}
+		}), Pass, []string{"1 GPUs idle, 1 with no compute process (memory in use not read)", "memory in use not supported"}},
 		{"persistence: one GPU not supported", checkPersistence, healthy(func(n *state.Node) {
 			n.NVML.GPUs[0].PersistenceMode = nil
 			n.NVML.GPUs[0].Unsupported = []string{"nvmlDeviceGetPersistenceMode"}
@@ -96,5 +102,20 @@ func TestIssue26NotRead(t *testing.T) {
 				t.Errorf("a warning without a remedy: %+v", r)
 			}
 		})
+	}
+}
+
+// gpu.driver: a version not read leaves min_driver unjudged (it passed),
+// and a capture that does not print it (a fragment) says nothing of the
+// driver (it passed "driver n/a").
+func TestIssue26DriverNotRead(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MinDriver = "550.54.15"
+	if r := checkDriver(healthy(func(n *state.Node) { n.NVML.DriverVersion = "" }), cfg); r.Status != Warn || !strings.Contains(r.Summary, "min_driver 550.54.15 not judged") {
+		t.Errorf("live, version not read: %+v", r)
+	}
+	frag := healthy(func(n *state.Node) { n.NVML.DriverVersion = ""; n.Capture = &state.Capture{Format: "nvidia-smi -q"} })
+	if r := checkDriver(frag, DefaultConfig()); r.Status != Skip || !strings.Contains(r.Summary, "not in the capture") {
+		t.Errorf("capture without a version: %+v", r)
 	}
 }

@@ -129,6 +129,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			// A saved log (--kernel-log) whose Xids all need no action:
 			// they were read, and NVIDIA's catalogue says so.
 			return Result{Status: Pass, Summary: "no XID events needing action in the kernel log" + read}
+		case !nvmlOK && k.DriverLoads > 0:
+			// A saved log that shows the NVIDIA driver loading and no Xid
+			// is a clean log of a GPU node (issue 26), not an empty one.
+			return Result{Status: Pass, Summary: fmt.Sprintf("no XID events in the kernel log, which shows the NVIDIA driver loading (%d time(s))", k.DriverLoads)}
 		case !nvmlOK:
 			return Result{Status: Skip, Summary: "no NVIDIA GPUs to judge and no XIDs in the kernel log"}
 		case notJudged != "":
