@@ -231,6 +231,7 @@ var sameCall = map[string][]string{
 	"nvmlDeviceGetCurrPcieLinkWidth":         {"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkWidth"},
 	"nvmlDeviceGetRetiredPages":              {"nvmlDeviceGetRetiredPagesPendingStatus"},
 	"nvmlDeviceGetTemperatureThreshold":      {"nvmlDeviceGetMarginTemperature"},
+	"nvmlDeviceGetGpuFabricInfo":             {"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV"},
 }
 
 func checkECC(n *state.Node, cfg *Config) Result {

@@ -76,6 +76,16 @@ func TestIssue26NotRead(t *testing.T) {
 			n.NVML.GPUs[0].Memory = nil
 			n.NVML.GPUs[0].Unsupported = []string{"nvmlDeviceGetMemoryInfo"}
 		}), Pass, []string{"1 GPUs idle, 1 with no compute process (memory in use not read)", "memory in use not supported"}},
+		{"fabric: call failed on one GPU", checkFabric, healthy(func(n *state.Node) {
+			n.NVML.GPUs[1].Fabric = nil
+			n.NVML.GPUs[1].Errors = callErr("nvmlDeviceGetGpuFabricInfo_v4")
+		}), Error, []string{"could not read fabric registration: nvmlDeviceGetGpuFabricInfo_v4: Unknown Error"}},
+		{"fabric: not supported on a PCIe board stays no fabric", checkFabric, healthy(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].Fabric = nil
+				n.NVML.GPUs[i].Unsupported = []string{"nvmlDeviceGetGpuFabricInfo_v4"}
+			}
+		}), Skip, []string{"no NVSwitch fabric on this node"}},
 		{"persistence: one GPU not supported", checkPersistence, healthy(func(n *state.Node) {
 			n.NVML.GPUs[0].PersistenceMode = nil
 			n.NVML.GPUs[0].Unsupported = []string{"nvmlDeviceGetPersistenceMode"}

@@ -543,15 +543,16 @@ func TestServeHungCallDoesNotExpireTheCycle(t *testing.T) {
 		t.Fatalf("first cycle with a hung GPU: %+v, want a successful, fresh cycle", s)
 	}
 	// In error: the checks of GPU 3's temperature and of the values NVML
-	// refused on GPU 3 after that call hung (power, processes, NVLinks).
-	// Before issue 26 the refused ones read "not supported" and passed.
+	// refused on GPU 3 after that call hung (power, processes, NVLinks,
+	// fabric). Before issue 26 the refused ones read "not supported" or
+	// "no fabric" and passed.
 	var errs []string
 	for _, r := range s.Doc.Checks {
 		if r.Status == "error" {
 			errs = append(errs, r.ID)
 		}
 	}
-	if want := []string{"gpu.power", "gpu.processes", "gpu.temperature", "nvlink.state"}; !slices.Equal(slices.Sorted(slices.Values(errs)), want) {
+	if want := []string{"fabric.state", "gpu.power", "gpu.processes", "gpu.temperature", "nvlink.state"}; !slices.Equal(slices.Sorted(slices.Values(errs)), want) {
 		t.Errorf("checks in error: %v, want %v: the few that read GPU 3 at or after its hung call, not all", errs, want)
 	}
 }
