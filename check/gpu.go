@@ -200,20 +200,24 @@ func notRead(n *state.Node, g *state.GPU, call, what string, failed Status) (Sta
 			return failed, fmt.Sprintf("could not read %s: %s: %s", what, c, e.Error)
 		}
 	}
-	if h := hungCall(g); h != nil {
-		return failed, fmt.Sprintf("could not read %s: NVML refused the GPU's later calls after %s timed out (%s)", what, h.Call, h.Error)
-	}
 	unsupported := false
 	for _, c := range calls {
 		unsupported = unsupported || slices.Contains(g.Unsupported, c)
 	}
-	switch {
-	case g.MIG != nil && g.MIG.Current:
-		// With MIG instances the GPU-level memory counters (ECC, remapped
-		// rows) answer NOT_SUPPORTED: unknown here, not absent from the GPU.
-		return Skip, what + " unknown: not readable while MIG is enabled (NVML answers not supported); disable MIG or read it per instance"
+	// MIG first: with MIG instances the GPU-level memory counters (ECC,
+	// remapped rows) answer NOT_SUPPORTED: unknown here, not absent from
+	// the GPU. A call answered NOT_SUPPORTED before a later one hung was
+	// answered; one never made after the hang was not.
+	const underMIG = " unknown: not readable while MIG is enabled (NVML answers not supported); disable MIG or read it per instance"
+	switch h := hungCall(g); {
+	case unsupported && g.MIG != nil && g.MIG.Current:
+		return Skip, what + underMIG
 	case unsupported:
 		return Skip, what + " not supported"
+	case h != nil:
+		return failed, fmt.Sprintf("could not read %s: NVML refused the GPU's later calls after %s timed out (%s)", what, h.Call, h.Error)
+	case g.MIG != nil && g.MIG.Current:
+		return Skip, what + underMIG
 	case n.Capture != nil:
 		return Skip, what + " unknown: not in the capture"
 	}

@@ -86,6 +86,11 @@ func TestIssue26NotRead(t *testing.T) {
 				n.NVML.GPUs[i].Unsupported = []string{"nvmlDeviceGetGpuFabricInfo_v4"}
 			}
 		}), Skip, []string{"no NVSwitch fabric on this node"}},
+		{"persistence: NOT_SUPPORTED before a later call hung stays not supported", checkPersistence, healthy(func(n *state.Node) {
+			n.NVML.GPUs[1].PersistenceMode = nil
+			n.NVML.GPUs[1].Unsupported = []string{"nvmlDeviceGetPersistenceMode"}
+			n.NVML.GPUs[1].Errors = []state.CallError{{Call: "nvmlDeviceGetTemperature", Error: "no answer within 10s", Timeout: true}}
+		}), Pass, []string{"not judged: GPU 1 (0000:11:00.0): persistence mode not supported"}},
 		{"persistence: one GPU not supported", checkPersistence, healthy(func(n *state.Node) {
 			n.NVML.GPUs[0].PersistenceMode = nil
 			n.NVML.GPUs[0].Unsupported = []string{"nvmlDeviceGetPersistenceMode"}
