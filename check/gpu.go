@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,6 +43,15 @@ func checkDriver(n *state.Node, cfg *Config) Result {
 		return Result{Status: Fail, Summary: fmt.Sprintf("kernel module %s but NVML library %s", k.ModuleVersion, nv.DriverVersion),
 			Remedy: "reboot (or unload and reload the nvidia modules) so the kernel module matches the installed driver"}
 	}
+	// Not read is not a pass (issue 26): a capture that does not print
+	// the version (a fragment) says nothing of the driver; a live version
+	// that could not be read leaves min_driver unjudged.
+	switch {
+	case nv.DriverVersion == "" && n.Capture != nil:
+		return Result{Status: Skip, Summary: "the driver version is not in the capture"}
+	case nv.DriverVersion == "" && cfg.MinDriver != "":
+		return Result{Status: Warn, Summary: "could not read the driver version: min_driver " + cfg.MinDriver + " not judged", Remedy: notReadFix}
+	}
 	if cfg.MinDriver != "" && nv.DriverVersion != "" && versionLess(nv.DriverVersion, cfg.MinDriver) {
 		return Result{Status: Fail, Summary: fmt.Sprintf("driver %s is older than the required %s", nv.DriverVersion, cfg.MinDriver),
 			Remedy: "upgrade the NVIDIA driver to " + cfg.MinDriver + " or later"}
@@ -79,6 +89,20 @@ func checkCount(n *state.Node, cfg *Config) Result {
 			denied++
 		}
 	}
+	// A partial capture (issue 26): the GPUs it does not show are not in
+	// the capture, neither missing nor reachable. Its "Attached GPUs" is
+	// NVML's count; a fragment without the header has none.
+	unseen := 0
+	if c := n.Capture; c != nil && c.Partial != "" {
+		if c.AttachedGPUs == 0 {
+			return Result{ID: "gpu.count", Status: Skip, Devices: []Device{},
+				Summary: fmt.Sprintf("how many GPUs the node has is not in the capture: a fragment of %d GPU block(s) without the Attached GPUs line", seen)}
+		}
+		if c.AttachedGPUs > seen {
+			unseen = c.AttachedGPUs - seen
+			seen = c.AttachedGPUs
+		}
+	}
 	// The expectation: expect_gpus, else the platform's count where the
 	// platform is certain of it (a DGX by its DMI name, or the config). A
 	// run scoped to some GPUs (a job's Prolog) judges no count.
@@ -90,12 +114,18 @@ func checkCount(n *state.Node, cfg *Config) Result {
 	}
 	if expect > 0 && seen != expect {
 		msg := fmt.Sprintf("NVML sees %d GPUs, expected %d", seen, expect)
+		if unseen > 0 {
+			msg = fmt.Sprintf("the capture's Attached GPUs is %d, expected %d", seen, expect)
+		}
 		if basis != "" {
 			msg += " (" + basis + ")"
 		}
 		v.add(Fail, nil, "check that every GPU is seated and powered (lspci -d 10de:), and dmesg for GPUs the driver rejected", msg)
 	}
 	pass := fmt.Sprintf("%d GPUs reachable", seen-denied)
+	if unseen > 0 {
+		pass = fmt.Sprintf("%d GPUs attached (the capture's Attached GPUs); %d shown and judged, %d not in the capture (not judged)", seen, seen-unseen, unseen)
+	}
 	if denied > 0 {
 		// NVML enumerates every GPU but refuses a handle (NO_PERMISSION) for
 		// those whose device file this process may not open: inside a job
@@ -129,36 +159,83 @@ func usable(n *state.Node) []*state.GPU {
 // finding) or "not supported" (a skip); in a state read from an
 // nvidia-smi capture, what the capture printed instead (a skip).
 func missing(n *state.Node, v *verdict, g *state.GPU, call, what string) {
+	st, msg := notRead(n, g, call, what, Error)
+	v.add(st, g, "", msg)
+}
+
+// notReadFinding adds "not read" for a value that one rule of the check
+// needs beside the value it judges: a failed call warns (the rule was not
+// judged; the rest of the GPU was), anything else is said as a skip.
+func notReadFinding(n *state.Node, v *verdict, g *state.GPU, call, what string) {
+	st, msg := notRead(n, g, call, what, Warn)
+	fix := ""
+	if st == Warn {
+		fix = notReadFix
+	}
+	v.add(st, g, fix, msg)
+}
+
+// notReadFix is the remedy of a "could not read" warning.
+const notReadFix = "the driver failed to answer: check nvidia-smi -q and dmesg for NVRM errors; reset the GPU if the call keeps failing"
+
+// notRead is "not read" as a status of its own (issue 26): why a value the
+// check needed is absent, never a pass and never "no errors". In order:
+// what a capture printed instead (skip); the call's own error (failed: an
+// error where the value is what the check judges, a warning where it is
+// one rule of several); a call on the GPU that timed out, after which NVML
+// refuses the GPU's later calls without an error of their own (failed);
+// NOT_SUPPORTED under MIG (skip: unknown, not absent); NOT_SUPPORTED (skip:
+// the GPU or driver does not have it, as a GeForce has no ECC); and a value
+// absent with no reason recorded (skip, said so: it is not "not supported").
+func notRead(n *state.Node, g *state.GPU, call, what string, failed Status) (Status, string) {
 	if u := n.CaptureUnknownFor(g.Index, call); u != nil {
 		if u.Printed == "" {
-			v.add(Skip, g, "", what+" unknown: not in the capture")
-		} else {
-			v.add(Skip, g, "", fmt.Sprintf("%s unknown: the capture prints %q (line %d)", what, u.Printed, u.Line))
+			return Skip, what + " unknown: not in the capture"
 		}
-		return
+		return Skip, fmt.Sprintf("%s unknown: the capture prints %q (line %d)", what, u.Printed, u.Line)
 	}
-	for _, c := range append([]string{call}, sameCall[call]...) {
+	calls := append([]string{call}, sameCall[call]...)
+	for _, c := range calls {
 		if e := g.ErrorFor(c); e != nil {
-			v.add(Error, g, "", fmt.Sprintf("%s: %s: %s", what, c, e.Error))
-			return
+			return failed, fmt.Sprintf("could not read %s: %s: %s", what, c, e.Error)
 		}
 	}
-	if g.MIG != nil && g.MIG.Current {
-		// With MIG instances the GPU-level memory counters (ECC, remapped
-		// rows) answer NOT_SUPPORTED: unknown here, not absent from the GPU.
-		v.add(Skip, g, "", what+" unknown: not readable while MIG is enabled (NVML answers not supported); disable MIG or read it per instance")
-		return
+	unsupported := false
+	for _, c := range calls {
+		unsupported = unsupported || slices.Contains(g.Unsupported, c)
 	}
-	v.add(Skip, g, "", what+" not supported")
+	// MIG first: with MIG instances the GPU-level memory counters (ECC,
+	// remapped rows) answer NOT_SUPPORTED: unknown here, not absent from
+	// the GPU. A call answered NOT_SUPPORTED before a later one hung was
+	// answered; one never made after the hang was not.
+	const underMIG = " unknown: not readable while MIG is enabled (NVML answers not supported); disable MIG or read it per instance"
+	switch h := hungCall(g); {
+	case unsupported && g.MIG != nil && g.MIG.Current:
+		return Skip, what + underMIG
+	case unsupported:
+		return Skip, what + " not supported"
+	case h != nil:
+		return failed, fmt.Sprintf("could not read %s: NVML refused the GPU's later calls after %s timed out (%s)", what, h.Call, h.Error)
+	case g.MIG != nil && g.MIG.Current:
+		return Skip, what + underMIG
+	case n.Capture != nil:
+		return Skip, what + " unknown: not in the capture"
+	}
+	return Skip, what + " not read: no value and no reason recorded (neither an error nor NOT_SUPPORTED)"
 }
 
 // sameCall lists the other entry points the collector may have asked for
 // the same value (older drivers lack the newer names, the _v2 forms fall
-// back to v1): an error under any of them is the value's error, never a
-// "not supported" skip.
+// back to v1, the PCIe link state is four calls, page retirement three): an
+// error under any of them is the value's error, never a "not supported"
+// skip.
 var sameCall = map[string][]string{
 	"nvmlDeviceGetCurrentClocksEventReasons": {"nvmlDeviceGetCurrentClocksThrottleReasons"},
 	"nvmlDeviceGetMemoryInfo":                {"nvmlDeviceGetMemoryInfo_v2"},
+	"nvmlDeviceGetCurrPcieLinkWidth":         {"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkWidth"},
+	"nvmlDeviceGetRetiredPages":              {"nvmlDeviceGetRetiredPagesPendingStatus"},
+	"nvmlDeviceGetTemperatureThreshold":      {"nvmlDeviceGetMarginTemperature"},
+	"nvmlDeviceGetGpuFabricInfo":             {"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV"},
 }
 
 func checkECC(n *state.Node, cfg *Config) Result {
@@ -167,8 +244,8 @@ func checkECC(n *state.Node, cfg *Config) Result {
 	}
 	v := verdict{id: "gpu.ecc"}
 	t := cfg.ECC
-	gpus := usable(n)
-	for _, g := range gpus {
+	judged := 0
+	for _, g := range usable(n) {
 		if g.ECC == nil {
 			missing(n, &v, g, "nvmlDeviceGetEccMode", "ECC")
 			continue
@@ -198,9 +275,18 @@ func checkECC(n *state.Node, cfg *Config) Result {
 			v.add(Warn, g, "watch the GPU for row remaps; schedule a reset",
 				fmt.Sprintf("%d corrected ECC errors since the last reset", *e.Volatile.Corrected))
 		}
+		// A counter a rule needs and could not read is named (issue 26):
+		// a failed call warns, NOT_SUPPORTED is said beside the pass.
+		if e.Volatile.Corrected == nil && t.VolatileCorrectedWarn > 0 {
+			notReadFinding(n, &v, g, "nvmlDeviceGetTotalEccErrors", "the volatile corrected ECC counter")
+		}
+		if e.Aggregate.Uncorrected == nil && t.AggregateUncorrectedWarn > 0 {
+			notReadFinding(n, &v, g, "nvmlDeviceGetTotalEccErrors", "the aggregate uncorrected ECC counter")
+		}
+		judged++
 		v.add(Pass, g, "", "")
 	}
-	return v.result(fmt.Sprintf("no uncorrectable ECC errors on %d GPUs", len(gpus)))
+	return v.result(fmt.Sprintf("no uncorrectable ECC errors on %d GPUs", judged))
 }
 
 func checkRowRemap(n *state.Node, cfg *Config) Result {

@@ -189,8 +189,23 @@ func TestRowRemap(t *testing.T) {
 		{name: "pre-Ampere", node: node(func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].RemappedRows = nil
+				n.NVML.GPUs[i].Unsupported = append(n.NVML.GPUs[i].Unsupported, "nvmlDeviceGetRemappedRows")
 			}
 		}), status: Skip, summary: "row remapping not supported"},
+		// Issue 26, "not read" is its own status: absent with no reason
+		// recorded is not "not supported" (it was, before).
+		{name: "absent, no reason recorded", node: node(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].RemappedRows = nil
+			}
+		}), status: Skip, summary: "row remapping not read: no value and no reason recorded"},
+		// A call that timed out earlier on the GPU: NVML refuses its later
+		// calls without an error of their own. That is "could not read",
+		// an error, not a "not supported" skip (it was, before).
+		{name: "GPU hung earlier in the run", node: node(func(n *state.Node) {
+			n.NVML.GPUs[1].RemappedRows = nil
+			n.NVML.GPUs[1].Errors = []state.CallError{{Call: "nvmlDeviceGetEccMode", Error: "no answer in 10s", Timeout: true}}
+		}), status: Error, summary: "could not read row remapping: NVML refused the GPU's later calls after nvmlDeviceGetEccMode timed out", devices: []int{1}},
 		// MIG on: the GPU-level counters are not readable; say unknown and
 		// why, not "not supported" as if the GPU had none (it was silent).
 		{name: "MIG enabled", node: node(func(n *state.Node) {

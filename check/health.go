@@ -79,12 +79,14 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 	v := verdict{id: "gpu.throttle"}
 	gpus := usable(n)
 	overTime := 0 // GPUs judged from two samples of the violation counters
+	read := 0     // GPUs whose clock event reasons were read
 	var interval time.Duration
 	for _, g := range gpus {
 		if g.ClockEvents == nil {
 			missing(n, &v, g, "nvmlDeviceGetCurrentClocksEventReasons", "clock event reasons")
 			continue
 		}
+		read++
 		flagged := false
 		active := map[string]bool{}
 		for _, r := range g.ClockEvents.Reasons {
@@ -163,7 +165,7 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 			v.add(Pass, g, "", "")
 		}
 	}
-	summary := fmt.Sprintf("no hardware or thermal slowdown on %d GPUs", len(gpus))
+	summary := fmt.Sprintf("no hardware or thermal slowdown on %d GPUs", read)
 	if overTime > 0 {
 		summary += fmt.Sprintf(" (thermal and board-limit violation time judged over the last %s on %d)", interval.Round(time.Second), overTime)
 	}
@@ -245,6 +247,8 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 	gpus := usable(n)
 	unjudged := 0 // reduced links on GPUs whose idleness is unknown
 	idleReduced := 0
+	noUptime := 0 // replay counters read, but no time to make them a rate
+	linkRead := 0
 	uptime := 0.0
 	if n.Kernel != nil {
 		uptime = n.Kernel.UptimeSeconds
@@ -255,6 +259,7 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 			missing(n, &v, g, "nvmlDeviceGetCurrPcieLinkWidth", "PCIe link state")
 			continue
 		}
+		linkRead++
 		ok := true
 		// nvidia-smi -q documents the current generation and width as
 		// "may be reduced when the GPU is not in use": a reduced link is
@@ -295,7 +300,12 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 					fmt.Sprintf("%d PCIe replays in the last %s (%.1f/min, threshold %.0f/min, %s)", d, span.Round(time.Second), rate, limit, basis))
 				ok = false
 			}
-		} else if p.ReplayCounter != nil && uptime > 0 && limit > 0 {
+		} else if p.ReplayCounter == nil {
+			// Not read is not "no replays" (issue 26).
+			notReadFinding(n, &v, g, "nvmlDeviceGetPcieReplayCounter", "the PCIe replay counter")
+		} else if uptime <= 0 && limit > 0 {
+			noUptime++
+		} else if uptime > 0 && limit > 0 {
 			rate := float64(*p.ReplayCounter) / (uptime / 60)
 			if rate > limit {
 				v.add(Warn, g, "reseat the GPU; check the riser, retimer and PCIe switch for signal problems",
@@ -307,7 +317,7 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 			v.add(Pass, g, "", "")
 		}
 	}
-	summary := fmt.Sprintf("PCIe links at full width on %d GPUs", len(gpus)-unjudged-idleReduced)
+	summary := fmt.Sprintf("PCIe links at full width on %d GPUs", linkRead-unjudged-idleReduced)
 	if idleReduced > 0 {
 		// Said, not judged: an idle A10G at Gen1 x8 of Gen4 x16 is what a
 		// healthy one shows (nvsmi/testdata/telegraf_a10g_515.105.01_nvidia-smi-q-x.xml).
@@ -315,6 +325,9 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 	}
 	if unjudged > 0 {
 		summary += fmt.Sprintf("; %d reduced link(s) not judged: whether the GPU is idle is unknown (no clock event reasons)", unjudged)
+	}
+	if noUptime > 0 {
+		summary += fmt.Sprintf("; replay rate not judged on %d GPU(s): the counter counts since boot and the kernel's uptime is not known", noUptime)
 	}
 	return v.result(summary)
 }
@@ -324,8 +337,8 @@ func checkPersistence(n *state.Node, cfg *Config) Result {
 		return r
 	}
 	v := verdict{id: "gpu.persistence"}
-	gpus := usable(n)
-	for _, g := range gpus {
+	on := 0
+	for _, g := range usable(n) {
 		switch {
 		case g.PersistenceMode == nil:
 			missing(n, &v, g, "nvmlDeviceGetPersistenceMode", "persistence mode")
@@ -333,10 +346,11 @@ func checkPersistence(n *state.Node, cfg *Config) Result {
 			v.add(Warn, g, "enable nvidia-persistenced (systemctl enable --now nvidia-persistenced)",
 				"persistence mode off: every NVML/CUDA client pays the driver's start-up cost")
 		default:
+			on++
 			v.add(Pass, g, "", "")
 		}
 	}
-	return v.result(fmt.Sprintf("persistence mode on for %d GPUs", len(gpus)))
+	return v.result(fmt.Sprintf("persistence mode on for %d GPUs", on))
 }
 
 func checkTemperature(n *state.Node, cfg *Config) Result {
@@ -358,6 +372,13 @@ func checkTemperature(n *state.Node, cfg *Config) Result {
 		}
 		if warn == 0 && fail > 0 {
 			warn = fail - 5
+		}
+		if fail == 0 && warn == 0 {
+			// Nothing to judge the reading against: the GPU's threshold
+			// was not read and the config sets none (issue 26: named, not
+			// a pass on the temperature alone).
+			notReadFinding(n, &v, g, "nvmlDeviceGetTemperatureThreshold", fmt.Sprintf("the slowdown threshold (%d °C judged against nothing)", t.TemperatureC))
+			continue
 		}
 		const fix = "check cooling: fans, airflow, inlet temperature; nvidia-smi -q -d TEMPERATURE"
 		switch {
@@ -386,6 +407,11 @@ func checkPower(n *state.Node, cfg *Config) Result {
 		}
 		total += p.DrawWatts
 		ok := true
+		if p.LimitWatts == nil {
+			// The limit is what both rules judge against: not read is
+			// named, never "within limits" (issue 26).
+			notReadFinding(n, &v, g, "nvmlDeviceGetEnforcedPowerLimit", "the enforced power limit")
+		}
 		if p.LimitWatts != nil {
 			if cfg.Power.MinLimitWatts > 0 && *p.LimitWatts < cfg.Power.MinLimitWatts {
 				v.add(Fail, g, "restore the power limit (nvidia-smi -pl) and check what capped it",
@@ -437,6 +463,7 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 	}
 	const fix = "kill the leftover processes (or fix the epilog that should have); reset the GPU if memory stays in use"
 	idle := 0
+	noProcess := 0 // no process listed, memory in use not read
 	var jobs []string
 	for _, g := range usable(n) {
 		if !g.ProcessesKnown {
@@ -481,10 +508,21 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 			v.add(sev, g, fix, fmt.Sprintf("%d MiB in use with no compute process listed", m.UsedBytes>>20))
 			continue
 		}
+		if g.Memory == nil && cfg.Processes.IdleMemoryMiB > 0 {
+			// Memory held with no process listed is the leftover this
+			// rule finds; unread, the GPU is not called idle (issue 26).
+			notReadFinding(n, &v, g, "nvmlDeviceGetMemoryInfo", "memory in use")
+			v.add(Pass, g, "", "")
+			noProcess++
+			continue
+		}
 		idle++
 		v.add(Pass, g, "", "")
 	}
 	pass := fmt.Sprintf("%d GPUs idle, no leftover processes", idle)
+	if noProcess > 0 {
+		pass = fmt.Sprintf("%d GPUs idle, %d with no compute process (memory in use not read), no leftover processes", idle, noProcess)
+	}
 	if len(jobs) > 0 {
 		sort.Strings(jobs)
 		pass = fmt.Sprintf("%d GPUs idle, the others running Slurm job %s; no leftover processes", idle, strings.Join(jobs, ", "))
@@ -503,6 +541,9 @@ func describeProcess(p state.Process) string {
 	}
 	if p.JobID != "" {
 		s += " of job " + p.JobID
+	}
+	if p.UsedMemoryUnknown {
+		return s + " memory unknown"
 	}
 	return s + fmt.Sprintf(" %d MiB", p.UsedMemoryBytes>>20)
 }

@@ -38,6 +38,7 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		var mine uint64
+		mineUnknown := false // a process of this job whose memory is not known
 		for _, p := range g.Processes {
 			o, known := owners[p.PID]
 			user := firstNonEmpty(p.User, o.User, "unknown user")
@@ -49,6 +50,7 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 			switch {
 			case n.Slurm.Task != nil && int(p.PID) == n.Slurm.Task.PID, known && o.JobID != "" && o.JobID == env.JobID:
 				mine += p.UsedMemoryBytes
+				mineUnknown = mineUnknown || p.UsedMemoryUnknown
 			case known && o.Gone:
 			case known && o.JobID != "":
 				others++
@@ -61,7 +63,7 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 					fmt.Sprintf("%s runs on this GPU; it could not be tied to job %s", who, env.JobID))
 			}
 		}
-		if m := g.Memory; m != nil && cfg.Job.UsedMemoryWarnMiB > 0 && m.UsedBytes > mine && (m.UsedBytes-mine)>>20 >= cfg.Job.UsedMemoryWarnMiB {
+		if m := g.Memory; m != nil && !mineUnknown && cfg.Job.UsedMemoryWarnMiB > 0 && m.UsedBytes > mine && (m.UsedBytes-mine)>>20 >= cfg.Job.UsedMemoryWarnMiB {
 			v.add(Warn, g, "the memory belongs to a process this job cannot see (another container, or a leftover): ask for exclusive GPUs or report the node",
 				fmt.Sprintf("%d MiB of memory already in use by something other than this job", (m.UsedBytes-mine)>>20))
 		}

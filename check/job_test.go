@@ -348,11 +348,19 @@ func TestExclusive(t *testing.T) {
 		{name: "simulated: no owner lookup", node: jobNode(env, procs(0, []state.Process{{PID: 424242, User: "mallory"}}, nil)), status: Fail, summary: "mallory", devices: []int{0}},
 		{name: "memory without a process", node: jobNode(env, func(n *state.Node) { n.NVML.GPUs[1].Memory.UsedBytes = 10 << 30 }),
 			status: Warn, summary: "10240 MiB of memory already in use", devices: []int{1}},
+		// Issue 26: this job's process whose memory NVML does not know
+		// (WDDM; NVML_VALUE_NOT_AVAILABLE) leaves "used by something else"
+		// unknown: no warning (it warned, counting the process as 0 MiB).
+		{name: "own process, memory unknown", node: jobNode(env, func(n *state.Node) {
+			procs(0, []state.Process{{PID: 50, UsedMemoryUnknown: true}}, []slurmstate.Process{{PID: 50, JobID: "100", JobFrom: "environ"}})(n)
+			n.NVML.GPUs[0].Memory.UsedBytes = 10 << 30
+		}), status: Pass},
 		{name: "gone in between", node: jobNode(env, procs(0, []state.Process{{PID: 80}}, []slurmstate.Process{{PID: 80, Gone: true}})), status: Pass},
 		{name: "other GPUs do not count", node: jobNode(env, procs(5, []state.Process{{PID: 81, User: "bob"}}, []slurmstate.Process{{PID: 81, JobID: "99"}})), status: Pass},
 		{name: "process list unavailable", node: jobNode(env, func(n *state.Node) {
 			for i := range n.NVML.GPUs {
 				n.NVML.GPUs[i].ProcessesKnown = false
+				n.NVML.GPUs[i].Unsupported = append(n.NVML.GPUs[i].Unsupported, "nvmlDeviceGetComputeRunningProcesses")
 			}
 		}), status: Skip, summary: "process list not supported"},
 	})

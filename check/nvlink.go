@@ -47,6 +47,17 @@ func FabricRegistered(f *state.Fabric) bool {
 	return f != nil && f.State == "completed" && f.Status == "success"
 }
 
+// fabricCallFailed: the GPU's fabric call (whichever entry point the
+// collector used) failed, or NVML stopped answering the GPU before it.
+func fabricCallFailed(g *state.GPU) bool {
+	for _, c := range append([]string{"nvmlDeviceGetGpuFabricInfo"}, sameCall["nvmlDeviceGetGpuFabricInfo"]...) {
+		if g.ErrorFor(c) != nil {
+			return true
+		}
+	}
+	return hungCall(g) != nil
+}
+
 // hungCall is the call that timed out on the GPU, if one did.
 func hungCall(g *state.GPU) *state.CallError {
 	for i := range g.Errors {
@@ -431,6 +442,14 @@ func checkFabric(n *state.Node, cfg *Config) Result {
 	judged := 0
 	for _, g := range usable(n) {
 		f := g.Fabric
+		if f == nil && fabricCallFailed(g) {
+			// Not read is not "no fabric" (issue 26): a failed fabric call
+			// on an HGX node said "no NVSwitch fabric on this node".
+			judged++
+			st, msg := notRead(n, g, "nvmlDeviceGetGpuFabricInfo", "fabric registration", Error)
+			v.add(st, g, "", msg)
+			continue
+		}
 		if f == nil || f.State == "not_supported" {
 			continue // no NVSwitch fabric on this GPU (PCIe boards, pre-Hopper)
 		}

@@ -120,6 +120,19 @@ func (v *verdict) result(passSummary string) Result {
 	case r.Status == Pass:
 		r.Summary = passSummary
 		r.Details = nil
+		// "Not read" is a status of its own (issue 26): a GPU the check
+		// could not judge (a value not supported, not in a capture, not
+		// read) is named beside the pass, never folded into it.
+		var skipped []finding
+		for _, f := range v.findings {
+			if f.status == Skip {
+				skipped = append(skipped, f)
+				r.Details = append(r.Details, label(f)+f.msg)
+			}
+		}
+		if len(skipped) > 0 {
+			r.Summary += "; not judged: " + summarize(skipped)
+		}
 	case r.Status == Skip:
 		r.Summary = v.findings[0].msg
 		r.Details = nil

@@ -52,6 +52,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	recovery := latestRecoveryActions(k.XIDs)
 	decoded := map[key]nvlink5Decoding{}
 	var nv5 nvlink5Notes
+	ignored := map[int]int{} // code -> lines read that need no action
 	for i, ev := range k.XIDs {
 		// Xid 154 says what recovery the driver now requires; its latest
 		// line for a GPU is what holds. "0x0 (None)" after a reset is the
@@ -68,6 +69,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		// line that says the GPU fell off the bus. XIDSeverityFor is what
 		// the exporter's severity label says too.
 		if XIDSeverityFor(ev.Code, cfg.XID) == XIDIgnored && (slices.Contains(cfg.XID.Ignore, ev.Code) || !fellOffBus(ev)) {
+			ignored[ev.Code]++ // read, and said so: never "no XIDs"
 			continue
 		}
 		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
@@ -92,7 +94,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			case d.row == nil:
 				kk.sub = "undecoded"
 			case d.action == "IGNORE":
-				nv5.ignored++
+				nv5.ignore(ev, d)
 				continue
 			case d.action == "XID_154_EVAL" && xid154After(k.XIDs[i+1:], ev.BusID):
 				nv5.followed++
@@ -115,18 +117,28 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		}
 	}
 	recurring := recurrences(appFaults, cfg.XID.Recurrence)
+	notJudged := ignoredNote(ignored, cfg.XID) + nv5.note()
+	read := notJudged + clearedNote(cleared)
 	if len(keys) == 0 {
-		if !nvmlOK {
-			return Result{Status: Skip, Summary: "no NVIDIA GPUs to judge and no XIDs in the kernel log"}
-		}
 		window := "since boot"
 		if cfg.XID.Window > 0 {
 			window = "in the last " + cfg.XID.Window.String()
 		}
-		if nv5.ignored+nv5.followed > 0 {
-			return Result{Status: Pass, Summary: "no XID events needing action " + window + nv5.note() + clearedNote(cleared)}
+		switch {
+		case read != "" && !nvmlOK:
+			// A saved log (--kernel-log) whose Xids all need no action:
+			// they were read, and NVIDIA's catalogue says so.
+			return Result{Status: Pass, Summary: "no XID events needing action in the kernel log" + read}
+		case !nvmlOK && k.DriverLoads > 0:
+			// A saved log that shows the NVIDIA driver loading and no Xid
+			// is a clean log of a GPU node (issue 26), not an empty one.
+			return Result{Status: Pass, Summary: fmt.Sprintf("no XID events in the kernel log, which shows the NVIDIA driver loading (%d time(s))", k.DriverLoads)}
+		case !nvmlOK:
+			return Result{Status: Skip, Summary: "no NVIDIA GPUs to judge and no XIDs in the kernel log"}
+		case notJudged != "":
+			return Result{Status: Pass, Summary: "no XID events needing action " + window + read}
 		}
-		return Result{Status: Pass, Summary: "no XID events " + window + clearedNote(cleared)}
+		return Result{Status: Pass, Summary: "no XID events " + window + read}
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].gpu != keys[j].gpu {
@@ -193,6 +205,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		v.add(sev, g, remedy, msg)
 	}
 	r := v.result("")
+	if n := ignoredNote(ignored, cfg.XID); n != "" {
+		r.Details = append(r.Details, n[2:])
+	}
 	if cleared > 0 && len(r.Details) > 0 {
 		r.Details = append(r.Details, clearedNote(cleared)[2:])
 	}
@@ -225,12 +240,28 @@ func xid154After(after []state.XIDEvent, bus string) bool {
 
 // nvlink5Notes counts the NVLink 5 lines that NVIDIA's decode sheet leaves
 // without a finding of their own, so the result says they were read.
-type nvlink5Notes struct{ ignored, followed int }
+type nvlink5Notes struct {
+	ignored, followed int
+	names             map[string]int // "Xid 145 RLW_CTRL" -> IGNORE lines
+}
+
+func (n *nvlink5Notes) ignore(ev state.XIDEvent, d nvlink5Decoding) {
+	n.ignored++
+	if n.names == nil {
+		n.names = map[string]int{}
+	}
+	n.names[fmt.Sprintf("Xid %d %s", ev.Code, d.row.subcode)]++
+}
 
 func (n nvlink5Notes) note() string {
 	s := ""
 	if n.ignored > 0 {
-		s += fmt.Sprintf("; %d NVLink 5 Xid line(s) (144-150) decoded by NVIDIA's XID 144-150 Decode sheet as IGNORE: no action", n.ignored)
+		names := make([]string, 0, len(n.names))
+		for k, c := range n.names {
+			names = append(names, fmt.Sprintf("%s ×%d", k, c))
+		}
+		sort.Strings(names)
+		s += fmt.Sprintf("; %d NVLink 5 Xid line(s) (144-150) decoded by NVIDIA's XID 144-150 Decode sheet as IGNORE (%s): no action", n.ignored, strings.Join(names, ", "))
 	}
 	if n.followed > 0 {
 		s += fmt.Sprintf("; %d NVLink 5 Xid line(s) decoded as XID_154_EVAL with an Xid 154 after them: the Xid 154 decides", n.followed)
@@ -408,6 +439,37 @@ func clearedByDriverLoad(k *state.Kernel, ev state.XIDEvent, cfg *Config) bool {
 		return false
 	}
 	return resetClass(XIDLookup(ev.Code, nil).Action)
+}
+
+// ignoredNote names the Xid lines read and left without a finding: codes
+// NVIDIA's catalogue classes IGNORE (or gives no action), and codes the
+// configuration's xid.ignore drops. A log that held only those was read,
+// not empty (issue 26: "say it was read and why it is ignored").
+func ignoredNote(ignored map[int]int, cfg XIDConfig) string {
+	if len(ignored) == 0 {
+		return ""
+	}
+	codes := make([]int, 0, len(ignored))
+	for c := range ignored {
+		codes = append(codes, c)
+	}
+	sort.Ints(codes)
+	parts := make([]string, 0, len(codes))
+	for _, c := range codes {
+		why := "NVIDIA's Xid catalogue: no action"
+		switch row, ok := nvidiaXIDs[c]; {
+		case slices.Contains(cfg.Ignore, c):
+			why = "xid.ignore in the configuration"
+		case ok && row.action != "":
+			why = "NVIDIA's Xid catalogue: " + string(row.action)
+		}
+		name := ""
+		if row, ok := nvidiaXIDs[c]; ok && row.mnemonic != "" {
+			name = " " + row.mnemonic
+		}
+		parts = append(parts, fmt.Sprintf("Xid %d%s ×%d (%s)", c, name, ignored[c], why))
+	}
+	return "; read and needing no action of their own: " + strings.Join(parts, ", ")
 }
 
 func clearedNote(n int) string {

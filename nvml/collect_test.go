@@ -458,3 +458,27 @@ func TestFabricInfoThroughEachEntryPoint(t *testing.T) {
 		})
 	}
 }
+
+// A library without nvmlDeviceGetRemappedRows (drivers before R450) has no
+// row remapping to report: the collector records it as NOT_SUPPORTED, so
+// gpu.row_remap says "not supported" and not "not read, no reason
+// recorded" (issue 26).
+func TestRemappedRowsSymbolMissingIsUnsupported(t *testing.T) {
+	srv := bareH100(nil)
+	srv.LookupSymbolFunc = func(name string) error {
+		if name == "nvmlDeviceGetRemappedRows" {
+			return gonvml.ERROR_FUNCTION_NOT_FOUND
+		}
+		return nil
+	}
+	g := Collect(context.Background(), srv, Options{CallTimeout: time.Second}).GPUs[0]
+	n := 0
+	for _, c := range g.Unsupported {
+		if c == "nvmlDeviceGetRemappedRows" {
+			n++
+		}
+	}
+	if n != 1 || g.RemappedRows != nil {
+		t.Errorf("Unsupported %v (nvmlDeviceGetRemappedRows %d times), rows %+v; want it listed once", g.Unsupported, n, g.RemappedRows)
+	}
+}

@@ -172,6 +172,11 @@ func (d *device) ecc() {
 }
 
 func (d *device) pages() {
+	if !d.sym["nvmlDeviceGetRemappedRows"] && d.g.stopped == "" {
+		// A driver without the entry point (before R450) has no row
+		// remapping to report: recorded as NOT_SUPPORTED would be.
+		d.gpu.Unsupported = append(d.gpu.Unsupported, "nvmlDeviceGetRemappedRows")
+	}
 	if d.sym["nvmlDeviceGetRemappedRows"] {
 		type rr struct {
 			corr, unc        int
@@ -414,6 +419,10 @@ func (d *device) utilization() {
 	}
 }
 
+// valueNotAvailable is nvml.h's NVML_VALUE_NOT_AVAILABLE (-1 as unsigned
+// long long): a process's used memory the driver does not know.
+const valueNotAvailable = ^uint64(0)
+
 func (d *device) processes() {
 	ps, o := call(d.g, "nvmlDeviceGetComputeRunningProcesses", d.dev.GetComputeRunningProcesses)
 	if o != ok {
@@ -421,7 +430,13 @@ func (d *device) processes() {
 	}
 	d.gpu.ProcessesKnown = true
 	for _, p := range ps {
-		d.gpu.Processes = append(d.gpu.Processes, state.Process{PID: p.Pid, UsedMemoryBytes: p.UsedGpuMemory})
+		proc := state.Process{PID: p.Pid, UsedMemoryBytes: p.UsedGpuMemory}
+		if p.UsedGpuMemory == valueNotAvailable {
+			// nvml.h: "Under WDDM, NVML_VALUE_NOT_AVAILABLE is always
+			// reported"; a number that is not one.
+			proc.UsedMemoryBytes, proc.UsedMemoryUnknown = 0, true
+		}
+		d.gpu.Processes = append(d.gpu.Processes, proc)
 	}
 }
 

@@ -29,6 +29,9 @@ type corpusCase struct {
 	err string
 	// gpus is how many GPUs the state must hold.
 	gpus int
+	// count: text gpu.count's summary must hold (a partial capture says
+	// how many GPUs are not in it).
+	count string
 }
 
 type verdict struct {
@@ -44,9 +47,13 @@ var corpus = []corpusCase{
 			"(NVIDIA, A100/Ampere GPU memory error management: 'row-remapping ... requires a GPU reset'); gpud added this very capture " +
 			"as the case that must alert (leptonai/gpud#80)",
 		want: map[string]verdict{"gpu.row_remap": {check.Fail, []int{0}}}},
-	{file: "gpud_h100_535.183.01_nvidia-smi-q_truncated-invalid.txt",
-		why: "gpud's 'invalid' fixture: Attached GPUs 8, one GPU block cut off after its clock event reasons",
-		err: "Attached GPUs is 8 but the capture holds 1 GPU block(s)"},
+	{file: "gpud_h100_535.183.01_nvidia-smi-q_truncated-invalid.txt", gpus: 1, healthy: true,
+		why: "gpud's 'invalid' fixture: Attached GPUs 8, one GPU block cut off after its clock event reasons (whose HW Slowdown rows " +
+			"gpud's authors garbled to 'Invalid HW Slowdown'). Issue 26: a partial capture is judged on what it shows: GPU 0000:53:00.0 " +
+			"at Gen5 x16 of Gen5 x16, persistence on, MIG off; its clock event reasons, temperature, power, ECC and processes are after " +
+			"or inside the cut (unknown, skipped); the other 7 attached GPUs are not in the capture, neither missing nor passed. " +
+			"Before issue 26 the capture was refused",
+		count: "8 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 7 not in the capture (not judged)"},
 	{file: "gpud_h100x8_535.161.08_nvidia-smi-q.txt", gpus: 8,
 		why: "every GPU reports HW Slowdown with HW Power Brake Slowdown active at P0, clocks held at 86 MHz: " +
 			"nvml.h nvmlClocksEventReasonHwPowerBrakeSlowdown is 'External Power Brake Assertion is triggered (e.g. by the system power supply)'",
@@ -61,8 +68,24 @@ var corpus = []corpusCase{
 		why:  "idle TITAN V at PCIe Gen1 of Gen3 ('may be reduced when the GPU is not in use'), desktop processes only, ECC and remapping N/A on this board; persistence off (policy warn)",
 		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
 	{file: "mleng_a100_xid63_nvidia-smi-q_ecc_remapped.txt", gpus: 1,
-		why:  "after Xid 63 the A100 shows Remapped Rows Pending: Yes; the author (stas00/ml-engineering) and NVIDIA's memory error management guide: reset the GPU to apply the remap",
-		want: map[string]verdict{"gpu.row_remap": {check.Fail, []int{0}}}},
+		why:   "after Xid 63 the A100 shows Remapped Rows Pending: Yes; the author (stas00/ml-engineering) and NVIDIA's memory error management guide: reset the GPU to apply the remap",
+		want:  map[string]verdict{"gpu.row_remap": {check.Fail, []int{0}}},
+		count: "8 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 7 not in the capture (not judged)"},
+	{file: "cut_gpud_h100x8_535.183.01_i2_nvidia-smi-q.txt", gpus: 1,
+		why: "issue 26: GPU 2's block of gpud_h100x8_535.183.01 under its header, as nvidia-smi -q -i 2 prints it: the same power brake " +
+			"and SW thermal slowdown the full capture shows on that GPU (0000:75:00.0), the other 7 not in the capture",
+		want:  map[string]verdict{"gpu.throttle": {check.Fail, []int{0}}},
+		count: "8 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 7 not in the capture (not judged)"},
+	{file: "cut_gpud_a10_535.129.03_fragment_nvidia-smi-q.txt", gpus: 1,
+		why: "issue 26: gpud_a10_535.129.03's GPU block alone, no header (a ticket's paste): the pending row remap is still found " +
+			"on the GPU the block names (0000:07:00.0); how many GPUs the node has is not in it (gpu.count skips)",
+		want:  map[string]verdict{"gpu.row_remap": {check.Fail, []int{0}}},
+		count: "how many GPUs the node has is not in the capture"},
+	{file: "cut_gpud_rtx4090_535.154.05_windows-processes_nvidia-smi-q.txt", gpus: 1, healthy: true,
+		why: "issue 26: one RTX 4090 block (idle, no slowdown) with a Windows capture's processes: paths keep their spaces, WDDM's " +
+			"'Not available' memory is unknown; ECC off (policy warn); the processes cannot be tied to a job (gpu.processes skips)",
+		want:  map[string]verdict{"gpu.ecc": {check.Warn, []int{0}}},
+		count: "how many GPUs the node has is not in the capture"},
 	{file: "telegraf_a10g_515.105.01_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
 		why:  "idle A10G (GPU idle active, P8) at PCIe Gen1 x8 of Gen4 x16, ECC clean, no remaps; persistence off (policy warn)",
 		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
@@ -87,9 +110,12 @@ var corpus = []corpusCase{
 			"one compute process: working at the cap is not a fault, and the capture cannot say whose job the process is (gpu.processes skips)"},
 	{file: "realgpu_h200-busy_580.159.04_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
 		why: "the busy H200 as XML"},
-	{file: "telegraf_a100-mig_535.54.03_nvidia-smi-q-x_excerpt.xml",
-		why: "edited upstream: attached_gpus 4, one <gpu> kept",
-		err: "attached_gpus is 4 but the capture holds 1 GPU block(s)"},
+	{file: "telegraf_a100-mig_535.54.03_nvidia-smi-q-x_excerpt.xml", gpus: 1, healthy: true,
+		why: "edited upstream: attached_gpus 4, one <gpu> kept: an idle A100 in MIG mode (27 C, 67 W, ECC clean; remapped rows N/A " +
+			"as NVML answers under MIG); persistence off (policy warn). Issue 26: judged on the GPU shown, the other 3 not in the " +
+			"capture; before issue 26 it was refused",
+		want:  map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}},
+		count: "4 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 3 not in the capture (not judged)"},
 }
 
 // TestCorpus judges every real capture with the real checks: healthy ones
@@ -126,6 +152,14 @@ func TestCorpus(t *testing.T) {
 				t.Fatal(err)
 			}
 			results := check.Run(context.Background(), n, check.DefaultConfig(), checks)
+			for _, r := range results {
+				if r.ID == "gpu.count" && tc.count != "" && !strings.Contains(r.Summary, tc.count) {
+					t.Errorf("gpu.count: %q, want it to hold %q", r.Summary, tc.count)
+				}
+			}
+			if (tc.count != "") != (n.Capture.Partial != "") {
+				t.Errorf("capture.partial %q; the label says partial=%v", n.Capture.Partial, tc.count != "")
+			}
 			failed := false
 			for _, r := range results {
 				w, expected := tc.want[r.ID]

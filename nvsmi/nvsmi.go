@@ -55,7 +55,9 @@ func Parse(file string, data []byte, now time.Time) (*state.Node, error) {
 		format = FormatXML
 		root, err = parseXML(file, blankHeader(data))
 		if err == nil {
-			root = root.child("nvidia_smi_log")
+			if log := root.child("nvidia_smi_log"); log != nil || root.child("gpu") == nil {
+				root = log
+			} // else a fragment: <gpu> elements without the log around them
 			if root == nil {
 				return nil, &ParseError{File: file, Line: 1, Msg: "XML without <nvidia_smi_log>: not nvidia-smi -q -x output"}
 			}
@@ -166,7 +168,8 @@ func unknown(v string) bool {
 		"requested functionality has been deprecated", "insufficient permissions":
 		return true
 	}
-	return false
+	// Windows: "Used GPU Memory : Not available in WDDM driver model".
+	return strings.HasPrefix(strings.ToLower(v), "not available in ")
 }
 
 // number reads "81559 MiB", "29 C", "67.74 W", "16x", "0 %", "5": the
@@ -260,6 +263,17 @@ func (r *reader) unsupported(call string, items ...*item) {
 	r.unknown = append(r.unknown, u)
 }
 
+// unsupportedPrinted marks the value behind call unknown although what the
+// capture printed there looks like a value ("0 C" on a vGPU guest): it is
+// recorded as printed, with its line.
+func (r *reader) unsupportedPrinted(call string, it *item) {
+	if slices.Contains(r.gpu.Unsupported, call) {
+		return
+	}
+	r.gpu.Unsupported = append(r.gpu.Unsupported, call)
+	r.unknown = append(r.unknown, state.CaptureUnknown{GPU: r.gpu.Index, Call: call, Printed: it.val, Line: it.line})
+}
+
 func (r *reader) node(root *item, format string, now time.Time, partial bool) (*state.Node, error) {
 	stamp := str(r.get(root, "Timestamp", "timestamp"))
 	collected := now.UTC()
@@ -303,18 +317,36 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 		if !ok {
 			return nil, &ParseError{File: r.file, Line: attached.line, Msg: fmt.Sprintf("%s is %q: no GPU could be listed", attached.key, attached.val)}
 		}
-		if c != uint64(len(blocks)) {
-			if !partial {
-				end := "the output has no GPU block"
-				if len(blocks) > 0 {
-					last := blocks[len(blocks)-1]
-					end = fmt.Sprintf("the last, %s at line %d, ends at line %d", blockName(last), last.line, lastLine(last))
-				}
-				return nil, &ParseError{File: r.file, Line: attached.line, Msg: fmt.Sprintf(
-					"%s is %d but the capture holds %d GPU block(s) (%s): truncated or cut, so GPUs it does not show would pass unseen (nvidia-smi -q -i picks GPUs: capture them all)", attached.key, c, len(blocks), end)}
+		switch {
+		case c < uint64(len(blocks)):
+			return nil, &ParseError{File: r.file, Line: attached.line, Msg: fmt.Sprintf(
+				"%s is %d but the capture holds %d GPU blocks: not one nvidia-smi -q run", attached.key, c, len(blocks))}
+		case c > uint64(len(blocks)) && c <= state.MaxGPUs:
+			// nvidia-smi -q -i N, an excerpt or a cut file: the GPUs shown
+			// are judged; the others are "not in the capture", never
+			// missing, lost or passed (issue 26).
+			how := "nvidia-smi -q -i, a cut or a truncated file"
+			if partial {
+				how = "an excerpt: the capture marks cuts with [...]"
 			}
-			n.Capture.Partial = fmt.Sprintf("excerpt: %d of %d attached GPUs shown (the capture marks cuts with [...])", len(blocks), c)
+			end := "the output has no GPU block"
+			if len(blocks) > 0 {
+				last := blocks[len(blocks)-1]
+				end = fmt.Sprintf("the last, %s at line %d, ends at line %d", blockName(last), last.line, lastLine(last))
+			}
+			n.Capture.Partial = fmt.Sprintf("%d of %d attached GPUs shown (%s; %s): the other %d are not in the capture and are not judged; "+
+				"GPU numbers are the blocks' order in the capture, not NVML's index: the PCI bus ID names each GPU",
+				len(blocks), c, how, end, c-uint64(len(blocks)))
+			n.Capture.AttachedGPUs = int(c)
+		case c > state.MaxGPUs:
+			return nil, &ParseError{File: r.file, Line: attached.line, Msg: fmt.Sprintf("%s is %d: more than %d GPUs", attached.key, c, state.MaxGPUs)}
 		}
+	} else {
+		// A fragment: GPU blocks without the log's header (a support
+		// ticket's paste). The GPUs shown are judged; how many the node
+		// has is not in the capture.
+		n.Capture.Partial = fmt.Sprintf("a fragment: %d GPU block(s) without the capture's header (no Attached GPUs, driver version or time stamp): "+
+			"how many GPUs the node has is not in the capture; GPU numbers are the blocks' order, not NVML's index: the PCI bus ID names each GPU", len(blocks))
 	}
 	seen := map[string]int{}
 	for i, b := range blocks {
@@ -639,6 +671,13 @@ func (r *reader) thermal(b *item) {
 		r.unsupported("nvmlDeviceGetTemperature", t, curIt)
 		return
 	}
+	if cur == 0 {
+		// No GPU runs at 0 °C: a vGPU guest, which has no sensor access,
+		// prints "0 C" where it has no reading (issue 26). Unknown, kept
+		// as printed.
+		r.unsupportedPrinted("nvmlDeviceGetTemperature", curIt)
+		return
+	}
 	th := &state.Thermal{TemperatureC: int(cur)}
 	if v, ok := r.number(r.get(t, "GPU Slowdown Temp", "gpu_temp_slow_threshold"), " C"); ok && v > 0 && v < 1000 {
 		i := int(v)
@@ -745,13 +784,25 @@ func (r *reader) processes(b *item) {
 		if t := strings.ToUpper(str(typ)); t != "" && !strings.Contains(t, "C") {
 			continue // graphics only
 		}
-		used, _ := r.number(mem, " MiB")
-		proc := state.Process{PID: uint32(pid), UsedMemoryBytes: uint64(used) * mib}
-		if exe := strings.Fields(str(name)); len(exe) > 0 {
-			proc.Command = path.Base(exe[0])
-		}
+		used, known := r.number(mem, " MiB")
+		proc := state.Process{PID: uint32(pid), UsedMemoryBytes: uint64(used) * mib, UsedMemoryUnknown: !known}
+		proc.Command = exeName(str(name))
 		r.gpu.Processes = append(r.gpu.Processes, proc)
 	}
+}
+
+// exeName is the executable's name in a process name nvidia-smi printed:
+// the base of a Windows path, spaces kept ("C:\Program Files\My App\my
+// app.exe" is "my app.exe"); elsewhere the base of the first word, as
+// before (a Linux name is a path, with no spaces in practice).
+func exeName(s string) string {
+	if i := strings.LastIndexByte(s, '\\'); i >= 0 {
+		return strings.TrimSpace(s[i+1:])
+	}
+	if exe := strings.Fields(s); len(exe) > 0 {
+		return path.Base(exe[0])
+	}
+	return ""
 }
 
 // fabric: State and Status as NVML names them (nvml/names.go); printed

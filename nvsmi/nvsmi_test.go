@@ -195,7 +195,7 @@ func TestBadInput(t *testing.T) {
 		{"tab indent", head + "\tProduct Name : x\n", "f.txt:3: indented with a tab"},
 		{"long line", head + "    Product Name : " + strings.Repeat("x", 5000) + "\n", "f.txt:3: line longer than"},
 		{"bad count", "Attached GPUs : many\n", "f.txt:1: Attached GPUs: \"many\" is not a count"},
-		{"count mismatch", "Attached GPUs : 2\n" + "GPU 00000000:19:00.0\n    Product Name : H100\n", "f.txt:1: Attached GPUs is 2 but the capture holds 1 GPU block(s)"},
+		{"more blocks than attached", "Attached GPUs : 1\n" + "GPU 00000000:19:00.0\n    Product Name : H100\n" + "GPU 00000000:1a:00.0\n    Product Name : H100\n", "f.txt:1: Attached GPUs is 1 but the capture holds 2 GPU blocks"},
 		{"bad memory", head + "    FB Memory Usage\n        Total : lots MiB\n        Used : 0 MiB\n", "f.txt:4: Total: \"lots MiB\" is not a number (in MiB)"},
 		{"exponent", head + "    FB Memory Usage\n        Total : 1e30 MiB\n        Used : 0 MiB\n", "f.txt:4: Total: \"1e30 MiB\" is not a number"},
 		{"negative power", head + "    GPU Power Readings\n        Power Draw : -5.00 W\n", "f.txt:4: Power Draw: \"-5.00 W\" is not a number"},

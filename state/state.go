@@ -74,9 +74,15 @@ type Capture struct {
 	// leaves unknown, with what it printed instead ("" when it printed
 	// nothing for them), so a skip can say why.
 	Unknown []CaptureUnknown `json:"unknown,omitempty"`
-	// Partial says the capture is an excerpt that marks what it left out
-	// ("[...]"): only the GPU blocks it shows are in the state.
+	// Partial says the capture shows only some of the node's GPUs (an
+	// excerpt that marks its cuts with "[...]", nvidia-smi -q -i N, a cut
+	// or truncated file, a fragment without the header): only the GPU
+	// blocks it shows are in the state, and the rest are not in the capture.
 	Partial string `json:"partial,omitempty"`
+	// AttachedGPUs is the capture's "Attached GPUs" (nvmlDeviceGetCount)
+	// where it is more than the GPU blocks the capture shows; 0 otherwise,
+	// and for a fragment that does not print it.
+	AttachedGPUs int `json:"attached_gpus,omitempty"`
 }
 
 // CaptureUnknown is one value a capture leaves unknown: the GPU (index),
@@ -307,6 +313,11 @@ type Power struct {
 type Process struct {
 	PID             uint32 `json:"pid"`
 	UsedMemoryBytes uint64 `json:"used_memory_bytes"`
+	// UsedMemoryUnknown: the memory the process holds is not known
+	// (NVML_VALUE_NOT_AVAILABLE, which nvml.h says WDDM always reports;
+	// nvidia-smi prints "N/A" or "Not available in WDDM driver model").
+	// UsedMemoryBytes is then 0 and means nothing.
+	UsedMemoryUnknown bool `json:"used_memory_unknown,omitempty"`
 	// User and Command come from the process table (empty when the process
 	// is in another PID namespace or already gone). Command is the
 	// executable's name ("python3"), never its arguments: any user's

@@ -44,13 +44,23 @@ func TestSnapshotFromNvidiaSMI(t *testing.T) {
 	}
 }
 
-// A truncated capture and a wrong invocation exit 2 with a message naming
-// the file and line; --from-nvidia-smi and --simulate exclude each other.
+// A capture that is not one nvidia-smi run and a wrong invocation exit 2
+// with a message naming the file and line; --from-nvidia-smi and
+// --simulate exclude each other. A truncated capture is read as partial
+// (issue 26): the GPUs it shows are judged, the rest are not in it.
 func TestSnapshotFromNvidiaSMIRefuses(t *testing.T) {
 	capture := filepath.Join("..", "..", "nvsmi", "testdata", "gpud_h100_535.183.01_nvidia-smi-q_truncated-invalid.txt")
 	code, out, errs := runCLI(t, "snapshot", "--from-nvidia-smi", capture)
-	if code != 2 || out != "" || !strings.Contains(errs, capture+":9: Attached GPUs is 8 but the capture holds 1 GPU block(s)") {
-		t.Errorf("truncated: exit %d, stdout %q, stderr %q", code, out, errs)
+	if code != 0 || !strings.Contains(out, `"attached_gpus": 8`) || !strings.Contains(out, "the other 7 are not in the capture") {
+		t.Errorf("truncated: exit %d, stdout %q, stderr %q; want a partial snapshot", code, out, errs)
+	}
+	twice := filepath.Join(t.TempDir(), "twice.txt")
+	if err := os.WriteFile(twice, []byte("Attached GPUs : 1\nGPU 00000000:19:00.0\n    Product Name : a\nGPU 00000000:1a:00.0\n    Product Name : b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "snapshot", "--from-nvidia-smi", twice)
+	if code != 2 || out != "" || !strings.Contains(errs, twice+":1: Attached GPUs is 1 but the capture holds 2 GPU blocks") {
+		t.Errorf("more blocks than attached: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 	code, _, errs = runCLI(t, "snapshot", "--from-nvidia-smi", capture, "--simulate", "dgx-h100")
 	if code != 2 || !strings.Contains(errs, "exclude each other") {
