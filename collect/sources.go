@@ -43,6 +43,14 @@ type Sources struct {
 	// "environ"); nil reads it under --path.procfs. The Slurm collector ties
 	// the processes on the GPUs to their jobs with it.
 	ProcessFile func(pid int32, name string) ([]byte, error)
+	// ContainerView is the step's own view of its container for the
+	// container collector: /proc/self, /proc/1/cgroup, /proc/meminfo, /dev,
+	// the runtime's marker files and the image's library directories. nil is
+	// Root. The host's side (sysfs, the kernel module's version) is always
+	// read from Root. cmd sets it to this machine under --simulate with
+	// real-container, so a real container is judged against the simulated
+	// node (scripts/container-e2e.sh).
+	ContainerView fs.FS
 	// RootLabel names Root in the state ("simulated"); empty records the
 	// paths as they are.
 	RootLabel string
