@@ -72,7 +72,7 @@ var shmFix = map[string]string{
 	"docker":     "start the container with docker run --shm-size=1g (or --ipc=host)",
 	"podman":     "start the container with podman run --shm-size=1g (or --ipc=host)",
 	"kubernetes": "mount an emptyDir volume with medium: Memory (and a sizeLimit of 1Gi or more) at /dev/shm in the pod spec",
-	"enroot":     "Enroot binds the host's /dev/shm unless ENROOT_UNSHARE_IPC is set, which gives the container a fresh tmpfs: unset it, or ask the admins to enlarge the node's /dev/shm",
+	"enroot":     "Enroot binds the node's own /dev/shm (conf/mounts/10-system.fstab): ask the admins to enlarge it, or set ENROOT_UNSHARE_IPC=y for the container (conf/hooks/10-devices.sh then mounts a fresh tmpfs, limited to half of RAM)",
 	"apptainer":  "Apptainer shares the host's /dev/shm: ask the admins to enlarge the node's /dev/shm, or bind a larger tmpfs with --bind",
 }
 
