@@ -36,7 +36,7 @@ VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
              -X $(VPKG).BuildUser=$(BUILDUSER) -X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all build demo deps test lint vet unit race fuzz fuzz-brief e2e test-prometheus test-systemd test-slurm bench bench-check bench-serve bench-nccl clean version pkg-version package test-package test-landing
+.PHONY: all build demo deps test lint vet unit race fuzz fuzz-brief e2e test-prometheus test-systemd test-slurm test-container bench bench-check bench-serve bench-nccl clean version pkg-version package test-package test-landing
 
 all: build
 
@@ -72,17 +72,21 @@ fuzz-brief:
 	@FUZZTIME=$(FUZZBRIEF) bash scripts/fuzz.sh
 
 # End-to-end against real parts: Prometheus + promtool, systemd-analyze, a real
-# Slurm, Chromium, dpkg. The binary is built once (make build) and every
+# Slurm, Podman, Chromium, dpkg. The binary is built once (make build) and every
 # script copies it (GPUPROBE_BIN); a script run alone builds its own.
 E2E_ENV = GPUPROBE_BIN=$(abspath $(BIN))
 E2E_ENV_RUN = $(if $(GPUPROBE_BIN),GPUPROBE_BIN='$(GPUPROBE_BIN)')
 e2e: build
 	@bash scripts/nfpm.sh background
-	$(MAKE) --no-print-directory test-prometheus test-systemd test-slurm test-landing test-package $(E2E_ENV)
+	$(MAKE) --no-print-directory test-prometheus test-systemd test-slurm test-container test-landing test-package $(E2E_ENV)
 
 test-slurm:
 	$(E2E_ENV_RUN) bash scripts/slurm-e2e.sh
 	$(E2E_ENV_RUN) bash scripts/slurm-2node-e2e.sh
+
+# The container.* checks inside real Podman containers (rootful, runc).
+test-container:
+	$(E2E_ENV_RUN) bash scripts/container-e2e.sh
 
 test-prometheus:
 	$(E2E_ENV_RUN) bash scripts/prometheus-e2e.sh

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,7 @@ func init() {
 		{ID: "container.rdma_devices", Title: "the host's InfiniBand devices are inside the container (/dev/infiniband/uverbs*)", Run: checkContainerRDMA},
 		{ID: "container.visible_devices", Title: "NVIDIA_VISIBLE_DEVICES agrees with Slurm's GPUs and CUDA_VISIBLE_DEVICES", Run: checkContainerVisible},
 		{ID: "container.driver_libs", Title: "the container's libnvidia-ml matches the host's kernel module", Run: checkContainerDriverLibs},
+		{ID: "container.cuda_compat", Title: "the image's CUDA runtime runs on the host's driver, directly or through forward compatibility", Run: checkContainerCUDACompat},
 	} {
 		c.Scope = JobScope
 		register(c)
@@ -70,7 +72,7 @@ var shmFix = map[string]string{
 	"docker":     "start the container with docker run --shm-size=1g (or --ipc=host)",
 	"podman":     "start the container with podman run --shm-size=1g (or --ipc=host)",
 	"kubernetes": "mount an emptyDir volume with medium: Memory (and a sizeLimit of 1Gi or more) at /dev/shm in the pod spec",
-	"enroot":     "Enroot binds the host's /dev/shm unless ENROOT_UNSHARE_IPC is set, which gives the container a fresh tmpfs: unset it, or ask the admins to enlarge the node's /dev/shm",
+	"enroot":     "Enroot binds the node's own /dev/shm (conf/mounts/10-system.fstab): ask the admins to enlarge it, or set ENROOT_UNSHARE_IPC=y for the container (conf/hooks/10-devices.sh then mounts a fresh tmpfs, limited to half of RAM)",
 	"apptainer":  "Apptainer shares the host's /dev/shm: ask the admins to enlarge the node's /dev/shm, or bind a larger tmpfs with --bind",
 }
 
@@ -334,4 +336,81 @@ func checkContainerDriverLibs(n *state.Node, cfg *Config) Result {
 		}
 	}
 	return v.result(fmt.Sprintf("libnvidia-ml %s in the container matches the kernel module %s (%s)", c.NVMLLibraries[0].Version, mod, from))
+}
+
+// imageFix is how each runtime gets an image whose CUDA the driver runs.
+var cudaImageFix = map[string]string{
+	"docker":     "run an image built for CUDA %[1]s or older (an older tag), or upgrade the host driver",
+	"podman":     "run an image built for CUDA %[1]s or older (an older tag), or upgrade the host driver",
+	"kubernetes": "use an image built for CUDA %[1]s or older in the pod spec, or schedule on nodes with a newer driver",
+	"enroot":     "import an image built for CUDA %[1]s or older (srun --container-image=<older tag>), or ask the admins for a newer driver",
+	"apptainer":  "build the .sif from an image for CUDA %[1]s or older, or ask the admins for a newer driver",
+}
+
+// consumerGPU says the GPU's name is a GeForce or TITAN board: forward
+// compatibility is for data center GPUs, select NGC Server Ready RTX SKUs
+// and Jetson (CUDA Compatibility, "Forward Compatibility").
+func consumerGPU(name string) bool {
+	u := strings.ToUpper(name)
+	return strings.Contains(u, "GEFORCE") || strings.Contains(u, "TITAN")
+}
+
+// checkContainerCUDACompat judges the image's CUDA runtime (CUDA_VERSION,
+// which NVIDIA's CUDA images set, else the runtime the job would load)
+// against the host driver's CUDA version, and, when it is newer than
+// minor-version compatibility covers, the forward-compatibility package in
+// the image. Source: NVIDIA, CUDA Compatibility
+// (docs.nvidia.com/deploy/cuda-compatibility), "Minor Version
+// Compatibility" and "Forward Compatibility".
+func checkContainerCUDACompat(n *state.Node, cfg *Config) Result {
+	c, r, skip := containerSkip(n, cfg)
+	if skip {
+		return r
+	}
+	if n.Slurm == nil || n.Slurm.Host == nil || n.Slurm.Host.CUDARuntime == nil {
+		return Result{Status: Skip, Summary: "no CUDA runtime in the image's environment (CUDA_VERSION, CUDA_HOME, LD_LIBRARY_PATH)"}
+	}
+	if n.NVML == nil || n.NVML.CUDADriverVersion == "" {
+		return Result{Status: Skip, Summary: "the host driver's CUDA version is unknown"}
+	}
+	rt, drv := n.Slurm.Host.CUDARuntime, n.NVML.CUDADriverVersion
+	rMaj, rMin, ok1 := majorMinor(rt.Version)
+	dMaj, dMin, ok2 := majorMinor(drv)
+	if !ok1 || !ok2 {
+		return Result{Status: Skip, Summary: fmt.Sprintf("%s=%q or the driver's CUDA %q is not a version", rt.From, rt.Version, drv)}
+	}
+	what := fmt.Sprintf("CUDA %s in this %s (%s)", rt.Version, runtimeName(c), rt.From)
+	have := fmt.Sprintf("the host driver %s supports CUDA %s", orNA(n.NVML.DriverVersion), drv)
+	// Minor-version compatibility (CUDA 11 and later) runs a newer minor
+	// release of the same major; job.cuda_compat warns about its limits.
+	needFwd := rMaj > dMaj || (rMaj == dMaj && rMin > dMin && rMaj < 11)
+	if !needFwd {
+		return Result{Status: Pass, Summary: fmt.Sprintf("%s; %s: no forward compatibility needed", what, have)}
+	}
+	fix := fmt.Sprintf(cudaImageFix[c.Runtime], drv) + fmt.Sprintf("; on a data center GPU, NVIDIA's forward-compatibility package (cuda-compat-%d-%d, in /usr/local/cuda/compat of NVIDIA's images) on LD_LIBRARY_PATH runs it on a supported driver branch", rMaj, rMin)
+	if len(c.CompatLibraries) == 0 {
+		return Result{Status: Fail, Summary: fmt.Sprintf("%s is newer than %s, and the image has no forward-compatibility libcuda (/usr/local/cuda/compat): cudaErrorInsufficientDriver (35) at the first CUDA call", what, have), Remedy: fix}
+	}
+	compat := c.CompatLibraries[0]
+	var consumer []string
+	if n.NVML != nil {
+		for _, g := range n.NVML.GPUs {
+			if consumerGPU(g.Name) {
+				consumer = append(consumer, fmt.Sprintf("GPU %d %s", g.Index, g.Name))
+			}
+		}
+	}
+	if len(consumer) > 0 {
+		return Result{Status: Fail, Summary: fmt.Sprintf("%s needs forward compatibility (%s from %s), which runs only on data center GPUs, select NGC Server Ready RTX and Jetson: %s; CUDA fails with cudaErrorCompatNotSupportedOnDevice (804)", what, compat.Path, compat.Version, strings.Join(consumer, ", ")), Remedy: fmt.Sprintf(cudaImageFix[c.Runtime], drv)}
+	}
+	cMaj, _, okc := majorMinor(compat.Version)
+	hMaj, _, okh := majorMinor(n.NVML.DriverVersion)
+	if okc && okh && cMaj <= hMaj {
+		return Result{Status: Fail, Summary: fmt.Sprintf("%s: the image's forward-compatibility libcuda %s comes from driver %s, not newer than the host's %s: it cannot provide CUDA %d.%d (cudaErrorInsufficientDriver)", what, compat.Path, compat.Version, n.NVML.DriverVersion, rMaj, rMin), Remedy: fix}
+	}
+	if !compat.OnLDLibraryPath {
+		return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s; the image has the forward-compatibility libcuda %s (driver %s) but its directory is not on LD_LIBRARY_PATH: the loader finds it only if the image's ld.so.conf or entrypoint adds it (NVIDIA's NGC entrypoint does)", what, have, compat.Path, compat.Version),
+			Remedy: "put the compat directory first on LD_LIBRARY_PATH (" + path.Dir(compat.Path) + "), or start the container through the image's entrypoint"}
+	}
+	return Result{Status: Pass, Summary: fmt.Sprintf("%s is newer than %s; forward compatibility through %s (driver %s) on LD_LIBRARY_PATH, on data center GPUs (NVIDIA lists the host driver branches each cuda-compat package supports)", what, have, compat.Path, compat.Version)}
 }

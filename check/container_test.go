@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 func strp(s string) *string { return &s }
@@ -169,4 +170,43 @@ func TestContainerDriverLibs(t *testing.T) {
 		containerCase{name: "module unknown", node: libs("docker", "", "550.54.15"), want: Skip, summary: "version is unknown"},
 		containerCase{name: "no library", node: libs("docker", "550.54.15"), want: Skip, summary: "no libnvidia-ml"},
 	))
+}
+
+// TestContainerCUDACompat: the image's CUDA against the host driver (550.54.15,
+// CUDA 12.4), and forward compatibility as NVIDIA's CUDA Compatibility guide
+// bounds it: a compat libcuda from a newer driver, on a data center GPU.
+func TestContainerCUDACompat(t *testing.T) {
+	withCUDA := func(rt, v string, compat ...state.NVMLLibrary) *state.Node {
+		n := inContainer(rt, []string{"CUDA_VERSION=" + v}, func(c *state.Container) { c.CompatLibraries = compat })
+		n.Slurm.Host.CUDARuntime = &slurmstate.CUDARuntime{Version: v, From: "CUDA_VERSION"}
+		return n
+	}
+	fwd := state.NVMLLibrary{Path: "/usr/local/cuda/compat/lib/libcuda.so.580.65.06", Version: "580.65.06", OnLDLibraryPath: true}
+	offPath := fwd
+	offPath.OnLDLibraryPath = false
+	older := state.NVMLLibrary{Path: "/usr/local/cuda/compat/libcuda.so.535.183.01", Version: "535.183.01", OnLDLibraryPath: true}
+	geforce := withCUDA("docker", "13.0", fwd)
+	for i := range geforce.NVML.GPUs {
+		geforce.NVML.GPUs[i].Name = "NVIDIA GeForce RTX 4090"
+	}
+	noRuntime := inContainer("docker", nil, nil)
+	cases := append(commonContainerCases(),
+		containerCase{name: "same CUDA", node: withCUDA("podman", "12.4"), want: Pass, summary: "no forward compatibility needed"},
+		containerCase{name: "newer minor: minor-version compatibility", node: withCUDA("podman", "12.8"), want: Pass, summary: "no forward compatibility needed"},
+		containerCase{name: "newer major, no compat package (podman)", node: withCUDA("podman", "13.0"), want: Fail, summary: "cudaErrorInsufficientDriver (35)", remedy: "an image built for CUDA 12.4 or older"},
+		containerCase{name: "newer major, no compat package (enroot)", node: withCUDA("enroot", "13.0"), want: Fail, summary: "no forward-compatibility libcuda", remedy: "srun --container-image=<older tag>"},
+		containerCase{name: "newer major, no compat package (apptainer)", node: withCUDA("apptainer", "13.0"), want: Fail, summary: "Apptainer container", remedy: "build the .sif"},
+		containerCase{name: "pre-11 newer minor", node: func() *state.Node {
+			n := withCUDA("docker", "10.2")
+			n.NVML.CUDADriverVersion, n.NVML.DriverVersion = "10.1", "418.87.01"
+			return n
+		}(), want: Fail, summary: "cudaErrorInsufficientDriver"},
+		containerCase{name: "forward compatibility on H100", node: withCUDA("podman", "13.0", fwd), want: Pass, summary: "forward compatibility through /usr/local/cuda/compat/lib/libcuda.so.580.65.06"},
+		containerCase{name: "compat not on LD_LIBRARY_PATH", node: withCUDA("podman", "13.0", offPath), want: Warn, summary: "not on LD_LIBRARY_PATH", remedy: "/usr/local/cuda/compat/lib"},
+		containerCase{name: "compat older than the host driver", node: withCUDA("podman", "13.0", older), want: Fail, summary: "not newer than the host's 550.54.15"},
+		containerCase{name: "compat on GeForce", node: geforce, want: Fail, summary: "cudaErrorCompatNotSupportedOnDevice (804)", remedy: "an image built for CUDA 12.4"},
+		containerCase{name: "no runtime", node: noRuntime, want: Skip, summary: "no CUDA runtime"},
+		containerCase{name: "garbage version", node: withCUDA("docker", "latest"), want: Skip, summary: "not a version"},
+	)
+	runContainerCases(t, checkContainerCUDACompat, cases)
 }

@@ -88,6 +88,7 @@ var classes = map[string]Class{
 	"container.rdma_devices":    ClassConfig,
 	"container.visible_devices": ClassConfig,
 	"container.driver_libs":     ClassConfig,
+	"container.cuda_compat":     ClassConfig,
 	"job.gpu_memory":            ClassConfig,
 	"job.gpu_sharing":           ClassConfig,
 	"job.exclusive":             ClassConfig,

@@ -34,6 +34,10 @@ func collectContainer(ctx context.Context, n *state.Node, o Options) state.Sourc
 	if root == nil {
 		root = os.DirFS("/")
 	}
+	view := o.Sources.ContainerView
+	if view == nil {
+		view = root
+	}
 	environ := os.Environ
 	if o.Environ != nil {
 		environ = o.Environ
@@ -44,7 +48,8 @@ func collectContainer(ctx context.Context, n *state.Node, o Options) state.Sourc
 	}
 	done := make(chan *state.Container, 1)
 	go func() {
-		done <- readContainer(readlimit.FS(root, "/", containerReadTimeout, containerReadLimit), o.procfs(), sys, environ())
+		bound := func(f fs.FS) fs.FS { return readlimit.FS(f, "/", containerReadTimeout, containerReadLimit) }
+		done <- readContainer(bound(view), bound(root), o.procfs(), sys, environ())
 	}()
 	select {
 	case c := <-done:
@@ -70,8 +75,10 @@ func fsName(p string) string {
 // readContainer detects the container runtime from its documented markers
 // and, inside one, reads what the container.* checks judge. Outside a
 // container it records nothing else: the host's own /dev/shm and limits are
-// the node checks' business.
-func readContainer(fsys fs.FS, procfs, sysfs string, environ []string) *state.Container {
+// the node checks' business. fsys is the step's own view (its /proc/self,
+// /dev, marker files and libraries); host is where sysfs and the kernel
+// module's version are read (the same tree on a real node).
+func readContainer(fsys, host fs.FS, procfs, sysfs string, environ []string) *state.Container {
 	c := &state.Container{}
 	env := map[string]string{}
 	var keys []string
@@ -83,7 +90,7 @@ func readContainer(fsys fs.FS, procfs, sysfs string, environ []string) *state.Co
 		env[k] = v
 	}
 	sort.Strings(keys)
-	read := func(p string) ([]byte, bool) {
+	readIn := func(fsys fs.FS, p string) ([]byte, bool) {
 		b, err := fs.ReadFile(fsys, fsName(p))
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
@@ -93,6 +100,7 @@ func readContainer(fsys fs.FS, procfs, sysfs string, environ []string) *state.Co
 		}
 		return b, true
 	}
+	read := func(p string) ([]byte, bool) { return readIn(fsys, p) }
 	exists := func(p string) bool {
 		_, err := fs.Stat(fsys, fsName(p))
 		return err == nil
@@ -128,7 +136,7 @@ func readContainer(fsys fs.FS, procfs, sysfs string, environ []string) *state.Co
 			c.Errors = append(c.Errors, procfs+"/self/limits: no \"Max locked memory\" row")
 		}
 	}
-	if es, err := fs.ReadDir(fsys, fsName(path.Join(sysfs, "class/infiniband"))); err == nil {
+	if es, err := fs.ReadDir(host, fsName(path.Join(sysfs, "class/infiniband"))); err == nil {
 		for _, e := range es {
 			c.IBDevices = append(c.IBDevices, e.Name())
 		}
@@ -149,12 +157,13 @@ func readContainer(fsys fs.FS, procfs, sysfs string, environ []string) *state.Co
 	if v, ok := env["MELLANOX_VISIBLE_DEVICES"]; ok {
 		c.MellanoxVisibleDevices = &v
 	}
-	if b, ok := read(path.Join(sysfs, "module/nvidia/version")); ok && strings.TrimSpace(string(b)) != "" {
+	if b, ok := readIn(host, path.Join(sysfs, "module/nvidia/version")); ok && strings.TrimSpace(string(b)) != "" {
 		c.ModuleVersion, c.ModuleVersionFrom = strings.TrimSpace(string(b)), path.Join(sysfs, "module/nvidia/version")
-	} else if b, ok := read(path.Join(procfs, "driver/nvidia/version")); ok {
+	} else if b, ok := readIn(host, path.Join(procfs, "driver/nvidia/version")); ok {
 		c.ModuleVersion, c.ModuleVersionFrom = kernel.ParseModuleVersion(string(b)), path.Join(procfs, "driver/nvidia/version")
 	}
 	c.NVMLLibraries = nvmlLibraries(fsys, env["LD_LIBRARY_PATH"])
+	c.CompatLibraries = compatLibraries(fsys, env["LD_LIBRARY_PATH"])
 	return c
 }
 
@@ -418,6 +427,53 @@ func nvmlLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 		for _, e := range es {
 			if m := nvmlLibName.FindStringSubmatch(e.Name()); m != nil {
 				out = append(out, state.NVMLLibrary{Path: path.Join(d, e.Name()), Version: m[1]})
+			}
+		}
+	}
+	return out
+}
+
+// compatDirs are where NVIDIA's cuda-compat package and CUDA images put the
+// forward-compatibility libcuda (CUDA Compatibility, "Installing the CUDA
+// Forward Compatibility Package": /usr/local/cuda-<version>/compat;
+// /usr/local/cuda is the image's link to it).
+var compatDirs = []string{"/usr/local/cuda/compat", "/usr/local/cuda/compat/lib", "/usr/local/cuda/compat/lib.real"}
+
+var libcudaName = regexp.MustCompile(`^libcuda\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$`)
+
+// compatLibraries lists the forward-compatibility libcuda files: in every
+// LD_LIBRARY_PATH directory whose path names "compat" (first 32), then in
+// compatDirs. A libcuda elsewhere is the host's, injected by the runtime.
+func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
+	onPath := map[string]bool{}
+	var dirs []string
+	n := 0
+	for _, d := range strings.Split(ldLibraryPath, ":") {
+		if !strings.HasPrefix(d, "/") || n >= maxLibraryDirs {
+			continue
+		}
+		n++
+		d = path.Clean(d)
+		onPath[d] = true
+		if strings.Contains(d, "compat") {
+			dirs = append(dirs, d)
+		}
+	}
+	dirs = append(dirs, compatDirs...)
+	seen := map[string]bool{}
+	var out []state.NVMLLibrary
+	for _, d := range dirs {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		es, err := fs.ReadDir(fsys, fsName(d))
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			if m := libcudaName.FindStringSubmatch(e.Name()); m != nil {
+				out = append(out, state.NVMLLibrary{Path: path.Join(d, e.Name()), Version: m[1], OnLDLibraryPath: onPath[d]})
 			}
 		}
 	}

@@ -161,7 +161,7 @@ func TestReadContainer(t *testing.T) {
 			if c.mut != nil {
 				c.mut(m)
 			}
-			got := readContainer(m, "/proc", "/sys", c.env)
+			got := readContainer(m, m, "/proc", "/sys", c.env)
 			if got.Runtime != c.runtime {
 				t.Errorf("runtime %q, want %q (evidence %+v)", got.Runtime, c.runtime, got.Evidence)
 			}
@@ -172,6 +172,38 @@ func TestReadContainer(t *testing.T) {
 				c.check(t, got)
 			}
 		})
+	}
+}
+
+// TestReadContainerSplitView: with a view of its own (the real container
+// under --simulate ...,real-container), the step's files come from the view
+// and the host's side (sysfs, the kernel module) from the host's tree; the
+// view's own /sys/class/infiniband and module version are not read.
+func TestReadContainerSplitView(t *testing.T) {
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	dir := &fstest.MapFile{Mode: os.ModeDir | 0o755}
+	view := fstest.MapFS{
+		"run/.containerenv":          file("engine=\"podman-4.3.1\"\n"),
+		"proc/self/mountinfo":        file(dockerMountinfo),
+		"proc/self/limits":           file(mustRead(t, "testdata/container/limits-kernel-6.18.txt")),
+		"sys/class/infiniband/x":     dir,
+		"proc/driver/nvidia/version": file("NVRM version: NVIDIA UNIX x86_64 Kernel Module  999.1.1  Tue Mar  5 22:23:56 UTC 2024\n"),
+	}
+	host := fstest.MapFS{
+		"sys/class/infiniband/mlx5_0": dir,
+		"sys/module/nvidia/version":   file("550.54.15\n"),
+	}
+	c := readContainer(view, host, "/proc", "/sys", nil)
+	if c.Runtime != "podman" || c.Shm == nil || c.Shm.SizeBytes != 64<<20 || c.Memlock == nil {
+		t.Fatalf("the view's files not read: %+v", c)
+	}
+	if !reflect.DeepEqual(c.IBDevices, []string{"mlx5_0"}) || c.ModuleVersion != "550.54.15" {
+		t.Errorf("host side: ib %v module %q, want the host's mlx5_0 and 550.54.15", c.IBDevices, c.ModuleVersion)
+	}
+	// The same files with no view of its own: the host's tree has no
+	// marker, so nothing is recorded.
+	if c := readContainer(host, host, "/proc", "/sys", nil); c.Runtime != "" || c.Shm != nil {
+		t.Errorf("host tree alone: %+v", c)
 	}
 }
 

@@ -48,6 +48,14 @@ type Sources struct {
 	// ncclras.ValidateAddr accepted); nil dials TCP. Simulation serves a
 	// canned report through it.
 	RASDial func(ctx context.Context, addr string) (net.Conn, error)
+	// ContainerView is the step's own view of its container for the
+	// container collector: /proc/self, /proc/1/cgroup, /proc/meminfo, /dev,
+	// the runtime's marker files and the image's library directories. nil is
+	// Root. The host's side (sysfs, the kernel module's version) is always
+	// read from Root. cmd sets it to this machine under --simulate with
+	// real-container, so a real container is judged against the simulated
+	// node (scripts/container-e2e.sh).
+	ContainerView fs.FS
 	// RootLabel names Root in the state ("simulated"); empty records the
 	// paths as they are.
 	RootLabel string

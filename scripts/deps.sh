@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build and the test suite need on Debian/Ubuntu, only when
-# missing: gcc for go-nvml's cgo, and curl and python3 for the e2e scripts
-# (Slurm, Prometheus and systemd are installed by their own scripts). One
+# missing: gcc for go-nvml's cgo, curl and python3 for the e2e scripts, and
+# podman with runc for the container e2e (Slurm, Prometheus and systemd are
+# installed by their own scripts). One
 # apt-get update, then apt-get install -y.
 set -euo pipefail
 
@@ -10,6 +11,8 @@ command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v git >/dev/null 2>&1 || need+=(git)
 command -v curl >/dev/null 2>&1 || need+=(curl ca-certificates)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v podman >/dev/null 2>&1 || need+=(podman)
+command -v runc >/dev/null 2>&1 || need+=(runc)
 
 if ((${#need[@]})); then
   echo "deps: installing ${need[*]}"

@@ -51,6 +51,12 @@ type Container struct {
 	// container's library directories, in the dynamic loader's search
 	// order (LD_LIBRARY_PATH first).
 	NVMLLibraries []NVMLLibrary `json:"nvml_libraries,omitempty"`
+	// CompatLibraries are the libcuda.so.<driver version> files of NVIDIA's
+	// CUDA forward-compatibility package (cuda-compat-<major>-<minor>) in
+	// the image: in a compat directory on LD_LIBRARY_PATH, or in
+	// /usr/local/cuda/compat (and its lib, lib.real) where the package and
+	// NVIDIA's CUDA images put them. Version is the driver they come from.
+	CompatLibraries []NVMLLibrary `json:"compat_libraries,omitempty"`
 
 	// Errors are files that exist but could not be read or parsed.
 	Errors []string `json:"errors,omitempty"`
@@ -91,8 +97,11 @@ type Rlimit struct {
 	Unit string  `json:"unit,omitempty"`
 }
 
-// NVMLLibrary is one libnvidia-ml.so.<version> file.
+// NVMLLibrary is one libnvidia-ml.so.<version> (or, in CompatLibraries,
+// libcuda.so.<version>) file.
 type NVMLLibrary struct {
 	Path    string `json:"path"`
 	Version string `json:"version"`
+	// OnLDLibraryPath says its directory is one of LD_LIBRARY_PATH's.
+	OnLDLibraryPath bool `json:"on_ld_library_path,omitempty"`
 }

@@ -74,6 +74,12 @@ func (f *collectFlags) options() (collect.Options, error) {
 		if o.Sources, err = simnode.Sources(s); err != nil {
 			return o, err
 		}
+		// real-container: the step's own view of its container is this
+		// machine's (a real Podman container judged against the simulated
+		// node); the host's side stays simulated.
+		if len(s.Has(simnode.RealContainer)) > 0 {
+			o.Sources.ContainerView = os.DirFS("/")
+		}
 	}
 	return o, nil
 }

@@ -32,7 +32,13 @@ import (
 func init() {
 	simulate.Register(simulate.FaultDoc{Name: "xid", Arg: "CODE@GPU",
 		Effect: "the kernel log holds XID CODE for the GPU (e.g. xid=79@2: fallen off the bus on GPU 2)"})
+	simulate.Register(simulate.FaultDoc{Name: RealContainer,
+		Effect: "the container facts are this machine's own (the process's /proc/self, /dev/shm, /dev/infiniband, the runtime's marker files, the image's libraries): a real container judged against the simulated node (scripts/container-e2e.sh)"})
 }
+
+// RealContainer is the spec item that reads the container's side from this
+// machine; cmd wires it (the simulation itself reads nothing real).
+const RealContainer = "real-container"
 
 // Sources returns the sources of the node spec describes. It builds
 // everything once and checks every fault, so a bad spec is an error here,
