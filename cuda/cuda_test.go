@@ -551,6 +551,42 @@ func TestAHungCallPoisonsTheDriver(t *testing.T) {
 	}
 }
 
+// A call that outlives its deadline on one device poisons the whole
+// driver: an operation in progress on another device makes no driver call
+// after it, and fails naming the call that hung.
+func TestAHungCallOnOneDevicePoisonsTheOthers(t *testing.T) {
+	d, _ := openStub(t)
+	t.Setenv("STUB_CUDA_HANG", "cuEventSynchronize@0=1500,cuMemcpyHtoD_v2@1=400")
+	other := make(chan error, 1)
+	go func() {
+		_, err := d.CopyHostToDevice(context.Background(), 1, 4096, 3)
+		other <- err
+	}()
+	waitCall(t, d, 1, "cuMemcpyHtoD_v2")
+	var reg deadline.Registry
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := deadline.DoIn(&reg, ctx, "cuda:0", 0, func() (time.Duration, error) {
+		return d.CopyDeviceToDevice(ctx, 0, 4096, 1)
+	})
+	if !errors.Is(err, deadline.ErrTimeout) {
+		t.Fatalf("GPU 0: err = %v, want a timeout", err)
+	}
+	poison := d.Poisoned()
+	if poison == nil || !strings.Contains(poison.Error(), "cuEventSynchronize (CopyDeviceToDevice GPU 0)") {
+		t.Fatalf("Poisoned() = %v", poison)
+	}
+	// GPU 1's copy (four calls of 400 ms) was in its first when GPU 0's
+	// deadline passed 200 ms in; it stops at its next call.
+	if err := <-other; err == nil || err.Error() != poison.Error() {
+		t.Errorf("GPU 1's copy: %v, want %v", err, poison)
+	}
+	if err := d.Close(); err == nil || !strings.Contains(err.Error(), "cuEventSynchronize (CopyDeviceToDevice GPU 0)") {
+		t.Errorf("Close: %v", err)
+	}
+	waitIdle(t, d)
+}
+
 // waitIdle waits until no operation holds any device of the driver.
 func waitIdle(t *testing.T, d *Driver) {
 	t.Helper()
@@ -631,35 +667,46 @@ func callOn(d *Driver, dev int) string {
 }
 
 // A call in progress on one device holds that device only: another
-// device's operation runs and ends meanwhile.
+// device's operations run and end meanwhile. Close releases nothing while
+// an operation is in progress, and gives back what it took.
 func TestOtherDevicesRunWhileOneIsInACall(t *testing.T) {
 	d, log := openStub(t)
-	t.Setenv("STUB_CUDA_HANG", "cuEventSynchronize@0=2000")
+	t.Setenv("STUB_CUDA_HANG", "cuEventSynchronize@1=2000")
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.CopyDeviceToDevice(context.Background(), 0, 4096, 1)
+		_, err := d.CopyDeviceToDevice(context.Background(), 1, 4096, 1)
 		done <- err
 	}()
-	waitCall(t, d, 0, "cuEventSynchronize")
+	waitCall(t, d, 1, "cuEventSynchronize")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, f := range []func() error{
-		func() error { _, err := d.CopyHostToDevice(ctx, 1, 4096, 2); return err },
-		func() error { _, err := d.MemPattern(ctx, 1, 4096); return err },
-		func() error { _, _, err := d.Compute(ctx, 1, 5*time.Millisecond); return err },
-	} {
+	ops := []func() error{
+		func() error { _, err := d.CopyHostToDevice(ctx, 0, 4096, 2); return err },
+		func() error { _, err := d.MemPattern(ctx, 0, 4096); return err },
+		func() error { _, _, err := d.Compute(ctx, 0, 5*time.Millisecond); return err },
+		func() error {
+			// Close took GPU 0, found GPU 1 busy and gave GPU 0 back.
+			err := d.Close()
+			if err == nil || err.Error() != "cuda: nothing released: CopyDeviceToDevice GPU 1 is still in progress on GPU 1" {
+				return fmt.Errorf("Close while GPU 1 is busy: %v", err)
+			}
+			return nil
+		},
+		func() error { _, err := d.CopyDeviceToHost(ctx, 0, 4096, 1); return err },
+	}
+	for _, f := range ops {
 		if err := f(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Measured against the same run: GPU 0's call is still in progress.
+	// Measured against the same run: GPU 1's call is still in progress.
 	select {
 	case err := <-done:
-		t.Fatalf("GPU 0's copy ended (%v) before GPU 1's operations did: they did not overlap", err)
+		t.Fatalf("GPU 1's copy ended (%v) before GPU 0's operations did: they did not overlap", err)
 	default:
 	}
-	if c := callOn(d, 0); c != "cuEventSynchronize" {
-		t.Errorf("GPU 0 is in %q, want cuEventSynchronize still", c)
+	if c := callOn(d, 1); c != "cuEventSynchronize" {
+		t.Errorf("GPU 1 is in %q, want cuEventSynchronize still", c)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
