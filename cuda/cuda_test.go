@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -550,34 +551,88 @@ func TestAHungCallPoisonsTheDriver(t *testing.T) {
 	}
 }
 
-// waitIdle waits until no operation holds the driver.
+// A call that outlives its deadline on one device poisons the whole
+// driver: an operation in progress on another device makes no driver call
+// after it, and fails naming the call that hung.
+func TestAHungCallOnOneDevicePoisonsTheOthers(t *testing.T) {
+	d, _ := openStub(t)
+	t.Setenv("STUB_CUDA_HANG", "cuEventSynchronize@0=1500,cuMemcpyHtoD_v2@1=400")
+	other := make(chan error, 1)
+	go func() {
+		_, err := d.CopyHostToDevice(context.Background(), 1, 4096, 3)
+		other <- err
+	}()
+	waitCall(t, d, 1, "cuMemcpyHtoD_v2")
+	var reg deadline.Registry
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := deadline.DoIn(&reg, ctx, "cuda:0", 0, func() (time.Duration, error) {
+		return d.CopyDeviceToDevice(ctx, 0, 4096, 1)
+	})
+	if !errors.Is(err, deadline.ErrTimeout) {
+		t.Fatalf("GPU 0: err = %v, want a timeout", err)
+	}
+	poison := d.Poisoned()
+	if poison == nil || !strings.Contains(poison.Error(), "cuEventSynchronize (CopyDeviceToDevice GPU 0)") {
+		t.Fatalf("Poisoned() = %v", poison)
+	}
+	// GPU 1's copy (four calls of 400 ms) was in its first when GPU 0's
+	// deadline passed 200 ms in; it stops at its next call.
+	if err := <-other; err == nil || err.Error() != poison.Error() {
+		t.Errorf("GPU 1's copy: %v, want %v", err, poison)
+	}
+	if err := d.Close(); err == nil || !strings.Contains(err.Error(), "cuEventSynchronize (CopyDeviceToDevice GPU 0)") {
+		t.Errorf("Close: %v", err)
+	}
+	waitIdle(t, d)
+}
+
+// waitIdle waits until no operation holds any device of the driver.
 func waitIdle(t *testing.T, d *Driver) {
 	t.Helper()
-	select {
-	case d.sem <- struct{}{}:
-		<-d.sem
-	case <-time.After(10 * time.Second):
-		t.Fatal("the hung operation never finished")
+	timeout := time.After(10 * time.Second)
+	for i := range d.sems {
+		select {
+		case d.sems[i] <- struct{}{}:
+		case <-timeout:
+			t.Fatal("the hung operation never finished")
+		}
+	}
+	for i := range d.sems {
+		<-d.sems[i]
 	}
 }
 
 // A caller that stops waiting without ending the operation's ctx leaves the
-// driver unable to tell a hang from a slow call: the next operation waits
-// for it until its own deadline, and says which call it waited for.
+// driver unable to tell a hang from a slow call: the next operation on the
+// same device waits for it until its own deadline, and says which call on
+// which device it waited for; a peer copy that needs that device too gives
+// back the other device it took while it waited.
 func TestAWaitingCallNamesTheCallInProgress(t *testing.T) {
 	d, _ := openStub(t)
-	t.Setenv("STUB_CUDA_HANG", "cuMemcpyDtoD_v2=700")
+	t.Setenv("STUB_CUDA_HANG", "cuMemcpyDtoD_v2@0=700")
 	done := make(chan error, 1)
 	go func() {
 		_, err := d.CopyDeviceToDevice(context.Background(), 0, 4096, 1)
 		done <- err
 	}()
-	waitCall(t, d, "cuMemcpyDtoD_v2")
+	waitCall(t, d, 0, "cuMemcpyDtoD_v2")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := d.CopyHostToDevice(ctx, 1, 4096, 1)
-	if err == nil || !strings.Contains(err.Error(), "waiting for cuMemcpyDtoD_v2 (CopyDeviceToDevice GPU 0) to finish") {
+	_, err := d.CopyHostToDevice(ctx, 0, 4096, 1)
+	if err == nil || err.Error() != "CopyHostToDevice GPU 0: context deadline exceeded while waiting for cuMemcpyDtoD_v2 (CopyDeviceToDevice GPU 0) on GPU 0 to finish" {
 		t.Errorf("err = %v", err)
+	}
+	_, err = d.CopyPeer(ctx, 1, 0, 4096, 1)
+	if err == nil || err.Error() != "CopyPeer GPU 1 → GPU 0: context deadline exceeded while waiting for cuMemcpyDtoD_v2 (CopyDeviceToDevice GPU 0) on GPU 0 to finish" {
+		t.Errorf("err = %v", err)
+	}
+	// The peer copy took GPU 0 first (ascending order) and waited there:
+	// GPU 1 is free.
+	free, cancelFree := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelFree()
+	if _, err := d.CopyHostToDevice(free, 1, 4096, 1); err != nil {
+		t.Errorf("GPU 1 after a peer copy gave up waiting for GPU 0: %v", err)
 	}
 	if err := <-done; err != nil {
 		t.Errorf("the slow copy: %v", err)
@@ -585,27 +640,165 @@ func TestAWaitingCallNamesTheCallInProgress(t *testing.T) {
 	if err := d.Poisoned(); err != nil {
 		t.Errorf("a slow call within its deadline poisoned the driver: %v", err)
 	}
-	t.Setenv("STUB_CUDA_HANG", "")
 	if err := d.Close(); err != nil {
 		t.Error(err)
 	}
 }
 
-// waitCall waits until call is in progress.
-func waitCall(t *testing.T, d *Driver, call string) {
+// waitCall waits until call is in progress on device dev.
+func waitCall(t *testing.T, d *Driver, dev int, call string) {
 	t.Helper()
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		d.mu.Lock()
-		c := d.call
-		d.mu.Unlock()
-		if c == call {
+		if callOn(d, dev) == call {
 			return
 		}
 	}
-	t.Fatalf("%s never called", call)
+	t.Fatalf("%s never called on GPU %d", call, dev)
 }
 
-func TestConcurrentCallsAreSerialised(t *testing.T) {
+// callOn is the driver call in progress on device dev, or "".
+func callOn(d *Driver, dev int) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if h := d.holder[dev]; h != nil {
+		return h.call
+	}
+	return ""
+}
+
+// A call in progress on one device holds that device only: another
+// device's operations run and end meanwhile. Close releases nothing while
+// an operation is in progress, and gives back what it took.
+func TestOtherDevicesRunWhileOneIsInACall(t *testing.T) {
+	d, log := openStub(t)
+	t.Setenv("STUB_CUDA_HANG", "cuEventSynchronize@1=2000")
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.CopyDeviceToDevice(context.Background(), 1, 4096, 1)
+		done <- err
+	}()
+	waitCall(t, d, 1, "cuEventSynchronize")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ops := []func() error{
+		func() error { _, err := d.CopyHostToDevice(ctx, 0, 4096, 2); return err },
+		func() error { _, err := d.MemPattern(ctx, 0, 4096); return err },
+		func() error { _, _, err := d.Compute(ctx, 0, 5*time.Millisecond); return err },
+		func() error {
+			// Close took GPU 0, found GPU 1 busy and gave GPU 0 back.
+			err := d.Close()
+			if err == nil || err.Error() != "cuda: nothing released: CopyDeviceToDevice GPU 1 is still in progress on GPU 1" {
+				return fmt.Errorf("Close while GPU 1 is busy: %v", err)
+			}
+			return nil
+		},
+		func() error { _, err := d.CopyDeviceToHost(ctx, 0, 4096, 1); return err },
+	}
+	for _, f := range ops {
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Measured against the same run: GPU 1's call is still in progress.
+	select {
+	case err := <-done:
+		t.Fatalf("GPU 1's copy ended (%v) before GPU 0's operations did: they did not overlap", err)
+	default:
+	}
+	if c := callOn(d, 1); c != "cuEventSynchronize" {
+		t.Errorf("GPU 1 is in %q, want cuEventSynchronize still", c)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkReleased(t, readLog(t, log))
+}
+
+// interval is one fma_loop launch as the stub ran it.
+type interval struct{ start, end float64 }
+
+// fmaLaunches reads the fma_loop launches of the stub's log, by device.
+func fmaLaunches(t *testing.T, lines []string) map[int][]interval {
+	t.Helper()
+	out := map[int][]interval{}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "cuLaunchKernel fma_loop ") {
+			continue
+		}
+		var grid, block, dev int
+		var iv interval
+		if _, err := fmt.Sscanf(l, "cuLaunchKernel fma_loop grid=%d block=%d dev=%d start=%f end=%f", &grid, &block, &dev, &iv.start, &iv.end); err != nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		out[dev] = append(out[dev], iv)
+	}
+	return out
+}
+
+// overlaps reports whether a launch of a overlaps one of b in time.
+func overlaps(a, b []interval) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.start < y.end && y.start < x.end {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Operations on one device run one after another; on two devices, at
+// once. Two compute loads per device, all four started together: the
+// stub's launch log shows each device's launches never overlapping each
+// other, and the two devices' launches overlapping.
+func TestSameDeviceSerialisesOtherDevicesOverlap(t *testing.T) {
+	d, log := openStub(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := d.Compute(ctx, i%2, 150*time.Millisecond)
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	launches := fmaLaunches(t, readLog(t, log))
+	for dev := 0; dev < 2; dev++ {
+		ls := launches[dev]
+		if len(ls) < 4 {
+			t.Fatalf("GPU %d: %d launches, want at least 2 per compute load", dev, len(ls))
+		}
+		sort.Slice(ls, func(i, j int) bool { return ls[i].start < ls[j].start })
+		for i := 1; i < len(ls); i++ {
+			if ls[i].start < ls[i-1].end {
+				t.Errorf("GPU %d: a launch at %.6f began before the one at %.6f ended (%.6f): one device's operations overlapped", dev, ls[i].start, ls[i-1].start, ls[i-1].end)
+			}
+		}
+	}
+	if !overlaps(launches[0], launches[1]) {
+		t.Errorf("no launch on GPU 0 overlapped one on GPU 1: the devices computed one after the other\nGPU 0: %v\nGPU 1: %v", launches[0], launches[1])
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkReleased(t, readLog(t, log))
+}
+
+// Every kind of operation, on both devices and both peer directions, from
+// 16 goroutines at once: each ends, and releases everything it took.
+func TestConcurrentOperationsAllEndAndRelease(t *testing.T) {
 	d, log := openStub(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup

@@ -11,11 +11,22 @@
 // or a synchronisation for ever. This package does not try. The caller runs
 // Open and every method under internal/deadline, with a ctx whose deadline
 // is the one deadline.Do enforces, and the Driver makes that safe:
-// operations run one at a time, and a driver call still in progress after
-// its operation's deadline poisons the Driver. From then on every method
-// (Close too) returns at once with an error naming that call, its
-// operation and when it was made; nothing touches the driver again in this
-// process, so an abandoned call costs one OS thread, once.
+// operations on one device run one at a time (each holds its devices'
+// semaphores), and a driver call still in progress after its operation's
+// deadline poisons the whole Driver, whichever device it was on. From then
+// on every method (Close too) returns at once with an error naming that
+// call, its operation and when it was made; nothing touches the driver
+// again in this process, so an abandoned call costs one OS thread, once.
+//
+// # Devices at once
+//
+// Operations on different devices run concurrently: verify's compute load
+// must load every GPU of a node together (power and heat are the node's;
+// a GPU that throttles only when its neighbours are hot must show it), and
+// a run that loaded them one after another would also spend the quick
+// tier's budget eight times over. The CUDA driver API is thread-safe; a
+// context is current per OS thread, so each operation runs on a locked
+// thread with its device's context made current there.
 package cuda
 
 /*
@@ -30,6 +41,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -56,26 +68,35 @@ const (
 )
 
 // Driver is one loaded libcuda.so.1 and the contexts it opened. It
-// implements verify.Driver. Its methods may be called from any goroutine;
-// they run one at a time.
+// implements verify.Driver. Its methods may be called from any goroutine:
+// operations on different devices run at once, each on its own OS thread
+// with its own device's context current (the driver API is thread-safe);
+// operations that share a device run one at a time.
 type Driver struct {
 	api     *api
 	version int
 	devs    []device
 
-	sem chan struct{} // held by the operation in progress
+	// sems[i] is held by the operation using device i (a peer copy holds
+	// both of its devices'), taken in ascending ordinal order.
+	sems []chan struct{}
 
 	mu       sync.Mutex // guards the fields below
-	op       string     // the operation in progress ("CopyPeer GPU 0 → GPU 1")
-	opCtx    context.Context
-	opSeq    uint64    // counts operations, so a late deadline callback knows its own
-	call     string    // the driver call in progress, "" between calls
-	since    time.Time // when call was made
-	poisoned error     // set once a call outlived its operation's deadline
+	holder   []*opRec   // holder[i]: the operation holding sems[i], or nil
+	poisoned error      // set once a call outlived its operation's deadline
 	closed   bool
 }
 
 var _ verify.Driver = (*Driver)(nil)
+
+// opRec is one operation in progress, as the others see it.
+type opRec struct {
+	name  string // "CopyPeer GPU 0 → GPU 1"
+	ctx   context.Context
+	call  string    // the driver call in progress, "" between calls
+	since time.Time // when call was made
+	done  bool      // the operation has ended
+}
 
 // device is one CUDA device and, once used, its primary context.
 type device struct {
@@ -104,7 +125,7 @@ func open(lib string) (*Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Driver{api: a, sem: make(chan struct{}, 1)}
+	d := &Driver{api: a}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if r := C.gp_cuInit(a.p, 0); r != 0 {
@@ -145,7 +166,9 @@ func open(lib string) (*Driver, error) {
 		}
 		dv.sms = int(sms)
 		d.devs = append(d.devs, dv)
+		d.sems = append(d.sems, make(chan struct{}, 1))
 	}
+	d.holder = make([]*opRec, len(d.devs))
 	return d, nil
 }
 
@@ -197,81 +220,142 @@ func (d *Driver) refusal() error {
 	return nil
 }
 
-// checkOverrunLocked poisons the driver when a call is in progress and its
-// operation's deadline has passed: it was abandoned by a caller that stopped
-// waiting, and may never return.
+// checkOverrunLocked poisons the driver when a call is in progress in any
+// operation whose deadline has passed: it was abandoned by a caller that
+// stopped waiting, and may never return.
 func (d *Driver) checkOverrunLocked() {
-	if d.poisoned == nil && d.call != "" && d.opCtx != nil && d.opCtx.Err() != nil {
-		d.poisonLocked()
+	for _, r := range d.holder {
+		if d.poisoned != nil {
+			return
+		}
+		if r != nil && r.call != "" && r.ctx.Err() != nil {
+			d.poisonLocked(r)
+		}
 	}
 }
 
-func (d *Driver) poisonLocked() {
+func (d *Driver) poisonLocked(r *opRec) {
 	d.poisoned = fmt.Errorf("cuda: refused: %s (%s), called at %s, had not returned when its deadline passed %s later; the driver is not called again in this process",
-		d.call, d.op, d.since.UTC().Format(time.RFC3339Nano), time.Since(d.since).Round(time.Millisecond))
+		r.call, r.name, r.since.UTC().Format(time.RFC3339Nano), time.Since(r.since).Round(time.Millisecond))
 }
 
-// deadlinePassed runs when operation seq's ctx ends: a driver call of that
-// operation still in progress then poisons the driver.
-func (d *Driver) deadlinePassed(seq uint64) {
+// deadlinePassed runs when operation r's ctx ends: a driver call of r still
+// in progress then poisons the driver.
+func (d *Driver) deadlinePassed(r *opRec) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.poisoned == nil && d.call != "" && d.opSeq == seq {
-		d.poisonLocked()
+	if d.poisoned == nil && !r.done && r.call != "" {
+		d.poisonLocked(r)
 	}
+}
+
+// checkDevices says why devs (the devices an operation names: one, or a
+// peer pair) cannot be used.
+func (d *Driver) checkDevices(devs []int) error {
+	n := len(d.devs)
+	for _, i := range devs {
+		if i < 0 || i >= n {
+			if len(devs) == 2 {
+				return fmt.Errorf("cuda: no device pair %d → %d (%d visible)", devs[0], devs[1], n)
+			}
+			return fmt.Errorf("cuda: no device %d (%d visible)", i, n)
+		}
+	}
+	if len(devs) == 2 && devs[0] == devs[1] {
+		return fmt.Errorf("cuda: a peer copy needs two devices, not %d twice", devs[0])
+	}
+	return nil
+}
+
+// acquire takes the semaphores of devs in ascending ordinal order (two
+// operations that share devices then never wait for each other in a
+// cycle) and records r as their holder. When ctx ends first it gives back
+// what it took and says which operation, on which device, it waited for.
+func (d *Driver) acquire(ctx context.Context, r *opRec, devs []int) (release func(), err error) {
+	order := slices.Compact(slices.Sorted(slices.Values(devs)))
+	var held []int
+	release = func() {
+		d.mu.Lock()
+		for _, i := range held {
+			d.holder[i] = nil
+		}
+		d.mu.Unlock()
+		for _, i := range held {
+			<-d.sems[i]
+		}
+	}
+	for _, i := range order {
+		select {
+		case d.sems[i] <- struct{}{}:
+			d.mu.Lock()
+			d.holder[i] = r
+			d.mu.Unlock()
+			held = append(held, i)
+		case <-ctx.Done():
+			d.mu.Lock()
+			d.checkOverrunLocked()
+			busy := "the operation before it"
+			if h := d.holder[i]; h != nil {
+				busy = h.name
+				if h.call != "" {
+					busy = h.call + " (" + h.name + ")"
+				}
+			}
+			d.mu.Unlock()
+			release()
+			return nil, fmt.Errorf("%s: %w while waiting for %s on GPU %d to finish", r.name, ctx.Err(), busy, i)
+		}
+	}
+	return release, nil
 }
 
 // op is one operation in progress.
 type op struct {
-	d   *Driver
-	ctx context.Context
+	d    *Driver
+	ctx  context.Context
+	rec  *opRec
+	devs []int // the devices whose semaphores it holds
 }
 
-// run runs f as operation name: alone, on a locked OS thread (a context is
-// current per thread), with ctx's end watched.
-func (d *Driver) run(ctx context.Context, name string, f func(o *op) error) error {
+// run runs f as operation name on devs: after every other operation on
+// any of devs, alongside operations on other devices, on a locked OS
+// thread (a context is current per thread), with ctx's end watched.
+func (d *Driver) run(ctx context.Context, name string, devs []int, f func(o *op) error) error {
 	if err := d.refusal(); err != nil {
 		return err
 	}
-	select {
-	case d.sem <- struct{}{}:
-	case <-ctx.Done():
-		d.mu.Lock()
-		d.checkOverrunLocked()
-		busy := d.op
-		if d.call != "" {
-			busy = d.call + " (" + d.op + ")"
-		}
-		d.mu.Unlock()
-		if busy == "" {
-			busy = "the operation before it"
-		}
-		return fmt.Errorf("%s: %w while waiting for %s to finish", name, ctx.Err(), busy)
+	if err := d.checkDevices(devs); err != nil {
+		return err
 	}
-	defer func() { <-d.sem }()
+	rec := &opRec{name: name, ctx: ctx}
+	release, err := d.acquire(ctx, rec, devs)
+	if err != nil {
+		return err
+	}
+	defer release()
+	defer func() {
+		d.mu.Lock()
+		rec.done = true
+		d.mu.Unlock()
+	}()
 	if err := d.refusal(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	d.mu.Lock()
-	d.opSeq++
-	d.op, d.opCtx = name, ctx
-	seq := d.opSeq
-	d.mu.Unlock()
-	defer func() {
-		d.mu.Lock()
-		d.op, d.opCtx = "", nil
-		d.mu.Unlock()
-	}()
-	stop := context.AfterFunc(ctx, func() { d.deadlinePassed(seq) })
+	stop := context.AfterFunc(ctx, func() { d.deadlinePassed(rec) })
 	defer stop()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	o := &op{d: d, ctx: ctx}
+	o := &op{d: d, ctx: ctx, rec: rec, devs: devs}
 	defer o.release()
 	return f(o)
+}
+
+// holds reports whether o holds device i's semaphore.
+func (o *op) holds(i int) bool {
+	return slices.Contains(o.devs, i)
 }
 
 // cu makes one driver call, unless the operation's deadline has passed.
@@ -285,20 +369,20 @@ func (o *op) cu(call string, f func() C.CUresult) error {
 // cleanup makes one driver call even after the deadline (frees and
 // releases); a call that then hangs still poisons the driver.
 func (o *op) cleanup(call string, f func() C.CUresult) error {
-	d := o.d
+	d, r := o.d, o.rec
 	d.mu.Lock()
 	if d.poisoned != nil {
 		d.mu.Unlock()
 		return d.poisoned
 	}
-	d.call, d.since = call, time.Now()
+	r.call, r.since = call, time.Now()
 	d.mu.Unlock()
-	r := f()
+	res := f()
 	d.mu.Lock()
-	d.call = ""
+	r.call = ""
 	d.mu.Unlock()
-	if r != 0 {
-		return d.cuError(call, r)
+	if res != 0 {
+		return d.cuError(call, res)
 	}
 	return nil
 }
@@ -324,6 +408,9 @@ func (o *op) release() {
 func (o *op) use(i int) (*device, error) {
 	if i < 0 || i >= len(o.d.devs) {
 		return nil, fmt.Errorf("cuda: no device %d (%d visible)", i, len(o.d.devs))
+	}
+	if !o.holds(i) {
+		return nil, fmt.Errorf("cuda: %s does not hold device %d", o.rec.name, i) // a bug of this package
 	}
 	a := o.d.api.p
 	dv := &o.d.devs[i]
@@ -462,7 +549,7 @@ func (d *Driver) copyHost(ctx context.Context, name string, dev int, bytes int64
 		return 0, err
 	}
 	var took time.Duration
-	err := d.run(ctx, name, func(o *op) error {
+	err := d.run(ctx, name, []int{dev}, func(o *op) error {
 		dv, err := o.use(dev)
 		if err != nil {
 			return err
@@ -511,7 +598,7 @@ func (d *Driver) CopyDeviceToDevice(ctx context.Context, dev int, bytes int64, i
 		return 0, err
 	}
 	var took time.Duration
-	err := d.run(ctx, fmt.Sprintf("CopyDeviceToDevice GPU %d", dev), func(o *op) error {
+	err := d.run(ctx, fmt.Sprintf("CopyDeviceToDevice GPU %d", dev), []int{dev}, func(o *op) error {
 		dv, err := o.use(dev)
 		if err != nil {
 			return err
@@ -543,27 +630,13 @@ func (d *Driver) CopyDeviceToDevice(ctx context.Context, dev int, bytes int64, i
 // memory directly.
 func (d *Driver) CanAccessPeer(ctx context.Context, src, dst int) (bool, error) {
 	var can C.int
-	err := d.run(ctx, fmt.Sprintf("CanAccessPeer GPU %d → GPU %d", src, dst), func(o *op) error {
-		if err := o.pair(src, dst); err != nil {
-			return err
-		}
+	err := d.run(ctx, fmt.Sprintf("CanAccessPeer GPU %d → GPU %d", src, dst), []int{src, dst}, func(o *op) error {
 		a := d.api.p
 		return o.cu("cuDeviceCanAccessPeer", func() C.CUresult {
 			return C.gp_cuDeviceCanAccessPeer(a, &can, d.devs[src].cu, d.devs[dst].cu)
 		})
 	})
 	return can != 0, err
-}
-
-func (o *op) pair(src, dst int) error {
-	n := len(o.d.devs)
-	if src < 0 || src >= n || dst < 0 || dst >= n {
-		return fmt.Errorf("cuda: no device pair %d → %d (%d visible)", src, dst, n)
-	}
-	if src == dst {
-		return fmt.Errorf("cuda: a peer copy needs two devices, not %d twice", src)
-	}
-	return nil
 }
 
 // enablePeer lets from's context (current) reach to's memory, once.
@@ -594,10 +667,7 @@ func (d *Driver) CopyPeer(ctx context.Context, src, dst int, bytes int64, iters 
 		return 0, err
 	}
 	var took time.Duration
-	err := d.run(ctx, fmt.Sprintf("CopyPeer GPU %d → GPU %d", src, dst), func(o *op) error {
-		if err := o.pair(src, dst); err != nil {
-			return err
-		}
+	err := d.run(ctx, fmt.Sprintf("CopyPeer GPU %d → GPU %d", src, dst), []int{src, dst}, func(o *op) error {
 		a := d.api.p
 		// Each direction of access is asked for and enabled on its own.
 		var can, back C.int
@@ -673,7 +743,7 @@ func (d *Driver) Compute(ctx context.Context, dev int, want time.Duration) (floa
 	}
 	var flops float64
 	var took time.Duration
-	err := d.run(ctx, fmt.Sprintf("Compute GPU %d", dev), func(o *op) error {
+	err := d.run(ctx, fmt.Sprintf("Compute GPU %d", dev), []int{dev}, func(o *op) error {
 		dv, err := o.use(dev)
 		if err != nil {
 			return err
@@ -790,7 +860,7 @@ func (d *Driver) MemPattern(ctx context.Context, dev int, bytes int64) (int64, e
 		return 0, fmt.Errorf("cuda: a pattern over %d bytes: at least 4 are needed", bytes)
 	}
 	var mismatches int64
-	err := d.run(ctx, fmt.Sprintf("MemPattern GPU %d", dev), func(o *op) error {
+	err := d.run(ctx, fmt.Sprintf("MemPattern GPU %d", dev), []int{dev}, func(o *op) error {
 		dv, err := o.use(dev)
 		if err != nil {
 			return err
@@ -858,18 +928,53 @@ func (d *Driver) Close() error {
 	if poisoned != nil {
 		return fmt.Errorf("cuda: nothing released: %w", poisoned)
 	}
-	select {
-	case d.sem <- struct{}{}:
-	default:
-		d.mu.Lock()
-		busy := d.op
-		d.mu.Unlock()
-		return fmt.Errorf("cuda: nothing released: %s is still in progress", busy)
+	// Every device, in ascending order as an operation takes them; one in
+	// use leaves everything as it is.
+	rec := &opRec{name: "Close", ctx: context.Background()}
+	all := make([]int, len(d.devs))
+	for i := range all {
+		all[i] = i
 	}
-	defer func() { <-d.sem }()
+	var held []int
+	release := func() {
+		d.mu.Lock()
+		for _, i := range held {
+			d.holder[i] = nil
+		}
+		rec.done = true
+		d.mu.Unlock()
+		for _, i := range held {
+			<-d.sems[i]
+		}
+	}
+	for _, i := range all {
+		select {
+		case d.sems[i] <- struct{}{}:
+			d.mu.Lock()
+			d.holder[i] = rec
+			d.mu.Unlock()
+			held = append(held, i)
+		default:
+			d.mu.Lock()
+			busy := "an operation"
+			if h := d.holder[i]; h != nil {
+				busy = h.name
+			}
+			d.mu.Unlock()
+			release()
+			return fmt.Errorf("cuda: nothing released: %s is still in progress on GPU %d", busy, i)
+		}
+	}
+	defer release()
+	if err := d.refusal(); err != nil { // closed or poisoned meanwhile
+		if d.Poisoned() != nil {
+			return fmt.Errorf("cuda: nothing released: %w", err)
+		}
+		return nil
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	o := &op{d: d, ctx: context.Background()}
+	o := &op{d: d, ctx: context.Background(), rec: rec, devs: all}
 	a := d.api.p
 	var errs []error
 	for i := range d.devs {

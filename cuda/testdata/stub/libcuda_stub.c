@@ -7,17 +7,26 @@
 // kernels or with other parameters), and runs the kernels as C on host
 // memory. Device memory is malloc'd; event times come from clock_gettime.
 //
+// package cuda calls it from several threads at once (operations on
+// different devices run concurrently), so its tables are guarded by one
+// mutex, held only for table look-ups and updates: a copy, a kernel or an
+// injected sleep runs outside it, and calls on two devices overlap.
+//
 // Switches, read from its own environment at each call (tests only):
 //   STUB_CUDA_DEVICES=N          devices reported (default 2, at most 8)
 //   STUB_CUDA_FAIL=call=code,... the named entry points return that CUresult
 //   STUB_CUDA_HANG=call=ms       the named entry point sleeps ms first
+//   (in both, call@N=... applies only while device N's context is current)
 //   STUB_CUDA_STUCK=N            N words of every pattern buffer have bit 0
 //                                stuck at 0 (a pattern and its complement
 //                                then miscompare N times in all)
 //   STUB_CUDA_NOPEER=1           cuDeviceCanAccessPeer says no
 //   STUB_CUDA_BADFMA=1           fma_loop computes one too many
-//   STUB_CUDA_LOG=path           one line per call appended to path
+//   STUB_CUDA_LOG=path           one line per call appended to path; an
+//                                fma_loop launch's line ends with its
+//                                device and CLOCK_MONOTONIC start and end
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -84,33 +93,45 @@ struct alloc {
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int initialized;
+static pthread_mutex_t logmu = PTHREAD_MUTEX_INITIALIZER;
+static int initialized; // atomic
 static struct stub_ctx ctxs[MAXDEV];
 static struct stub_mod mods[MAXMOD];
 static struct stub_func funcs[MAXMOD][3];
 static struct stub_event events[MAXEVENT];
 static struct alloc allocs[MAXALLOC];
-static __thread CUcontext current;
 
 static const char *kernel_names[3] = {"fma_loop", "pattern_write", "pattern_check"};
 // The parameter types each kernel must declare, in order.
 static const char *kernel_params[3] = {"u64,u32,f32,f32", "u64,u64,u32", "u64,u64,u32,u64"};
 
+// logf_ appends one line to STUB_CUDA_LOG with one write, under logmu:
+// lines from calls on several threads never interleave.
 static void logf_(const char *fmt, ...) {
 	const char *path = getenv("STUB_CUDA_LOG");
 	if (path == NULL || *path == 0) {
 		return;
 	}
-	FILE *f = fopen(path, "a");
-	if (f == NULL) {
-		return;
-	}
+	char line[512];
 	va_list ap;
 	va_start(ap, fmt);
-	vfprintf(f, fmt, ap);
+	int n = vsnprintf(line, sizeof line - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', f);
-	fclose(f);
+	if (n < 0) {
+		return;
+	}
+	if ((size_t)n > sizeof line - 2) {
+		n = sizeof line - 2;
+	}
+	line[n++] = '\n';
+	pthread_mutex_lock(&logmu);
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		ssize_t w = write(fd, line, n);
+		(void)w;
+		close(fd);
+	}
+	pthread_mutex_unlock(&logmu);
 }
 
 // lookup finds name's value in a "name=value,name=value" switch.
@@ -134,15 +155,32 @@ static long envnum(const char *env, long none) {
 	return s != NULL && *s ? strtol(s, NULL, 10) : none;
 }
 
+static __thread CUcontext current;
+
+// lookup_dev is lookup of "call@N" (N: the device whose context is current
+// on this thread), then of call.
+static long lookup_dev(const char *env, const char *call) {
+	if (current != NULL) {
+		char key[96];
+		snprintf(key, sizeof key, "%s@%d", call, current->dev);
+		long v = lookup(env, key, 0);
+		if (v != 0) {
+			return v;
+		}
+	}
+	return lookup(env, call, 0);
+}
+
 // enter sleeps where STUB_CUDA_HANG says and returns the CUresult
 // STUB_CUDA_FAIL injects for this call (0: none).
 static CUresult enter(const char *call) {
-	long ms = lookup("STUB_CUDA_HANG", call, 0);
+	long ms = lookup_dev("STUB_CUDA_HANG", call);
 	if (ms > 0) {
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-		nanosleep(&ts, NULL);
+		while (nanosleep(&ts, &ts) != 0) {
+		}
 	}
-	return (CUresult)lookup("STUB_CUDA_FAIL", call, 0);
+	return (CUresult)lookup_dev("STUB_CUDA_FAIL", call);
 }
 
 #define ENTER(name)                    \
@@ -155,12 +193,19 @@ static CUresult enter(const char *call) {
 	} while (0)
 
 #define NEED_INIT() \
-	do { if (!initialized) return NOT_INITIALIZED; } while (0)
+	do { if (!__atomic_load_n(&initialized, __ATOMIC_ACQUIRE)) return NOT_INITIALIZED; } while (0)
 #define NEED_CTX() \
 	do { NEED_INIT(); if (!live_ctx(current)) return INVALID_CONTEXT; } while (0)
 
-static int live_ctx(CUcontext c) {
+static int live_ctx_locked(CUcontext c) {
 	return c != NULL && c >= &ctxs[0] && c < &ctxs[MAXDEV] && c->retained > 0;
+}
+
+static int live_ctx(CUcontext c) {
+	pthread_mutex_lock(&mu);
+	int ok = live_ctx_locked(c);
+	pthread_mutex_unlock(&mu);
+	return ok;
 }
 
 static int ndev(void) {
@@ -233,7 +278,7 @@ CUresult cuInit(unsigned int flags) {
 	if (ndev() == 0) {
 		return NO_DEVICE;
 	}
-	initialized = 1;
+	__atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
 	return SUCCESS;
 }
 
@@ -371,13 +416,16 @@ CUresult cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
 	if (envnum("STUB_CUDA_NOPEER", 0) != 0) {
 		return PEER_ACCESS_UNSUPPORTED;
 	}
-	if (current->peer[peer->dev]) {
+	pthread_mutex_lock(&mu);
+	int already = current->peer[peer->dev];
+	current->peer[peer->dev] = 1;
+	pthread_mutex_unlock(&mu);
+	if (already) {
 		// Peer access lives as long as the primary context: another driver
 		// in this process may have enabled it.
 		logf_("cuCtxEnablePeerAccess dev=%d peer=%d already", current->dev, peer->dev);
 		return PEER_ACCESS_ALREADY_ENABLED;
 	}
-	current->peer[peer->dev] = 1;
 	logf_("cuCtxEnablePeerAccess dev=%d peer=%d", current->dev, peer->dev);
 	return SUCCESS;
 }
@@ -480,7 +528,9 @@ CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontex
 		return INVALID_VALUE;
 	}
 	memcpy((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+	pthread_mutex_lock(&mu);
 	int direct = sctx->peer[dctx->dev] && envnum("STUB_CUDA_NOPEER", 0) == 0;
+	pthread_mutex_unlock(&mu);
 	logf_("cuMemcpyPeer bytes=%zu from=%d to=%d direct=%d", n, sctx->dev, dctx->dev, direct);
 	return SUCCESS;
 }
@@ -585,10 +635,13 @@ CUresult cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned int n, int 
 CUresult cuModuleUnload(CUmodule m) {
 	ENTER("cuModuleUnload");
 	NEED_INIT();
+	pthread_mutex_lock(&mu);
 	if (m == NULL || m < &mods[0] || m >= &mods[MAXMOD] || !m->used) {
+		pthread_mutex_unlock(&mu);
 		return INVALID_HANDLE;
 	}
 	m->used = 0;
+	pthread_mutex_unlock(&mu);
 	logf_("cuModuleUnload mod=%p", (void *)m);
 	return SUCCESS;
 }
@@ -596,7 +649,9 @@ CUresult cuModuleUnload(CUmodule m) {
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
 	ENTER("cuModuleGetFunction");
 	NEED_CTX();
+	pthread_mutex_lock(&mu);
 	if (m == NULL || m < &mods[0] || m >= &mods[MAXMOD] || !m->used) {
+		pthread_mutex_unlock(&mu);
 		return INVALID_HANDLE;
 	}
 	for (int k = 0; k < 3; k++) {
@@ -605,9 +660,11 @@ CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
 			fn->mod = m;
 			fn->kind = k;
 			*f = fn;
+			pthread_mutex_unlock(&mu);
 			return SUCCESS;
 		}
 	}
+	pthread_mutex_unlock(&mu);
 	return NOT_FOUND;
 }
 
@@ -678,23 +735,31 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
 		void **params, void **extra) {
 	ENTER("cuLaunchKernel");
 	NEED_CTX();
-	if (f == NULL || f->mod == NULL || !f->mod->used) {
+	pthread_mutex_lock(&mu);
+	int live = f != NULL && f->mod != NULL && f->mod->used;
+	int mine = live && f->mod->ctx == current;
+	int kind = live ? f->kind : 0;
+	pthread_mutex_unlock(&mu);
+	if (!live) {
 		return INVALID_HANDLE;
 	}
-	if (f->mod->ctx != current) {
+	if (!mine) {
 		return INVALID_CONTEXT;
 	}
 	if (gx == 0 || gy != 1 || gz != 1 || bx == 0 || bx > 1024 || by != 1 || bz != 1 || shm != 0 || s != NULL ||
 			params == NULL || extra != NULL) {
 		return INVALID_VALUE;
 	}
-	logf_("cuLaunchKernel %s grid=%u block=%u", kernel_names[f->kind], gx, bx);
-	switch (f->kind) {
-	case 0:
-		return run_fma((unsigned long long)gx * bx, params);
-	default:
-		return run_pattern(f->kind == 2, params);
+	if (kind != 0) {
+		logf_("cuLaunchKernel %s grid=%u block=%u", kernel_names[kind], gx, bx);
+		return run_pattern(kind == 2, params);
 	}
+	// The kernel runs on the calling thread: its start and end are when
+	// this device computed, for tests of devices computing at once.
+	double start = now();
+	CUresult r = run_fma((unsigned long long)gx * bx, params);
+	logf_("cuLaunchKernel %s grid=%u block=%u dev=%d start=%.6f end=%.6f", kernel_names[kind], gx, bx, current->dev, start, now());
+	return r;
 }
 
 CUresult cuEventCreate(CUevent *e, unsigned int flags) {
@@ -717,44 +782,56 @@ CUresult cuEventCreate(CUevent *e, unsigned int flags) {
 	return 2;
 }
 
-static int live_event(CUevent e) {
+static int live_event_locked(CUevent e) {
 	return e != NULL && e >= &events[0] && e < &events[MAXEVENT] && e->used;
 }
 
 CUresult cuEventRecord(CUevent e, CUstream s) {
 	ENTER("cuEventRecord");
 	NEED_CTX();
-	if (!live_event(e) || s != NULL || e->ctx != current) {
+	pthread_mutex_lock(&mu);
+	if (!live_event_locked(e) || s != NULL || e->ctx != current) {
+		pthread_mutex_unlock(&mu);
 		return INVALID_HANDLE;
 	}
 	e->recorded = 1;
 	e->t = now();
+	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
 
 CUresult cuEventSynchronize(CUevent e) {
 	ENTER("cuEventSynchronize");
 	NEED_INIT();
-	return live_event(e) ? SUCCESS : INVALID_HANDLE;
+	pthread_mutex_lock(&mu);
+	int ok = live_event_locked(e);
+	pthread_mutex_unlock(&mu);
+	return ok ? SUCCESS : INVALID_HANDLE;
 }
 
 CUresult cuEventElapsedTime(float *ms, CUevent start, CUevent end) {
 	ENTER("cuEventElapsedTime");
 	NEED_INIT();
-	if (!live_event(start) || !live_event(end) || !start->recorded || !end->recorded || start->ctx != end->ctx) {
+	pthread_mutex_lock(&mu);
+	if (!live_event_locked(start) || !live_event_locked(end) || !start->recorded || !end->recorded || start->ctx != end->ctx) {
+		pthread_mutex_unlock(&mu);
 		return INVALID_HANDLE;
 	}
 	*ms = (float)((end->t - start->t) * 1e3);
+	pthread_mutex_unlock(&mu);
 	return SUCCESS;
 }
 
 CUresult cuEventDestroy_v2(CUevent e) {
 	ENTER("cuEventDestroy_v2");
 	NEED_INIT();
-	if (!live_event(e)) {
+	pthread_mutex_lock(&mu);
+	if (!live_event_locked(e)) {
+		pthread_mutex_unlock(&mu);
 		return INVALID_HANDLE;
 	}
 	e->used = 0;
+	pthread_mutex_unlock(&mu);
 	logf_("cuEventDestroy_v2 ev=%p", (void *)e);
 	return SUCCESS;
 }
