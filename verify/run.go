@@ -190,7 +190,7 @@ func Run(ctx context.Context, drv Driver, opts Options) *state.Verify {
 }
 
 func (r *run) measure(ctx context.Context) {
-	devs, err := call(r, ctx, "cuda", "cuDeviceGet (Devices)", 0, func() ([]Device, error) { return r.drv.Devices(ctx) })
+	devs, err := call(r, ctx, "cuda", "cuDeviceGet (Devices)", 0, func(ctx context.Context) ([]Device, error) { return r.drv.Devices(ctx) })
 	if err != nil {
 		r.v.Error = err.Error()
 		return
@@ -253,12 +253,18 @@ func (r *run) stopped() bool {
 // call runs one driver call under the deadline: the time asked of the
 // device plus CallTimeout. A call that does not answer marks the run hung:
 // its error names the call and the GPU, and nothing is called after it.
-func call[T any](r *run, ctx context.Context, source, what string, device time.Duration, f func() (T, error)) (T, error) {
+func call[T any](r *run, ctx context.Context, source, what string, device time.Duration, f func(context.Context) (T, error)) (T, error) {
 	var zero T
 	if r.stopped() {
 		return zero, fmt.Errorf("%s: not called: an earlier call hung", what)
 	}
-	v, err := deadline.DoIn(r.reg, ctx, source, device+r.opts.CallTimeout, f)
+	// The driver gets the call's own deadline, the same as deadline.DoIn's
+	// bound: a driver that tracks its calls (package cuda) then knows the
+	// moment one overstays, and refuses every call after it.
+	timeout := device + r.opts.CallTimeout
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	v, err := deadline.DoIn(r.reg, ctx, source, timeout, func() (T, error) { return f(cctx) })
 	if err != nil {
 		if errors.Is(err, deadline.ErrTimeout) || errors.Is(err, deadline.ErrBusy) {
 			r.mu.Lock()
@@ -266,6 +272,11 @@ func call[T any](r *run, ctx context.Context, source, what string, device time.D
 			r.hung = true
 			r.mu.Unlock()
 			err = fmt.Errorf("%s: %w: %w", what, errHung, err)
+			if p, ok := r.drv.(interface{ Poisoned() error }); ok {
+				if perr := p.Poisoned(); perr != nil {
+					err = fmt.Errorf("%w (the driver: %v)", err, perr)
+				}
+			}
 			if first {
 				r.mu.Lock()
 				r.v.Error = err.Error() + "; the driver was not called again"
@@ -316,12 +327,12 @@ func (r *run) copyOnce(ctx context.Context, t target, kind, api string, f copyFu
 	m := state.Measurement{Kind: kind, GPU: t.index, Peer: -1, Bytes: bytes, Iterations: iters, Unit: "GB/s"}
 	what := api + " on " + t.label()
 	src := "cuda:" + t.dev.PCIBusID
-	if _, err := call(r, ctx, src, what, 0, func() (time.Duration, error) { return f(ctx, t.dev.Ordinal, bytes, 1) }); err != nil {
+	if _, err := call(r, ctx, src, what, 0, func(ctx context.Context) (time.Duration, error) { return f(ctx, t.dev.Ordinal, bytes, 1) }); err != nil {
 		m.Error = err.Error()
 		r.add(m)
 		return
 	}
-	took, err := call(r, ctx, src, what, 0, func() (time.Duration, error) { return f(ctx, t.dev.Ordinal, bytes, iters) })
+	took, err := call(r, ctx, src, what, 0, func(ctx context.Context) (time.Duration, error) { return f(ctx, t.dev.Ordinal, bytes, iters) })
 	if err != nil {
 		m.Error = err.Error()
 	} else {
@@ -373,7 +384,7 @@ func (r *run) peer(ctx context.Context, a, b target) {
 	m := state.Measurement{Kind: state.MeasurePeer, GPU: a.index, Peer: b.index, Bytes: bytes, Iterations: r.plan.PeerIters, Unit: "GB/s"}
 	pair := fmt.Sprintf("%s → %s", a.label(), b.label())
 	src := "cuda:" + a.dev.PCIBusID
-	can, err := call(r, ctx, src, "cuDeviceCanAccessPeer on "+pair, 0, func() (bool, error) { return r.drv.CanAccessPeer(ctx, a.dev.Ordinal, b.dev.Ordinal) })
+	can, err := call(r, ctx, src, "cuDeviceCanAccessPeer on "+pair, 0, func(ctx context.Context) (bool, error) { return r.drv.CanAccessPeer(ctx, a.dev.Ordinal, b.dev.Ordinal) })
 	if err != nil {
 		m.Error = err.Error()
 		r.add(m)
@@ -384,8 +395,8 @@ func (r *run) peer(ctx context.Context, a, b target) {
 		m.Path = "p2p-unsupported"
 	}
 	what := "cuMemcpyPeer on " + pair
-	f := func(iters int) func() (time.Duration, error) {
-		return func() (time.Duration, error) {
+	f := func(iters int) func(context.Context) (time.Duration, error) {
+		return func(ctx context.Context) (time.Duration, error) {
 			return r.drv.CopyPeer(ctx, a.dev.Ordinal, b.dev.Ordinal, bytes, iters)
 		}
 	}
@@ -431,7 +442,7 @@ func (r *run) compute(ctx context.Context) {
 				flops float64
 				took  time.Duration
 			}
-			out, err := call(r, ctx, "cuda:"+t.dev.PCIBusID, "cuLaunchKernel (FMA load) on "+t.label(), d, func() (res, error) {
+			out, err := call(r, ctx, "cuda:"+t.dev.PCIBusID, "cuLaunchKernel (FMA load) on "+t.label(), d, func(ctx context.Context) (res, error) {
 				f, took, err := r.drv.Compute(ctx, t.dev.Ordinal, d)
 				return res{f, took}, err
 			})
@@ -474,7 +485,7 @@ func (r *run) memTest(ctx context.Context) {
 			defer wg.Done()
 			b := r.fit(t.dev, r.plan.MemTestBytes, 1)
 			m := state.Measurement{Kind: state.MeasureMemTest, GPU: t.index, Peer: -1, Bytes: b, Iterations: 1, Unit: "mismatches"}
-			n, err := call(r, ctx, "cuda:"+t.dev.PCIBusID, "memory pattern test (cuLaunchKernel) on "+t.label(), 0, func() (int64, error) {
+			n, err := call(r, ctx, "cuda:"+t.dev.PCIBusID, "memory pattern test (cuLaunchKernel) on "+t.label(), 0, func(ctx context.Context) (int64, error) {
 				return r.drv.MemPattern(ctx, t.dev.Ordinal, b)
 			})
 			if err != nil {
