@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -114,4 +115,32 @@ func FuzzReadLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// What the rows hold is bounded, all inputs together: a budget spent is an
+// error naming the input and the limit, not memory without end.
+func TestReadBudgetSpent(t *testing.T) {
+	b := NewBudget()
+	b.Left = 4 << 10
+	one := doc("n1", check.Fail, check.Result{ID: "gpu.ecc", Status: check.Fail, Summary: strings.Repeat("s", 500)})
+	if _, _, err := ReadBudget(strings.NewReader(one), "a.json", b); err != nil {
+		t.Fatalf("first input within the budget: %v", err)
+	}
+	_, _, err := ReadBudget(strings.NewReader(strings.Repeat(one, 20)), "b.json", b)
+	if err == nil || !strings.Contains(err.Error(), "b.json: over the size limit") || !strings.Contains(err.Error(), "128 MiB") {
+		t.Fatalf("got %v, want the budget spent on b.json", err)
+	}
+}
+
+// Reports arrive a line at a time (a pipe from srun): each is decoded as
+// it completes, whatever the read sizes, with the same rows as at once.
+func TestReadOneByteAtATime(t *testing.T) {
+	a := doc("n1", check.Pass, check.Result{ID: "gpu.ecc", Status: check.Pass})
+	bad := doc("n2", check.Fail, check.Result{ID: "gpu.ecc", Status: check.Fail, Summary: "GPU 3"})
+	in := a + bad[:len(bad)/2] + "\n" + bad + "0: " + strings.ReplaceAll(strings.TrimSpace(a), "\n", "\n0: ") + "\n"
+	rows, problems, err := Read(iotest.OneByteReader(strings.NewReader(in)), "in")
+	if err != nil || len(rows) != 3 || len(problems) != 1 || rows[0].Name != "n1" || rows[1].Name != "n2" || rows[2].Name != "n1 [0]" ||
+		!strings.Contains(problems[0], "in: unreadable report #2") {
+		t.Fatalf("rows %+v, problems %q, err %v", rows, problems, err)
+	}
 }
