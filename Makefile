@@ -113,8 +113,10 @@ bench-check:
 
 # 1,000 collection cycles and 100,000 scrapes: heap growth and CPU per cycle
 # in one process (BenchmarkDaemonSteadiness), the real daemon's resident set
-# (BenchmarkDaemonProcessRSS), and a scrape storm of 100 clients x 500
-# scrapes with its p99 (BenchmarkScrapeStorm).
+# and its anonymous memory from /proc/PID/smaps_rollup (BenchmarkDaemonProcessRSS;
+# GPUPROBE_BENCH_CYCLES=10000 for the footprint goal's 10,000 cycles), and a
+# scrape storm of 100 keep-alive clients x 500 gzip scrapes with its p99
+# (BenchmarkScrapeStorm).
 bench-serve:
 	$(GO) test -run '^$$' -bench 'BenchmarkDaemonSteadiness|BenchmarkDaemonProcessRSS|BenchmarkScrapeStorm' -benchtime 1x -timeout 40m ./cmd/gpuprobe
 
