@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # attack-serve.sh: the daemon under the three floods of issue 32, on
-# loopback only, bounded (~30 s): `gpuprobe serve --simulate dgx-h100` on a
+# loopback only, bounded (~27 s): `gpuprobe serve --simulate dgx-h100` on a
 # free 127.0.0.1 port, then tools/attackserve runs 2,000 idle keep-alive
 # clients, 2,000 concurrent scrapers and 300 slowloris clients (from
 # 127.0.0.2 and up), one flood at a time, while a probe scrapes /metrics on
@@ -38,6 +38,10 @@ if timeout 60 "$W/attackserve" -addr "127.0.0.1:$PORT" -pid "$DPID" | while IFS=
 else
   fail "a probe scrape failed or was too slow under a flood (lines above)"
 fi
-kill -0 "$DPID" 2>/dev/null && pass "the daemon is still running" || fail "the daemon died under the floods"
+if kill -0 "$DPID" 2>/dev/null; then
+  pass "the daemon is still running"
+else
+  fail "the daemon died under the floods"
+fi
 log "done: $FAILS failure(s)"
 [ "$FAILS" -eq 0 ]
