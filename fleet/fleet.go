@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -67,7 +66,28 @@ func (t *interned) id(s string) (uint32, int) {
 	return i, len(s) + 48 // the string, the map entry and the list's slot
 }
 
-var labelRe = regexp.MustCompile(`^\s*(\d+): ?(.*)$`)
+// splitLabel splits srun --label's "12: " off a line: what the regular
+// expression ^\s*(\d+): ?(.*)$ matches (leading spaces, tabs, CR, FF; ASCII
+// digits; a colon; one optional space), without running a regular
+// expression over lines of up to 16 MiB.
+func splitLabel(raw []byte) (label, rest []byte, ok bool) {
+	i := 0
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\f' || raw[i] == '\r') {
+		i++
+	}
+	j := i
+	for j < len(raw) && raw[j] >= '0' && raw[j] <= '9' {
+		j++
+	}
+	if j == i || j == len(raw) || raw[j] != ':' {
+		return nil, nil, false
+	}
+	k := j + 1
+	if k < len(raw) && raw[k] == ' ' {
+		k++
+	}
+	return raw[i:j], raw[k:], true
+}
 
 // Bounds of one summarize. The input itself is not bounded: it is read a
 // line at a time and decoded a report at a time, and only each report's row
@@ -195,8 +215,8 @@ func ReadBudget(r io.Reader, name string, b *Budget) ([]Row, []string, error) {
 			continue
 		}
 		line, label := raw, ""
-		if m := labelRe.FindSubmatchIndex(raw); m != nil {
-			label, line = string(raw[m[2]:m[3]]), raw[m[4]:m[5]]
+		if l, rest, ok := splitLabel(raw); ok {
+			label, line = string(l), rest
 		}
 		t, ok := tasks[label]
 		if !ok {

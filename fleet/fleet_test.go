@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -143,4 +146,49 @@ func TestReadOneByteAtATime(t *testing.T) {
 		!strings.Contains(problems[0], "in: unreadable report #2") {
 		t.Fatalf("rows %+v, problems %q, err %v", rows, problems, err)
 	}
+}
+
+// srun tasks each with a report open at once are bounded together: five
+// tasks with 14 MiB open each (each under the 16 MiB report limit) are an
+// error naming the input and the limit, not 70 MiB held.
+func TestReadPendingBounded(t *testing.T) {
+	line := `"` + strings.Repeat("x", 1<<20) + `",`
+	pr, pw := io.Pipe()
+	go func() {
+		for task := 0; task < 5; task++ {
+			fmt.Fprintf(pw, "%d: {\"schema_version\": 1, \"x\": [\n", task)
+		}
+		for i := 0; i < 14; i++ {
+			for task := 0; task < 5; task++ {
+				if _, err := fmt.Fprintf(pw, "%d: %s\n", task, line); err != nil {
+					return
+				}
+			}
+		}
+		pw.Close()
+	}()
+	_, _, err := Read(pr, "srun.out")
+	pr.Close()
+	if err == nil || !strings.Contains(err.Error(), "srun.out: over the size limit: more than 64 MiB of unfinished reports at once (5 tasks)") {
+		t.Fatalf("got %v, want the pending limit named", err)
+	}
+}
+
+// splitLabel is the regular expression it replaced, without its cost on
+// long lines.
+func FuzzSplitLabel(f *testing.F) {
+	re := regexp.MustCompile(`^\s*(\d+): ?(.*)$`)
+	for _, s := range []string{"0: {", " 12:x", "\t3:  y", "a: b", "12", "12:", ": x", "\r\f\n7: z", "1 : x", "٣: x", "1:\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.Contains(s, "\n") {
+			return // lines never hold one
+		}
+		label, rest, ok := splitLabel([]byte(s))
+		m := re.FindStringSubmatch(s)
+		if ok != (m != nil) || ok && (string(label) != m[1] || string(rest) != m[2]) {
+			t.Fatalf("%q: splitLabel %q %q %v, regexp %q", s, label, rest, ok, m)
+		}
+	})
 }
