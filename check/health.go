@@ -249,6 +249,7 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 	idleReduced := 0
 	noUptime := 0 // replay counters read, but no time to make them a rate
 	linkRead := 0
+	unreadable := 0 // links whose width or generation is not a real value
 	uptime := 0.0
 	if n.Kernel != nil {
 		uptime = n.Kernel.UptimeSeconds
@@ -267,7 +268,17 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 		// event). A process holding a context on an idle GPU is not work.
 		idle, known := gpuIdle(g)
 		reduced := p.CurrentWidth < p.MaxWidth || p.CurrentGen < p.MaxGen
+		// A link has at least one lane and generation 1: zero or less is a
+		// value that was not read (a snapshot with width -16 or 0 passed as
+		// "idle at a reduced link", issue 32), so it is said, never judged
+		// healthy.
+		unread := p.CurrentWidth <= 0 || p.MaxWidth <= 0 || p.CurrentGen <= 0 || p.MaxGen <= 0
 		switch {
+		case unread:
+			unreadable++
+			v.add(Warn, g, "read the link with lspci -vv (LnkSta, LnkCap) or nvidia-smi -q; reseat the GPU if the link is down",
+				fmt.Sprintf("PCIe link state could not be read (Gen%d of Gen%d, x%d of x%d): not judged", p.CurrentGen, p.MaxGen, p.CurrentWidth, p.MaxWidth))
+			ok = false
 		case !reduced:
 		case idle:
 			idleReduced++
@@ -317,7 +328,7 @@ func checkPCIeLink(n *state.Node, cfg *Config) Result {
 			v.add(Pass, g, "", "")
 		}
 	}
-	summary := fmt.Sprintf("PCIe links at full width on %d GPUs", linkRead-unjudged-idleReduced)
+	summary := fmt.Sprintf("PCIe links at full width on %d GPUs", linkRead-unjudged-idleReduced-unreadable)
 	if idleReduced > 0 {
 		// Said, not judged: an idle A10G at Gen1 x8 of Gen4 x16 is what a
 		// healthy one shows (nvsmi/testdata/telegraf_a10g_515.105.01_nvidia-smi-q-x.xml).

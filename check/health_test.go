@@ -228,6 +228,18 @@ func TestPCIeLink(t *testing.T) {
 			n.NVML.GPUs[0].PCIe.CurrentGen = 3
 			n.NVML.GPUs[0].ClockEvents.Reasons = nil
 		}), status: Warn, summary: "PCIe Gen3 of Gen5 while busy", devices: []int{0}},
+		// Issue 32: a width of -16 or 0 in a snapshot passed as "idle at a
+		// reduced link", and a max width of 0 as "full width".
+		{name: "negative width is not read, not idle", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].PCIe.CurrentWidth = -16 }),
+			status: Warn, summary: "PCIe link state could not be read (Gen5 of Gen5, x-16 of x16)", devices: []int{1}},
+		{name: "zero width is not read", node: healthy(func(n *state.Node) { n.NVML.GPUs[1].PCIe.CurrentWidth = 0 }),
+			status: Warn, summary: "could not be read (Gen5 of Gen5, x0 of x16)", devices: []int{1}},
+		{name: "zero max width is not full width", node: healthy(func(n *state.Node) { n.NVML.GPUs[0].PCIe.MaxWidth = 0 }),
+			status: Warn, summary: "could not be read (Gen5 of Gen5, x16 of x0)", devices: []int{0}},
+		{name: "zero generation is not read", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].PCIe.CurrentGen = 0
+			n.NVML.GPUs[0].ClockEvents.Reasons = nil
+		}), status: Warn, summary: "could not be read (Gen0 of Gen5, x16 of x16)", devices: []int{0}},
 		{name: "replay storm", node: healthy(func(n *state.Node) {
 			n.Kernel = nil
 			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(100000)

@@ -4,8 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -112,6 +116,79 @@ func FuzzReadLine(f *testing.F) {
 			if err != nil {
 				return
 			}
+		}
+	})
+}
+
+// What the rows hold is bounded, all inputs together: a budget spent is an
+// error naming the input and the limit, not memory without end.
+func TestReadBudgetSpent(t *testing.T) {
+	b := NewBudget()
+	b.Left = 4 << 10
+	one := doc("n1", check.Fail, check.Result{ID: "gpu.ecc", Status: check.Fail, Summary: strings.Repeat("s", 500)})
+	if _, _, err := ReadBudget(strings.NewReader(one), "a.json", b); err != nil {
+		t.Fatalf("first input within the budget: %v", err)
+	}
+	_, _, err := ReadBudget(strings.NewReader(strings.Repeat(one, 20)), "b.json", b)
+	if err == nil || !strings.Contains(err.Error(), "b.json: over the size limit") || !strings.Contains(err.Error(), "128 MiB") {
+		t.Fatalf("got %v, want the budget spent on b.json", err)
+	}
+}
+
+// Reports arrive a line at a time (a pipe from srun): each is decoded as
+// it completes, whatever the read sizes, with the same rows as at once.
+func TestReadOneByteAtATime(t *testing.T) {
+	a := doc("n1", check.Pass, check.Result{ID: "gpu.ecc", Status: check.Pass})
+	bad := doc("n2", check.Fail, check.Result{ID: "gpu.ecc", Status: check.Fail, Summary: "GPU 3"})
+	in := a + bad[:len(bad)/2] + "\n" + bad + "0: " + strings.ReplaceAll(strings.TrimSpace(a), "\n", "\n0: ") + "\n"
+	rows, problems, err := Read(iotest.OneByteReader(strings.NewReader(in)), "in")
+	if err != nil || len(rows) != 3 || len(problems) != 1 || rows[0].Name != "n1" || rows[1].Name != "n2" || rows[2].Name != "n1 [0]" ||
+		!strings.Contains(problems[0], "in: unreadable report #2") {
+		t.Fatalf("rows %+v, problems %q, err %v", rows, problems, err)
+	}
+}
+
+// srun tasks each with a report open at once are bounded together: five
+// tasks with 14 MiB open each (each under the 16 MiB report limit) are an
+// error naming the input and the limit, not 70 MiB held.
+func TestReadPendingBounded(t *testing.T) {
+	line := `"` + strings.Repeat("x", 1<<20) + `",`
+	pr, pw := io.Pipe()
+	go func() {
+		for task := 0; task < 5; task++ {
+			fmt.Fprintf(pw, "%d: {\"schema_version\": 1, \"x\": [\n", task)
+		}
+		for i := 0; i < 14; i++ {
+			for task := 0; task < 5; task++ {
+				if _, err := fmt.Fprintf(pw, "%d: %s\n", task, line); err != nil {
+					return
+				}
+			}
+		}
+		pw.Close()
+	}()
+	_, _, err := Read(pr, "srun.out")
+	pr.Close()
+	if err == nil || !strings.Contains(err.Error(), "srun.out: over the size limit: more than 64 MiB of unfinished reports at once (5 tasks)") {
+		t.Fatalf("got %v, want the pending limit named", err)
+	}
+}
+
+// splitLabel is the regular expression it replaced, without its cost on
+// long lines.
+func FuzzSplitLabel(f *testing.F) {
+	re := regexp.MustCompile(`^\s*(\d+): ?(.*)$`)
+	for _, s := range []string{"0: {", " 12:x", "\t3:  y", "a: b", "12", "12:", ": x", "\r\f\n7: z", "1 : x", "٣: x", "1:\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if strings.Contains(s, "\n") {
+			return // lines never hold one
+		}
+		label, rest, ok := splitLabel([]byte(s))
+		m := re.FindStringSubmatch(s)
+		if ok != (m != nil) || ok && (string(label) != m[1] || string(rest) != m[2]) {
+			t.Fatalf("%q: splitLabel %q %q %v, regexp %q", s, label, rest, ok, m)
 		}
 	})
 }

@@ -12,7 +12,7 @@ import (
 // allocation says (each node's perf.hang): the nodes that hold the rank the
 // job waits on, what NCCL's RAS named where a node asked it, and the node
 // whose verdict differs from all the others'. Nothing when no report ran
-// --hang. The summaries were escaped when read (cleanDoc).
+// --hang. The summaries were escaped when read (reader.row).
 func PrintHang(w io.Writer, rows []Row) {
 	type verdict struct {
 		node string
@@ -20,10 +20,8 @@ func PrintHang(w io.Writer, rows []Row) {
 	}
 	var all []verdict
 	for _, r := range rows {
-		for _, res := range r.Doc.Checks {
-			if res.ID == "perf.hang" {
-				all = append(all, verdict{r.Name, res})
-			}
+		if r.hang != nil {
+			all = append(all, verdict{r.Name, *r.hang})
 		}
 	}
 	if len(all) == 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -32,9 +33,19 @@ type Link struct{ Href, Text string }
 // no external asset (a node's port is often reached through an SSH tunnel or
 // from an air-gapped admin network). html/template escapes every piece of
 // text, so nothing a GPU, a log or a user's process put in the state can
-// become markup.
+// become markup. Escaping for HTML leaves control and bidi characters as
+// they are (an ESC, U+202E reversing a process name, U+2066 isolating a
+// fake status): the rendered page goes through safetext, as the text
+// report does, so they show as visible escapes (\u202e). The template's
+// own text holds none of them, so every one met came from the state, and
+// cleaning the whole page covers every field a later change adds.
 func (p *Page) WriteHTML(w io.Writer) error {
-	return pageTmpl.Execute(w, p.view())
+	var b strings.Builder
+	if err := pageTmpl.Execute(&b, p.view()); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, safetext.Lines(b.String()))
+	return err
 }
 
 type pageView struct {

@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"fmt"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +68,42 @@ func TestLandingPageEscapesEverything(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Error("the text itself must still be shown, escaped")
+	}
+}
+
+// Issue 32: the page carried raw ESC and U+202E (HTML-escaped, but not
+// made visible as the text report makes them): a process named with a bidi
+// override read backwards in the browser. Every control and bidi character
+// (U+202A-202E, U+2066-2069, U+200E/F, ESC) is written as a visible escape.
+func TestLandingPageEscapesControlAndBidi(t *testing.T) {
+	// Each character, and the visible escape safetext writes for it.
+	chars := []rune{0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x1b}
+	var raw, visible strings.Builder
+	raw.WriteString("evil")
+	visible.WriteString("evil")
+	for _, r := range chars {
+		raw.WriteString(string(r) + "x")
+		if r < 0x100 {
+			fmt.Fprintf(&visible, `\x%02x`+"x", r)
+		} else {
+			fmt.Fprintf(&visible, `\u%04x`+"x", r)
+		}
+	}
+	evil := raw.String()
+	n := &state.Node{Host: evil, NVML: &state.NVML{Available: true, GPUs: []state.GPU{{Index: 0, Name: evil, PCIBusID: evil}}}}
+	d := New(n, []check.Result{{ID: "gpu.processes", Status: check.Fail, Summary: evil, Remedy: evil, Details: []string{evil, evil},
+		Devices: []check.Device{{Index: 0}}}, {ID: "gpu.ecc", Status: check.Pass, Summary: evil}}, false, 0)
+	d.Simulated, d.SimulateSpec, d.Capture = true, evil, evil
+	var b bytes.Buffer
+	if err := (&Page{Doc: d, Node: n}).WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if i := strings.IndexFunc(html, func(r rune) bool { return slices.Contains(chars, r) }); i >= 0 {
+		t.Errorf("raw %U in the page at byte %d:\n%q", []rune(html[i:])[0], i, html)
+	}
+	if got := strings.Count(html, visible.String()); got < 8 {
+		t.Errorf("the escapes must be visible (%s), found %d times:\n%s", visible.String(), got, html)
 	}
 }
 

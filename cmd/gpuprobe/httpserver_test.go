@@ -260,3 +260,71 @@ func TestSIGTERMLeavesNothingBehind(t *testing.T) {
 		t.Errorf("after SIGTERM (%v) the run left %v in TMPDIR", err, left)
 	}
 }
+
+// Issue 32: --web.config.file on a FIFO hung start-up (the toolkit's
+// os.ReadFile waits for a writer, and SIGTERM could not end it), on
+// /dev/zero it read until Go's fatal out-of-memory. Each is refused at once
+// with an error naming the file, as is a TLS file it names that is not a
+// regular file, and a config over the size limit.
+func TestWebConfigFileBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "web.yml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	certFIFO := filepath.Join(dir, "cert.pem")
+	if err := syscall.Mkfifo(certFIFO, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // let a read still blocked in open(2) (the old code) return
+		for _, p := range []string{fifo, certFIFO} {
+			if f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+				f.Close()
+			}
+		}
+	})
+	tls := filepath.Join(dir, "tls.yml")
+	os.WriteFile(tls, []byte("tls_server_config:\n  cert_file: cert.pem\n  key_file: /dev/zero\n"), 0o600)
+	big := filepath.Join(dir, "big.yml")
+	f, _ := os.Create(big)
+	f.Truncate(2 << 30)
+	f.Close()
+	for _, c := range []struct{ file, want string }{
+		{fifo, "--web.config.file " + fifo + ": not a regular file (a FIFO)"},
+		{"/dev/zero", "--web.config.file /dev/zero: not a regular file (a character device)"},
+		{tls, "--web.config.file " + tls + ": cert_file " + certFIFO + ": not a regular file (a FIFO)"},
+		{big, "--web.config.file " + big + ": over the size limit"},
+	} {
+		code, _, errs := runWithin(t, 20*time.Second, "serve", "--simulate", "dgx-h100", "--web.listen-address", "127.0.0.1:0", "--web.config.file", c.file)
+		if code != exitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("--web.config.file %s: exit %d, stderr %q; want exit 2 and %q", c.file, code, errs, c.want)
+		}
+	}
+}
+
+// Issue 32: 'serve --config FIFO' took the config's own 10 s cap whatever
+// --timeout said. Here the cap is lifted (a read that overstays it): the
+// daemon must give up within its --timeout, naming the config.
+func TestServeConfigReadWithinTimeout(t *testing.T) {
+	old := configReadLimit
+	configReadLimit = time.Hour
+	defer func() { configReadLimit = old }()
+	fifo := filepath.Join(t.TempDir(), "gpuprobe.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}()
+	start := time.Now()
+	code, _, errs := runWithin(t, 20*time.Second, "serve", "--simulate", "dgx-h100", "--web.listen-address", "127.0.0.1:0", "--config", fifo, "--timeout", "1s")
+	if code != exitUsage || !strings.Contains(errs, "--config "+fifo) || !strings.Contains(errs, "FIFO") {
+		t.Errorf("exit %d, stderr %q; want exit 2 naming the config", code, errs)
+	}
+	// The run's own bound is 1 s; 10 s is the old cap this must not reach.
+	if el := time.Since(start); el > 8*time.Second {
+		t.Errorf("took %s with --timeout 1s", el)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -16,11 +17,13 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
+	"gopkg.in/yaml.v3"
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/daemonapi"
 	"github.com/gpuprobe/gpuprobe/exporter"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/jobrecord"
 	"github.com/gpuprobe/gpuprobe/nvml"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -69,7 +72,15 @@ var daemons atomic.Int64
 
 // newDaemon wires collection, judging and the exporter; tests use it without HTTP.
 func (c *cli) newDaemon(f *serveFlags) (*exporter.Daemon, *check.Config, error) {
-	cfg, err := c.loadConfig(context.Background(), f.configFile, false)
+	// --timeout bounds the config read too (a FIFO as --config took the
+	// config's own 10 s cap whatever --timeout said, issue 32).
+	ctx := context.Background()
+	if f.collect.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.collect.timeout)
+		defer cancel()
+	}
+	cfg, err := c.loadConfig(ctx, f.configFile, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -205,6 +216,13 @@ func (c *cli) runServe(f *serveFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The web config is read here, bounded, before the exporter-toolkit
+	// reads it unbounded: a FIFO hung start-up past SIGTERM and /dev/zero
+	// ran the daemon out of memory (issue 32).
+	if err := checkWebConfig(ctx, f.webConfig); err != nil {
+		f.nvml.Close()
+		return c.usageError("%v", err)
+	}
 	if f.collect.simulate == "" && f.collect.simulateFile == "" {
 		go c.watchXIDEvents(ctx, d.Exporter)
 	}
@@ -295,4 +313,55 @@ func gpuProcesses(n *state.Node) []gpuProcess {
 		}
 	}
 	return out
+}
+
+// webConfigReadLimit bounds the time the web config and the TLS files it
+// names may take to read at start-up (they are a few KiB); SIGTERM ends the
+// wait too. A variable for tests.
+var webConfigReadLimit = 10 * time.Second
+
+// checkWebConfig reads --web.config.file, and the certificate, key and CA
+// files it names, as regular files bounded in size and time, before the
+// exporter-toolkit does: the toolkit reads them with a plain os.ReadFile at
+// start-up (and again per request and per TLS handshake), which blocks
+// forever on a FIFO (ignoring SIGTERM: the read is not interruptible) and
+// reads /dev/zero until the process runs out of memory. What the toolkit
+// reads later is the same path an operator configured; this makes the
+// daemon refuse to start on one that is not a file, naming it.
+func checkWebConfig(ctx context.Context, path string) error {
+	if path == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, webConfigReadLimit)
+	defer cancel()
+	data, err := readlimit.Regular(ctx, "--web.config.file "+path, path, readlimit.Config)
+	if err != nil {
+		return err
+	}
+	// Only the file names: the toolkit parses (strictly) and reports the
+	// rest. A file this lenient parse cannot read is the toolkit's to refuse.
+	var files struct {
+		TLS struct {
+			Cert string `yaml:"cert_file"`
+			Key  string `yaml:"key_file"`
+			CA   string `yaml:"client_ca_file"`
+		} `yaml:"tls_server_config"`
+	}
+	if yaml.Unmarshal(data, &files) != nil {
+		return nil
+	}
+	for _, f := range []struct{ key, name string }{{"cert_file", files.TLS.Cert}, {"key_file", files.TLS.Key}, {"client_ca_file", files.TLS.CA}} {
+		if f.name == "" {
+			continue
+		}
+		p := f.name
+		if !filepath.IsAbs(p) {
+			// As the toolkit resolves it: beside the config file.
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		if _, err := readlimit.Regular(ctx, "--web.config.file "+path+": "+f.key+" "+p, p, readlimit.Config); err != nil {
+			return err
+		}
+	}
+	return nil
 }

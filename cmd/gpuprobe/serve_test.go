@@ -377,6 +377,8 @@ func BenchmarkScrapeStorm(b *testing.B) {
 		b.ReportMetric(float64(collections), "collections")
 		b.ReportMetric(float64(renders), "renders")
 		b.ReportMetric(float64(bytesIn.Load())/float64(clients*each), "gzip-bytes/scrape")
+		b.Logf("%d keep-alive clients x %d gzip scrapes: p50 %s, p99 %s, max %s, %.0f scrapes/s; load average %s",
+			clients, each, p50, p99, worst, float64(clients*each)/elapsed.Seconds(), loadAverage())
 		if n := failed.Load(); n > 0 {
 			b.Fatalf("%d of %d scrapes failed", n, clients*each)
 		}
@@ -424,11 +426,18 @@ func TestLandingPage(t *testing.T) {
 // ('gpuprobe serve', simulated 8×H100, cycles back to back) through 1,000
 // collection cycles while 100,000 scrapes (gzip, 8 at a time) hit /metrics,
 // then reads the process's resident set from /proc: VmRSS, and its split
-// into anonymous memory (heap, stacks) and file pages (the mapped binary,
-// shared and clean). The guard is today's level plus a margin, so a leak or
-// a bloat fails it; the figures go in the README.
+// into anonymous memory (heap, stacks; smaps_rollup's Anonymous) and file
+// pages (the mapped binary, shared and clean). The guard is on anonymous
+// memory, the goal plus a margin, so a leak or a bloat fails it; the
+// figures go in docs/metrics.md.
 func BenchmarkDaemonProcessRSS(b *testing.B) {
-	const cycles, scrapes, clients = 1000, 100000, 8
+	const scrapes, clients = 100000, 8
+	// GPUPROBE_BENCH_CYCLES=10000 runs the issue's footprint goal (10,000
+	// cycles); 1,000 by default keeps make bench-serve within minutes.
+	cycles := 1000.0
+	if v, err := strconv.Atoi(os.Getenv("GPUPROBE_BENCH_CYCLES")); err == nil && v > 0 {
+		cycles = float64(v)
+	}
 	bin := filepath.Join(b.TempDir(), "gpuprobe")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
@@ -509,7 +518,17 @@ func BenchmarkDaemonProcessRSS(b *testing.B) {
 			return -1
 		}
 		rss, anon, file := kb("VmRSS"), kb("RssAnon"), kb("RssFile")
+		// The footprint goal (issue 32) is on anonymous memory: the
+		// binary's file pages (~19 MiB mapped whole) and, on a real
+		// driver, NVML's libraries are floors no Go exporter avoids.
+		// smaps_rollup's Anonymous counts the process's private
+		// anonymous pages (heap, stacks), as the goal does.
+		anonymous := smapsAnonymous(b, cmd.Process.Pid)
+		b.ReportMetric(anonymous, "anonymous-MiB")
 		b.ReportMetric(rss, "rss-MiB")
+		// Said even when a guard below fails (metrics are not printed then).
+		b.Logf("after %.0f cycles and %d scrapes: anonymous %.1f MiB (smaps_rollup), RSS %.1f MiB (anon %.1f, file %.1f), peak %.1f MiB; load average %s",
+			n, scrapes, anonymous, rss, anon, file, kb("VmHWM"), loadAverage())
 		b.ReportMetric(anon, "rss-anon-MiB")
 		b.ReportMetric(file, "rss-file-MiB")
 		b.ReportMetric(kb("VmHWM"), "rss-peak-MiB")
@@ -520,8 +539,11 @@ func BenchmarkDaemonProcessRSS(b *testing.B) {
 		if f := failed.Load(); f > 0 {
 			b.Errorf("%d of %d scrapes failed", f, scrapes)
 		}
-		if rss > 32 {
-			b.Errorf("daemon RSS %.1f MiB (anon %.1f, file %.1f) after %.0f cycles and %d scrapes: over the 32 MiB guard", rss, anon, file, n, scrapes)
+		// The guard is on anonymous memory, the footprint goal's measure
+		// (12 MiB; 16 with a margin for a loaded machine): total RSS
+		// also moves with the binary's size (its file pages are 21 MiB).
+		if anonymous > 16 {
+			b.Errorf("daemon anonymous memory %.1f MiB (RSS %.1f, file %.1f) after %.0f cycles and %d scrapes: over the 16 MiB guard", anonymous, rss, file, n, scrapes)
 		}
 	}
 }
@@ -555,4 +577,37 @@ func TestServeHungCallDoesNotExpireTheCycle(t *testing.T) {
 	if want := []string{"fabric.state", "gpu.power", "gpu.processes", "gpu.temperature", "nvlink.state"}; !slices.Equal(slices.Sorted(slices.Values(errs)), want) {
 		t.Errorf("checks in error: %v, want %v: the few that read GPU 3 at or after its hung call, not all", errs, want)
 	}
+}
+
+// smapsAnonymous is the Anonymous line of /proc/PID/smaps_rollup, in MiB.
+func smapsAnonymous(b *testing.B, pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "Anonymous:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			if err != nil {
+				b.Fatalf("smaps_rollup %q: %v", l, err)
+			}
+			return kb / 1024
+		}
+	}
+	b.Fatalf("no Anonymous line in /proc/%d/smaps_rollup", pid)
+	return 0
+}
+
+// loadAverage is /proc/loadavg's first three fields, for the record of how
+// loaded the machine was when a figure was measured.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/check"
+	"github.com/gpuprobe/gpuprobe/exporter"
 	"github.com/gpuprobe/gpuprobe/report"
 	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 	toposim "github.com/gpuprobe/gpuprobe/sim/topo"
@@ -172,5 +173,45 @@ func TestTopoTextEscapesSysfsText(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Issue 32: the landing page carried a process's raw ESC and U+202E (HTML
+// escaping leaves them): the daemon's "/" now shows them as the text report
+// does, visible escapes, for every bidi control (U+202A-202E, U+2066-2069,
+// U+200E/F).
+func TestLandingPageStripsBidiControls(t *testing.T) {
+	var n state.Node
+	if err := json.Unmarshal([]byte(simSnapshot(t)), &n); err != nil {
+		t.Fatal(err)
+	}
+	const evil = "mallory\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\x1b[2J"
+	n.Host = "node\u2066" + evil
+	g := &n.NVML.GPUs[2]
+	g.Processes = []state.Process{{PID: 31337, UsedMemoryBytes: 1 << 30, User: evil, Command: hostile}}
+	g.ProcessesKnown = true
+	cfg := check.DefaultConfig()
+	checks, err := check.Select(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &exporter.Daemon{Exporter: exporter.New(false), Config: cfg, Interval: time.Hour, Timeout: 10 * time.Second,
+		Collect: func(context.Context) *state.Node { m := n; return &m },
+		Judge:   func(ctx context.Context, n *state.Node) []check.Result { return check.Run(ctx, n, cfg, checks) },
+	}
+	d.Cycle(context.Background())
+	srv := httptest.NewServer(landingPage(d.Exporter, "/metrics"))
+	defer srv.Close()
+	code, page := get(t, srv.URL+"/")
+	if code != 200 || !strings.Contains(page, "pid 31337") {
+		t.Fatalf("landing page %d lacks the process:\n%s", code, page)
+	}
+	if i := strings.IndexFunc(page, func(r rune) bool {
+		return r == 0x1b || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f
+	}); i >= 0 {
+		t.Errorf("raw %U on the landing page at byte %d", []rune(page[i:])[0], i)
+	}
+	if !strings.Contains(page, `mallory\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\x1b[2J`) {
+		t.Errorf("the escapes are not visible on the landing page:\n%s", page)
 	}
 }

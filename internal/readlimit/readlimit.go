@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/gpuprobe/gpuprobe/internal/deadline"
 )
@@ -138,4 +139,60 @@ func Human(n int64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// ErrNotRegular is wrapped by Regular's error for a FIFO, device, socket or
+// directory.
+var ErrNotRegular = errors.New("not a regular file")
+
+// Regular reads path, which must be a regular file, within ctx's deadline
+// and limit bytes: for a file that a library reads again with a plain
+// os.ReadFile (the exporter-toolkit's web config, on every request), so
+// that what is read at start-up is known to be a file that ends. The open
+// does not block (O_NONBLOCK: a FIFO with no writer opens at once, and is
+// refused), the kind is taken from the open file (no race with a rename),
+// and /dev/zero is refused before a byte is read. name labels errors.
+func Regular(ctx context.Context, name, path string, limit int64) ([]byte, error) {
+	data, err := deadline.Do(ctx, "file:"+path, 0, func() ([]byte, error) {
+		// Read-only: syscall.Open, not os.OpenFile (which archtest keeps
+		// for safefile's writes).
+		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		f := os.NewFile(uintptr(fd), path)
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))
+		}
+		if fi.Size() > limit {
+			return nil, tooLarge(limit, fi.Size())
+		}
+		return readAll(f, limit)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, explain(err))
+	}
+	return data, nil
+}
+
+// kind names a file mode that is not a regular file's.
+func kind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a block device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "mode " + m.String()
 }

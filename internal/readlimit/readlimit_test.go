@@ -176,3 +176,39 @@ func TestFSDevZeroLink(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// Regular refuses what is not a regular file at once, without blocking in
+// open(2) on a FIFO or reading /dev/zero, and bounds a regular one by size.
+func TestRegularRefusesSpecialFiles(t *testing.T) {
+	dir := t.TempDir()
+	p := fifo(t, filepath.Join(dir, "web.yml"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := Regular(ctx, "--web.config.file "+p, p, Config)
+	if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "--web.config.file "+p) || !strings.Contains(err.Error(), "a FIFO") {
+		t.Errorf("FIFO: %v, want a refusal naming the file and its kind", err)
+	}
+	// A refusal, not the 10 s deadline: the open did not wait for a writer.
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("FIFO refused after %s", el)
+	}
+	if _, err := Regular(ctx, "x", "/dev/zero", Config); !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), "character device") {
+		t.Errorf("/dev/zero: %v, want a refusal", err)
+	}
+	if _, err := Regular(ctx, "x", dir, Config); !errors.Is(err, ErrNotRegular) {
+		t.Errorf("directory: %v, want a refusal", err)
+	}
+	big := filepath.Join(dir, "big.yml")
+	f, _ := os.Create(big)
+	f.Truncate(Config + 1)
+	f.Close()
+	if _, err := Regular(ctx, "x", big, Config); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("file over the limit: %v", err)
+	}
+	ok := filepath.Join(dir, "ok.yml")
+	os.WriteFile(ok, []byte("basic_auth_users: {}\n"), 0o600)
+	if data, err := Regular(ctx, "x", ok, Config); err != nil || string(data) != "basic_auth_users: {}\n" {
+		t.Errorf("regular file: %q, %v", data, err)
+	}
+}
