@@ -38,6 +38,9 @@ type Row struct {
 	cells    []checkCell
 	failures []failure
 	strs     *interned
+	// drain is what a --slurm-drain run did (its reason parsed with the
+	// drain reason grammar, check.ParseReason); nil when it set no drain.
+	drain *drainCell
 	// hang is the report's perf.hang verdict (job --hang), whatever its
 	// status: PrintHang reads it across the allocation. nil otherwise.
 	hang *check.Result
@@ -390,7 +393,73 @@ func (rd *reader) row(d *report.Document, label string) (Row, int) {
 			size += 32 + len(f.summary)
 		}
 	}
+	if dd := d.Drain; dd != nil && dd.Action == check.DrainSet { // a suppressed drain keeps its action
+		row.drain = drainOf(c(dd.Reason), dd.Breaker != nil && dd.Breaker.Suppressed)
+	}
+	if row.drain != nil {
+		size += 64 + len(row.drain.reason)
+	}
 	return row, size
+}
+
+// drainCell is one node's drain in a summarize: the reason as set, and its
+// check and class as the grammar reads them ("" when it does not parse).
+type drainCell struct {
+	reason, check string
+	class         check.Class
+	suppressed    bool
+}
+
+func drainOf(reason string, suppressed bool) *drainCell {
+	d := &drainCell{reason: reason, suppressed: suppressed}
+	if r, err := check.ParseReason(reason); err == nil {
+		d.check, d.class = r.Check, r.Class
+		if r.Legacy {
+			d.class = check.ClassOf(r.Check)
+		}
+	}
+	return d
+}
+
+// printDrains lists the drains the runs set (or the breaker held back), with
+// a count per class: who must act (docs/slurm.md, the reason grammar).
+func printDrains(w io.Writer, rows []Row) {
+	byClass := map[check.Class]int{}
+	held := 0
+	for _, r := range rows {
+		d := r.drain
+		if d == nil {
+			continue
+		}
+		what := "drained"
+		if d.suppressed {
+			what = "not drained (circuit breaker)"
+			held++
+		} else {
+			byClass[d.class]++
+		}
+		class := string(d.class)
+		if d.check == "" {
+			class = "reason not in gpuprobe's grammar"
+		}
+		fmt.Fprintf(w, "  %s: %s [%s] %s\n", r.Name, what, class, d.reason)
+	}
+	var parts []string
+	for _, c := range []check.Class{check.ClassNode, check.ClassConfig, check.ClassTransient, ""} {
+		if byClass[c] > 0 {
+			name := string(c)
+			if c == "" {
+				name = "unparsed"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", byClass[c], name))
+		}
+	}
+	if held > 0 {
+		parts = append(parts, fmt.Sprintf("%d held back by the breaker", held))
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "drains: %s\n", strings.Join(parts, ", "))
+	}
 }
 
 // readLine returns the next line without its newline. A line longer than max
@@ -492,6 +561,7 @@ func Print(w io.Writer, rows []Row, problems []string) (failed bool, err error) 
 	for _, p := range problems {
 		fmt.Fprintf(w, "  %s\n", safetext.Clean(p))
 	}
+	printDrains(w, rows)
 	PrintHang(w, rows)
 	var parts []string
 	for _, s := range []check.Status{check.Fail, check.Error, check.Warn, check.Pass} {
