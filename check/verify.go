@@ -485,6 +485,28 @@ func checkVerifyRun(n *state.Node, _ *Config) Result {
 	for _, note := range vf.Notes {
 		v.add(Pass, nil, "", note)
 	}
+	// Nothing judged is not "healthy": a run that measured nothing, or a
+	// saved output holding no figure a verify check judges (an SM-copy
+	// nvbandwidth test, a matrix cut from a post), says so.
+	judged := 0
+	var other []string
+	for _, m := range vf.Measurements {
+		switch m.Kind {
+		case state.MeasureH2D, state.MeasureD2H, state.MeasureD2D, state.MeasurePeer, state.MeasureCompute, state.MeasureMemTest, state.MeasureBusBW, state.MeasureDiag:
+			judged++
+		default:
+			if p := m.Path; p != "" && !containsStr(other, p) {
+				other = append(other, p)
+			}
+		}
+	}
+	if judged == 0 && vf.Error == "" {
+		msg := "nothing was judged: no figure of a kind verify judges"
+		if len(other) > 0 {
+			msg += " (read: " + strings.Join(other, ", ") + ")"
+		}
+		v.add(Warn, nil, "measure with gpuprobe verify, or give --from the output of a test verify judges (docs/verify.md)", msg)
+	}
 	var what string
 	if vf.Source == "measured" || vf.Source == "" {
 		gpus := map[int]bool{}

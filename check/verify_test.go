@@ -64,6 +64,11 @@ func TestVerifyChecks(t *testing.T) {
 		want   string
 	}{
 		{"no verify: skip", checkVerifyH2D, &state.Node{}, Skip, nil, "verify did not run"},
+		{"run: figures judged pass", checkVerifyRun, verifyNode(h100, 2, true, each(state.MeasureH2D, 2, 54, nil)...), Pass, nil, "measured 2 GPUs"},
+		{"run: nothing measured warns", checkVerifyRun, verifyNode(h100, 2, true), Warn, nil, "nothing was judged"},
+		{"run: only figures no check judges warns", checkVerifyRun,
+			&state.Node{Verify: &state.Verify{Source: "nvbandwidth", File: "x", Measurements: []state.Measurement{{Kind: "figure", GPU: 0, Peer: -1, Path: "host_to_device_memcpy_sm", Value: 25}}}},
+			Warn, nil, "nothing was judged: no figure of a kind verify judges (read: host_to_device_memcpy_sm)"},
 		{"healthy h2d", checkVerifyH2D, verifyNode(h100, 8, true, each(state.MeasureH2D, 8, 54.5, nil)...), Pass, nil, "104% of expected (Gen5 x16"},
 		{"slow host link fails by the table and the siblings", checkVerifyH2D, verifyNode(h100, 8, true, each(state.MeasureH2D, 8, 54.5, map[int]float64{3: 14})...),
 			Fail, []int{3}, "GPU 3 (0000:40:00.0): host → device 14.0 GB/s is 27% of the 52.3 GB/s expected"},

@@ -117,6 +117,9 @@ func shapeOf(c *state.CollectiveRun) collectiveShape {
 }
 
 func (s collectiveShape) String() string {
+	if s.ranks == 0 && len(s.hosts) == 0 && len(s.models) == 0 {
+		return "shape not shown: the output has no nccl-tests header (ranks, hosts, GPUs)"
+	}
 	model := "unknown GPU"
 	if len(s.models) == 1 {
 		model = s.models[0]
