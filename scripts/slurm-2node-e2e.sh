@@ -33,7 +33,9 @@
 #   - fleet safety (issue 31): an admin's drain is neither lifted nor
 #     overwritten; with the breaker at 50% a fault on both nodes drains one
 #     and suppresses the other (gpuprobe_drain_suppressed 1); a transient
-#     drain is lifted by the first run that no longer finds its cause;
+#     drain is lifted by the first run that no longer finds its cause; with
+#     drain.resume_verify a node-class drain stays while verify --quick
+#     (simulated h2d-slow) fails and is lifted once it passes;
 #   - restarted with task/cgroup and ConstrainDevices=yes (cgroup v1): the
 #     renumbered CUDA_VISIBLE_DEVICES against SLURM_STEP_GPUS on two nodes, and
 #     job.visible_devices on the device cgroup it finds;
@@ -619,6 +621,36 @@ else
 	fail "transient drain on $N2 not lifted: $(node_state $N2) '$(node_reason $N2)'"
 fi
 rm -f "$W/hc-args-$N2"
+
+# Quarantine -> verify -> resume (drain.resume_verify): a node-class drain
+# on $N1 (a PCIe link at x8) stays while the health checks pass but verify
+# --quick, run by the same health check, finds GPU 1's host link slow (the
+# simulated CUDA driver's h2d-slow); it is lifted once verify passes too.
+cat >"$W/etc/gpuprobe.yml" <<'YML'
+drain:
+  resume_verify: true
+YML
+echo "dgx-h100:pcie-x8=1" >"$W/hc-simulate-$N1"
+drained_pcie() { [[ "$(node_state $N1)" == drain* ]] && [[ "$(node_reason $N1)" == "gpuprobe: gpu.pcie_link node gpu=1"* ]]; }
+wait_for "$LIMIT" drained_pcie || fail "$N1 not drained for its x8 link: $(node_state $N1) '$(node_reason $N1)'"
+echo "dgx-h100:h2d-slow=1" >"$W/hc-simulate-$N1"
+gate_before=$(grep -c 'the checks pass but verify does not' "$W/log/healthcheck-$N1.log")
+hc_round
+hc_round
+gate_after=$(grep -c 'the checks pass but verify does not' "$W/log/healthcheck-$N1.log")
+if drained_pcie && [ "$gate_after" -gt "$gate_before" ] && grep 'the checks pass but verify does not' "$W/log/healthcheck-$N1.log" | tail -n 1 | grep -q 'verify.h2d'; then
+	pass "node-class drain on $N1 kept while verify --quick fails ($((gate_after - gate_before)) runs: $(grep -o 'verify.h2d fail[^"]*' "$W/log/healthcheck-$N1.log" | tail -n 1 | cut -c1-90))"
+else
+	fail "verify gate on $N1: $(node_state $N1) '$(node_reason $N1)', gate lines $gate_before -> $gate_after; $(tail -n 2 "$W/log/healthcheck-$N1.log")"
+fi
+echo dgx-h100 >"$W/hc-simulate-$N1"
+t=$(date +%s%N)
+if wait_for "$LIMIT" both_idle; then
+	pass "the node-class drain on $N1 was lifted $((($(date +%s%N) - t) / 1000000)) ms after verify passed too"
+else
+	fail "$N1 not resumed after verify passed: $(node_state $N1) '$(node_reason $N1)'; $(tail -n 2 "$W/log/healthcheck-$N1.log")"
+fi
+echo "# gpuprobe two-node e2e: defaults" >"$W/etc/gpuprobe.yml"
 
 # --- 6. ConstrainDevices=yes (task/cgroup): what slurmd sets, what gpuprobe says ---
 # Restarted with TaskPlugin=task/cgroup and ConstrainDevices=yes, steps get a
