@@ -72,9 +72,13 @@ func TestThrottle(t *testing.T) {
 		// One sample of HW slowdown alone can be a clock change: a warning,
 		// not a drain. With its thermal cause it fails.
 		{name: "hw slowdown alone", node: reasons(1, "hw_slowdown"), status: Warn, summary: "GPU 1 (0000:11:00.0): hw_slowdown active in this sample", devices: []int{1}},
-		{name: "hw slowdown with its thermal cause", node: reasons(1, "hw_slowdown", "hw_thermal_slowdown"), status: Fail, summary: "hw_slowdown active", devices: []int{1}},
-		{name: "hw thermal", node: reasons(0, "hw_thermal_slowdown"), status: Fail, summary: "hw_thermal_slowdown", devices: []int{0}},
-		{name: "power brake", node: reasons(0, "hw_power_brake_slowdown"), status: Fail, summary: "power_brake", devices: []int{0}},
+		// Issue 26: HW thermal slowdown or power brake in the one sample of
+		// a one-shot run warns (DCGM's thermal watch warns; gpud asks for a
+		// rate over minutes); the daemon fails it when it held
+		// (TestThrottleOverTime).
+		{name: "hw slowdown with its thermal cause, one sample", node: reasons(1, "hw_slowdown", "hw_thermal_slowdown"), status: Warn, summary: "hw_slowdown active in this sample (a one-shot run takes one sample", devices: []int{1}},
+		{name: "hw thermal, one sample", node: reasons(0, "hw_thermal_slowdown"), status: Warn, summary: "hw_thermal_slowdown active in this sample (a one-shot run", devices: []int{0}},
+		{name: "power brake, one sample", node: reasons(0, "hw_power_brake_slowdown"), status: Warn, summary: "hw_power_brake_slowdown active in this sample", devices: []int{0}},
 		// A busy GPU at its power limit reports SW power cap; with --strict
 		// this used to drain busy nodes.
 		{name: "sw power cap on a busy GPU passes", node: reasons(1, "sw_power_cap"), status: Pass},
@@ -158,6 +162,17 @@ func TestThrottleOverTime(t *testing.T) {
 			summary: "GPU 1 (0000:11:00.0): HW thermal slowdown (clocks halved or more) held for 20% of the last 30s", devices: []int{1}},
 		{name: "hw slowdown once while the power brake counter moved", node: hwSampled(sampled(0, 0, "hw_slowdown"), []string{}, 0, 15e9), status: Fail,
 			summary: "HW power brake slowdown (clocks halved or more) held for 50%", devices: []int{1}},
+		// Issue 26: over the daemon's window, HW thermal slowdown or power
+		// brake in the sample fails when it held (in the previous sample
+		// too, or its counter grew) and warns when it is momentary.
+		{name: "hw thermal in two samples in a row fails", node: hwSampled(sampled(0, 0, "hw_thermal_slowdown"), []string{"hw_thermal_slowdown"}, 0, 0), status: Fail,
+			summary: "hw_thermal_slowdown active in two samples 30s apart: held", devices: []int{1}},
+		{name: "hw thermal once, counter still: momentary, warns", node: hwSampled(sampled(0, 0, "hw_thermal_slowdown"), []string{"gpu_idle"}, 0, 0), status: Warn,
+			summary: "hw_thermal_slowdown active in this sample only (not active in the previous sample 30s ago", devices: []int{1}},
+		{name: "power brake once, its counter held it: fails", node: hwSampled(sampled(0, 0, "hw_power_brake_slowdown"), []string{}, 0, 15e9), status: Fail,
+			summary: "hw_power_brake_slowdown active and its NVML counter held it for 50%", devices: []int{1}},
+		{name: "hw slowdown with its thermal cause once, previous reasons not read", node: hwSampled(sampled(0, 0, "hw_slowdown", "hw_thermal_slowdown"), nil, 0, 0), status: Warn,
+			summary: "the previous sample's reasons were not read", devices: []int{1}},
 		{name: "HW slowdown counters below the share pass", node: hwSampled(sampled(0, 0), nil, 1e9, 1e9), status: Pass},
 		{name: "counter went backwards (driver reload): no rate, the sample decides", node: func() *state.Node {
 			n := sampled(0, 0, "sw_thermal_slowdown")
