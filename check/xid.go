@@ -113,7 +113,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		counts[kk]++
 		last[kk] = ev
 		if info := XIDLookup(ev.Code, cfg.XID.Critical); kk.sub == "" && info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost {
-			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time})
+			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time, pid: ev.PID, process: ev.Process})
 		}
 	}
 	recurring := recurrences(appFaults, cfg.XID.Recurrence)
@@ -326,6 +326,19 @@ type appFault struct {
 	gpu int
 	bus string
 	at  time.Time
+	// pid and process are the line's pid= and name= (0 and "" when the
+	// driver printed none or '<unknown>'): lines of one process are one
+	// incident however long it kept failing.
+	pid     int
+	process string
+}
+
+// proc names the process a fault came from; "" when the line named none.
+func (f appFault) proc() string {
+	if f.pid <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%s", f.pid, f.process)
 }
 
 type gpuKey struct {
@@ -336,7 +349,11 @@ type gpuKey struct {
 // burstGap separates incidents: one application fault logs a burst of
 // lines (a real log, testdata/xid-burst-pastebin-fTNHmgzB.txt: nine lines
 // of Xid 69 and 31 over 39 s, gaps up to 25 s), and a quick resubmission
-// of the same job is the same incident.
+// of the same job is the same incident. Lines that name one process (the
+// driver's pid= and name=) are one incident whatever the gaps: one job
+// that kept faulting for hours (issue 26: 629 Xid 13 lines from one
+// PyTorch job in 2 h) is one application's fault, not the GPU's; faults
+// recurring in different processes are the evidence.
 const burstGap = 5 * time.Minute
 
 // recurrences finds the GPUs whose application-class XIDs recur: at least
@@ -352,7 +369,7 @@ func recurrences(faults []appFault, rc XIDRecurrence) map[gpuKey]string {
 	if rc.Count < 2 || len(faults) == 0 {
 		return nil
 	}
-	byGPU := map[gpuKey][]time.Time{}
+	byGPU := map[gpuKey][]appFault{}
 	undated := map[gpuKey]bool{}
 	for _, f := range faults {
 		k := gpuKey{f.gpu, f.bus}
@@ -360,15 +377,15 @@ func recurrences(faults []appFault, rc XIDRecurrence) map[gpuKey]string {
 			undated[k] = true
 			continue
 		}
-		byGPU[k] = append(byGPU[k], f.at)
+		byGPU[k] = append(byGPU[k], f)
 	}
 	sharedWithOther := func(k gpuKey, t time.Time) bool {
-		for o, ts := range byGPU {
+		for o, fs := range byGPU {
 			if o == k {
 				continue
 			}
-			for _, u := range ts {
-				if d := u.Sub(t); d > -burstGap && d < burstGap {
+			for _, u := range fs {
+				if d := u.at.Sub(t); d > -burstGap && d < burstGap {
 					return true
 				}
 			}
@@ -384,15 +401,22 @@ func recurrences(faults []appFault, rc XIDRecurrence) map[gpuKey]string {
 		keys[k] = true
 	}
 	for k := range keys {
-		ts := byGPU[k]
-		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		fs := byGPU[k]
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].at.Before(fs[j].at) })
 		var starts []time.Time // incidents of this GPU alone
-		for i, t := range ts {
-			if i > 0 && t.Sub(ts[i-1]) < burstGap {
-				continue // the same burst
+		seen := map[string]bool{} // processes whose incident is counted
+		for i, f := range fs {
+			p := f.proc()
+			burst := i > 0 && f.at.Sub(fs[i-1].at) < burstGap
+			again := p != "" && seen[p]
+			if p != "" {
+				seen[p] = true
 			}
-			if !sharedWithOther(k, t) {
-				starts = append(starts, t)
+			if burst || again {
+				continue // the same burst, or the same process failing on
+			}
+			if !sharedWithOther(k, f.at) {
+				starts = append(starts, f.at)
 			}
 		}
 		if undated[k] {
