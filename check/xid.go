@@ -403,7 +403,7 @@ func recurrences(faults []appFault, rc XIDRecurrence) map[gpuKey]string {
 	for k := range keys {
 		fs := byGPU[k]
 		sort.SliceStable(fs, func(i, j int) bool { return fs[i].at.Before(fs[j].at) })
-		var starts []time.Time // incidents of this GPU alone
+		var starts []time.Time    // incidents of this GPU alone
 		seen := map[string]bool{} // processes whose incident is counted
 		for i, f := range fs {
 			p := f.proc()
