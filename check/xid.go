@@ -53,6 +53,14 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	decoded := map[key]nvlink5Decoding{}
 	var nv5 nvlink5Notes
 	ignored := map[int]int{} // code -> lines read that need no action
+	// The driver's fallen-off-the-bus notice (no Xid number) and an Xid 79
+	// for the same GPU are one loss: the notice joins the 79's finding.
+	with79 := map[string]bool{}
+	for _, ev := range k.XIDs {
+		if ev.Code == 79 && ev.BusID != "" {
+			with79[ev.BusID] = true
+		}
+	}
 	for i, ev := range k.XIDs {
 		// Xid 154 says what recovery the driver now requires; its latest
 		// line for a GPU is what holds. "0x0 (None)" after a reset is the
@@ -80,6 +88,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev)}
+		if kk.lost && with79[ev.BusID] {
+			kk.code, kk.lost = 79, false
+		}
 		g := gpuByBus(n, ev)
 		if g != nil {
 			kk.gpu = g.Index
