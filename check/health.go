@@ -268,16 +268,34 @@ func violationShares(n *state.Node, g *state.GPU) (map[string]float64, time.Dura
 // gpuIdle reads NVML's GPU-idle clock event reason ("nothing is running on
 // the GPU and the clocks are dropping to idle"); known is false when the
 // reasons were not read.
+//
+// The Idle bit alone calls busy an idle GPU whose bit is clear (issue 26:
+// four real captures, three models, at P8, 0 % utilisation and a few watts
+// with "SW Power Cap" or no reason set). So a GPU is idle too when NVML's
+// utilisation says no kernel ran and no memory was touched in its last
+// sample period (nvmlDeviceGetUtilizationRates 0 % and 0 %) and it rests:
+// at a power-saving P-state (P8 or lower; nvml.h nvmlPstates_t: P0 is
+// maximum performance, P15 minimum), or, with the P-state not read, drawing
+// under a quarter of its power limit (an idle H100 at P0 draws 70 of
+// 700 W; a busy one near its limit). A GPU at 0 % with neither read stays
+// busy: no new guess where the facts are missing.
 func gpuIdle(g *state.GPU) (idle, known bool) {
-	if g.ClockEvents == nil {
-		return false, false
+	if g.ClockEvents != nil && slices.Contains(g.ClockEvents.Reasons, "gpu_idle") {
+		return true, true
 	}
-	for _, r := range g.ClockEvents.Reasons {
-		if r == "gpu_idle" {
-			return true, true
+	if u := g.Utilization; u != nil && u.GPUPercent == 0 && u.MemoryPercent == 0 {
+		switch {
+		case g.PerformanceState != nil:
+			if *g.PerformanceState >= 8 {
+				return true, true
+			}
+		case g.Power != nil && g.Power.LimitWatts != nil && *g.Power.LimitWatts > 0:
+			if g.Power.DrawWatts < *g.Power.LimitWatts/4 {
+				return true, true
+			}
 		}
 	}
-	return false, true
+	return false, g.ClockEvents != nil
 }
 
 func checkPCIeLink(n *state.Node, cfg *Config) Result {

@@ -243,6 +243,41 @@ func TestPCIeLink(t *testing.T) {
 			n.NVML.GPUs[0].PCIe.CurrentGen = 3
 			n.NVML.GPUs[0].ClockEvents.Reasons = nil
 		}), status: Warn, summary: "PCIe Gen3 of Gen5 while busy", devices: []int{0}},
+		// Issue 26: idle GPUs whose Idle bit is clear (SW power cap set, or
+		// no reason at all), as four real captures showed: at P8, 0 %
+		// utilisation and a few watts, the reduced link is idle's. Both
+		// warned "while busy".
+		{name: "P8 at 0 % with SW power cap and no Idle bit is idle", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[0]
+			g.PCIe.CurrentGen = 1
+			g.ClockEvents.Reasons = []string{"sw_power_cap"}
+			g.Utilization = &state.Utilization{}
+			g.PerformanceState = ptr(8)
+			g.Power = &state.Power{DrawWatts: 11, LimitWatts: ptr(300.0)}
+		}), status: Pass, summary: "1 idle GPU(s) at a reduced link"},
+		{name: "no reason at all, 0 % and a few watts (P-state not read) is idle", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[1]
+			g.PCIe.CurrentGen = 1
+			g.ClockEvents.Reasons = nil
+			g.Utilization = &state.Utilization{}
+			g.Power = &state.Power{DrawWatts: 9, LimitWatts: ptr(230.0)}
+		}), status: Pass, summary: "1 idle GPU(s) at a reduced link"},
+		// Guards (they warned before too): 0 % at P0, or 0 % with nothing
+		// else read, stays busy.
+		{name: "0 % at P0 is not called idle", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[0]
+			g.PCIe.CurrentGen = 3
+			g.ClockEvents.Reasons = nil
+			g.Utilization = &state.Utilization{}
+			g.PerformanceState = ptr(0)
+		}), status: Warn, summary: "PCIe Gen3 of Gen5 while busy", devices: []int{0}},
+		{name: "0 % with neither P-state nor power read is not called idle", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[0]
+			g.PCIe.CurrentGen = 3
+			g.ClockEvents.Reasons = nil
+			g.Utilization = &state.Utilization{}
+			g.Power = nil
+		}), status: Warn, devices: []int{0}},
 		{name: "replay storm", node: healthy(func(n *state.Node) {
 			n.Kernel = nil
 			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(100000)

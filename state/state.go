@@ -186,6 +186,10 @@ type GPU struct {
 	Thermal         *Thermal      `json:"thermal,omitempty"`
 	Power           *Power        `json:"power,omitempty"`
 	Utilization     *Utilization  `json:"utilization,omitempty"`
+	// PerformanceState is nvmlDeviceGetPerformanceState: 0 (P0, maximum
+	// performance) to 15 (minimum); nil when not read (NVML_PSTATE_UNKNOWN
+	// is not recorded).
+	PerformanceState *int `json:"performance_state,omitempty"`
 	Processes       []Process     `json:"processes,omitempty"`
 	ProcessesKnown  bool          `json:"processes_known,omitempty"`
 	NUMANode        *int          `json:"numa_node,omitempty"`
