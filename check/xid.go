@@ -130,7 +130,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	recurring := recurrences(appFaults, cfg.XID.Recurrence)
 	notJudged := ignoredNote(ignored, cfg.XID) + nv5.note()
 	read := notJudged + clearedNote(cleared)
-	if len(keys) == 0 {
+	var aer verdict
+	pcieFatal(n, k, cfg, &aer)
+	if len(keys) == 0 && len(aer.findings) == 0 {
 		window := "since boot"
 		if cfg.XID.Window > 0 {
 			window = "in the last " + cfg.XID.Window.String()
@@ -172,8 +174,15 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			times = fmt.Sprintf(" (%d times)", c)
 		}
 		if kk.lost {
+			what := "GPU has fallen off the bus"
+			if gpuIsLost(last[kk]) {
+				what = "GPU lost from the bus (the driver's NV_ERR_GPU_IS_LOST, no Xid line)"
+			}
+			if where == "" && g == nil {
+				where = "a GPU the line does not name: "
+			}
 			v.add(Fail, g, "drain and reboot the node; check PCIe power and seating; RMA if it recurs",
-				where+"GPU has fallen off the bus"+times)
+				where+what+times)
 			continue
 		}
 		if d, ok := decoded[kk]; ok && d.row != nil {
@@ -215,6 +224,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		}
 		v.add(sev, g, remedy, msg)
 	}
+	v.findings = append(v.findings, aer.findings...)
 	r := v.result("")
 	if n := ignoredNote(ignored, cfg.XID); n != "" {
 		r.Details = append(r.Details, n[2:])
@@ -518,7 +528,14 @@ func clearedNote(n int) string {
 // number: Xid 79, or the driver's "fallen off the bus" text (older drivers
 // and the probe-time notice print it without one).
 func fellOffBus(ev state.XIDEvent) bool {
-	return ev.Code == 79 || strings.Contains(ev.Message, "fallen off the bus")
+	return ev.Code == 79 || strings.Contains(ev.Message, "fallen off the bus") || gpuIsLost(ev)
+}
+
+// gpuIsLost: the driver's assertion that the GPU is gone
+// ("Assertion failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST]"), which
+// a lost GPU can log without any Xid line (issue 26).
+func gpuIsLost(ev state.XIDEvent) bool {
+	return strings.Contains(ev.Message, "NV_ERR_GPU_IS_LOST") || strings.Contains(ev.Message, "GPU lost from the bus")
 }
 
 // beforeDriverLoad: a line logged after `load` driver loads has a later one
@@ -539,4 +556,63 @@ func gpuByBus(n *state.Node, ev state.XIDEvent) *state.GPU {
 		}
 	}
 	return nil
+}
+
+// pcieFatal judges the kernel's failed AER recoveries (issue 26: a GPU lost
+// to a fatal PCIe error leaves no Xid line). Linux's PCIe error recovery
+// (drivers/pci/pcie/err.c, Documentation/PCI/pci-error-recovery.rst) logs
+// "AER: can't recover" on the device and "AER: device recovery failed" on
+// the reporting port when it gave up: the device stays unusable until a
+// reset. On a GPU (one NVML lists, or a line the nvidia driver printed) it
+// fails; where the log names no device, or a device that cannot be told a
+// GPU (no NVML: a saved log), it warns, naming the port and device; a
+// device that is none of the GPUs NVML lists is another driver's. Like
+// a fallen-off GPU, a later driver load does not answer it.
+func pcieFatal(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
+	type where struct {
+		gpu       *state.GPU
+		dev, port string
+	}
+	counts := map[where]int{}
+	var order []where
+	for _, ev := range k.PCIeFatal {
+		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
+			continue
+		}
+		w := where{dev: ev.Device, port: ev.Port}
+		if ev.Device != "" {
+			w.gpu = gpuByBus(n, state.XIDEvent{BusID: ev.Device})
+		}
+		switch {
+		case w.gpu != nil:
+			w.dev, w.port = "", ""
+		case ev.Driver == "nvidia":
+		case ev.Device != "" && n.NVML != nil && n.NVML.Available && len(n.NVML.GPUs) > 0:
+			continue // another device's error: not a GPU of this node
+		}
+		if counts[w] == 0 {
+			order = append(order, w)
+		}
+		counts[w]++
+	}
+	for _, w := range order {
+		times := ""
+		if c := counts[w]; c > 1 {
+			times = fmt.Sprintf(" (%d lines)", c)
+		}
+		const fix = "drain and reboot the node (the device stays unusable until reset); check the GPU's seating, riser and PCIe switch; RMA if it recurs"
+		switch {
+		case w.gpu != nil:
+			v.add(Fail, w.gpu, fix, "uncorrectable (fatal) PCIe error and the kernel's AER recovery failed"+times)
+		case w.dev != "" && w.port == "":
+			v.add(Fail, nil, fix, "PCI "+w.dev+" (nvidia): uncorrectable (fatal) PCIe error and the kernel's AER recovery failed"+times)
+		case w.dev != "":
+			// No GPU list to tell (a saved log): it may be a NIC's.
+			v.add(Warn, nil, "if PCI "+w.dev+" is a GPU (lspci -s "+w.dev+"), drain and reboot the node",
+				"PCI "+w.dev+" behind port "+w.port+": uncorrectable (fatal) PCIe error and the kernel's AER recovery failed; whether it is a GPU is not known here"+times)
+		default:
+			v.add(Warn, nil, "find the device behind the port (lspci -t); if it is a GPU, drain and reboot the node",
+				"port "+w.port+": uncorrectable (fatal) PCIe error and the kernel's AER recovery failed; the log does not name the device (a GPU's?)"+times)
+		}
+	}
 }

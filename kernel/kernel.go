@@ -70,7 +70,7 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 			st.XIDDenied, st.ReaderUID = true, &uid
 		}
 	} else {
-		st.XIDs, st.SXIDs, st.DriverLoads = evs.XIDs, evs.SXIDs, evs.DriverLoads
+		st.XIDs, st.SXIDs, st.DriverLoads, st.PCIeFatal = evs.XIDs, evs.SXIDs, evs.DriverLoads, evs.PCIeFatal
 	}
 	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(files, o.Procfs) })
 	if err != nil {
@@ -244,6 +244,10 @@ type Log struct {
 	DriverLoads int
 	// driver is the version the last driver load announced.
 	driver string
+	// PCIeFatal are the AER recovery failures; fatalFrom is, per port, the
+	// function it last reported a fatal error from.
+	PCIeFatal []state.PCIeFatalEvent
+	fatalFrom map[string]string
 }
 
 // add reads one record or line. Each event records how many driver loads
@@ -270,6 +274,24 @@ func (l *Log) add(rec []byte, boot time.Time) {
 	} else if IsDriverLoad(rec) {
 		l.DriverLoads++
 		l.driver = DriverVersion(rec)
+	} else if drv, dev, msg, ok := aerLine(rec); ok {
+		if from := aerFatalReceived(msg); from != "" {
+			if l.fatalFrom == nil {
+				l.fatalFrom = map[string]string{}
+			}
+			l.fatalFrom[dev] = from
+		}
+		if !aerRecoveryFailed(msg) {
+			return
+		}
+		ev := state.PCIeFatalEvent{Device: dev, Driver: drv, Message: msg, DriverLoad: l.DriverLoads}
+		if drv == "pcieport" {
+			ev.Port, ev.Device = dev, l.fatalFrom[dev]
+		}
+		if boot.IsZero() {
+			ev.Time = lineTime(rec)
+		}
+		l.PCIeFatal = append(l.PCIeFatal, ev)
 	}
 }
 

@@ -43,6 +43,13 @@ func Parse(line []byte) (state.XIDEvent, bool) {
 	if strings.Contains(msg, "fallen off the bus") {
 		return state.XIDEvent{BusID: firstBusID(msg), Message: msg}, true
 	}
+	// "NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus
+	// [NV_ERR_GPU_IS_LOST] (0x0000000F) returned from ..." (issue 26): the
+	// driver found the GPU gone without an Xid line. Most such lines name
+	// no GPU.
+	if strings.Contains(msg, "GPU lost from the bus") || strings.Contains(msg, "NV_ERR_GPU_IS_LOST") {
+		return state.XIDEvent{BusID: firstBusID(msg), Message: msg}, true
+	}
 	return state.XIDEvent{}, false
 }
 
