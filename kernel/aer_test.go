@@ -25,7 +25,7 @@ func TestLostGPUWithoutXid(t *testing.T) {
 		"[ 8812.100008] pcieport 0000:90:01.0: AER: Corrected error received: 0000:91:00.0",
 		"[ 8812.100009] pcieport 0000:90:01.0: AER: device recovery successful",
 		"[ 8812.200000] NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST] (0x0000000F) returned from pRmApi->Control(pRmApi, hClient, hObject, cmd, pParams, paramsSize) @ rs_server.c:1411",
-	}, "\n") + "\n")
+	}, "\n")+"\n")
 	want := []state.PCIeFatalEvent{
 		{Device: "0000:3b:00.0", Driver: "nvidia", Message: "can't recover (no error_detected callback)"},
 		{Device: "0000:3b:00.0", Port: "0000:3a:00.0", Driver: "pcieport", Message: "device recovery failed"},
