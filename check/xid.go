@@ -56,10 +56,12 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	// The driver's fallen-off-the-bus notice (no Xid number) and an Xid 79
 	// for the same GPU are one loss: the notice joins the 79's finding.
 	with79 := map[string]bool{}
+	namedLost := false // the log names a GPU it lost
 	for _, ev := range k.XIDs {
 		if ev.Code == 79 && ev.BusID != "" {
 			with79[ev.BusID] = true
 		}
+		namedLost = namedLost || ev.BusID != "" && fellOffBus(ev)
 	}
 	for i, ev := range k.XIDs {
 		// Xid 154 says what recovery the driver now requires; its latest
@@ -85,6 +87,11 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		}
 		if clearedByDriverLoad(k, ev, cfg) {
 			cleared++
+			continue
+		}
+		// The driver's NV_ERR_GPU_IS_LOST lines mostly name no GPU; where
+		// the log names the GPU it lost, they are that loss, not another.
+		if ev.Code == 0 && ev.BusID == "" && gpuIsLost(ev) && namedLost {
 			continue
 		}
 		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev)}
