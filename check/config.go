@@ -243,6 +243,10 @@ type ECCConfig struct {
 }
 
 // DefaultConfig returns the documented defaults.
+// MaxXIDCode is the largest Xid code the kernel collector reads from a line
+// (kernel.parseXid) and the configuration accepts.
+const MaxXIDCode = 100000
+
 func DefaultConfig() *Config {
 	return &Config{
 		ECC:          ECCConfig{VolatileUncorrectedFail: 1, VolatileCorrectedWarn: 10000},
@@ -334,8 +338,11 @@ func (cfg *Config) Validate() error {
 	}
 	for key, codes := range map[string][]int{"xid.critical": cfg.XID.Critical, "xid.ignore": cfg.XID.Ignore} {
 		for _, c := range codes {
-			if c < 1 || c > 999 {
-				bad("%s: %d is not an XID (1..999)", key, c)
+			// The kernel collector reads Xid codes up to MaxXIDCode; a
+			// code the driver can print must be configurable (issue 26:
+			// codes above 999 were parsed but refused here).
+			if c < 1 || c > MaxXIDCode {
+				bad("%s: %d is not an XID (1..%d)", key, c, MaxXIDCode)
 			}
 		}
 	}

@@ -28,6 +28,7 @@ func TestParseConfigRejects(t *testing.T) {
 		{"expect_gpus: 50000000\n", "more GPUs than a node holds"},
 		{"xid: {critical: [0, 79]}\n", "xid.critical: 0 is not an XID"},
 		{"xid: {window: -5m}\n", "xid.window: -5m0s is negative"},
+		{"xid: {ignore: [100001]}\n", "xid.ignore: 100001 is not an XID (1..100000)"},
 		{"strict: true\n---\nstrict: false\n", "line 2: a second YAML document"},
 		{"nvlink: {crc_fail_per_second: .nan}\n", "nvlink.crc_fail_per_second: NaN is not a finite number"},
 		{"nvlink: {crc_warn_per_minute: -1}\n", "nvlink.crc_warn_per_minute: -1 is negative"},
@@ -43,6 +44,8 @@ func TestParseConfigRejects(t *testing.T) {
 
 func TestParseConfigAccepts(t *testing.T) {
 	for _, y := range []string{"", "---\nstrict: true\n", "# only a comment\n", "temperature: {warn_c: 80, fail_c: 88}\nxid: {critical: [79, 48]}\n",
+		// Issue 26: codes above 999 are read from the log, so configurable.
+		"xid: {critical: [1001], ignore: [4096]}\n",
 		"nvlink: {recovery_fail: 1, crc_warn_per_minute: 0.5, crc_fail_per_second: 100, replay_growth_warn: 1, replay_growth_fail: 1}\n"} {
 		if err := ParseConfig([]byte(y), DefaultConfig()); err != nil {
 			t.Errorf("ParseConfig(%q): %v", y, err)

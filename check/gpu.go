@@ -304,7 +304,12 @@ func checkRowRemap(n *state.Node, cfg *Config) Result {
 		judged++
 		switch {
 		case rr.Failure:
-			v.add(Fail, g, "replace the GPU: it has no spare rows left (RMA)",
+			// nvml.h: failureOccurred is set "if a row remapping ever
+			// failed in the past" — not that the spare rows ran out, and
+			// not by itself an RMA: NVIDIA's Xid 64 row (remapping
+			// failure) is RESET_GPU then CONTACT_SUPPORT, and NVIDIA's RMA
+			// process requires its HW field diagnostics.
+			v.add(Fail, g, "drain and reset the GPU (nvidia-smi -r); run NVIDIA's HW field diagnostics (the RMA process requires them) and contact the hardware vendor if they fail or the failure recurs",
 				fmt.Sprintf("row remap failure (%d uncorrectable, %d correctable rows remapped)", rr.Uncorrectable, rr.Correctable))
 		case rr.Pending:
 			v.add(Fail, g, "drain the node and reset the GPU (nvidia-smi -r) to apply the pending remap",

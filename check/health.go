@@ -126,7 +126,17 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 					flagged = true
 					continue
 				}
-				v.add(Fail, g, fix, r+" active")
+				// HW thermal slowdown and power brake (or HW slowdown with
+				// either cause) fail when they held: in the previous sample
+				// too, or their NVML counter grew over the window. Seen in
+				// one sample they warn: DCGM's thermal watch warns on a
+				// violation, gpud asks for a rate over minutes, and a
+				// one-shot run has one sample.
+				if held, how := hwHeld(n, g, r, shares, cfg); held {
+					v.add(Fail, g, fix, r+" active "+how)
+				} else {
+					v.add(Warn, g, fix, r+" active "+how)
+				}
 				flagged = true
 			} else if fix, ok := swThrottle[r]; ok {
 				// With two samples the thermal counter (which nvml.h maps to
@@ -170,6 +180,37 @@ func checkThrottle(n *state.Node, cfg *Config) Result {
 		summary += fmt.Sprintf(" (thermal and board-limit violation time judged over the last %s on %d)", interval.Round(time.Second), overTime)
 	}
 	return v.result(summary)
+}
+
+// hwHeld says whether a HW thermal or power-brake slowdown (or HW slowdown
+// with one of them) active in this sample held over the daemon's window: it
+// was active in the previous sample as well, or its NVML counter
+// (NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERMAL_SLOWDOWN / _HW_POWER_BRAKE_SLOWDOWN)
+// grew for more than the warning share of the interval. The text says how
+// it was judged.
+func hwHeld(n *state.Node, g *state.GPU, r string, shares map[string]float64, cfg *Config) (bool, string) {
+	prev := n.Previous.GPU(g.UUID)
+	if prev == nil {
+		return false, "in this sample (a one-shot run takes one sample, which cannot tell a momentary slowdown from a held one; gpuprobe serve judges it over its window)"
+	}
+	apart := n.CollectedAt.Sub(n.Previous.CollectedAt).Round(time.Second)
+	if slices.Contains(prev.ClockEvents, r) {
+		return true, fmt.Sprintf("in two samples %s apart: held", apart)
+	}
+	policies := []string{r}
+	if r == "hw_slowdown" {
+		policies = []string{"hw_thermal_slowdown", "hw_power_brake_slowdown"}
+	}
+	for _, p := range policies {
+		if s, ok := shares[p]; ok && s*100 > cfg.Throttle.ViolationWarnPercent {
+			return true, fmt.Sprintf("and its NVML counter held it for %.0f%% of the last %s", s*100, apart)
+		}
+	}
+	prevRead := "not active in the previous sample"
+	if prev.ClockEvents == nil {
+		prevRead = "the previous sample's reasons were not read"
+	}
+	return false, fmt.Sprintf("in this sample only (%s %s ago, and its counter did not hold it over the window): momentary", prevRead, apart)
 }
 
 // hwCounted: NVML's HW thermal or power-brake slowdown counter grew by
@@ -227,16 +268,34 @@ func violationShares(n *state.Node, g *state.GPU) (map[string]float64, time.Dura
 // gpuIdle reads NVML's GPU-idle clock event reason ("nothing is running on
 // the GPU and the clocks are dropping to idle"); known is false when the
 // reasons were not read.
+//
+// The Idle bit alone calls busy an idle GPU whose bit is clear (issue 26:
+// four real captures, three models, at P8, 0 % utilisation and a few watts
+// with "SW Power Cap" or no reason set). So a GPU is idle too when NVML's
+// utilisation says no kernel ran and no memory was touched in its last
+// sample period (nvmlDeviceGetUtilizationRates 0 % and 0 %) and it rests:
+// at a power-saving P-state (P8 or lower; nvml.h nvmlPstates_t: P0 is
+// maximum performance, P15 minimum), or, with the P-state not read, drawing
+// under a quarter of its power limit (an idle H100 at P0 draws 70 of
+// 700 W; a busy one near its limit). A GPU at 0 % with neither read stays
+// busy: no new guess where the facts are missing.
 func gpuIdle(g *state.GPU) (idle, known bool) {
-	if g.ClockEvents == nil {
-		return false, false
+	if g.ClockEvents != nil && slices.Contains(g.ClockEvents.Reasons, "gpu_idle") {
+		return true, true
 	}
-	for _, r := range g.ClockEvents.Reasons {
-		if r == "gpu_idle" {
-			return true, true
+	if u := g.Utilization; u != nil && u.GPUPercent == 0 && u.MemoryPercent == 0 {
+		switch {
+		case g.PerformanceState != nil:
+			if *g.PerformanceState >= 8 {
+				return true, true
+			}
+		case g.Power != nil && g.Power.LimitWatts != nil && *g.Power.LimitWatts > 0:
+			if g.Power.DrawWatts < *g.Power.LimitWatts/4 {
+				return true, true
+			}
 		}
 	}
-	return false, true
+	return false, g.ClockEvents != nil
 }
 
 func checkPCIeLink(n *state.Node, cfg *Config) Result {

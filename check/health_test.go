@@ -72,9 +72,13 @@ func TestThrottle(t *testing.T) {
 		// One sample of HW slowdown alone can be a clock change: a warning,
 		// not a drain. With its thermal cause it fails.
 		{name: "hw slowdown alone", node: reasons(1, "hw_slowdown"), status: Warn, summary: "GPU 1 (0000:11:00.0): hw_slowdown active in this sample", devices: []int{1}},
-		{name: "hw slowdown with its thermal cause", node: reasons(1, "hw_slowdown", "hw_thermal_slowdown"), status: Fail, summary: "hw_slowdown active", devices: []int{1}},
-		{name: "hw thermal", node: reasons(0, "hw_thermal_slowdown"), status: Fail, summary: "hw_thermal_slowdown", devices: []int{0}},
-		{name: "power brake", node: reasons(0, "hw_power_brake_slowdown"), status: Fail, summary: "power_brake", devices: []int{0}},
+		// Issue 26: HW thermal slowdown or power brake in the one sample of
+		// a one-shot run warns (DCGM's thermal watch warns; gpud asks for a
+		// rate over minutes); the daemon fails it when it held
+		// (TestThrottleOverTime).
+		{name: "hw slowdown with its thermal cause, one sample", node: reasons(1, "hw_slowdown", "hw_thermal_slowdown"), status: Warn, summary: "hw_slowdown active in this sample (a one-shot run takes one sample", devices: []int{1}},
+		{name: "hw thermal, one sample", node: reasons(0, "hw_thermal_slowdown"), status: Warn, summary: "hw_thermal_slowdown active in this sample (a one-shot run", devices: []int{0}},
+		{name: "power brake, one sample", node: reasons(0, "hw_power_brake_slowdown"), status: Warn, summary: "hw_power_brake_slowdown active in this sample", devices: []int{0}},
 		// A busy GPU at its power limit reports SW power cap; with --strict
 		// this used to drain busy nodes.
 		{name: "sw power cap on a busy GPU passes", node: reasons(1, "sw_power_cap"), status: Pass},
@@ -158,6 +162,17 @@ func TestThrottleOverTime(t *testing.T) {
 			summary: "GPU 1 (0000:11:00.0): HW thermal slowdown (clocks halved or more) held for 20% of the last 30s", devices: []int{1}},
 		{name: "hw slowdown once while the power brake counter moved", node: hwSampled(sampled(0, 0, "hw_slowdown"), []string{}, 0, 15e9), status: Fail,
 			summary: "HW power brake slowdown (clocks halved or more) held for 50%", devices: []int{1}},
+		// Issue 26: over the daemon's window, HW thermal slowdown or power
+		// brake in the sample fails when it held (in the previous sample
+		// too, or its counter grew) and warns when it is momentary.
+		{name: "hw thermal in two samples in a row fails", node: hwSampled(sampled(0, 0, "hw_thermal_slowdown"), []string{"hw_thermal_slowdown"}, 0, 0), status: Fail,
+			summary: "hw_thermal_slowdown active in two samples 30s apart: held", devices: []int{1}},
+		{name: "hw thermal once, counter still: momentary, warns", node: hwSampled(sampled(0, 0, "hw_thermal_slowdown"), []string{"gpu_idle"}, 0, 0), status: Warn,
+			summary: "hw_thermal_slowdown active in this sample only (not active in the previous sample 30s ago", devices: []int{1}},
+		{name: "power brake once, its counter held it: fails", node: hwSampled(sampled(0, 0, "hw_power_brake_slowdown"), []string{}, 0, 15e9), status: Fail,
+			summary: "hw_power_brake_slowdown active and its NVML counter held it for 50%", devices: []int{1}},
+		{name: "hw slowdown with its thermal cause once, previous reasons not read", node: hwSampled(sampled(0, 0, "hw_slowdown", "hw_thermal_slowdown"), nil, 0, 0), status: Warn,
+			summary: "the previous sample's reasons were not read", devices: []int{1}},
 		{name: "HW slowdown counters below the share pass", node: hwSampled(sampled(0, 0), nil, 1e9, 1e9), status: Pass},
 		{name: "counter went backwards (driver reload): no rate, the sample decides", node: func() *state.Node {
 			n := sampled(0, 0, "sw_thermal_slowdown")
@@ -240,6 +255,41 @@ func TestPCIeLink(t *testing.T) {
 			n.NVML.GPUs[0].PCIe.CurrentGen = 0
 			n.NVML.GPUs[0].ClockEvents.Reasons = nil
 		}), status: Warn, summary: "could not be read (Gen0 of Gen5, x16 of x16)", devices: []int{0}},
+		// Issue 26: idle GPUs whose Idle bit is clear (SW power cap set, or
+		// no reason at all), as four real captures showed: at P8, 0 %
+		// utilisation and a few watts, the reduced link is idle's. Both
+		// warned "while busy".
+		{name: "P8 at 0 % with SW power cap and no Idle bit is idle", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[0]
+			g.PCIe.CurrentGen = 1
+			g.ClockEvents.Reasons = []string{"sw_power_cap"}
+			g.Utilization = &state.Utilization{}
+			g.PerformanceState = ptr(8)
+			g.Power = &state.Power{DrawWatts: 11, LimitWatts: ptr(300.0)}
+		}), status: Pass, summary: "1 idle GPU(s) at a reduced link"},
+		{name: "no reason at all, 0 % and a few watts (P-state not read) is idle", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[1]
+			g.PCIe.CurrentGen = 1
+			g.ClockEvents.Reasons = nil
+			g.Utilization = &state.Utilization{}
+			g.Power = &state.Power{DrawWatts: 9, LimitWatts: ptr(230.0)}
+		}), status: Pass, summary: "1 idle GPU(s) at a reduced link"},
+		// Guards (they warned before too): 0 % at P0, or 0 % with nothing
+		// else read, stays busy.
+		{name: "0 % at P0 is not called idle", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[0]
+			g.PCIe.CurrentGen = 3
+			g.ClockEvents.Reasons = nil
+			g.Utilization = &state.Utilization{}
+			g.PerformanceState = ptr(0)
+		}), status: Warn, summary: "PCIe Gen3 of Gen5 while busy", devices: []int{0}},
+		{name: "0 % with neither P-state nor power read is not called idle", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[0]
+			g.PCIe.CurrentGen = 3
+			g.ClockEvents.Reasons = nil
+			g.Utilization = &state.Utilization{}
+			g.Power = nil
+		}), status: Warn, devices: []int{0}},
 		{name: "replay storm", node: healthy(func(n *state.Node) {
 			n.Kernel = nil
 			n.NVML.GPUs[1].PCIe.ReplayCounter = u64(100000)

@@ -53,6 +53,16 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	decoded := map[key]nvlink5Decoding{}
 	var nv5 nvlink5Notes
 	ignored := map[int]int{} // code -> lines read that need no action
+	// The driver's fallen-off-the-bus notice (no Xid number) and an Xid 79
+	// for the same GPU are one loss: the notice joins the 79's finding.
+	with79 := map[string]bool{}
+	namedLost := false // the log names a GPU it lost
+	for _, ev := range k.XIDs {
+		if ev.Code == 79 && ev.BusID != "" {
+			with79[ev.BusID] = true
+		}
+		namedLost = namedLost || ev.BusID != "" && fellOffBus(ev)
+	}
 	for i, ev := range k.XIDs {
 		// Xid 154 says what recovery the driver now requires; its latest
 		// line for a GPU is what holds. "0x0 (None)" after a reset is the
@@ -79,7 +89,15 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			cleared++
 			continue
 		}
+		// The driver's NV_ERR_GPU_IS_LOST lines mostly name no GPU; where
+		// the log names the GPU it lost, they are that loss, not another.
+		if ev.Code == 0 && ev.BusID == "" && gpuIsLost(ev) && namedLost {
+			continue
+		}
 		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev)}
+		if kk.lost && with79[ev.BusID] {
+			kk.code, kk.lost = 79, false
+		}
 		g := gpuByBus(n, ev)
 		if g != nil {
 			kk.gpu = g.Index
@@ -113,13 +131,15 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		counts[kk]++
 		last[kk] = ev
 		if info := XIDLookup(ev.Code, cfg.XID.Critical); kk.sub == "" && info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost {
-			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time})
+			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time, pid: ev.PID, process: ev.Process})
 		}
 	}
 	recurring := recurrences(appFaults, cfg.XID.Recurrence)
 	notJudged := ignoredNote(ignored, cfg.XID) + nv5.note()
 	read := notJudged + clearedNote(cleared)
-	if len(keys) == 0 {
+	var aer verdict
+	pcieFatal(n, k, cfg, &aer)
+	if len(keys) == 0 && len(aer.findings) == 0 {
 		window := "since boot"
 		if cfg.XID.Window > 0 {
 			window = "in the last " + cfg.XID.Window.String()
@@ -161,8 +181,15 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			times = fmt.Sprintf(" (%d times)", c)
 		}
 		if kk.lost {
+			what := "GPU has fallen off the bus"
+			if gpuIsLost(last[kk]) {
+				what = "GPU lost from the bus (the driver's NV_ERR_GPU_IS_LOST, no Xid line)"
+			}
+			if where == "" && g == nil {
+				where = "a GPU the line does not name: "
+			}
 			v.add(Fail, g, "drain and reboot the node; check PCIe power and seating; RMA if it recurs",
-				where+"GPU has fallen off the bus"+times)
+				where+what+times)
 			continue
 		}
 		if d, ok := decoded[kk]; ok && d.row != nil {
@@ -204,6 +231,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		}
 		v.add(sev, g, remedy, msg)
 	}
+	v.findings = append(v.findings, aer.findings...)
 	r := v.result("")
 	if n := ignoredNote(ignored, cfg.XID); n != "" {
 		r.Details = append(r.Details, n[2:])
@@ -326,6 +354,19 @@ type appFault struct {
 	gpu int
 	bus string
 	at  time.Time
+	// pid and process are the line's pid= and name= (0 and "" when the
+	// driver printed none or '<unknown>'): lines of one process are one
+	// incident however long it kept failing.
+	pid     int
+	process string
+}
+
+// proc names the process a fault came from; "" when the line named none.
+func (f appFault) proc() string {
+	if f.pid <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%s", f.pid, f.process)
 }
 
 type gpuKey struct {
@@ -336,7 +377,11 @@ type gpuKey struct {
 // burstGap separates incidents: one application fault logs a burst of
 // lines (a real log, testdata/xid-burst-pastebin-fTNHmgzB.txt: nine lines
 // of Xid 69 and 31 over 39 s, gaps up to 25 s), and a quick resubmission
-// of the same job is the same incident.
+// of the same job is the same incident. Lines that name one process (the
+// driver's pid= and name=) are one incident whatever the gaps: one job
+// that kept faulting for hours (issue 26: 629 Xid 13 lines from one
+// PyTorch job in 2 h) is one application's fault, not the GPU's; faults
+// recurring in different processes are the evidence.
 const burstGap = 5 * time.Minute
 
 // recurrences finds the GPUs whose application-class XIDs recur: at least
@@ -352,7 +397,7 @@ func recurrences(faults []appFault, rc XIDRecurrence) map[gpuKey]string {
 	if rc.Count < 2 || len(faults) == 0 {
 		return nil
 	}
-	byGPU := map[gpuKey][]time.Time{}
+	byGPU := map[gpuKey][]appFault{}
 	undated := map[gpuKey]bool{}
 	for _, f := range faults {
 		k := gpuKey{f.gpu, f.bus}
@@ -360,15 +405,15 @@ func recurrences(faults []appFault, rc XIDRecurrence) map[gpuKey]string {
 			undated[k] = true
 			continue
 		}
-		byGPU[k] = append(byGPU[k], f.at)
+		byGPU[k] = append(byGPU[k], f)
 	}
 	sharedWithOther := func(k gpuKey, t time.Time) bool {
-		for o, ts := range byGPU {
+		for o, fs := range byGPU {
 			if o == k {
 				continue
 			}
-			for _, u := range ts {
-				if d := u.Sub(t); d > -burstGap && d < burstGap {
+			for _, u := range fs {
+				if d := u.at.Sub(t); d > -burstGap && d < burstGap {
 					return true
 				}
 			}
@@ -384,15 +429,22 @@ func recurrences(faults []appFault, rc XIDRecurrence) map[gpuKey]string {
 		keys[k] = true
 	}
 	for k := range keys {
-		ts := byGPU[k]
-		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
-		var starts []time.Time // incidents of this GPU alone
-		for i, t := range ts {
-			if i > 0 && t.Sub(ts[i-1]) < burstGap {
-				continue // the same burst
+		fs := byGPU[k]
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].at.Before(fs[j].at) })
+		var starts []time.Time    // incidents of this GPU alone
+		seen := map[string]bool{} // processes whose incident is counted
+		for i, f := range fs {
+			p := f.proc()
+			burst := i > 0 && f.at.Sub(fs[i-1].at) < burstGap
+			again := p != "" && seen[p]
+			if p != "" {
+				seen[p] = true
 			}
-			if !sharedWithOther(k, t) {
-				starts = append(starts, t)
+			if burst || again {
+				continue // the same burst, or the same process failing on
+			}
+			if !sharedWithOther(k, f.at) {
+				starts = append(starts, f.at)
 			}
 		}
 		if undated[k] {
@@ -483,7 +535,14 @@ func clearedNote(n int) string {
 // number: Xid 79, or the driver's "fallen off the bus" text (older drivers
 // and the probe-time notice print it without one).
 func fellOffBus(ev state.XIDEvent) bool {
-	return ev.Code == 79 || strings.Contains(ev.Message, "fallen off the bus")
+	return ev.Code == 79 || strings.Contains(ev.Message, "fallen off the bus") || gpuIsLost(ev)
+}
+
+// gpuIsLost: the driver's assertion that the GPU is gone
+// ("Assertion failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST]"), which
+// a lost GPU can log without any Xid line (issue 26).
+func gpuIsLost(ev state.XIDEvent) bool {
+	return strings.Contains(ev.Message, "NV_ERR_GPU_IS_LOST") || strings.Contains(ev.Message, "GPU lost from the bus")
 }
 
 // beforeDriverLoad: a line logged after `load` driver loads has a later one
@@ -504,4 +563,63 @@ func gpuByBus(n *state.Node, ev state.XIDEvent) *state.GPU {
 		}
 	}
 	return nil
+}
+
+// pcieFatal judges the kernel's failed AER recoveries (issue 26: a GPU lost
+// to a fatal PCIe error leaves no Xid line). Linux's PCIe error recovery
+// (drivers/pci/pcie/err.c, Documentation/PCI/pci-error-recovery.rst) logs
+// "AER: can't recover" on the device and "AER: device recovery failed" on
+// the reporting port when it gave up: the device stays unusable until a
+// reset. On a GPU (one NVML lists, or a line the nvidia driver printed) it
+// fails; where the log names no device, or a device that cannot be told a
+// GPU (no NVML: a saved log), it warns, naming the port and device; a
+// device that is none of the GPUs NVML lists is another driver's. Like
+// a fallen-off GPU, a later driver load does not answer it.
+func pcieFatal(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
+	type where struct {
+		gpu       *state.GPU
+		dev, port string
+	}
+	counts := map[where]int{}
+	var order []where
+	for _, ev := range k.PCIeFatal {
+		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
+			continue
+		}
+		w := where{dev: ev.Device, port: ev.Port}
+		if ev.Device != "" {
+			w.gpu = gpuByBus(n, state.XIDEvent{BusID: ev.Device})
+		}
+		switch {
+		case w.gpu != nil:
+			w.dev, w.port = "", ""
+		case ev.Driver == "nvidia":
+		case ev.Device != "" && n.NVML != nil && n.NVML.Available && len(n.NVML.GPUs) > 0:
+			continue // another device's error: not a GPU of this node
+		}
+		if counts[w] == 0 {
+			order = append(order, w)
+		}
+		counts[w]++
+	}
+	for _, w := range order {
+		times := ""
+		if c := counts[w]; c > 1 {
+			times = fmt.Sprintf(" (%d lines)", c)
+		}
+		const fix = "drain and reboot the node (the device stays unusable until reset); check the GPU's seating, riser and PCIe switch; RMA if it recurs"
+		switch {
+		case w.gpu != nil:
+			v.add(Fail, w.gpu, fix, "uncorrectable (fatal) PCIe error and the kernel's AER recovery failed"+times)
+		case w.dev != "" && w.port == "":
+			v.add(Fail, nil, fix, "PCI "+w.dev+" (nvidia): uncorrectable (fatal) PCIe error and the kernel's AER recovery failed"+times)
+		case w.dev != "":
+			// No GPU list to tell (a saved log): it may be a NIC's.
+			v.add(Warn, nil, "if PCI "+w.dev+" is a GPU (lspci -s "+w.dev+"), drain and reboot the node",
+				"PCI "+w.dev+" behind port "+w.port+": uncorrectable (fatal) PCIe error and the kernel's AER recovery failed; whether it is a GPU is not known here"+times)
+		default:
+			v.add(Warn, nil, "find the device behind the port (lspci -t); if it is a GPU, drain and reboot the node",
+				"port "+w.port+": uncorrectable (fatal) PCIe error and the kernel's AER recovery failed; the log does not name the device (a GPU's?)"+times)
+		}
+	}
 }

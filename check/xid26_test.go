@@ -68,3 +68,38 @@ func TestIssue26FabricInProgressWarns(t *testing.T) {
 		t.Errorf("registration in progress: %+v, want a warning", r)
 	}
 }
+
+// Issue 26: remedy texts in NVIDIA's words (the pinned catalogue,
+// third_party/nvidia-xid-catalog/xids.txt, and nvml.h), not gpuprobe's
+// guesses. Xid 110's text was fixed before this test; 45's and the row-remap
+// failure's fail on the code before it.
+func TestIssue26RemedyTexts(t *testing.T) {
+	for _, tc := range []struct {
+		code int
+		want []string
+	}{
+		// "To recover, revert any recent system hardware modifications and
+		// cold reset the system."
+		{110, []string{"revert any recent hardware changes", "cold-reset the system"}},
+		// "Solo: RESTART_FM Not Solo: IGNORE (follow other Xid)"
+		{45, []string{"restart Fabric Manager", "Solo: RESTART_FM", "follow those"}},
+	} {
+		r := XIDLookup(tc.code, nil).Remedy
+		for _, w := range tc.want {
+			if !strings.Contains(r, w) {
+				t.Errorf("Xid %d remedy %q, want %q in it", tc.code, r, w)
+			}
+		}
+	}
+	// Row remap failure: nvml.h's failureOccurred ("a row remapping ever
+	// failed in the past") is not "no spare rows left"; NVIDIA's RMA
+	// process needs its field diagnostics.
+	n := healthy(func(n *state.Node) {
+		n.NVML.GPUs[0].RemappedRows = &state.RemappedRows{Failure: true, Uncorrectable: 1}
+	})
+	r := checkRowRemap(n, DefaultConfig())
+	fix := r.Remedy
+	if r.Status != Fail || strings.Contains(fix, "no spare rows") || !strings.Contains(fix, "field diagnostics") {
+		t.Errorf("row remap failure: %s, fix %q; want fail, NVIDIA's field diagnostics, no claim of spare rows", r.Status, fix)
+	}
+}

@@ -100,6 +100,14 @@ func TestXIDRecurrence(t *testing.T) {
 		{name: "one real burst is one incident", node: withXIDs(burstFromPastebin(t, at.Add(-time.Hour))...), cfg: func(c *Config) { c.XID.Recurrence.Count = 2 },
 			status: Warn, summary: "PCI 0000:08:00: Xid 31"},
 		{name: "the real burst five times in a day fails", node: withXIDs(realBursts(5, 3*time.Hour)...), status: Fail, summary: "recurring: 5 separate incidents"},
+		// Issue 26: one PyTorch job's Xid 13 for 2 h (629 lines, in nine
+		// bursts 14 min apart, all pid=51234 name=python) is one incident:
+		// it warned as "9 separate incidents" and failed. The same bursts
+		// from nine processes still fail: recurrence across processes.
+		{name: "one process failing for 2 h is one incident", node: withXIDs(oneJob(at, "0000:10:00", 629, 9, func(int) int { return 51234 })...),
+			status: Warn, summary: "(629 times), last by python (pid 51234)", devices: []int{0}},
+		{name: "the same bursts from nine processes fail", node: withXIDs(oneJob(at, "0000:10:00", 629, 9, func(b int) int { return 51234 + b })...),
+			status: Fail, summary: "recurring: 9 separate incidents on this GPU alone", devices: []int{0}},
 		// A multi-GPU job failing on every GPU it ran on: the job's fault.
 		{name: "faults shared with another GPU are the job's", node: withXIDs(append(bursts(5, "0000:10:00", time.Hour), bursts(5, "0000:11:00", time.Hour)...)...),
 			status: Warn, devices: []int{0, 1}},
@@ -134,4 +142,18 @@ func TestXIDRecurrenceConfig(t *testing.T) {
 	if err := ParseConfig([]byte("xid:\n  recurrence:\n    count: 3\n    window: 6h\n"), c); err != nil || c.XID.Recurrence != (XIDRecurrence{Count: 3, Window: 6 * time.Hour}) {
 		t.Errorf("parsed %+v, %v", c.XID.Recurrence, err)
 	}
+}
+
+// oneJob is a job's Xid 13 lines on bus: n lines in k bursts 14 min apart
+// (each burst's lines 1 s apart), the last burst an hour before at, burst
+// b's lines from pid(b), all named python.
+func oneJob(at time.Time, bus string, n, k int, pid func(b int) int) []state.XIDEvent {
+	var evs []state.XIDEvent
+	start := at.Add(-time.Hour - time.Duration(k-1)*14*time.Minute)
+	for i := range n {
+		b := i * k / n
+		t0 := start.Add(time.Duration(b) * 14 * time.Minute)
+		evs = append(evs, state.XIDEvent{Code: 13, BusID: bus, PID: pid(b), Process: "python", Time: t0.Add(time.Duration(i-b*n/k) * time.Second)})
+	}
+	return evs
 }

@@ -54,6 +54,12 @@ func TestXID(t *testing.T) {
 		{name: "outside the window", node: withXIDs(ev(79, "0000:11:00", 48*time.Hour)), cfg: func(c *Config) { c.XID.Window = 24 * time.Hour }, status: Pass, summary: "in the last 24h0m0s"},
 		{name: "ignored", node: withXIDs(ev(13, "0000:10:00", time.Hour)), cfg: func(c *Config) { c.XID.Ignore = []int{13} }, status: Pass},
 		{name: "critical set replaced", node: withXIDs(ev(13, "0000:10:00", time.Hour)), cfg: func(c *Config) { c.XID.Critical = []int{13} }, status: Fail, devices: []int{0}},
+		// Issue 26: the driver's notice and an Xid 79 for the same GPU are
+		// one finding (they were two), in either order.
+		{name: "fallen-off notice and Xid 79 on one GPU are one finding", node: withXIDs(
+			state.XIDEvent{BusID: "0000:11:00", Message: "The NVIDIA GPU 0000:11:00.0 (PCI ID: 10de:2330) installed in this system has fallen off the bus and is not responding to commands."},
+			ev(79, "0000:11:00", time.Hour)),
+			status: Fail, summary: "GPU 1 (0000:11:00.0): Xid 79: GPU has fallen off the bus (2 times)", devices: []int{1}},
 		{name: "fell off without an XID number", node: withXIDs(state.XIDEvent{BusID: "0000:11:00", Message: "GPU has fallen off the bus."}),
 			status: Fail, summary: "GPU has fallen off the bus", devices: []int{1}},
 		// NVIDIA's catalogue: IGNORE. A row remap recorded is gpu.row_remap's

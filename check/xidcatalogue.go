@@ -138,7 +138,7 @@ var xidWords = map[int]struct{ meaning, remedy string }{
 	13:  {"graphics engine exception (usually an application bug or illegal memory access)", "check the job that ran on the GPU"},
 	31:  {"GPU memory page fault (usually an application bug)", "check the job that ran on the GPU"},
 	43:  {"GPU stopped processing (the application was stopped)", "nothing to do for the XID itself"},
-	45:  {"preemptive cleanup after an earlier error or a killed application", "check the job that ran on the GPU and any XID logged just before"},
+	45:  {"preemptive cleanup after an earlier error or a killed application", "if it is the only Xid on the GPU, restart Fabric Manager (NVIDIA: Solo: RESTART_FM); with other Xids, follow those (Not Solo: IGNORE); an aborted job (Ctrl-C, kill, a GPU reset) also logs it"},
 	46:  {"GPU stopped processing", "drain and reset the GPU (nvidia-smi -r); contact support if it recurs"},
 	48:  {"double-bit (uncorrectable) ECC error", "drain and reset the GPU (nvidia-smi -r); gpu.row_remap says whether the row was remapped; RMA if it recurs"},
 	54:  {"clocks reduced for power (silent running)", "drain; check the board's power delivery and cooling"},
@@ -170,7 +170,7 @@ var xidWords = map[int]struct{ meaning, remedy string }{
 var actionRemedy = map[XIDAction]string{
 	ActionIgnore:           "nothing to do for the XID itself",
 	ActionRestartApp:       "check the job that ran on the GPU and restart it",
-	ActionWorkflow45:       "check the job that ran on the GPU and any XID logged just before",
+	ActionWorkflow45:       "if it is the only Xid on the GPU, restart Fabric Manager (NVIDIA: Solo: RESTART_FM); with other Xids, follow those (Not Solo: IGNORE)",
 	ActionCheckUVM:         "check the job's unified memory use and the nvidia-uvm module",
 	ActionResetGPU:         "drain and reset the GPU (nvidia-smi -r)",
 	ActionWorkflow48:       "drain and reset the GPU (nvidia-smi -r); RMA if it recurs",

@@ -51,7 +51,7 @@ var (
 	dRetiredPending = desc("gpu_retired_pages_pending", "1 when a page retirement awaits a reset.", gpuLabels...)
 	dRemapped       = desc("gpu_remapped_rows", "Remapped rows by type (correctable, uncorrectable).", withGPU("type")...)
 	dRemapPending   = desc("gpu_row_remap_pending", "1 when a row remap awaits a GPU reset.", gpuLabels...)
-	dRemapFailure   = desc("gpu_row_remap_failure", "1 when row remapping failed (no spare rows).", gpuLabels...)
+	dRemapFailure   = desc("gpu_row_remap_failure", "1 when a row remapping ever failed (nvmlDeviceGetRemappedRows failureOccurred).", gpuLabels...)
 	dClockMask      = desc("gpu_clock_event_reasons", "Bitmask of active clock-event (throttle) reasons, NVML's nvmlClocksEventReason bits.", gpuLabels...)
 	dClockActive    = desc("gpu_clock_event_active", "1 for each active clock-event reason (only active reasons are exported).", withGPU("reason")...)
 	dViolation      = desc("gpu_violation_seconds_total", "Cumulative time a perf policy held the GPU below its application clocks (nvmlDeviceGetViolationStatus), by policy: power, thermal, sync_boost, board_limit, low_utilization, reliability, total_app_clocks, total_base_clocks.", withGPU("policy")...)

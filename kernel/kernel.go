@@ -70,7 +70,7 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 			st.XIDDenied, st.ReaderUID = true, &uid
 		}
 	} else {
-		st.XIDs, st.SXIDs, st.DriverLoads = evs.XIDs, evs.SXIDs, evs.DriverLoads
+		st.XIDs, st.SXIDs, st.DriverLoads, st.PCIeFatal = evs.XIDs, evs.SXIDs, evs.DriverLoads, evs.PCIeFatal
 	}
 	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(files, o.Procfs) })
 	if err != nil {
@@ -184,7 +184,7 @@ func records(data []byte) [][]byte {
 	var first []byte // the current record's first line
 	for _, line := range bytes.Split(data, []byte("\n")) {
 		line = bytes.TrimSuffix(line, []byte("\r"))
-		if n := len(out); n > 0 && continues(first, line) {
+		if n := len(out); n > 0 && (continues(first, line) || noticeGoesOn(out[n-1], line)) {
 			if len(out[n-1]) < maxRecord {
 				text := bytes.TrimPrefix(bytes.TrimLeft(line, " "), []byte("NVRM: "))
 				joined := make([]byte, 0, len(out[n-1])+1+len(text))
@@ -197,6 +197,30 @@ func records(data []byte) [][]byte {
 		first = line
 	}
 	return out
+}
+
+// noticeGoesOn: line is the next line of the driver's three-line "The
+// NVIDIA GPU <bus> / (PCI ID: ...) installed in this system has / fallen off
+// the bus and is not responding to commands." notice, printed where each line
+// is a record of its own (dmesg -t: every line starts "NVRM: ", issue 26;
+// or each line with a header of its own), so the notice keeps its GPU. Only
+// the notice's own next words join it.
+func noticeGoesOn(rec, line []byte) bool {
+	_, msg, ok := bytes.Cut(rec, []byte("NVRM: The NVIDIA GPU "))
+	if !ok || bytes.Contains(msg, []byte("responding to commands")) {
+		return false
+	}
+	j := bytes.Index(line, []byte("NVRM: "))
+	if j < 0 {
+		return false
+	}
+	next := line[j+len("NVRM: "):]
+	for _, p := range []string{"(PCI ID:", "installed in this system", "fallen off the bus"} {
+		if bytes.HasPrefix(next, []byte(p)) {
+			return true
+		}
+	}
+	return false
 }
 
 // continues: line is indented by spaces to the column where first's message
@@ -220,6 +244,10 @@ type Log struct {
 	DriverLoads int
 	// driver is the version the last driver load announced.
 	driver string
+	// PCIeFatal are the AER recovery failures; fatalFrom is, per port, the
+	// function it last reported a fatal error from.
+	PCIeFatal []state.PCIeFatalEvent
+	fatalFrom map[string]string
 }
 
 // add reads one record or line. Each event records how many driver loads
@@ -246,6 +274,24 @@ func (l *Log) add(rec []byte, boot time.Time) {
 	} else if IsDriverLoad(rec) {
 		l.DriverLoads++
 		l.driver = DriverVersion(rec)
+	} else if drv, dev, msg, ok := aerLine(rec); ok {
+		if from := aerFatalReceived(msg); from != "" {
+			if l.fatalFrom == nil {
+				l.fatalFrom = map[string]string{}
+			}
+			l.fatalFrom[dev] = from
+		}
+		if !aerRecoveryFailed(msg) {
+			return
+		}
+		ev := state.PCIeFatalEvent{Device: dev, Driver: drv, Message: msg, DriverLoad: l.DriverLoads}
+		if drv == "pcieport" {
+			ev.Port, ev.Device = dev, l.fatalFrom[dev]
+		}
+		if boot.IsZero() {
+			ev.Time = lineTime(rec)
+		}
+		l.PCIeFatal = append(l.PCIeFatal, ev)
 	}
 }
 

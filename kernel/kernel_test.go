@@ -163,6 +163,15 @@ func TestIndentedContinuationIsOneRecord(t *testing.T) {
 			"               NVRM: (PCI ID: 10de:26b5) installed in this system has\n" +
 			"               NVRM: fallen off the bus and is not responding to commands.\n" +
 			"[ 1843.439662] NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
+		// Issue 26: dmesg -t prints no header, so nothing is indented;
+		// each line of the notice starts "NVRM: ".
+		"dmesg -t": "NVRM: The NVIDIA GPU 0000:b3:00.0\n" +
+			"NVRM: (PCI ID: 10de:26b5) installed in this system has\n" +
+			"NVRM: fallen off the bus and is not responding to commands.\n" +
+			"NVRM: The NVIDIA probe routine failed for 1 device(s).\n",
+		"dmesg, a time on each line": "[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0\n" +
+			"[ 1843.308149] NVRM: (PCI ID: 10de:26b5) installed in this system has\n" +
+			"[ 1843.308151] NVRM: fallen off the bus and is not responding to commands.\n",
 		"journalctl": "May 11 19:25:29 homecomp kernel: NVRM: The NVIDIA GPU 0000:b3:00.0\n" +
 			"                                 NVRM: (PCI ID: 10de:26b5) installed in this system has\n" +
 			"                                 NVRM: fallen off the bus and is not responding to commands.\n",

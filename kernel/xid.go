@@ -43,6 +43,13 @@ func Parse(line []byte) (state.XIDEvent, bool) {
 	if strings.Contains(msg, "fallen off the bus") {
 		return state.XIDEvent{BusID: firstBusID(msg), Message: msg}, true
 	}
+	// "NVRM: nvAssertOkFailedNoLog: Assertion failed: GPU lost from the bus
+	// [NV_ERR_GPU_IS_LOST] (0x0000000F) returned from ..." (issue 26): the
+	// driver found the GPU gone without an Xid line. Most such lines name
+	// no GPU.
+	if strings.Contains(msg, "GPU lost from the bus") || strings.Contains(msg, "NV_ERR_GPU_IS_LOST") {
+		return state.XIDEvent{BusID: firstBusID(msg), Message: msg}, true
+	}
 	return state.XIDEvent{}, false
 }
 
@@ -53,9 +60,20 @@ func parseXid(rest string) (state.XIDEvent, bool) {
 	}
 	bus := strings.TrimPrefix(rest[:end], "PCI:")
 	body := strings.TrimSpace(rest[end+2:])
-	num, after, _ := strings.Cut(body, ",")
-	code, err := strconv.Atoi(strings.TrimSpace(num))
-	if err != nil || code <= 0 || code > 100000 {
+	// The code is followed by ", pid=..., message", by nothing, or (some
+	// driver builds, issue 26) by " (message": "154 (GPU recovery ...".
+	digits := len(body) - len(strings.TrimLeft(body, "0123456789"))
+	num, after := body[:digits], body[digits:]
+	switch {
+	case after == "":
+	case after[0] == ',':
+		after = after[1:]
+	case strings.HasPrefix(after, " ("):
+	default:
+		return state.XIDEvent{}, false
+	}
+	code, err := strconv.Atoi(num)
+	if err != nil || code <= 0 || code > 100000 { // check.MaxXIDCode
 		return state.XIDEvent{}, false
 	}
 	ev := state.XIDEvent{Code: code, BusID: normBus(bus)}
@@ -150,6 +168,11 @@ func firstBusID(s string) string {
 		w = strings.TrimSuffix(strings.TrimPrefix(w, "PCI:"), ":")
 		if strings.Count(w, ":") == 2 && len(w) >= 10 && isHexBus(w) {
 			return normBus(w)
+		}
+		// "NVRM: GPU 18:00.0: GPU has fallen off the bus." (issue 26):
+		// bus:device.function without the domain, which is then 0000.
+		if len(w) == 7 && w[2] == ':' && w[5] == '.' && isHexBus(w) {
+			return normBus("0000:" + w)
 		}
 	}
 	return ""

@@ -43,6 +43,13 @@ func TestParse(t *testing.T) {
 		{"NVRM: Xid (PCI:0000:03:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 02 (0x00004266 0x00000001 0x0 0x0 0x0 0x0 0x0)",
 			state.XIDEvent{Code: 149, BusID: "0000:03:00", Message: "NETIR_BER_EVENT Nonfatal XC0 i0 Link 02 (0x00004266 0x00000001 0x0 0x0 0x0 0x0 0x0)",
 				Registers: []uint32{0x4266, 1, 0, 0, 0, 0, 0}}, true},
+		// Issue 26: the message opened with " (" right after the code, and
+		// a fallen-off notice that names the GPU without its PCI domain.
+		{"NVRM: Xid (PCI:0000:9b:00): 154 (GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required))",
+			state.XIDEvent{Code: 154, BusID: "0000:9b:00", Message: "(GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required))"}, true},
+		{"NVRM: GPU 18:00.0: GPU has fallen off the bus.",
+			state.XIDEvent{BusID: "0000:18:00", Message: "GPU 18:00.0: GPU has fallen off the bus."}, true},
+		{"NVRM: Xid (PCI:0000:1b:00): 79x, torn", state.XIDEvent{}, false},
 		{"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15", state.XIDEvent{}, false},
 		{"NVRM: Xid (PCI:0000:1b:00): abc, nonsense", state.XIDEvent{}, false},
 		{"NVRM: Xid (PCI:0000:1b:00 79 torn", state.XIDEvent{}, false},

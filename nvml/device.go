@@ -417,6 +417,12 @@ func (d *device) utilization() {
 	if u, o := call(d.g, "nvmlDeviceGetUtilizationRates", d.dev.GetUtilizationRates); o == ok {
 		d.gpu.Utilization = &state.Utilization{GPUPercent: u.Gpu, MemoryPercent: u.Memory}
 	}
+	// nvml.h nvmlPstates_t: NVML_PSTATE_0 (max performance) ..
+	// NVML_PSTATE_15 (min), NVML_PSTATE_UNKNOWN 32.
+	if p, o := call(d.g, "nvmlDeviceGetPerformanceState", d.dev.GetPerformanceState); o == ok && p >= gonvml.PSTATE_0 && p <= gonvml.PSTATE_15 {
+		v := int(p)
+		d.gpu.PerformanceState = &v
+	}
 }
 
 // valueNotAvailable is nvml.h's NVML_VALUE_NOT_AVAILABLE (-1 as unsigned

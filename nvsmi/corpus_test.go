@@ -54,13 +54,16 @@ var corpus = []corpusCase{
 			"or inside the cut (unknown, skipped); the other 7 attached GPUs are not in the capture, neither missing nor passed. " +
 			"Before issue 26 the capture was refused",
 		count: "8 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 7 not in the capture (not judged)"},
-	{file: "gpud_h100x8_535.161.08_nvidia-smi-q.txt", gpus: 8,
+	{file: "gpud_h100x8_535.161.08_nvidia-smi-q.txt", gpus: 8, healthy: true, // no check may fail: one sample of a slowdown warns (issue 26)
+
 		why: "every GPU reports HW Slowdown with HW Power Brake Slowdown active at P0, clocks held at 86 MHz: " +
-			"nvml.h nvmlClocksEventReasonHwPowerBrakeSlowdown is 'External Power Brake Assertion is triggered (e.g. by the system power supply)'",
-		want: map[string]verdict{"gpu.throttle": {check.Fail, all8}}},
-	{file: "gpud_h100x8_535.183.01_nvidia-smi-q.txt", gpus: 8,
-		why:  "GPU 2 (75:00.0) reports HW Power Brake Slowdown and SW Thermal Slowdown active (nvml.h: an external power brake assertion)",
-		want: map[string]verdict{"gpu.throttle": {check.Fail, []int{2}}}},
+			"nvml.h nvmlClocksEventReasonHwPowerBrakeSlowdown is 'External Power Brake Assertion is triggered (e.g. by the system power supply)'. " +
+			"Issue 26: a capture is one sample, which cannot tell a momentary brake from a held one (DCGM warns on a violation, gpud asks for a rate): warn; the daemon fails it when it holds",
+		want: map[string]verdict{"gpu.throttle": {check.Warn, all8}}},
+	{file: "gpud_h100x8_535.183.01_nvidia-smi-q.txt", gpus: 8, healthy: true, // no check may fail: one sample of a slowdown warns (issue 26)
+
+		why:  "GPU 2 (75:00.0) reports HW Power Brake Slowdown and SW Thermal Slowdown active (nvml.h: an external power brake assertion); one sample: warn (issue 26)",
+		want: map[string]verdict{"gpu.throttle": {check.Warn, []int{2}}}},
 	{file: "gpud_rtx4090x8_535.154.05_nvidia-smi-q.txt", gpus: 8, healthy: true,
 		why:  "8 busy RTX 4090s, one python rank each, no slowdown, remapped rows 0; ECC is off (a configuration, which gpu.ecc warns about by policy)",
 		want: map[string]verdict{"gpu.ecc": {check.Warn, all8}}},
@@ -71,10 +74,11 @@ var corpus = []corpusCase{
 		why:   "after Xid 63 the A100 shows Remapped Rows Pending: Yes; the author (stas00/ml-engineering) and NVIDIA's memory error management guide: reset the GPU to apply the remap",
 		want:  map[string]verdict{"gpu.row_remap": {check.Fail, []int{0}}},
 		count: "8 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 7 not in the capture (not judged)"},
-	{file: "cut_gpud_h100x8_535.183.01_i2_nvidia-smi-q.txt", gpus: 1,
+	{file: "cut_gpud_h100x8_535.183.01_i2_nvidia-smi-q.txt", gpus: 1, healthy: true, // no check may fail: one sample of a slowdown warns (issue 26)
+
 		why: "issue 26: GPU 2's block of gpud_h100x8_535.183.01 under its header, as nvidia-smi -q -i 2 prints it: the same power brake " +
-			"and SW thermal slowdown the full capture shows on that GPU (0000:75:00.0), the other 7 not in the capture",
-		want:  map[string]verdict{"gpu.throttle": {check.Fail, []int{0}}},
+			"and SW thermal slowdown the full capture shows on that GPU (0000:75:00.0), the other 7 not in the capture; one sample: warn",
+		want:  map[string]verdict{"gpu.throttle": {check.Warn, []int{0}}},
 		count: "8 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 7 not in the capture (not judged)"},
 	{file: "cut_gpud_a10_535.129.03_fragment_nvidia-smi-q.txt", gpus: 1,
 		why: "issue 26: gpud_a10_535.129.03's GPU block alone, no header (a ticket's paste): the pending row remap is still found " +

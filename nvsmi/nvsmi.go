@@ -431,6 +431,7 @@ func (r *reader) fillGPU(b *item) {
 	r.thermal(b)
 	r.power(b)
 	r.utilization(b)
+	r.performanceState(b)
 	r.processes(b)
 	r.fabric(b)
 }
@@ -741,6 +742,21 @@ func (r *reader) utilization(b *item) {
 		return
 	}
 	r.gpu.Utilization = &state.Utilization{GPUPercent: uint32(gpu), MemoryPercent: uint32(mem)}
+}
+
+// performanceState reads "Performance State : P8" (XML performance_state).
+func (r *reader) performanceState(b *item) {
+	it := r.get(b, "Performance State", "performance_state")
+	if it == nil {
+		return
+	}
+	v := strings.TrimSpace(it.val)
+	n, err := strconv.Atoi(strings.TrimPrefix(v, "P"))
+	if !strings.HasPrefix(v, "P") || err != nil || n < 0 || n > 15 {
+		r.unsupported("nvmlDeviceGetPerformanceState", it)
+		return
+	}
+	r.gpu.PerformanceState = &n
 }
 
 // processes: nvmlDeviceGetComputeRunningProcesses lists compute processes

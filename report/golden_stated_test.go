@@ -102,7 +102,7 @@ func statedReports() map[string]statedReport {
 				"  FAIL   gpu.count              GPU 5 (0000:bb:00.0): GPU is lost (fell off the bus)",
 				"  FAIL   gpu.ecc                GPU 1 (0000:3b:00.0): 2 uncorrectable ECC errors since the last reset",
 				"  FAIL   gpu.row_remap          " + gpu3Remap + "; GPU 6 (0000:cb:00.0): row remap failure (512 uncorrectable, 0 correctable rows remapped)",
-				pad + remapFix + "; replace the GPU: it has no spare rows left (RMA)",
+				pad + remapFix + "; drain and reset the GPU (nvidia-smi -r); run NVIDIA's HW field diagnostics (the RMA process requires them) and contact the hardware vendor if they fail or the failure recurs",
 				"  PASS   gpu.throttle           no hardware or thermal slowdown on 7 GPUs",
 				"  PASS   gpu.processes          7 GPUs idle, no leftover processes",
 				"FAIL: 3 fail, 9 pass, 1 skip in 0.01s [SIMULATED]",

@@ -13,6 +13,9 @@ type Kernel struct {
 	XIDs      []XIDEvent `json:"xids"`
 	// SXIDs are NVSwitch errors from the same log (HGX/DGX baseboards).
 	SXIDs []SXIDEvent `json:"sxids,omitempty"`
+	// PCIeFatal are uncorrectable PCIe errors whose AER recovery failed,
+	// from the same log.
+	PCIeFatal []PCIeFatalEvent `json:"pcie_fatal,omitempty"`
 	// XIDError is why the log could not be read (no permission, ...). A
 	// check must report it, never treat an unreadable log as a clean one.
 	XIDError string `json:"xid_error,omitempty"`
@@ -82,4 +85,24 @@ type SXIDEvent struct {
 	Seq      uint64    `json:"seq,omitempty"`
 	// DriverLoad is how many driver loads the log showed before this line.
 	DriverLoad int `json:"driver_load,omitempty"`
+}
+
+// PCIeFatalEvent is a kernel AER line saying recovery from an uncorrectable
+// PCIe error failed (drivers/pci/pcie/err.c: "AER: can't recover (...)" on
+// the device, "AER: device recovery failed" on the port that reported it).
+type PCIeFatalEvent struct {
+	// Device is the function the error was on ("0000:01:00.0"): the line's
+	// own when a device driver printed it, else the one the port last
+	// reported ("AER: Uncorrected (Fatal) error received: 0000:01:00.0");
+	// empty when the log does not say.
+	Device string `json:"device,omitempty"`
+	// Port is the reporting port when the line was the port's.
+	Port string `json:"port,omitempty"`
+	// Driver is the driver name the kernel printed the line with
+	// ("nvidia", "pcieport").
+	Driver  string `json:"driver,omitempty"`
+	Message string `json:"message"`
+	// DriverLoad is how many NVIDIA driver loads the log showed before it.
+	DriverLoad int       `json:"driver_load,omitempty"`
+	Time       time.Time `json:"time,omitempty"`
 }

@@ -186,14 +186,18 @@ type GPU struct {
 	Thermal         *Thermal      `json:"thermal,omitempty"`
 	Power           *Power        `json:"power,omitempty"`
 	Utilization     *Utilization  `json:"utilization,omitempty"`
-	Processes       []Process     `json:"processes,omitempty"`
-	ProcessesKnown  bool          `json:"processes_known,omitempty"`
-	NUMANode        *int          `json:"numa_node,omitempty"`
-	CPUAffinity     string        `json:"cpu_affinity,omitempty"`
-	NVLinks         []NVLink      `json:"nvlinks,omitempty"`
-	Fabric          *Fabric       `json:"fabric,omitempty"`
-	Unsupported     []string      `json:"unsupported,omitempty"`
-	Errors          []CallError   `json:"errors,omitempty"`
+	// PerformanceState is nvmlDeviceGetPerformanceState: 0 (P0, maximum
+	// performance) to 15 (minimum); nil when not read (NVML_PSTATE_UNKNOWN
+	// is not recorded).
+	PerformanceState *int        `json:"performance_state,omitempty"`
+	Processes        []Process   `json:"processes,omitempty"`
+	ProcessesKnown   bool        `json:"processes_known,omitempty"`
+	NUMANode         *int        `json:"numa_node,omitempty"`
+	CPUAffinity      string      `json:"cpu_affinity,omitempty"`
+	NVLinks          []NVLink    `json:"nvlinks,omitempty"`
+	Fabric           *Fabric     `json:"fabric,omitempty"`
+	Unsupported      []string    `json:"unsupported,omitempty"`
+	Errors           []CallError `json:"errors,omitempty"`
 
 	// Violations are NVML's cumulative perf-policy violation times
 	// (state/violations.go); empty when unsupported.

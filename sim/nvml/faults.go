@@ -40,7 +40,7 @@ func init() {
 			d.GetRemappedRowsFunc = func() (int, int, bool, bool, gonvml.Return) { return 0, 1, true, false, gonvml.SUCCESS }
 			return nil
 		}))
-	register("row-remap-failure", "GPU", "row remapping failed: no spare rows left, the GPU must be replaced",
+	register("row-remap-failure", "GPU", "a row remapping failed (nvmlDeviceGetRemappedRows failureOccurred)",
 		perGPU(func(d *server.Device, _ simulate.Fault) error {
 			d.GetRemappedRowsFunc = func() (int, int, bool, bool, gonvml.Return) { return 0, 512, false, true, gonvml.SUCCESS }
 			return nil

@@ -118,6 +118,10 @@ func (m model) dress(d *server.Device, i int) {
 	}
 	d.GetRemappedRowsFunc = func() (int, int, bool, bool, gonvml.Return) { return 0, 0, false, false, gonvml.SUCCESS }
 	d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) { return gonvml.ClocksEventReasonGpuIdle, gonvml.SUCCESS }
+	// An idle H100 or H200 with persistence on reports P0 at 0 %
+	// (nvsmi/testdata/realgpu_h100_580.159.04_nvidia-smi-q.txt and the
+	// H200 one); consumer boards rest at P8.
+	d.GetPerformanceStateFunc = func() (gonvml.Pstates, gonvml.Return) { return gonvml.PSTATE_0, gonvml.SUCCESS }
 	gen := m.PCIeGen
 	d.GetCurrPcieLinkGenerationFunc = func() (int, gonvml.Return) { return gen, gonvml.SUCCESS }
 	d.GetMaxPcieLinkGenerationFunc = func() (int, gonvml.Return) { return gen, gonvml.SUCCESS }
