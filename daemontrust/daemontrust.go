@@ -14,10 +14,7 @@
 package daemontrust
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,10 +24,10 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/internal/deadline"
+	"github.com/gpuprobe/gpuprobe/internal/proctcp"
 	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 )
 
@@ -89,7 +86,7 @@ func (v Verifier) Verify(ctx context.Context, rawURL string) error {
 	if root == "" {
 		root = "/proc"
 	}
-	var socks []listenSock
+	var socks []proctcp.Listener
 	for _, name := range []string{"tcp", "tcp6"} {
 		data, err := readlimit.File(ctx, "/proc/net/"+name, filepath.Join(root, "net", name), 64<<20)
 		if err != nil {
@@ -98,7 +95,7 @@ func (v Verifier) Verify(ctx context.Context, rawURL string) error {
 			}
 			return fmt.Errorf("%w: cannot verify who listens on port %d: %w", ErrUntrusted, port, err)
 		}
-		socks = append(socks, parseListeners(data)...)
+		socks = append(socks, proctcp.Listeners(data)...)
 	}
 	lookup := v.LookupUser
 	if lookup == nil {
@@ -107,12 +104,12 @@ func (v Verifier) Verify(ctx context.Context, rawURL string) error {
 	me := uint32(os.Geteuid())
 	found := 0
 	for _, s := range socks {
-		if s.port != port || !(s.ip.IsUnspecified() || containsIP(ips, s.ip)) {
+		if s.Port != port || !(s.IP.IsUnspecified() || containsIP(ips, s.IP)) {
 			continue
 		}
 		found++
-		if s.uid != 0 && s.uid != me && lookup(ctx, s.uid) != DaemonUser {
-			return fmt.Errorf("%w: the socket listening on %s:%d belongs to uid %d, not root or %s: not gpuprobe's daemon", ErrUntrusted, s.ip, port, s.uid, DaemonUser)
+		if s.UID != 0 && s.UID != me && lookup(ctx, s.UID) != DaemonUser {
+			return fmt.Errorf("%w: the socket listening on %s:%d belongs to uid %d, not root or %s: not gpuprobe's daemon", ErrUntrusted, s.IP, port, s.UID, DaemonUser)
 		}
 	}
 	if found == 0 {
@@ -143,46 +140,4 @@ func containsIP(ips []net.IP, ip net.IP) bool {
 		}
 	}
 	return false
-}
-
-type listenSock struct {
-	ip   net.IP
-	port int
-	uid  uint32
-}
-
-// parseListeners reads the LISTEN (state 0A) rows of /proc/net/tcp or tcp6:
-//
-//	sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-//	 0: 0100007F:28FF 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 39963 ...
-//
-// Addresses are hex, each 32-bit word in host (little-endian) byte order.
-func parseListeners(data []byte) []listenSock {
-	var out []listenSock
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 4096), 4096)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 8 || f[3] != "0A" {
-			continue
-		}
-		addr, portHex, ok := strings.Cut(f[1], ":")
-		if !ok {
-			continue
-		}
-		raw, err := hex.DecodeString(addr)
-		if err != nil || (len(raw) != 4 && len(raw) != 16) {
-			continue
-		}
-		for i := 0; i+4 <= len(raw); i += 4 {
-			raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
-		}
-		port, err1 := strconv.ParseUint(portHex, 16, 16)
-		uid, err2 := strconv.ParseUint(f[7], 10, 32)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		out = append(out, listenSock{ip: net.IP(raw), port: int(port), uid: uint32(uid)})
-	}
-	return out
 }

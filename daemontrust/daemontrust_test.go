@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,35 +71,4 @@ func TestRemoteHTTPNotTrusted(t *testing.T) {
 	if err := (Verifier{}).Verify(t.Context(), "https://node1.example:10495"); err != nil {
 		t.Fatalf("https: %v", err)
 	}
-}
-
-func TestParseListeners(t *testing.T) {
-	tcp := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100007F:4AA7 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 39963 2 00000000b5ed7527 100 0 0 10 0
-   2: 0100007F:9E65 0100007F:CE38 06 00000000:00000000 03:00000CCF 00000000     0        0 0 3 00000000234b802e
-`
-	tcp6 := `  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000000000000000000000000000:28FF 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 12345 1 0000000000000000 100 0 0 10 0
-   1: 00000000000000000000000001000000:28FF 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 12346 1 0000000000000000 100 0 0 10 0
-`
-	got := parseListeners([]byte(tcp))
-	if len(got) != 1 || !got[0].ip.Equal(net.IPv4(127, 0, 0, 1)) || got[0].port != 0x4AA7 || got[0].uid != 0 {
-		t.Errorf("tcp: %+v", got)
-	}
-	got = parseListeners([]byte(tcp6))
-	if len(got) != 2 || !got[0].ip.IsUnspecified() || got[0].port != 10495 || got[0].uid != 1000 || !got[1].ip.Equal(net.IPv6loopback) {
-		t.Errorf("tcp6: %+v", got)
-	}
-}
-
-func FuzzParseListeners(f *testing.F) {
-	f.Add("   0: 0100007F:4AA7 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 39963 2\n")
-	f.Add("   0: 00000000000000000000000001000000:28FF 00000000000000000000000000000000:0000 0A 0:0 0:0 0  1000 0 1\n")
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, l := range parseListeners([]byte(s)) {
-			if len(l.ip) != net.IPv4len && len(l.ip) != net.IPv6len || l.port < 0 || l.port > 65535 {
-				t.Fatalf("bad listener %+v", l)
-			}
-		}
-	})
 }

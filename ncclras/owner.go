@@ -1,17 +1,14 @@
 package ncclras
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"net/netip"
 	"path/filepath"
 	"strconv"
-	"strings"
 
+	"github.com/gpuprobe/gpuprobe/internal/proctcp"
 	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 )
 
@@ -48,32 +45,13 @@ func ListenerUID(ctx context.Context, procRoot, addr string) string {
 // and returns the uid of the one bound to ap's port on ap's address or on
 // the unspecified address.
 func listenerUID(data []byte, ap netip.AddrPort) string {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 4096), 4096)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 8 || f[3] != "0A" {
-			continue
-		}
-		a, portHex, ok := strings.Cut(f[1], ":")
-		if !ok {
-			continue
-		}
-		raw, err := hex.DecodeString(a)
-		if err != nil || (len(raw) != 4 && len(raw) != 16) {
-			continue
-		}
-		for i := 0; i+4 <= len(raw); i += 4 {
-			raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
-		}
-		ip, _ := netip.AddrFromSlice(raw)
-		port, err1 := strconv.ParseUint(portHex, 16, 16)
-		uid, err2 := strconv.ParseUint(f[7], 10, 32)
-		if err1 != nil || err2 != nil || uint16(port) != ap.Port() {
+	for _, l := range proctcp.Listeners(data) {
+		ip, ok := netip.AddrFromSlice(l.IP)
+		if !ok || l.Port != int(ap.Port()) {
 			continue
 		}
 		if ip = ip.Unmap(); ip == ap.Addr() || ip.IsUnspecified() {
-			return strconv.FormatUint(uid, 10)
+			return strconv.FormatUint(uint64(l.UID), 10)
 		}
 	}
 	return ""
