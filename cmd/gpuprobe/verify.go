@@ -166,11 +166,7 @@ func (c *cli) runVerify(f *verifyFlags) error {
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	results := check.Run(jctx, node, cfg, checks)
-	jcancel()
-	doc := report.New(node, results, cfg.Strict, time.Since(start))
-	doc.Verify = v
+	doc, results := judgeVerify(node, cfg, checks, start)
 	exit := 0
 	if f.drain {
 		s := &slurmFlags{drain: true, prefix: check.VerifyReasonPrefix, cfg: cfg, start: time.Now(),
@@ -215,6 +211,17 @@ func (c *cli) writeVerify(f *verifyFlags, doc *report.Document, v *state.Verify,
 	return nil
 }
 
+// judgeVerify runs the verify checks on node (its Verify set) and builds
+// the report.
+func judgeVerify(node *state.Node, cfg *check.Config, checks []check.Check, start time.Time) (*report.Document, []check.Result) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	results := check.Run(ctx, node, cfg, checks)
+	doc := report.New(node, results, cfg.Strict, time.Since(start))
+	doc.Verify = node.Verify
+	return doc, results
+}
+
 // verifyFromChecks are the checks that judge each tool's saved output.
 var verifyFromChecks = map[string][]string{
 	"nccl-tests":  {"verify.run", "verify.nccl_tests"},
@@ -256,11 +263,7 @@ func (c *cli) runVerifyFrom(f *verifyFlags, cfg *check.Config, start time.Time) 
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	jctx, jcancel := context.WithTimeout(context.Background(), 10*time.Second)
-	results := check.Run(jctx, node, cfg, checks)
-	jcancel()
-	doc := report.New(node, results, cfg.Strict, time.Since(start))
-	doc.Verify = v
+	doc, results := judgeVerify(node, cfg, checks, start)
 	if err := c.writeVerify(f, doc, v, results); err != nil {
 		return err
 	}
