@@ -265,7 +265,13 @@ func checkContainerVisible(n *state.Node, cfg *Config) Result {
 			}
 		}
 	}
-	return v.result(fmt.Sprintf("NVIDIA_VISIBLE_DEVICES=%s agrees with Slurm's GPUs (%s) and CUDA_VISIBLE_DEVICES", nvd, listOr(alloc)))
+	pass := fmt.Sprintf("NVIDIA_VISIBLE_DEVICES=%s agrees with Slurm's GPUs (%s) and CUDA_VISIBLE_DEVICES", nvd, listOr(alloc))
+	if env.RayWorker() {
+		// Ray sets each worker's CUDA_VISIBLE_DEVICES to the GPUs it
+		// assigned: a subset, judged like any other list above.
+		pass += " (a Ray worker's: Ray's subset of the container's GPUs)"
+	}
+	return v.result(pass)
 }
 
 func sameInts(a, b []int) bool {
