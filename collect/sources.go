@@ -35,6 +35,10 @@ type Sources struct {
 	// ProcessJob names the Slurm job whose cgroup holds a PID ("" when
 	// none); nil reads /proc/PID/cgroup.
 	ProcessJob func(ctx context.Context, pid int32) string
+	// ProcessContainer names the container runtime holding a PID and its
+	// marker ("" when none); nil reads /proc/PID/cgroup, environ and
+	// root/run/.containerenv (collect.ProcessContainer).
+	ProcessContainer func(ctx context.Context, pid int32) (runtime, from string)
 	// GPUDeviceFiles lists the device files the driver made for this
 	// machine's GPUs, in device order (/dev/nvidia0, /dev/nvidia1, ...); nil
 	// globs /dev/nvidia[0-9]*. The Slurm collector adds them to the files
