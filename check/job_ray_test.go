@@ -74,3 +74,29 @@ func TestRayStep(t *testing.T) {
 		t.Errorf("no Ray: %q", ev)
 	}
 }
+
+// In its own PID namespace (a Podman container without --pid=host) the
+// task cannot tie NVML's host PIDs to processes: /proc/77 there is some
+// other process, or none. job.exclusive then judges no process and says
+// why; in the host's namespace (Enroot, Apptainer) it judges as before.
+func TestExclusiveForeignPIDNamespace(t *testing.T) {
+	env := step(0, 1, "CUDA_VISIBLE_DEVICES=0,1", "SLURM_STEP_GPUS=0,1", "SLURM_JOB_UID=1000")
+	node := func(ns string) *state.Node {
+		return jobNode(env, func(n *state.Node) {
+			n.Slurm.Task.PIDNamespace = ns
+			// What /proc in the container said about "77": another job's
+			// process, which it is not.
+			n.NVML.GPUs[1].Processes = []state.Process{{PID: 77, User: "bob"}}
+			n.Slurm.Processes = []slurmstate.Process{{PID: 77, JobID: "99", JobFrom: "cgroup", UID: ptr(1001)}}
+		})
+	}
+	empty := node("pid:[4026532512]")
+	empty.NVML.GPUs[1].Processes = nil
+	runCases(t, checkExclusive, []checkCase{
+		{name: "container's own PID namespace", node: node("pid:[4026532512]"), status: Skip,
+			summary: "NVML reports host PIDs (pid 77 on GPU 1), but this task runs in its own PID namespace (pid:[4026532512], not the host's pid:[4026531836])", remedy: "--pid=host"},
+		{name: "host PID namespace", node: node(slurmstate.InitPIDNamespace), status: Fail, summary: "belongs to job 99", devices: []int{1}},
+		{name: "namespace not read", node: node(""), status: Fail, summary: "belongs to job 99", devices: []int{1}},
+		{name: "no processes: nothing to map", node: empty, status: Pass},
+	})
+}

@@ -28,6 +28,7 @@ func realSlurmHost(o Options) slurmHost {
 		gpuDevices: o.Sources.GPUDeviceFiles,
 		procFile:   o.Sources.ProcessFile,
 		hostname:   os.Hostname,
+		pidNS:      func() (string, error) { return os.Readlink(filepath.Join(o.procfs(), "self/ns/pid")) },
 		affinity:   schedAffinity,
 		uid:        os.Getuid,
 		pid:        os.Getpid,
@@ -230,6 +231,11 @@ func readTask(ctx context.Context, h slurmHost) (*slurmstate.Task, []string) {
 		errs = append(errs, "sched_getaffinity: "+err.Error())
 	}
 	t.CPUs = cpus
+	if h.pidNS != nil {
+		if ns, err := deadline.Do(ctx, "/proc/self/ns/pid", h.timeout, h.pidNS); err == nil {
+			t.PIDNamespace = ns
+		}
+	}
 	cg, err := h.readFile(filepath.Join(h.proc, "self", "cgroup"))
 	if err != nil {
 		return t, errs
