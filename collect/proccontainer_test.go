@@ -59,7 +59,7 @@ func TestProcessContainer(t *testing.T) {
 		// runtime from the environment Pyxis passed.
 		{name: "pyxis in a Slurm step", cgroup: "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n",
 			environ: env("SLURM_JOB_ID=4242", "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image=nvcr.io#nvidia/pytorch:25.01-py3", "PATH=/usr/bin"),
-			want: "enroot", from: "environ SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image", job: "4242"},
+			want:    "enroot", from: "environ SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image", job: "4242"},
 		{name: "apptainer in a Slurm step", cgroup: "0::/system.slice/slurmstepd.scope/job_77/step_1/user/task_3\n",
 			environ: env("APPTAINER_CONTAINER=/scratch/pytorch.sif", "APPTAINER_NAME=pytorch.sif"), want: "apptainer", from: "environ APPTAINER_", job: "77"},
 		// Rootless Podman inside a job with --cgroups=disabled: no cgroup of

@@ -28,7 +28,7 @@ func realSlurmHost(o Options) slurmHost {
 		gpuDevices: o.Sources.GPUDeviceFiles,
 		procFile:   o.Sources.ProcessFile,
 		hostname:   os.Hostname,
-		pidNS:      func() (string, error) { return os.Readlink(filepath.Join(o.procfs(), "self/ns/pid")) },
+		pidNS:      o.Sources.PIDNamespace,
 		affinity:   schedAffinity,
 		uid:        os.Getuid,
 		pid:        os.Getpid,
@@ -51,6 +51,10 @@ func realSlurmHost(o Options) slurmHost {
 	}
 	if h.gpuDevices == nil {
 		h.gpuDevices = driverDeviceFiles
+	}
+	if h.pidNS == nil {
+		proc := h.proc
+		h.pidNS = func() (string, error) { return os.Readlink(filepath.Join(proc, "self/ns/pid")) }
 	}
 	if h.procFile == nil {
 		proc, read := h.proc, h.readFile
