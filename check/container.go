@@ -575,6 +575,8 @@ func checkContainerNetPlugin(n *state.Node, cfg *Config) Result {
 	if len(near) > 0 {
 		sum += " (found: " + strings.Join(near, ", ") + ")"
 		fix = hint + "; or " + fix
+	} else {
+		sum += ", nor any libnccl-net*.so elsewhere"
 	}
 	return Result{Status: status, Summary: sum, Remedy: fix}
 }

@@ -260,6 +260,8 @@ func TestContainerNetPlugin(t *testing.T) {
 		containerCase{name: "InfiniBand, no SHARP: nothing needed", node: mlx(inContainer("podman", nil, nil)), want: Pass, summary: "no EFA device"},
 		containerCase{name: "EFA, no plugin", node: efa(inContainer("podman", nil, nil)), want: Fail,
 			summary: "EFA (rdmap16s27, rdmap32s27)", remedy: "podman run -v /opt/amazon:/opt/amazon:ro"},
+		containerCase{name: "EFA, no plugin anywhere", node: efa(inContainer("podman", nil, nil)), want: Fail,
+			summary: "NCCL looks for libnccl-net.so and this Podman container (file /.dockerenv) has none on the loader's path, nor any libnccl-net*.so elsewhere", remedy: "build the image with aws-ofi-nccl"},
 		containerCase{name: "EFA, libnccl-net.so on LD_LIBRARY_PATH", node: efa(inContainer("docker", nil, libs(ofiDefault))), want: Pass,
 			summary: "NCCL loads /opt/amazon/ofi-nccl/lib/libnccl-net.so (LD_LIBRARY_PATH)"},
 		containerCase{name: "EFA, only libnccl-net-ofi.so and NCCL_NET_PLUGIN unset", node: efa(inContainer("enroot", nil, libs(ofiOnPath))), want: Fail,

@@ -27,7 +27,9 @@
 #     container.visible_devices fails (the GPUs are 0,1 inside);
 #   - an EFA host (--simulate dgx-h100:real-container,efa): with the image's
 #     fake aws-ofi-nccl (an empty /opt/amazon/ofi-nccl/lib/libnccl-net.so)
-#     hidden under a tmpfs, container.net_plugin fails with Podman's fix;
+#     hidden under an empty bind mount (--tmpfs would copy the image's
+#     files up: podman-run(1), tmpcopyup), container.net_plugin fails with
+#     Podman's fix;
 #     present but off the loader's path, it fails naming the directory;
 #     on LD_LIBRARY_PATH it passes;
 #   - a correctly configured container (--shm-size 1g, the verbs devices,
@@ -111,7 +113,7 @@ unshare --mount --pid --ipc --uts --fork true 2>"$W/unshare.err" ||
 # because there may be no systemd. The rlimits are given explicitly: podman's
 # defaults (1048576 files) are above the hard limits of many sandboxes.
 PODMAN=(podman --root "$W/storage" --runroot "$W/run" --tmpdir "$W/tmp" --runtime runc --cgroup-manager cgroupfs --events-backend none)
-mkdir -p "$W/tmp" "$W/root/bin" "$W/root/opt/cuda-compat" "$W/root/opt/amazon/ofi-nccl/lib" "$W/dev" || die "mkdir $W"
+mkdir -p "$W/tmp" "$W/root/bin" "$W/root/opt/cuda-compat" "$W/root/opt/amazon/ofi-nccl/lib" "$W/empty" "$W/dev" || die "mkdir $W"
 log "podman $(podman --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), image $IMAGE"
 
 # --- image -----------------------------------------------------------------
@@ -199,8 +201,9 @@ expect cuda13compat container.cuda_compat pass "forward compatibility through /o
 run nvd45 --shm-size 1g "${VERBS[@]}" -e SLURM_STEP_GPUS=4,5 -e SLURM_JOB_GPUS=4,5 -e CUDA_VISIBLE_DEVICES=4,5 -e NVIDIA_VISIBLE_DEVICES=4,5
 expect nvd45 container.visible_devices fail "numbered 0-1 inside" "CUDA_VISIBLE_DEVICES=0,1"
 
-SIM=dgx-h100:real-container,efa run efanoplugin --shm-size 1g "${VERBS[@]}" --tmpfs /opt/amazon
-expect efanoplugin container.net_plugin fail "the host's RDMA devices are EFA (rdmap" "podman run -v /opt/amazon:/opt/amazon:ro"
+SIM=dgx-h100:real-container,efa run efanoplugin --shm-size 1g "${VERBS[@]}" -v "$W/empty:/opt/amazon:ro"
+expect efanoplugin container.net_plugin fail "has none on the loader's path, nor any libnccl-net*.so elsewhere" "build the image with aws-ofi-nccl (the EFA installer's libfabric and aws-ofi-nccl), or bind the host's: podman run -v /opt/amazon:/opt/amazon:ro"
+expect efanoplugin container.rdma_devices pass "for the host's rdmap"
 SIM=dgx-h100:real-container,efa run efaoffpath --shm-size 1g "${VERBS[@]}"
 expect efaoffpath container.net_plugin fail "/opt/amazon/ofi-nccl/lib/libnccl-net.so (not on the loader's path)" "put /opt/amazon/ofi-nccl/lib on LD_LIBRARY_PATH"
 SIM=dgx-h100:real-container,efa run efaplugin --shm-size 1g "${VERBS[@]}" -e LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib
