@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,6 +25,7 @@ func init() {
 		{ID: "container.visible_devices", Title: "NVIDIA_VISIBLE_DEVICES agrees with Slurm's GPUs and CUDA_VISIBLE_DEVICES", Run: checkContainerVisible},
 		{ID: "container.driver_libs", Title: "the container's libnvidia-ml matches the host's kernel module", Run: checkContainerDriverLibs},
 		{ID: "container.cuda_compat", Title: "the image's CUDA runtime runs on the host's driver, directly or through forward compatibility", Run: checkContainerCUDACompat},
+		{ID: "container.net_plugin", Title: "the NCCL network plugin the fabric needs (aws-ofi-nccl for EFA, the SHARP plugin for CollNet) is on the container's library path", Run: checkContainerNetPlugin},
 	} {
 		c.Scope = JobScope
 		register(c)
@@ -263,7 +265,13 @@ func checkContainerVisible(n *state.Node, cfg *Config) Result {
 			}
 		}
 	}
-	return v.result(fmt.Sprintf("NVIDIA_VISIBLE_DEVICES=%s agrees with Slurm's GPUs (%s) and CUDA_VISIBLE_DEVICES", nvd, listOr(alloc)))
+	pass := fmt.Sprintf("NVIDIA_VISIBLE_DEVICES=%s agrees with Slurm's GPUs (%s) and CUDA_VISIBLE_DEVICES", nvd, listOr(alloc))
+	if env.RayWorker() {
+		// Ray sets each worker's CUDA_VISIBLE_DEVICES to the GPUs it
+		// assigned: a subset, judged like any other list above.
+		pass += " (a Ray worker's: Ray's subset of the container's GPUs)"
+	}
+	return v.result(pass)
 }
 
 func sameInts(a, b []int) bool {
@@ -413,4 +421,162 @@ func checkContainerCUDACompat(n *state.Node, cfg *Config) Result {
 			Remedy: "put the compat directory first on LD_LIBRARY_PATH (" + path.Dir(compat.Path) + "), or start the container through the image's entrypoint"}
 	}
 	return Result{Status: Pass, Summary: fmt.Sprintf("%s is newer than %s; forward compatibility through %s (driver %s) on LD_LIBRARY_PATH, on data center GPUs (NVIDIA lists the host driver branches each cuda-compat package supports)", what, have, compat.Path, compat.Version)}
+}
+
+// netPluginCandidates is what NCCL's NET plugin loader tries to dlopen
+// (NCCL src/plugin/net.cc initPluginLibsOnceFunc and plugin_open.cc
+// openPluginLib): NCCL_NET_PLUGIN unset, "libnccl-net.so"; "none" (any
+// case), nothing; else each comma-separated name as given and, when it has
+// no "/" and is not a lib*.so file name, also "libnccl-net-<name>.so".
+func netPluginCandidates(plugin string, set bool) (names []string, disabled bool) {
+	if !set {
+		return []string{"libnccl-net.so"}, false
+	}
+	if strings.EqualFold(strings.TrimSpace(plugin), "none") {
+		return nil, true
+	}
+	for _, n := range strings.Split(plugin, ",") {
+		if n == "" {
+			continue
+		}
+		names = append(names, n)
+		if !strings.Contains(n, "/") && !(strings.HasPrefix(n, "lib") && strings.HasSuffix(n, ".so")) {
+			names = append(names, "libnccl-net-"+n+".so")
+		}
+	}
+	return names, len(names) == 0
+}
+
+// efaDevices are the host's RDMA devices the efa driver binds (AWS Elastic
+// Fabric Adapter; sysfs shows them in /sys/class/infiniband, rdmapNsM).
+func efaDevices(n *state.Node) []string {
+	var out []string
+	if n.Topology != nil {
+		for _, nic := range n.Topology.NICs {
+			if nic.Driver == "efa" {
+				out = append(out, nic.Name)
+			}
+		}
+	}
+	return out
+}
+
+// sharpConfigured lists the variables that ask NCCL for SHARP through
+// CollNet: NCCL_COLLNET_ENABLE=1 (the HPC-X guide's switch for SHARP
+// aggregation), NCCL_SHARP_* and the SHARP library's SHARP_COLL_*.
+func sharpConfigured(env *slurmstate.Env) []string {
+	var out []string
+	for k, v := range env.NCCL {
+		if (k == "NCCL_COLLNET_ENABLE" && strings.TrimSpace(v) == "1") || strings.HasPrefix(k, "NCCL_SHARP_") {
+			out = append(out, k+"="+v)
+		}
+	}
+	for k, v := range env.Sharp {
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+var netPluginFix = map[string]map[string]string{
+	"efa": {
+		"docker":     "build the image with aws-ofi-nccl (the EFA installer's libfabric and aws-ofi-nccl, or an AWS Deep Learning Container), or bind the host's: docker run -v /opt/amazon:/opt/amazon:ro -e LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib:$LD_LIBRARY_PATH --device=/dev/infiniband/uverbsN",
+		"podman":     "build the image with aws-ofi-nccl (the EFA installer's libfabric and aws-ofi-nccl), or bind the host's: podman run -v /opt/amazon:/opt/amazon:ro -e LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib:$LD_LIBRARY_PATH --device=/dev/infiniband/uverbsN",
+		"kubernetes": "use an image with aws-ofi-nccl (an AWS Deep Learning Container) and request vpc.amazonaws.com/efa from the EFA device plugin",
+		"enroot":     "import an image with aws-ofi-nccl, or mount the host's: srun --container-mounts=/opt/amazon:/opt/amazon with LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib (an Enroot environ.d file, or the job's environment)",
+		"apptainer":  "build the .sif with aws-ofi-nccl, or bind the host's: apptainer exec --nv --bind /opt/amazon with APPTAINERENV_LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib",
+	},
+	"sharp": {
+		"docker":     "use an image with HPC-X's nccl-rdma-sharp plugin (NVIDIA's NGC images ship it in /opt/hpcx/nccl_rdma_sharp_plugin/lib) and put that directory on LD_LIBRARY_PATH (docker run -e LD_LIBRARY_PATH=...)",
+		"podman":     "use an image with HPC-X's nccl-rdma-sharp plugin (NVIDIA's NGC images ship it in /opt/hpcx/nccl_rdma_sharp_plugin/lib) and put that directory on LD_LIBRARY_PATH (podman run -e LD_LIBRARY_PATH=...)",
+		"kubernetes": "use an image with HPC-X's nccl-rdma-sharp plugin and its lib directory on LD_LIBRARY_PATH in the pod spec",
+		"enroot":     "import an image with HPC-X's nccl-rdma-sharp plugin (NGC images: /opt/hpcx/nccl_rdma_sharp_plugin/lib) and put it on LD_LIBRARY_PATH, or mount the host's HPC-X with srun --container-mounts",
+		"apptainer":  "build the .sif with HPC-X's nccl-rdma-sharp plugin and set APPTAINERENV_LD_LIBRARY_PATH to its lib directory, or --bind the host's HPC-X",
+	},
+}
+
+// checkContainerNetPlugin: on an EFA host NCCL needs aws-ofi-nccl (its
+// internal IB transport does not drive EFA and falls back to sockets), and
+// SHARP through CollNet needs the nccl-rdma-sharp plugin; NCCL loads either
+// only as a library its loader finds under the names NCCL_NET_PLUGIN gives.
+// Sources: NCCL src/plugin/net.cc and plugin_open.cc; aws-ofi-nccl's README;
+// NVIDIA HPC-X "NCCL-RDMA-SHARP Plugins". The name is judged, not the
+// library's contents.
+func checkContainerNetPlugin(n *state.Node, cfg *Config) Result {
+	c, r, skip := containerSkip(n, cfg)
+	if skip {
+		return r
+	}
+	env := n.Slurm.Env
+	efa := efaDevices(n)
+	sharp := sharpConfigured(env)
+	if len(efa) == 0 && len(sharp) == 0 {
+		return Result{Status: Pass, Summary: "no EFA device on this host and SHARP not asked for (NCCL_COLLNET_ENABLE, NCCL_SHARP_*, SHARP_COLL_*): NCCL's own IB and socket transports need no plugin"}
+	}
+	var need, what []string
+	if len(efa) > 0 {
+		need = append(need, "efa")
+		what = append(what, fmt.Sprintf("the host's RDMA devices are EFA (%s): NCCL reaches them only through aws-ofi-nccl (libnccl-net-ofi.so, or libnccl-net.so in older releases), else it falls back to TCP sockets", strings.Join(efa, ", ")))
+	}
+	if len(sharp) > 0 {
+		need = append(need, "sharp")
+		what = append(what, fmt.Sprintf("the job asks for SHARP (%s): CollNet needs the nccl-rdma-sharp plugin (libnccl-net.so of HPC-X), else NCCL runs without SHARP", strings.Join(sharp, ", ")))
+	}
+	// Without aws-ofi-nccl an EFA job runs on TCP sockets; without the
+	// SHARP plugin CollNet is off and NCCL runs its own algorithms.
+	status := Warn
+	if len(efa) > 0 {
+		status = Fail
+	}
+	fix := netPluginFix[need[0]][c.Runtime]
+	if len(need) > 1 {
+		fix += "; and " + netPluginFix[need[1]][c.Runtime]
+	}
+	plugin, set := env.NCCL["NCCL_NET_PLUGIN"]
+	names, disabled := netPluginCandidates(plugin, set)
+	if disabled {
+		return Result{Status: status, Summary: fmt.Sprintf("NCCL_NET_PLUGIN=%s in this %s turns off every external network plugin, but %s", plugin, runtimeName(c), strings.Join(what, "; ")),
+			Remedy: "unset NCCL_NET_PLUGIN (or name the plugin: NCCL_NET_PLUGIN=ofi for aws-ofi-nccl)"}
+	}
+	var loaded *state.NetPluginLibrary
+	for _, name := range names {
+		for i, l := range c.NetPlugins {
+			if l.OnLoaderPath && (l.Path == name || (!strings.Contains(name, "/") && path.Base(l.Path) == name)) {
+				loaded = &c.NetPlugins[i]
+				break
+			}
+		}
+		if loaded != nil {
+			break
+		}
+	}
+	tried := strings.Join(names, ", ")
+	if loaded != nil {
+		return Result{Status: Pass, Summary: fmt.Sprintf("NCCL loads %s (%s) in this %s, as %s needs (judged by name: NCCL_DEBUG=INFO's \"NET/Plugin\" line names the plugin that loaded)", loaded.Path, loaded.From, runtimeName(c), strings.Join(need, " and "))}
+	}
+	// What is there under another name, or off the loader's path.
+	var near []string
+	var hint string
+	for _, l := range c.NetPlugins {
+		switch {
+		case !l.OnLoaderPath:
+			near = append(near, l.Path+" (not on the loader's path)")
+			if hint == "" {
+				hint = "put " + path.Dir(l.Path) + " on LD_LIBRARY_PATH"
+			}
+		default:
+			near = append(near, l.Path)
+			if b := path.Base(l.Path); hint == "" && b != "libnccl-net.so" {
+				hint = "set NCCL_NET_PLUGIN=" + strings.TrimSuffix(strings.TrimPrefix(b, "libnccl-net-"), ".so") + " (NCCL then opens " + b + ")"
+			}
+		}
+	}
+	sum := fmt.Sprintf("%s; NCCL looks for %s and this %s has none on the loader's path", strings.Join(what, "; "), tried, runtimeName(c))
+	if len(near) > 0 {
+		sum += " (found: " + strings.Join(near, ", ") + ")"
+		fix = hint + "; or " + fix
+	} else {
+		sum += ", nor any libnccl-net*.so elsewhere"
+	}
+	return Result{Status: status, Summary: sum, Remedy: fix}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/state"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
 func strp(s string) *string { return &s }
@@ -209,4 +210,76 @@ func TestContainerCUDACompat(t *testing.T) {
 		containerCase{name: "garbage version", node: withCUDA("docker", "latest"), want: Skip, summary: "not a version"},
 	)
 	runContainerCases(t, checkContainerCUDACompat, cases)
+}
+
+func TestNetPluginCandidates(t *testing.T) {
+	for _, c := range []struct {
+		plugin   string
+		set      bool
+		want     string
+		disabled bool
+	}{
+		{set: false, want: "libnccl-net.so"},
+		{plugin: "none", set: true, disabled: true},
+		{plugin: "NONE", set: true, disabled: true},
+		{plugin: "ofi", set: true, want: "ofi libnccl-net-ofi.so"},
+		{plugin: "libnccl-net-ofi.so", set: true, want: "libnccl-net-ofi.so"},
+		{plugin: "/opt/aws-ofi-nccl/lib/libnccl-net-ofi.so", set: true, want: "/opt/aws-ofi-nccl/lib/libnccl-net-ofi.so"},
+		{plugin: "ofi,sharp", set: true, want: "ofi libnccl-net-ofi.so sharp libnccl-net-sharp.so"},
+		{plugin: "", set: true, disabled: true},
+	} {
+		names, disabled := netPluginCandidates(c.plugin, c.set)
+		if strings.Join(names, " ") != c.want || disabled != c.disabled {
+			t.Errorf("NCCL_NET_PLUGIN=%q (set %v): %q disabled %v, want %q %v", c.plugin, c.set, names, disabled, c.want, c.disabled)
+		}
+	}
+}
+
+func TestContainerNetPlugin(t *testing.T) {
+	// efa puts two EFA devices on the host, as a p5 shows them in sysfs.
+	efa := func(n *state.Node) *state.Node {
+		n.Topology = &topostate.Topology{NICs: []topostate.NIC{
+			{Name: "rdmap16s27", PCIFunction: topostate.PCIFunction{Driver: "efa"}},
+			{Name: "rdmap32s27", PCIFunction: topostate.PCIFunction{Driver: "efa"}},
+		}}
+		return n
+	}
+	mlx := func(n *state.Node) *state.Node {
+		n.Topology = &topostate.Topology{NICs: []topostate.NIC{{Name: "mlx5_0", PCIFunction: topostate.PCIFunction{Driver: "mlx5_core"}}}}
+		return n
+	}
+	libs := func(l ...state.NetPluginLibrary) func(c *state.Container) {
+		return func(c *state.Container) { c.NetPlugins = l }
+	}
+	ofiOnPath := state.NetPluginLibrary{Path: "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", OnLoaderPath: true, From: "/etc/ld.so.conf.d/100_ofinccl.conf"}
+	ofiDefault := state.NetPluginLibrary{Path: "/opt/amazon/ofi-nccl/lib/libnccl-net.so", OnLoaderPath: true, From: "LD_LIBRARY_PATH"}
+	ofiOff := state.NetPluginLibrary{Path: "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", From: "install directory"}
+	sharpLib := state.NetPluginLibrary{Path: "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so", OnLoaderPath: true, From: "LD_LIBRARY_PATH"}
+	explicit := state.NetPluginLibrary{Path: "/opt/aws-ofi-nccl/lib/libnccl-net-ofi.so", OnLoaderPath: true, From: "NCCL_NET_PLUGIN"}
+	runContainerCases(t, checkContainerNetPlugin, append(commonContainerCases(),
+		containerCase{name: "InfiniBand, no SHARP: nothing needed", node: mlx(inContainer("podman", nil, nil)), want: Pass, summary: "no EFA device"},
+		containerCase{name: "EFA, no plugin", node: efa(inContainer("podman", nil, nil)), want: Fail,
+			summary: "EFA (rdmap16s27, rdmap32s27)", remedy: "podman run -v /opt/amazon:/opt/amazon:ro"},
+		containerCase{name: "EFA, no plugin anywhere", node: efa(inContainer("podman", nil, nil)), want: Fail,
+			summary: "NCCL looks for libnccl-net.so and this Podman container (file /.dockerenv) has none on the loader's path, nor any libnccl-net*.so elsewhere", remedy: "build the image with aws-ofi-nccl"},
+		containerCase{name: "EFA, libnccl-net.so on LD_LIBRARY_PATH", node: efa(inContainer("docker", nil, libs(ofiDefault))), want: Pass,
+			summary: "NCCL loads /opt/amazon/ofi-nccl/lib/libnccl-net.so (LD_LIBRARY_PATH)"},
+		containerCase{name: "EFA, only libnccl-net-ofi.so and NCCL_NET_PLUGIN unset", node: efa(inContainer("enroot", nil, libs(ofiOnPath))), want: Fail,
+			summary: "NCCL looks for libnccl-net.so", remedy: "set NCCL_NET_PLUGIN=ofi"},
+		containerCase{name: "EFA, NCCL_NET_PLUGIN=ofi", node: efa(inContainer("enroot", []string{"NCCL_NET_PLUGIN=ofi"}, libs(ofiOnPath))), want: Pass,
+			summary: "NCCL loads /opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"},
+		containerCase{name: "EFA, NCCL_NET_PLUGIN a path", node: efa(inContainer("docker", []string{"NCCL_NET_PLUGIN=/opt/aws-ofi-nccl/lib/libnccl-net-ofi.so"}, libs(explicit))), want: Pass,
+			summary: "(NCCL_NET_PLUGIN)"},
+		containerCase{name: "EFA, NCCL_NET_PLUGIN a path that is not there", node: efa(inContainer("docker", []string{"NCCL_NET_PLUGIN=/opt/aws-ofi-nccl/lib/libnccl-net-ofi.so"}, libs(ofiOnPath))), want: Fail,
+			summary: "NCCL looks for /opt/aws-ofi-nccl/lib/libnccl-net-ofi.so"},
+		containerCase{name: "EFA, plugin off the loader's path", node: efa(inContainer("apptainer", []string{"NCCL_NET_PLUGIN=ofi"}, libs(ofiOff))), want: Fail,
+			summary: "(not on the loader's path)", remedy: "put /opt/amazon/ofi-nccl/lib on LD_LIBRARY_PATH; or build the .sif"},
+		containerCase{name: "EFA, NCCL_NET_PLUGIN=none", node: efa(inContainer("kubernetes", []string{"NCCL_NET_PLUGIN=none"}, libs(ofiDefault))), want: Fail,
+			summary: "turns off every external network plugin", remedy: "unset NCCL_NET_PLUGIN"},
+		containerCase{name: "SHARP asked for, no plugin", node: mlx(inContainer("enroot", []string{"NCCL_COLLNET_ENABLE=1"}, nil)), want: Warn,
+			summary: "the job asks for SHARP (NCCL_COLLNET_ENABLE=1)", remedy: "HPC-X's nccl-rdma-sharp plugin"},
+		containerCase{name: "SHARP through SHARP_COLL_*, plugin there", node: mlx(inContainer("docker", []string{"SHARP_COLL_ENABLE_SAT=1"}, libs(sharpLib))), want: Pass,
+			summary: "NCCL loads /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"},
+		containerCase{name: "NCCL_COLLNET_ENABLE=0 asks for nothing", node: mlx(inContainer("docker", []string{"NCCL_COLLNET_ENABLE=0"}, nil)), want: Pass, summary: "no EFA device"},
+	))
 }

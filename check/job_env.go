@@ -18,6 +18,9 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 	if len(t.visible) == 0 {
 		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
 	}
+	if r, foreign := foreignPIDs(n, t.visible); foreign {
+		return r
+	}
 	owners := map[uint32]slurmstate.Process{}
 	for _, p := range n.Slurm.Processes {
 		owners[p.PID] = p
@@ -554,4 +557,35 @@ func loopbackOnly(val string, have []string) bool {
 		}
 	}
 	return selected > 0 || len(have) == 0 && strings.HasPrefix(val, "lo")
+}
+
+// foreignPIDs: NVML lists the host's PIDs; a task in its own PID namespace
+// (Docker, Podman, Kubernetes without --pid=host / hostPID; Enroot and
+// Apptainer keep the host's by default) sees other processes, or none,
+// under those numbers in its /proc, so their owners, jobs and commands as
+// read here are not theirs. gpuprobe does not map them (the namespace's
+// own numbers are in the host's /proc/PID/status NSpid line, which only
+// the host can read): it says so and judges nothing per process. The
+// daemon, on the host, attributes them by cgroup.
+func foreignPIDs(n *state.Node, visible []*state.GPU) (Result, bool) {
+	task := n.Slurm.Task
+	if task == nil || task.PIDNamespace == "" || task.PIDNamespace == slurmstate.InitPIDNamespace {
+		return Result{}, false
+	}
+	var pids []string
+	for _, g := range visible {
+		for _, p := range g.Processes {
+			pids = append(pids, fmt.Sprintf("pid %d on GPU %d", p.PID, g.Index))
+		}
+	}
+	if len(pids) == 0 {
+		return Result{}, false
+	}
+	if len(pids) > 8 {
+		pids = append(pids[:8], fmt.Sprintf("%d more", len(pids)-8))
+	}
+	return Result{Status: Skip,
+		Summary: fmt.Sprintf("NVML reports host PIDs (%s), but this task runs in its own PID namespace (%s, not the host's %s): they cannot be mapped to its processes here, so no process is judged",
+			strings.Join(pids, ", "), task.PIDNamespace, slurmstate.InitPIDNamespace),
+		Remedy: "judge the GPU's processes from the host (gpuprobe serve or gpuprobe job on the node: they read the host's /proc and each process's cgroup), or start the container in the host's PID namespace (docker/podman run --pid=host; hostPID in a pod)"}, true
 }

@@ -1,8 +1,10 @@
 package check
 
 import (
+	"cmp"
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/internal/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"strings"
 
@@ -64,6 +66,14 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	if override {
 		binding = fixOverride(env)
 	}
+	// A Ray worker's CUDA_VISIBLE_DEVICES is Ray's own accounting: the
+	// raylet sets each worker's to the GPUs it assigned the worker, a
+	// subset of what the raylet saw (the step's). That is not a binding
+	// error; a GPU outside the step's allocation still is.
+	ray := env.RayWorker()
+	if ray && override {
+		binding = fixRay
+	}
 	noEnvWhy, noEnvFix := noCUDAEnv(n)
 	if !cvd.Set && noEnvFix != "" {
 		binding = noEnvFix
@@ -113,7 +123,11 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		// Global indexes: the visible set must be the allocated one.
 		extra := cpulist.Subtract(visible, alloc)
 		if override && len(extra) > 0 {
-			v.add(Fail, nil, binding, overrideWords(env))
+			words := overrideWords(env)
+			if ray {
+				words = rayWords(n) + ": " + words + ", and names GPUs outside the step's allocation"
+			}
+			v.add(Fail, nil, binding, words)
 		}
 		for _, i := range extra {
 			v.add(Fail, gpuByIndex(n, i), binding,
@@ -149,6 +163,9 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	}
 
 	pass := fmt.Sprintf("sees GPU %s", listOr(visible))
+	if ray && override {
+		pass = rayWords(n) + ": Ray gave this worker GPU " + listOr(visible) + " of the step's (Ray sets each worker's CUDA_VISIBLE_DEVICES); it"
+	}
 	if migs > 0 && alloc != nil {
 		pass = fmt.Sprintf("sees %d MIG instance(s) on GPU %s, %d allocated (%s=%s numbers MIG GRES, not GPUs)", migs, listOr(visible), len(alloc), from, cpulist.Format(alloc))
 	} else if alloc != nil {
@@ -167,6 +184,9 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	r := v.result(pass + "; " + how)
 	if r.Status != Pass {
 		r.Details = append([]string{"mode: " + how}, r.Details...)
+	}
+	if ev := RayStep(n); len(ev) > 0 {
+		r.Details = append(r.Details, "Ray on Slurm: "+strings.Join(ev, "; "))
 	}
 	return r
 }
@@ -215,6 +235,11 @@ func migEntries(cvd *slurmstate.VisibleDevices) int {
 // per-task binding in a multi-task step, suspicious otherwise.
 func missingAllocated(v *verdict, n *state.Node, env *slurmstate.Env, missing bool, binding, msg string) {
 	if !missing {
+		return
+	}
+	// Ray hands each worker a subset of the step's GPUs on purpose.
+	if env.RayWorker() {
+		v.add(Pass, nil, "", "")
 		return
 	}
 	// The batch script is one process, whatever SLURM_TASKS_PER_NODE says.
@@ -517,4 +542,66 @@ func checkGPUMemory(n *state.Node, cfg *Config) Result {
 		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
 	}
 	return v.result(fmt.Sprintf("%d GPU(s) with at least %s", len(t.visible), cfg.Job.MinGPUMemory))
+}
+
+const fixRay = "Ray assigns GPUs from those its raylet saw: start the raylet inside the step (srun ... ray start --block, as the Ray-on-Slurm guide does) with Slurm's CUDA_VISIBLE_DEVICES, and do not widen it or --num-gpus beyond the step's GPUs"
+
+// rayWords says the task is a Ray worker, with the variable that says so.
+func rayWords(n *state.Node) string {
+	env := n.Slurm.Env
+	for _, k := range []string{"RAY_RAYLET_PID", "RAY_JOB_ID"} {
+		if v, ok := env.Ray[k]; ok {
+			return "a Ray worker (" + k + "=" + v + ")"
+		}
+	}
+	return "a Ray worker"
+}
+
+// RayStep lists what marks the step as a Ray head or worker node, as the
+// Ray-on-Slurm guide launches them (srun ... ray start --head / --address
+// ... --block in each step): Ray's variables in the task's environment
+// (slurmstate.RayVars); among the job's GPU processes, and the busiest
+// processes `gpuprobe job` saw, the raylet and Ray's workers, which set
+// their process title (and so comm) to "ray::<task or actor>"
+// (ray_constants.py, WORKER_PROCESS_TYPE_*: "ray::IDLE"). Empty when
+// nothing does.
+func RayStep(n *state.Node) []string {
+	var out []string
+	if n.Slurm != nil && n.Slurm.Env != nil {
+		for _, k := range slurmstate.RayVars {
+			if v, ok := n.Slurm.Env.Ray[k]; ok {
+				out = append(out, "env "+k+"="+v)
+			}
+		}
+	}
+	isRay := func(name string) bool { return name == "raylet" || strings.HasPrefix(name, "ray::") }
+	if p := n.JobPerf; p != nil && p.CPU != nil {
+		for _, pr := range p.CPU.TopProcesses {
+			if isRay(pr.Comm) {
+				out = append(out, fmt.Sprintf("job process %d %s", pr.PID, safetext.Clean(pr.Comm)))
+			}
+		}
+	}
+	if n.NVML == nil {
+		return out
+	}
+	job := ""
+	if n.Slurm != nil && n.Slurm.Env != nil {
+		job = n.Slurm.Env.JobID
+	}
+	seen := map[uint32]bool{}
+	for _, g := range n.NVML.GPUs {
+		for _, p := range g.Processes {
+			if seen[p.PID] || (job != "" && p.JobID != job) {
+				continue
+			}
+			// The executable is python for a worker; its title is in the
+			// command line (collected when asked).
+			if isRay(p.Command) || isRay(p.CommandLine) {
+				seen[p.PID] = true
+				out = append(out, fmt.Sprintf("GPU process %d %s on GPU %d", p.PID, safetext.Clean(cmp.Or(p.CommandLine, p.Command)), g.Index))
+			}
+		}
+	}
+	return out
 }

@@ -89,6 +89,7 @@ var classes = map[string]Class{
 	"container.visible_devices": ClassConfig,
 	"container.driver_libs":     ClassConfig,
 	"container.cuda_compat":     ClassConfig,
+	"container.net_plugin":      ClassConfig,
 	"job.gpu_memory":            ClassConfig,
 	"job.gpu_sharing":           ClassConfig,
 	"job.exclusive":             ClassConfig,

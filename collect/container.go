@@ -164,6 +164,8 @@ func readContainer(fsys, host fs.FS, procfs, sysfs string, environ []string) *st
 	}
 	c.NVMLLibraries = nvmlLibraries(fsys, env["LD_LIBRARY_PATH"])
 	c.CompatLibraries = compatLibraries(fsys, env["LD_LIBRARY_PATH"])
+	plugin, set := env["NCCL_NET_PLUGIN"]
+	c.NetPlugins = netPlugins(fsys, env["LD_LIBRARY_PATH"], plugin, set)
 	return c
 }
 
@@ -474,6 +476,103 @@ func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 		for _, e := range es {
 			if m := libcudaName.FindStringSubmatch(e.Name()); m != nil {
 				out = append(out, state.NVMLLibrary{Path: path.Join(d, e.Name()), Version: m[1], OnLDLibraryPath: onPath[d]})
+			}
+		}
+	}
+	return out
+}
+
+// netPluginName is a file NCCL's NET plugin loader can open: the default
+// libnccl-net.so or libnccl-net-<NCCL_NET_PLUGIN>.so (NCCL
+// src/plugin/plugin_open.cc, pluginPrefix "libnccl-net").
+var netPluginName = regexp.MustCompile(`^libnccl-net(-[A-Za-z0-9_.+-]+)?\.so$`)
+
+// defaultLoaderDirs are the directories the dynamic loader searches without
+// configuration (ld.so(8): /lib and /usr/lib, /lib64 and /usr/lib64 on
+// 64-bit systems) and the ones Debian and Ubuntu images list in
+// /etc/ld.so.conf.d (the multiarch directories; /usr/local/lib from
+// libc.conf), for images whose ld.so.conf.d is not read.
+var defaultLoaderDirs = []string{"/lib", "/usr/lib", "/lib64", "/usr/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/local/lib"}
+
+// pluginInstallDirs are where the plugins install themselves: the EFA
+// installer's aws-ofi-nccl (/opt/amazon/ofi-nccl/lib; older installers
+// /opt/amazon/aws-ofi-nccl/lib; a source build's usual prefix
+// /opt/aws-ofi-nccl) and HPC-X's nccl-rdma-sharp plugin in NVIDIA's NGC
+// images (/opt/hpcx/nccl_rdma_sharp_plugin/lib). A library there is found
+// only if one of the loader's sources names the directory.
+var pluginInstallDirs = []string{"/opt/amazon/ofi-nccl/lib", "/opt/amazon/aws-ofi-nccl/lib", "/opt/aws-ofi-nccl/lib", "/opt/hpcx/nccl_rdma_sharp_plugin/lib"}
+
+// maxLdSoConfFiles bounds the /etc/ld.so.conf.d files read.
+const maxLdSoConfFiles = 64
+
+// netPlugins lists the NCCL network plugin libraries in the loader's order
+// (LD_LIBRARY_PATH, /etc/ld.so.conf and its .d files, the defaults), then
+// in the plugins' install directories; an absolute path NCCL_NET_PLUGIN
+// names (NCCL dlopens it as given) is listed first when it exists.
+func netPlugins(fsys fs.FS, ldLibraryPath, plugin string, set bool) []state.NetPluginLibrary {
+	var out []state.NetPluginLibrary
+	if set {
+		for _, name := range strings.Split(plugin, ",") {
+			name = strings.TrimSpace(name)
+			if strings.HasPrefix(name, "/") {
+				if st, err := fs.Stat(fsys, fsName(name)); err == nil && !st.IsDir() {
+					out = append(out, state.NetPluginLibrary{Path: path.Clean(name), OnLoaderPath: true, From: "NCCL_NET_PLUGIN"})
+				}
+			}
+		}
+	}
+	type dir struct {
+		path, from string
+		loader     bool
+	}
+	var dirs []dir
+	n := 0
+	for _, d := range strings.Split(ldLibraryPath, ":") {
+		if strings.HasPrefix(d, "/") && n < maxLibraryDirs {
+			n++
+			dirs = append(dirs, dir{path.Clean(d), "LD_LIBRARY_PATH", true})
+		}
+	}
+	confs := []string{"/etc/ld.so.conf"}
+	if es, err := fs.ReadDir(fsys, fsName("/etc/ld.so.conf.d")); err == nil {
+		for _, e := range es {
+			if strings.HasSuffix(e.Name(), ".conf") && len(confs) <= maxLdSoConfFiles {
+				confs = append(confs, "/etc/ld.so.conf.d/"+e.Name())
+			}
+		}
+	}
+	for _, conf := range confs {
+		b, err := fs.ReadFile(fsys, fsName(conf))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			l = strings.TrimSpace(l)
+			if strings.HasPrefix(l, "/") && n < 2*maxLibraryDirs {
+				n++
+				dirs = append(dirs, dir{path.Clean(l), conf, true})
+			}
+		}
+	}
+	for _, d := range defaultLoaderDirs {
+		dirs = append(dirs, dir{d, "default", true})
+	}
+	for _, d := range pluginInstallDirs {
+		dirs = append(dirs, dir{d, "install directory", false})
+	}
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		if seen[d.path] {
+			continue
+		}
+		seen[d.path] = true
+		es, err := fs.ReadDir(fsys, fsName(d.path))
+		if err != nil {
+			continue
+		}
+		for _, e := range es {
+			if netPluginName.MatchString(e.Name()) {
+				out = append(out, state.NetPluginLibrary{Path: path.Join(d.path, e.Name()), OnLoaderPath: d.loader, From: d.from})
 			}
 		}
 	}

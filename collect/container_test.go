@@ -278,3 +278,37 @@ func mustReadF(f *testing.F, p string) string {
 	}
 	return string(b)
 }
+
+// The NCCL network plugins in the loader's order: LD_LIBRARY_PATH, then
+// /etc/ld.so.conf.d (the EFA installer's 100_ofinccl.conf on AWS images),
+// then the defaults, then install directories no loader source names; an
+// absolute NCCL_NET_PLUGIN first. Other names (libnccl.so.2, the tuner) are
+// not plugins of the NET type.
+func TestNetPlugins(t *testing.T) {
+	m := fstest.MapFS{
+		"etc/ld.so.conf":                                     {Data: []byte("include /etc/ld.so.conf.d/*.conf\n")},
+		"etc/ld.so.conf.d/100_ofinccl.conf":                  {Data: []byte("/opt/amazon/ofi-nccl/lib\n")},
+		"etc/ld.so.conf.d/x86_64-linux-gnu.conf":             {Data: []byte("# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n")},
+		"opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so":         {},
+		"opt/amazon/ofi-nccl/lib/libnccl-tuner-ofi.so":       {},
+		"opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so": {},
+		"work/plugins/libnccl-net.so":                        {},
+		"usr/lib/x86_64-linux-gnu/libnccl.so.2":              {},
+		"usr/lib/x86_64-linux-gnu/libnccl-net-mock.so":       {},
+		"custom/ofi.so":                                      {},
+	}
+	got := netPlugins(m, "/work/plugins:relative", "/custom/ofi.so,ofi", true)
+	want := []state.NetPluginLibrary{
+		{Path: "/custom/ofi.so", OnLoaderPath: true, From: "NCCL_NET_PLUGIN"},
+		{Path: "/work/plugins/libnccl-net.so", OnLoaderPath: true, From: "LD_LIBRARY_PATH"},
+		{Path: "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so", OnLoaderPath: true, From: "/etc/ld.so.conf.d/100_ofinccl.conf"},
+		{Path: "/usr/lib/x86_64-linux-gnu/libnccl-net-mock.so", OnLoaderPath: true, From: "/etc/ld.so.conf.d/x86_64-linux-gnu.conf"},
+		{Path: "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so", From: "install directory"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("netPlugins:\n got %+v\nwant %+v", got, want)
+	}
+	if got := netPlugins(fstest.MapFS{}, "", "", false); got != nil {
+		t.Errorf("an image without plugins: %+v", got)
+	}
+}

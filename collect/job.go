@@ -120,6 +120,11 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 		}
 		p.GPUsFrom = o.GPUsFrom
 		attribute(p, pidsOnGPU, o.GPUs == nil)
+		containerOf := o.Sources.ProcessContainer
+		if containerOf == nil {
+			containerOf = hostProcessContainers(o.Options)
+		}
+		p.Containers = jobContainers(ctx, p, containerOf)
 	}
 	if o.Hang {
 		p.Hang = jobperf.SummarizeHang(ticks, ranksOnGPU(p), int32(os.Getpid()))

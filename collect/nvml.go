@@ -43,5 +43,10 @@ func collectNVML(ctx context.Context, n *state.Node, opts Options) state.Source 
 		user, exe, cmdline := lookup(ctx, pid)
 		return user, exe, optional(opts.ProcessCommandLines, cmdline)
 	}, jobOf)
+	containerOf := opts.Sources.ProcessContainer
+	if containerOf == nil {
+		containerOf = hostProcessContainers(opts)
+	}
+	describeContainers(ctx, n, containerOf)
 	return state.Source{OK: n.NVML.Available, Error: n.NVML.Error}
 }

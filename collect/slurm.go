@@ -22,6 +22,8 @@ func init() { collectors = append(collectors, collector{name: "slurm", run: coll
 // a simulated run still reads the real job's variables.
 type slurmHost struct {
 	proc, sys string
+	// pidNS reads /proc/self/ns/pid's link; nil: not read.
+	pidNS func() (string, error)
 	// gpuDevices lists the driver's GPU device files (Sources.GPUDeviceFiles).
 	gpuDevices func() []string
 	// procFile reads a file of /proc/PID (Sources.ProcessFile).

@@ -28,6 +28,7 @@ func realSlurmHost(o Options) slurmHost {
 		gpuDevices: o.Sources.GPUDeviceFiles,
 		procFile:   o.Sources.ProcessFile,
 		hostname:   os.Hostname,
+		pidNS:      o.Sources.PIDNamespace,
 		affinity:   schedAffinity,
 		uid:        os.Getuid,
 		pid:        os.Getpid,
@@ -50,6 +51,10 @@ func realSlurmHost(o Options) slurmHost {
 	}
 	if h.gpuDevices == nil {
 		h.gpuDevices = driverDeviceFiles
+	}
+	if h.pidNS == nil {
+		proc := h.proc
+		h.pidNS = func() (string, error) { return os.Readlink(filepath.Join(proc, "self/ns/pid")) }
 	}
 	if h.procFile == nil {
 		proc, read := h.proc, h.readFile
@@ -230,6 +235,11 @@ func readTask(ctx context.Context, h slurmHost) (*slurmstate.Task, []string) {
 		errs = append(errs, "sched_getaffinity: "+err.Error())
 	}
 	t.CPUs = cpus
+	if h.pidNS != nil {
+		if ns, err := deadline.Do(ctx, "/proc/self/ns/pid", h.timeout, h.pidNS); err == nil {
+			t.PIDNamespace = ns
+		}
+	}
 	cg, err := h.readFile(filepath.Join(h.proc, "self", "cgroup"))
 	if err != nil {
 		return t, errs

@@ -315,3 +315,18 @@ func TestReadSlurmConfUnreadable(t *testing.T) {
 		t.Errorf("unreadable gres.conf: %+v", c)
 	}
 }
+
+// The task's PID namespace is /proc/self/ns/pid's link, as the kernel
+// names it; an unreadable link leaves it empty (not judged).
+func TestReadTaskPIDNamespace(t *testing.T) {
+	root := fakeTree(t, map[string]string{"proc/self/cgroup": "0::/system.slice/slurmstepd.scope/job_4/step_0/user/task_0\n"})
+	h := testHost(root)
+	h.pidNS = func() (string, error) { return "pid:[4026532512]", nil }
+	if task, _ := readTask(context.Background(), h); task.PIDNamespace != "pid:[4026532512]" {
+		t.Errorf("PIDNamespace %q", task.PIDNamespace)
+	}
+	h.pidNS = func() (string, error) { return "", os.ErrPermission }
+	if task, _ := readTask(context.Background(), h); task.PIDNamespace != "" {
+		t.Errorf("unreadable: %q", task.PIDNamespace)
+	}
+}

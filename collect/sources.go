@@ -35,6 +35,15 @@ type Sources struct {
 	// ProcessJob names the Slurm job whose cgroup holds a PID ("" when
 	// none); nil reads /proc/PID/cgroup.
 	ProcessJob func(ctx context.Context, pid int32) string
+	// ProcessContainer names the container runtime holding a PID and its
+	// marker ("" when none); nil reads /proc/PID/cgroup, environ and
+	// root/run/.containerenv (collect.ProcessContainer).
+	ProcessContainer func(ctx context.Context, pid int32) (runtime, from string)
+	// PIDNamespace names this process's PID namespace ("pid:[4026531836]");
+	// nil reads /proc/self/ns/pid under --path.procfs. A simulated node's
+	// processes are in its own (the host's) namespace, whatever this
+	// machine's is.
+	PIDNamespace func() (string, error)
 	// GPUDeviceFiles lists the device files the driver made for this
 	// machine's GPUs, in device order (/dev/nvidia0, /dev/nvidia1, ...); nil
 	// globs /dev/nvidia[0-9]*. The Slurm collector adds them to the files

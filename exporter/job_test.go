@@ -95,3 +95,35 @@ func (gpusOnly) Describe(chan<- *prometheus.Desc) {}
 func (c gpusOnly) Collect(ch chan<- prometheus.Metric) {
 	emitGPUs(emitter{ch}, c.n, check.DefaultConfig(), false)
 }
+
+// gpu_job_info names the container runtime holding the job's first process
+// on the GPU (a Pyxis step's ranks stay in the job's cgroup, so the job is
+// known and the runtime comes from their environment), empty for a bare one.
+func TestJobInfoContainerLabel(t *testing.T) {
+	g := state.GPU{Index: 0, UUID: "GPU-0", ProcessesKnown: true, Processes: []state.Process{
+		{PID: 1, JobID: "7", User: "alice", Container: "enroot", ContainerFrom: "environ ENROOT_ROOTFS"},
+		{PID: 2, JobID: "8", User: "bob"},
+	}}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(gpusOnly{&state.Node{NVML: &state.NVML{GPUs: []state.GPU{g}}}})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, mf := range mfs {
+		if mf.GetName() != "gpuprobe_gpu_job_info" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			l := map[string]string{}
+			for _, p := range m.Label {
+				l[p.GetName()] = p.GetValue()
+			}
+			got[l["job_id"]] = l["container"]
+		}
+	}
+	if len(got) != 2 || got["7"] != "enroot" || got["8"] != "" {
+		t.Errorf("container by job %v, want 7: enroot, 8: none", got)
+	}
+}

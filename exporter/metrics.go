@@ -63,7 +63,7 @@ var (
 	dProcesses      = desc("gpu_compute_processes", "Compute processes on the GPU.", gpuLabels...)
 	dUtil           = desc("gpu_utilization_ratio", "Share of the driver's last sample period in which a kernel ran on the GPU (nvmlDeviceGetUtilizationRates), 0 to 1.", gpuLabels...)
 	dMemUtil        = desc("gpu_memory_utilization_ratio", "Share of the driver's last sample period in which device memory was read or written, 0 to 1.", gpuLabels...)
-	dJobInfo        = desc("gpu_job_info", "1 for each Slurm job with a compute process on the GPU; the job is the job_<id> of the process's cgroup, the user its owner.", "gpu", "uuid", "job_id", "user")
+	dJobInfo        = desc("gpu_job_info", "1 for each Slurm job with a compute process on the GPU; the job is the job_<id> of the process's cgroup, the user its owner, the container the runtime holding its first process there (empty: none seen).", "gpu", "uuid", "job_id", "user", "container")
 	dLinksUp        = desc("nvlink_links_up", "NVLinks up on the GPU.", gpuLabels...)
 	dLinksTotal     = desc("nvlink_links", "NVLinks the GPU reports (up or down; an unbridged PCIe card reports its links down).", gpuLabels...)
 	dLinksExpected  = desc("nvlink_links_expected", "NVLinks the GPU must have up, from its platform (GPU model, DMI) or the config, as nvlink.state judges; absent where the platform is unknown. 0 on a PCIe card without NVLink up (no bridge).", gpuLabels...)
@@ -262,6 +262,6 @@ func (e emitter) jobs(g *state.GPU) {
 			continue
 		}
 		seen[p.JobID] = true
-		e.gauge(dJobInfo, 1, strconv.Itoa(g.Index), g.UUID, p.JobID, p.User)
+		e.gauge(dJobInfo, 1, strconv.Itoa(g.Index), g.UUID, p.JobID, p.User, p.Container)
 	}
 }

@@ -42,7 +42,8 @@ var jobAndSlurmSkips = map[string]string{
 	"job.visible_devices": "skip", "job.gpu_sharing": "skip", "job.numa_affinity": "skip", "job.cpus_per_gpu": "skip",
 	"job.exclusive": "skip", "job.master_addr": "skip", "job.nccl_env": "skip", "job.cuda_compat": "skip", "job.gpu_memory": "skip",
 	"nccl.transport": "skip", "slurm.gres": "skip", "slurm.topology": "skip",
-	"container.shm": "skip", "container.memlock": "skip", "container.rdma_devices": "skip", "container.visible_devices": "skip", "container.driver_libs": "skip", "container.cuda_compat": "skip",
+	"container.shm": "skip", "container.memlock": "skip", "container.rdma_devices": "skip", "container.visible_devices": "skip", "container.driver_libs": "skip",
+	"container.cuda_compat": "skip", "container.net_plugin": "skip",
 }
 
 func plus(m map[string]string, kv ...string) map[string]string {
@@ -57,7 +58,7 @@ func plus(m map[string]string, kv ...string) map[string]string {
 }
 
 var allFaults = statedReport{
-	spec: "dgx-h100:row-remap-pending=3,persistence-off,nvlink-down=2", checks: []string{"all"}, total: 41,
+	spec: "dgx-h100:row-remap-pending=3,persistence-off,nvlink-down=2", checks: []string{"all"}, total: 42,
 	notPass: plus(jobAndSlurmSkips, "gpu.row_remap", "fail", "nvlink.state", "fail", "gpu.persistence", "warn"),
 	lines: []string{
 		"*** SIMULATED: dgx-h100:row-remap-pending=3,persistence-off,nvlink-down=2 (go-nvml mock; not real hardware) ***",
@@ -72,7 +73,7 @@ var allFaults = statedReport{
 		"  PASS   gpu.count              8 GPUs reachable (expected 8, platform dgx-h100)",
 		"  PASS   nvlink.errors          no NVLink errors over thresholds on 143 links (totals since the counters were last reset, from one sample); 1 down link(s) without counters not judged here (nvlink.state judges them)",
 		"  PASS   topo.gpu_nic_affinity  each of 8 GPUs has a NIC within PXB",
-		"FAIL: 2 fail, 1 warn, 19 pass, 19 skip in 0.01s [SIMULATED]",
+		"FAIL: 2 fail, 1 warn, 19 pass, 20 skip in 0.01s [SIMULATED]",
 	},
 }
 
@@ -84,7 +85,7 @@ func statedReports() map[string]statedReport {
 		"  SKIP   slurm.gres             no slurm.conf at /etc/slurm/slurm.conf (not a Slurm node, or pass --slurm-conf)")
 	folded := allFaults
 	folded.lines = append(append([]string{}, allFaults.lines...),
-		"  SKIP   19 skipped (-v lists them): not inside a job step (15), no slurm.conf at /etc/slurm/slurm.conf (2), uses row remapping instead (1), no NCCL log given (1)")
+		"  SKIP   20 skipped (-v lists them): not inside a job step (16), no slurm.conf at /etc/slurm/slurm.conf (2), uses row remapping instead (1), no NCCL log given (1)")
 	return map[string]statedReport{
 		"healthy": {spec: "dgx-h100", total: 13, notPass: map[string]string{"gpu.retired_pages": "skip"}, lines: []string{
 			simHeader,
@@ -107,12 +108,12 @@ func statedReports() map[string]statedReport {
 				"  PASS   gpu.processes          7 GPUs idle, no leftover processes",
 				"FAIL: 3 fail, 9 pass, 1 skip in 0.01s [SIMULATED]",
 			}},
-		"all-healthy": {spec: "dgx-h100", checks: []string{"all"}, total: 41, notPass: jobAndSlurmSkips, lines: []string{
+		"all-healthy": {spec: "dgx-h100", checks: []string{"all"}, total: 42, notPass: jobAndSlurmSkips, lines: []string{
 			"  PASS   nvlink.state           144 NVLinks up on 8 GPUs (platform dgx-h100: 18 each)",
 			"  PASS   fabric.state           fabric registration completed on 8 GPUs",
 			"  PASS   ib.ports               8 RDMA ports ACTIVE/LinkUp (8× 400 Gb/s InfiniBand), expected 8 (platform)",
 			"  PASS   topo.gpu_nic_affinity  each of 8 GPUs has a NIC within PXB",
-			"PASS: 22 pass, 19 skip in 0.01s [SIMULATED]",
+			"PASS: 22 pass, 20 skip in 0.01s [SIMULATED]",
 		}},
 		"all-faults":         folded,
 		"all-faults-verbose": verbose,

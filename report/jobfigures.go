@@ -113,6 +113,19 @@ func writeJobFigures(b *strings.Builder, d *Document, clean func(string) string)
 		owner = ", user " + clean(p.User)
 	}
 	fmt.Fprintf(b, "  job: %d processes (%s%s), GPUs from %s\n", len(p.PIDs), clean(orNA(p.TasksFrom)), owner, clean(orNA(p.GPUsFrom)))
+	if len(p.Containers) > 0 {
+		// Which runtime holds the job's GPU processes, on what marker
+		// (host PIDs, as NVML reports them).
+		var cs []string
+		for i, c := range p.Containers {
+			if i == 8 {
+				cs = append(cs, fmt.Sprintf("and %d more", len(p.Containers)-i))
+				break
+			}
+			cs = append(cs, fmt.Sprintf("pid %d %s (%s)", c.PID, clean(c.Runtime), clean(c.From)))
+		}
+		fmt.Fprintf(b, "  containers: %s\n", strings.Join(cs, ", "))
+	}
 	for i := range p.GPUs {
 		g := &p.GPUs[i]
 		f := figures(g)

@@ -65,3 +65,19 @@ func TestJobFigures(t *testing.T) {
 		t.Errorf("summary:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// `gpuprobe job` says which container runtime holds the job's GPU
+// processes; the marker is printed cleaned (it can quote a cgroup path).
+func TestJobFiguresContainers(t *testing.T) {
+	n := sampledJob()
+	n.JobPerf.Containers = []state.ProcessContainer{{PID: 70102, Runtime: "enroot", From: "environ SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image"}, {PID: 70103, Runtime: "podman", From: "cgroup /x\x1b[31m"}}
+	doc := New(n, nil, false, time.Second)
+	var b bytes.Buffer
+	if err := doc.WriteText(&b, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "  containers: pid 70102 enroot (environ SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image), pid 70103 podman (cgroup /x\\x1b[31m)"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, b.String())
+	}
+}

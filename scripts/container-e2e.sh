@@ -25,6 +25,13 @@
 #     libcuda on LD_LIBRARY_PATH it passes (forward compatibility on H100);
 #   - NVIDIA_VISIBLE_DEVICES=4,5 with CUDA_VISIBLE_DEVICES=4,5:
 #     container.visible_devices fails (the GPUs are 0,1 inside);
+#   - an EFA host (--simulate dgx-h100:real-container,efa): with the image's
+#     fake aws-ofi-nccl (an empty /opt/amazon/ofi-nccl/lib/libnccl-net.so)
+#     hidden under an empty bind mount (--tmpfs would copy the image's
+#     files up: podman-run(1), tmpcopyup), container.net_plugin fails with
+#     Podman's fix;
+#     present but off the loader's path, it fails naming the directory;
+#     on LD_LIBRARY_PATH it passes;
 #   - a correctly configured container (--shm-size 1g, the verbs devices,
 #     memlock as high as this machine allows, CUDA 12.4) passes all of them.
 #     An unlimited memlock needs a hard limit of unlimited or CAP_SYS_RESOURCE:
@@ -106,7 +113,7 @@ unshare --mount --pid --ipc --uts --fork true 2>"$W/unshare.err" ||
 # because there may be no systemd. The rlimits are given explicitly: podman's
 # defaults (1048576 files) are above the hard limits of many sandboxes.
 PODMAN=(podman --root "$W/storage" --runroot "$W/run" --tmpdir "$W/tmp" --runtime runc --cgroup-manager cgroupfs --events-backend none)
-mkdir -p "$W/tmp" "$W/root/bin" "$W/root/opt/cuda-compat" "$W/dev" || die "mkdir $W"
+mkdir -p "$W/tmp" "$W/root/bin" "$W/root/opt/cuda-compat" "$W/root/opt/amazon/ofi-nccl/lib" "$W/empty" "$W/dev" || die "mkdir $W"
 log "podman $(podman --version | awk '{print $3}'), runc $(runc --version | awk 'NR==1{print $3}'), image $IMAGE"
 
 # --- image -----------------------------------------------------------------
@@ -115,6 +122,7 @@ for lib in $(ldd "$W/root/bin/gpuprobe" | grep -o '/[^ ]*'); do
 	mkdir -p "$W/root$(dirname "$lib")" && cp -L "$lib" "$W/root$lib" || die "copy $lib into the image"
 done
 : >"$W/root/opt/cuda-compat/libcuda.so.580.65.06"
+: >"$W/root/opt/amazon/ofi-nccl/lib/libnccl-net.so"
 tar -C "$W/root" -c . | timeout 30 "${PODMAN[@]}" import - "$IMAGE" >"$W/import.log" 2>&1 ||
 	die "podman import: $(tail -n 3 "$W/import.log")"
 
@@ -140,7 +148,7 @@ run() {
 		--ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
 		-e SLURM_JOB_ID=4242 -e SLURM_STEP_ID=0 -e SLURM_PROCID=0 -e SLURM_LOCALID=0 \
 		-e SLURM_JOB_GPUS=0,1 -e SLURM_STEP_GPUS=0,1 -e CUDA_VISIBLE_DEVICES=0,1 \
-		"$@" "$IMAGE" /bin/gpuprobe check --simulate dgx-h100:real-container --checks job,container --format json \
+		"$@" "$IMAGE" /bin/gpuprobe check --simulate "${SIM:-dgx-h100:real-container}" --checks job,container --format json \
 		>"$W/$name.json" 2>"$W/$name.err"
 	rc=$?
 	# 0 pass, 1 a finding; anything else is podman's or gpuprobe's failure.
@@ -193,11 +201,20 @@ expect cuda13compat container.cuda_compat pass "forward compatibility through /o
 run nvd45 --shm-size 1g "${VERBS[@]}" -e SLURM_STEP_GPUS=4,5 -e SLURM_JOB_GPUS=4,5 -e CUDA_VISIBLE_DEVICES=4,5 -e NVIDIA_VISIBLE_DEVICES=4,5
 expect nvd45 container.visible_devices fail "numbered 0-1 inside" "CUDA_VISIBLE_DEVICES=0,1"
 
+SIM=dgx-h100:real-container,efa run efanoplugin --shm-size 1g "${VERBS[@]}" -v "$W/empty:/opt/amazon:ro"
+expect efanoplugin container.net_plugin fail "has none on the loader's path, nor any libnccl-net*.so elsewhere" "build the image with aws-ofi-nccl (the EFA installer's libfabric and aws-ofi-nccl), or bind the host's: podman run -v /opt/amazon:/opt/amazon:ro"
+expect efanoplugin container.rdma_devices pass "for the host's rdmap"
+SIM=dgx-h100:real-container,efa run efaoffpath --shm-size 1g "${VERBS[@]}"
+expect efaoffpath container.net_plugin fail "/opt/amazon/ofi-nccl/lib/libnccl-net.so (not on the loader's path)" "put /opt/amazon/ofi-nccl/lib on LD_LIBRARY_PATH"
+SIM=dgx-h100:real-container,efa run efaplugin --shm-size 1g "${VERBS[@]}" -e LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib
+expect efaplugin container.net_plugin pass "NCCL loads /opt/amazon/ofi-nccl/lib/libnccl-net.so (LD_LIBRARY_PATH)"
+
 run healthy --shm-size 1g --ulimit memlock="$MEMLOCK_OK" "${VERBS[@]}" -e CUDA_VERSION=12.4 -e NVIDIA_VISIBLE_DEVICES=0,1
 expect healthy container.shm pass "is 1 GiB"
 expect healthy container.rdma_devices pass "1 verbs device(s)"
 expect healthy container.cuda_compat pass "no forward compatibility needed"
 expect healthy container.visible_devices pass "agrees with Slurm's GPUs"
+expect healthy container.net_plugin pass "no EFA device"
 if [ "$MEMLOCK_OK" = -1:-1 ]; then
 	expect healthy container.memlock pass "unlimited"
 else

@@ -58,6 +58,14 @@ type Container struct {
 	// NVIDIA's CUDA images put them. Version is the driver they come from.
 	CompatLibraries []NVMLLibrary `json:"compat_libraries,omitempty"`
 
+	// NetPlugins are the NCCL network plugin libraries (libnccl-net.so,
+	// libnccl-net-<name>.so) in the container, in the loader's order: the
+	// LD_LIBRARY_PATH directories, the directories of /etc/ld.so.conf.d,
+	// the default ones, then the directories aws-ofi-nccl and HPC-X
+	// install to (not on the loader's path by themselves); and any absolute
+	// path NCCL_NET_PLUGIN names.
+	NetPlugins []NetPluginLibrary `json:"net_plugins,omitempty"`
+
 	// Errors are files that exist but could not be read or parsed.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -104,4 +112,17 @@ type NVMLLibrary struct {
 	Version string `json:"version"`
 	// OnLDLibraryPath says its directory is one of LD_LIBRARY_PATH's.
 	OnLDLibraryPath bool `json:"on_ld_library_path,omitempty"`
+}
+
+// NetPluginLibrary is one libnccl-net*.so file.
+type NetPluginLibrary struct {
+	Path string `json:"path"`
+	// OnLoaderPath says dlopen of its bare name finds it: its directory is
+	// on LD_LIBRARY_PATH, in /etc/ld.so.conf(.d) or a default directory,
+	// or NCCL_NET_PLUGIN names the path itself.
+	OnLoaderPath bool `json:"on_loader_path"`
+	// From says where the directory came from ("LD_LIBRARY_PATH",
+	// "/etc/ld.so.conf.d/100_ofinccl.conf", "default", "NCCL_NET_PLUGIN",
+	// "install directory").
+	From string `json:"from"`
 }

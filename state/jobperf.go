@@ -20,6 +20,10 @@ type JobPerf struct {
 	CgroupPath string `json:"cgroup_path,omitempty"`
 	// PIDs are the job's processes seen during the window.
 	PIDs []int32 `json:"pids,omitempty"`
+	// Containers are the job's GPU processes that run in a container: the
+	// runtime holding each and its marker (collect.ProcessContainer), PID
+	// order; absent when none does. The PIDs are the host's (NVML's).
+	Containers []ProcessContainer `json:"containers,omitempty"`
 
 	Start           time.Time `json:"start"`
 	WindowSeconds   float64   `json:"window_seconds"`
@@ -371,4 +375,11 @@ type HangRank struct {
 type HangMount struct {
 	Type  string `json:"type"`
 	Point string `json:"point"`
+}
+
+// ProcessContainer is one process and the container runtime holding it.
+type ProcessContainer struct {
+	PID     uint32 `json:"pid"`
+	Runtime string `json:"runtime"`
+	From    string `json:"from"`
 }

@@ -337,6 +337,13 @@ type Process struct {
 	// slurmstepd, not the user, sets: slurmstate.JobFromCgroup); empty
 	// outside a job or when it cannot be told.
 	JobID string `json:"job_id,omitempty"`
+	// Container is the container runtime holding the process ("docker",
+	// "podman", "kubernetes", "enroot", "apptainer"; empty when none is
+	// seen) and ContainerFrom the marker: a runtime's directory in
+	// /proc/PID/cgroup, else /proc/PID/root/run/.containerenv, else a
+	// runtime's variable in /proc/PID/environ (collect.ProcessContainer).
+	Container     string `json:"container,omitempty"`
+	ContainerFrom string `json:"container_from,omitempty"`
 }
 
 // Utilization is nvmlDeviceGetUtilizationRates: percent of the driver's

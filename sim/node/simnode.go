@@ -88,6 +88,11 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 			}
 			return ""
 		},
+		// The simulated processes run in no container (and this machine's
+		// /proc is not theirs).
+		ProcessContainer: func(context.Context, int32) (string, string) { return "", "" },
+		// The host's (initial) namespace: slurmstate.InitPIDNamespace.
+		PIDNamespace: func() (string, error) { return "pid:[4026531836]", nil },
 		// The simulated GPUs have no device files on this machine.
 		GPUDeviceFiles: func() []string { return nil },
 		ProcessFile: func(pid int32, name string) ([]byte, error) {

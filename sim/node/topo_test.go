@@ -46,3 +46,26 @@ func TestSimulatedTopologyMatchesNVML(t *testing.T) {
 		}
 	}
 }
+
+// The efa fault makes the NICs EFA devices as sysfs shows them: the
+// topology collector records each under its rdmap name with driver efa,
+// which container.net_plugin reads.
+func TestSimulatedEFA(t *testing.T) {
+	spec, err := simulate.Parse("dgx-h100:efa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Sources(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := collect.Node(context.Background(), collect.Options{Sources: src, CallTimeout: time.Second})
+	if n.Topology == nil || len(n.Topology.NICs) != 8 {
+		t.Fatalf("topology %+v", n.Topology)
+	}
+	for _, nic := range n.Topology.NICs {
+		if nic.Driver != "efa" || !strings.HasPrefix(nic.Name, "rdmap") || nic.Vendor != "0x1d0f" || len(nic.Ports) != 1 || nic.Ports[0].LinkLayer != "Unspecified" {
+			t.Errorf("NIC %+v", nic)
+		}
+	}
+}

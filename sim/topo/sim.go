@@ -53,6 +53,8 @@ func init() {
 		Effect: "ACS ReqRedir/CmpltRedir enabled on a root or switch downstream port (bus ID; default: the switch port above GPU 0), so GPU<->NIC P2P detours through the root complex"})
 	simulate.Register(simulate.FaultDoc{Name: "no-peermem", Arg: "",
 		Effect: "nvidia_peermem not loaded (and the proprietary driver, so no DMA-BUF path): GPUDirect RDMA is off"})
+	simulate.Register(simulate.FaultDoc{Name: "efa", Arg: "",
+		Effect: "the RDMA NICs are AWS Elastic Fabric Adapters (PCI 1d0f:efa1, driver efa, rdmapNs0 in /sys/class/infiniband) instead of ConnectX HCAs: NCCL needs the aws-ofi-nccl plugin (container.net_plugin)"})
 	simulate.Register(simulate.FaultDoc{Name: "ib-down", Arg: "HCA",
 		Effect: "port 1 of the RDMA device (default mlx5_0) is DOWN/Polling (cable or switch port)"})
 }
@@ -169,6 +171,22 @@ func Build(spec *simulate.Spec) (*fstree.Tree, error) {
 				continue
 			}
 			nic := l.nics[i/2]
+			bus, _ := busOf(nic)
+			if f.efa {
+				// An EFA device as sysfs shows it on a p4d/p5 instance: the
+				// Amazon vendor ID, the efa driver, rdmap<bus>s<slot>
+				// (systemd's predictable name), one port whose link layer
+				// EFA reports as Unspecified.
+				if err := add(sysfake.PCI{BusID: nic, Parent: dn, Vendor: 0x1d0f, Device: 0xefa1, Class: 0x020000, Driver: "efa"}); err != nil {
+					return nil, err
+				}
+				nicIndex++
+				if err := mc.AddIB(sysfake.IB{Name: fmt.Sprintf("rdmap%ds0", bus), BusID: nic, FWVer: "0.0.0.0",
+					Ports: []sysfake.IBPort{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "100 Gb/sec (4X EDR)", LinkLayer: "Unspecified"}}}); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if err := add(sysfake.PCI{BusID: nic, Parent: dn, Vendor: 0x15b3, Device: m.NICDevice, Class: 0x020700, Driver: "mlx5_core"}); err != nil {
 				return nil, err
 			}
@@ -178,7 +196,6 @@ func Build(spec *simulate.Spec) (*fstree.Tree, error) {
 			if f.ibDown == name {
 				port = sysfake.IBPort{State: "1: DOWN", PhysState: "2: Polling", Rate: "10 Gb/sec (4X SDR)", LinkLayer: "InfiniBand"}
 			}
-			bus, _ := busOf(nic)
 			if err := mc.AddIB(sysfake.IB{Name: name, BusID: nic, HCAType: m.HCAType, FWVer: m.FW, BoardID: "MT_0000000838",
 				Ports: []sysfake.IBPort{port}, NetDevs: []string{fmt.Sprintf("ibp%ds0", bus)}}); err != nil {
 				return nil, err
@@ -253,6 +270,7 @@ type faults struct {
 	acsBridge string
 	noPeermem bool
 	ibDown    string
+	efa       bool
 }
 
 func readFaults(spec *simulate.Spec, m model) (faults, error) {
@@ -268,6 +286,7 @@ func readFaults(spec *simulate.Spec, m model) (faults, error) {
 		}
 	}
 	f.noPeermem = len(spec.Has("no-peermem")) > 0
+	f.efa = len(spec.Has("efa")) > 0
 	for _, fl := range spec.Has("ib-down") {
 		f.ibDown = "mlx5_0"
 		if fl.Value != "" {

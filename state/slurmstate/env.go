@@ -1,12 +1,13 @@
 package slurmstate
 
 import (
-	"github.com/gpuprobe/gpuprobe/internal/cpulist"
-
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 )
 
 // Env is the launch environment of one task: what Slurm, the launcher
@@ -92,6 +93,13 @@ type Env struct {
 
 	// NCCL holds every NCCL_* variable.
 	NCCL map[string]string `json:"nccl,omitempty"`
+	// Sharp holds every SHARP_COLL_* variable: the SHARP library's own
+	// settings, which a job sets to use SHARP through NCCL's CollNet (the
+	// nccl-rdma-sharp plugin).
+	Sharp map[string]string `json:"sharp,omitempty"`
+	// Ray holds the Ray variables that mark a Ray head, worker node or
+	// worker process (RayVars); absent when none is set.
+	Ray map[string]string `json:"ray,omitempty"`
 
 	Errors []VarError `json:"errors,omitempty"`
 }
@@ -243,15 +251,47 @@ func ParseEnv(environ []string) *Env {
 	e.LDLibraryPath = get("LD_LIBRARY_PATH")
 
 	for k, v := range vars {
-		if strings.HasPrefix(k, "NCCL_") {
+		switch {
+		case strings.HasPrefix(k, "NCCL_"):
 			if e.NCCL == nil {
 				e.NCCL = map[string]string{}
 			}
 			e.NCCL[k] = v
+		case strings.HasPrefix(k, "SHARP_COLL_"):
+			if e.Sharp == nil {
+				e.Sharp = map[string]string{}
+			}
+			e.Sharp[k] = v
+		case slices.Contains(RayVars, k):
+			if e.Ray == nil {
+				e.Ray = map[string]string{}
+			}
+			e.Ray[k] = v
 		}
 	}
 	sort.Slice(e.Errors, func(i, j int) bool { return e.Errors[i].Var < e.Errors[j].Var })
 	return e
+}
+
+// RayVars are the variables that mark a Ray process. RAY_ADDRESS is the
+// cluster a driver or `ray start --address` joins and RAY_NODE_IP_ADDRESS a
+// node's address (the Ray-on-Slurm guide's launch script sets them);
+// RAY_RAYLET_PID and RAY_JOB_ID are set by the raylet in every worker
+// process it starts (Ray's ray_constants.py, RAY_INTERNAL_FLAGS: "should
+// not be set by users"), RAY_NODE_ID in its agents. Ray also sets each
+// worker's CUDA_VISIBLE_DEVICES to the GPUs it assigned the worker, unless
+// RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES is set.
+var RayVars = []string{"RAY_ADDRESS", "RAY_NODE_IP_ADDRESS", "RAY_RAYLET_PID", "RAY_JOB_ID", "RAY_NODE_ID", "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"}
+
+// RayWorker says the process is a Ray worker: one the raylet started, with
+// its internal flags.
+func (e *Env) RayWorker() bool {
+	if e == nil {
+		return false
+	}
+	_, pid := e.Ray["RAY_RAYLET_PID"]
+	_, job := e.Ray["RAY_JOB_ID"]
+	return pid || job
 }
 
 func first(vals ...string) string {

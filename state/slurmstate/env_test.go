@@ -263,3 +263,22 @@ func TestGPUBindTasksPerGPU(t *testing.T) {
 		}
 	}
 }
+
+// Ray's variables and SHARP's are kept apart from the rest; a worker is
+// marked by the raylet's internal flags, not by RAY_ADDRESS.
+func TestParseEnvRayAndSharp(t *testing.T) {
+	e := ParseEnv([]string{"RAY_ADDRESS=10.0.0.1:6379", "RAY_USAGE_STATS_ENABLED=0", "SHARP_COLL_ENABLE_SAT=1", "NCCL_COLLNET_ENABLE=1"})
+	if len(e.Ray) != 1 || e.Ray["RAY_ADDRESS"] != "10.0.0.1:6379" || e.RayWorker() {
+		t.Errorf("driver: Ray %v worker %v", e.Ray, e.RayWorker())
+	}
+	if e.Sharp["SHARP_COLL_ENABLE_SAT"] != "1" || e.NCCL["NCCL_COLLNET_ENABLE"] != "1" {
+		t.Errorf("Sharp %v NCCL %v", e.Sharp, e.NCCL)
+	}
+	if w := ParseEnv([]string{"RAY_RAYLET_PID=81234"}); !w.RayWorker() {
+		t.Errorf("worker: %v", w.Ray)
+	}
+	var none *Env
+	if none.RayWorker() || ParseEnv(nil).Ray != nil {
+		t.Error("no Ray")
+	}
+}

@@ -39,6 +39,13 @@ type Task struct {
 	User string `json:"user,omitempty"`
 	// CPUs is the sched_getaffinity mask, as a list.
 	CPUs []int `json:"cpus"`
+	// PIDNamespace is the task's PID namespace as /proc/self/ns/pid names
+	// it ("pid:[4026531836]"); empty when unread. NVML reports the host's
+	// PIDs (the initial namespace's, InitPIDNamespace): in another
+	// namespace (a Docker, Podman or Kubernetes container without
+	// --pid=host) they are not this task's PIDs, and /proc here shows other
+	// processes, or none, under those numbers.
+	PIDNamespace string `json:"pid_namespace,omitempty"`
 	// Cgroup is the task's cgroup path (v2, else the devices controller's).
 	Cgroup string `json:"cgroup,omitempty"`
 	// CgroupJobID is the job ID in the cgroup path (".../job_123/...").
@@ -161,3 +168,7 @@ type CUDARuntime struct {
 	Version string `json:"version"`
 	From    string `json:"from"`
 }
+
+// InitPIDNamespace is the initial PID namespace's name: the kernel gives it
+// the fixed inode PROC_PID_INIT_INO, 0xEFFFFFFC (include/linux/proc_ns.h).
+const InitPIDNamespace = "pid:[4026531836]"
