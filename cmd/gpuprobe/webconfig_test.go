@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -129,8 +130,8 @@ func TestWebConfigSnapshot(t *testing.T) {
 // Issue 32: the toolkit re-read cert_file and key_file on every TLS
 // handshake with a plain read, so a cert swapped for a FIFO after start-up
 // hung every new connection. The daemon serves from its snapshot: new
-// handshakes still succeed; the snapshot directory is 0700 and gone once
-// the daemon exits.
+// handshakes still succeed, a SIGHUP that cannot re-read them keeps the
+// snapshot; the snapshot directory is 0700 and gone once the daemon exits.
 func TestServeTLSSurvivesCertSwap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary (run without -short)")
@@ -151,8 +152,8 @@ func TestServeTLSSurvivesCertSwap(t *testing.T) {
 	l.Close()
 	cmd := exec.Command(bin, "serve", "--simulate", "dgx-h100", "--web.listen-address", addr, "--web.config.file", cfg)
 	cmd.Env = []string{"RUNTIME_DIRECTORY=" + rt, "PATH=/usr/bin:/bin"}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +194,9 @@ func TestServeTLSSurvivesCertSwap(t *testing.T) {
 	swapForFIFO(t, filepath.Join(src, "cert.pem"))
 	os.Remove(filepath.Join(src, "key.pem"))
 	os.Symlink("/dev/zero", filepath.Join(src, "key.pem"))
+	// A reload (SIGHUP) now reads the FIFO bounded, fails, and keeps the
+	// snapshot: the daemon neither dies (Go's default for SIGHUP) nor hangs.
+	cmd.Process.Signal(syscall.SIGHUP)
 	for i := 0; i < 3; i++ {
 		errc := make(chan error, 1)
 		go func() { errc <- handshake() }()
@@ -205,6 +209,9 @@ func TestServeTLSSurvivesCertSwap(t *testing.T) {
 			t.Fatalf("handshake %d after the cert became a FIFO: still waiting after 15s", i)
 		}
 	}
+	if !strings.Contains(stderr.String(), "web config not reloaded") {
+		t.Errorf("no log of the failed reload:\n%s", stderr.String())
+	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-done:
@@ -215,4 +222,22 @@ func TestServeTLSSurvivesCertSwap(t *testing.T) {
 	if ents, _ := os.ReadDir(rt); len(ents) != 0 {
 		t.Errorf("after exit RUNTIME_DIRECTORY still holds %v", ents)
 	}
+}
+
+// lockedBuffer is a child's stderr, read while the child still writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
