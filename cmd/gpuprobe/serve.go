@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -17,13 +16,11 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 	"go.uber.org/zap"
-	"gopkg.in/yaml.v3"
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
 	"github.com/gpuprobe/gpuprobe/daemonapi"
 	"github.com/gpuprobe/gpuprobe/exporter"
-	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/jobrecord"
 	"github.com/gpuprobe/gpuprobe/nvml"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -216,13 +213,26 @@ func (c *cli) runServe(f *serveFlags) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The web config is read here, bounded, before the exporter-toolkit
-	// reads it unbounded: a FIFO hung start-up past SIGTERM and /dev/zero
-	// ran the daemon out of memory (issue 32).
-	if err := checkWebConfig(ctx, f.webConfig); err != nil {
+	// SIGHUP re-reads --web.config.file (below); without this Go's default
+	// would end the daemon.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	// The web config and its TLS files are read here, bounded, and the
+	// toolkit is given a private snapshot of them, never the operator's
+	// paths, which it would read unbounded on every request and handshake
+	// (webconfig.go; issue 32).
+	snap, err := newWebSnapshot(ctx, f.webConfig, snapshotDirBase(c.getenv))
+	if err != nil {
 		f.nvml.Close()
 		return c.usageError("%v", err)
 	}
+	defer snap.Remove()
+	webConfig := f.webConfig
+	if snap != nil {
+		webConfig = snap.Path()
+	}
+	go c.reloadOnHUP(ctx, hup, snap)
 	if f.collect.simulate == "" && f.collect.simulateFile == "" {
 		go c.watchXIDEvents(ctx, d.Exporter)
 	}
@@ -236,7 +246,7 @@ func (c *cli) runServe(f *serveFlags) error {
 		srv.Shutdown(shut)
 	}()
 	c.log.Info("serving", zap.Strings("listen", f.listen), zap.Duration("interval", f.interval))
-	webFlags := &web.FlagConfig{WebListenAddresses: &f.listen, WebSystemdSocket: &f.systemd, WebConfigFile: &f.webConfig}
+	webFlags := &web.FlagConfig{WebListenAddresses: &f.listen, WebSystemdSocket: &f.systemd, WebConfigFile: &webConfig}
 	// The listeners are opened here, not by web.ListenAndServe, so that the
 	// connection guard admits each connection on accept (issue 32).
 	ls, err := listen(srv, f.listen, f.systemd)
@@ -315,53 +325,24 @@ func gpuProcesses(n *state.Node) []gpuProcess {
 	return out
 }
 
-// webConfigReadLimit bounds the time the web config and the TLS files it
-// names may take to read at start-up (they are a few KiB); SIGTERM ends the
-// wait too. A variable for tests.
-var webConfigReadLimit = 10 * time.Second
-
-// checkWebConfig reads --web.config.file, and the certificate, key and CA
-// files it names, as regular files bounded in size and time, before the
-// exporter-toolkit does: the toolkit reads them with a plain os.ReadFile at
-// start-up (and again per request and per TLS handshake), which blocks
-// forever on a FIFO (ignoring SIGTERM: the read is not interruptible) and
-// reads /dev/zero until the process runs out of memory. What the toolkit
-// reads later is the same path an operator configured; this makes the
-// daemon refuse to start on one that is not a file, naming it.
-func checkWebConfig(ctx context.Context, path string) error {
-	if path == "" {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, webConfigReadLimit)
-	defer cancel()
-	data, err := readlimit.Regular(ctx, "--web.config.file "+path, path, readlimit.Config)
-	if err != nil {
-		return err
-	}
-	// Only the file names: the toolkit parses (strictly) and reports the
-	// rest. A file this lenient parse cannot read is the toolkit's to refuse.
-	var files struct {
-		TLS struct {
-			Cert string `yaml:"cert_file"`
-			Key  string `yaml:"key_file"`
-			CA   string `yaml:"client_ca_file"`
-		} `yaml:"tls_server_config"`
-	}
-	if yaml.Unmarshal(data, &files) != nil {
-		return nil
-	}
-	for _, f := range []struct{ key, name string }{{"cert_file", files.TLS.Cert}, {"key_file", files.TLS.Key}, {"client_ca_file", files.TLS.CA}} {
-		if f.name == "" {
+// reloadOnHUP takes a new snapshot of --web.config.file on each SIGHUP:
+// how a renewed certificate or changed password gets in without a restart.
+// A failed read keeps the running snapshot.
+func (c *cli) reloadOnHUP(ctx context.Context, hup <-chan os.Signal, snap *webSnapshot) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if snap == nil {
+			c.log.Info("SIGHUP: no --web.config.file to reload")
 			continue
 		}
-		p := f.name
-		if !filepath.IsAbs(p) {
-			// As the toolkit resolves it: beside the config file.
-			p = filepath.Join(filepath.Dir(path), p)
+		if err := snap.Reload(ctx); err != nil {
+			c.log.Warn("SIGHUP: web config not reloaded; serving the previous snapshot", zap.Error(err))
+			continue
 		}
-		if _, err := readlimit.Regular(ctx, "--web.config.file "+path+": "+f.key+" "+p, p, readlimit.Config); err != nil {
-			return err
-		}
+		c.log.Info("SIGHUP: web config reloaded", zap.String("file", snap.src))
 	}
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
+	"github.com/gpuprobe/gpuprobe/internal/readlimit"
 	"github.com/gpuprobe/gpuprobe/internal/safefile"
 	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/report"
@@ -284,6 +284,9 @@ func drainFailures(doc *report.Document, cfg *check.Config) []check.DrainFailure
 // regular file. A missing file is an empty history; an unreadable, oversized
 // or corrupt one is logged and ignored (the node starts a new history, and
 // an escalation it held is forgotten), never an error of the run.
+// historyReadLimit bounds the drain history's read (a few KiB).
+var historyReadLimit = 10 * time.Second
+
 func (s *slurmFlags) readHistory(log *zap.Logger) (check.DrainHistory, []byte) {
 	if s.history == "" {
 		return check.DrainHistory{}, nil
@@ -298,11 +301,11 @@ func (s *slurmFlags) readHistory(log *zap.Logger) (check.DrainHistory, []byte) {
 	}
 	var b []byte
 	if err == nil {
-		var f *os.File
-		if f, err = os.Open(s.history); err == nil {
-			b, err = io.ReadAll(io.LimitReader(f, check.MaxHistoryBytes+1))
-			f.Close()
-		}
+		// Bounded in time too, and the kind taken from the opened file: a
+		// FIFO swapped in after the Lstat blocked a plain open for good.
+		ctx, cancel := context.WithTimeout(context.Background(), historyReadLimit)
+		b, err = readlimit.Regular(ctx, "--drain-history "+s.history, s.history, check.MaxHistoryBytes+1)
+		cancel()
 	}
 	var h check.DrainHistory
 	if err == nil {

@@ -6,8 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/gpuprobe/gpuprobe/check"
 	"github.com/gpuprobe/gpuprobe/collect"
@@ -369,5 +373,55 @@ func TestSlurmDrainQuarantine(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "reason"), []byte("admin: PSU"), 0o644)
 	if hc("dgx-h100"); readFile(t, filepath.Join(dir, "reason")) != "admin: PSU" {
 		t.Errorf("admin drain touched")
+	}
+}
+
+// Issue 32: the drain history was checked with Lstat and then opened with a
+// plain open(2): a FIFO swapped in between (whoever can rename in its
+// directory) blocked --slurm-drain for good. Here the path flips between a
+// file and a FIFO while it is read again and again: every read ends.
+func TestDrainHistorySwappedForFIFO(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "history.json")
+	good := []byte("{}")
+	os.WriteFile(path, good, 0o600)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tmp := filepath.Join(dir, fmt.Sprintf("t%d", i))
+			if i%2 == 0 {
+				syscall.Mkfifo(tmp, 0o600)
+			} else {
+				os.WriteFile(tmp, good, 0o600)
+			}
+			os.Rename(tmp, path)
+		}
+	}()
+	defer func() {
+		close(stop)
+		wg.Wait()
+		// Let an open still blocked on a FIFO (the old code) return.
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}()
+	s := &slurmFlags{history: path}
+	deadline := time.Now().Add(3 * time.Second)
+	for n := 0; time.Now().Before(deadline); n++ {
+		done := make(chan struct{})
+		go func() { s.readHistory(zap.NewNop()); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("read %d of a drain history swapped for a FIFO: still blocked after 10s", n)
+		}
 	}
 }
