@@ -120,8 +120,10 @@ func ReadKmsg(path string, boot time.Time) (Log, error) {
 			return evs, fmt.Errorf("reading %s: %w", path, err)
 		}
 		if !isKmsgRecord(buf[:k]) {
-			// A regular file (a captured log, a test fixture): read it as lines.
-			return readLines(path, boot)
+			// A regular file (a captured log, a test fixture): read the rest
+			// from this descriptor, never by opening the path again (it may
+			// be a FIFO by then, which a plain open would wait on).
+			return readRest(fd, path, buf[:k], boot)
 		}
 		evs.add(buf[:k], boot)
 	}
@@ -136,9 +138,25 @@ func isKmsgRecord(b []byte) bool {
 	return semi > 0 && (nl < 0 || nl >= len(b)-1 || bytes.IndexByte(b[nl+1:], ';') < 0 && b[nl+1] == ' ')
 }
 
-// readLines reads a file of kmsg records or dmesg lines, one per line.
-func readLines(path string, boot time.Time) (Log, error) {
-	return readLog(func() (io.ReadCloser, error) { return os.Open(path) }, boot)
+// readRest reads the rest of a log from the non-blocking fd whose first
+// block is first, at most maxLog bytes: to its end, or until a read would
+// wait (EAGAIN: a FIFO with nothing more in it ends the log there).
+func readRest(fd int, path string, first []byte, boot time.Time) (Log, error) {
+	data := append([]byte(nil), first...)
+	chunk := make([]byte, 64<<10)
+	for len(data) <= maxLog {
+		k, err := syscall.Read(fd, chunk)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN), err == nil && k == 0:
+			return parseLog(data, boot), nil
+		case err != nil:
+			return Log{}, fmt.Errorf("reading %s: %w", path, err)
+		}
+		data = append(data, chunk[:k]...)
+	}
+	return Log{}, fmt.Errorf("kernel log larger than %d MiB", maxLog>>20)
 }
 
 // readLog reads kmsg records or dmesg lines, one per line, at most 64 MiB.
@@ -159,11 +177,16 @@ func readLog(open func() (io.ReadCloser, error), boot time.Time) (Log, error) {
 		// Cutting it would drop the newest XIDs, the ones that matter.
 		return Log{}, fmt.Errorf("kernel log larger than %d MiB", maxLog>>20)
 	}
+	return parseLog(data, boot), nil
+}
+
+// parseLog reads the XID reports of a saved log's records.
+func parseLog(data []byte, boot time.Time) Log {
 	evs := Log{XIDs: []state.XIDEvent{}}
 	for _, rec := range records(data) {
 		evs.add(rec, boot)
 	}
-	return evs, nil
+	return evs
 }
 
 // maxRecord bounds a record joined from continuation lines; Parse looks at

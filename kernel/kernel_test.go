@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -232,5 +233,55 @@ func TestSavedLogLinesAreDatedFromTheirTimes(t *testing.T) {
 	l := readString(t, "[Wed Mar  1 17:44:24 2023] nvidia-nvswitch1: SXid (PCI:0000:02:00.0): 22013, Non-fatal, Link 00 x\n")
 	if len(l.SXIDs) != 1 || !l.SXIDs[0].Time.Equal(time.Date(2023, 3, 1, 17, 44, 24, 0, time.UTC)) {
 		t.Errorf("SXid: %+v", l.SXIDs)
+	}
+}
+
+// A log that is not /dev/kmsg is read on from the descriptor ReadKmsg
+// opened, never by opening its path again: a FIFO whose writer stays (the
+// path swapped for one, or given as one) ends the log at what was written,
+// where a second, blocking open and read waited for ever. A long regular
+// file is read past its first block.
+func TestReadKmsgReadsOnFromItsDescriptor(t *testing.T) {
+	dir := t.TempDir()
+	line := "[ 1.0] NVRM: Xid (PCI:0000:18:00): 79, pid=1, GPU has fallen off the bus.\n"
+	long := strings.Repeat("[ 0.5] some other kernel line of no interest at all to gpuprobe\n", 400) + line
+	file := filepath.Join(dir, "dmesg.txt")
+	if err := os.WriteFile(file, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := ReadKmsg(file, time.Time{})
+	if err != nil || len(l.XIDs) != 1 || l.XIDs[0].Code != 79 {
+		t.Fatalf("a %d-byte file: %+v, %v", len(long), l.XIDs, err)
+	}
+
+	fifo := filepath.Join(dir, "kmsg")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The writer opens first (read-write, so its open does not wait), writes
+	// one block of dmesg lines and keeps the FIFO open.
+	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		l, err := ReadKmsg(fifo, time.Time{})
+		if err == nil && len(l.XIDs) != 1 {
+			err = fmt.Errorf("XIDs %+v", l.XIDs)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadKmsg waited on a FIFO whose writer stays open")
 	}
 }
