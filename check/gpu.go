@@ -235,6 +235,7 @@ var sameCall = map[string][]string{
 	"nvmlDeviceGetCurrPcieLinkWidth":         {"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkWidth"},
 	"nvmlDeviceGetRetiredPages":              {"nvmlDeviceGetRetiredPagesPendingStatus"},
 	"nvmlDeviceGetTemperatureThreshold":      {"nvmlDeviceGetMarginTemperature"},
+	"NVML_FI_DEV_MEMORY_TEMP":                {"nvmlDeviceGetFieldValues"},
 	"nvmlDeviceGetGpuFabricInfo":             {"nvmlDeviceGetGpuFabricInfo_v4", "nvmlDeviceGetGpuFabricInfoV"},
 }
 
@@ -251,6 +252,8 @@ func checkECC(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		e := g.ECC
+		// A lifetime flag, judged whatever the ECC mode and counters say.
+		sramThreshold(&v, g)
 		if !e.EnabledCurrent {
 			v.add(Warn, g, "enable ECC (nvidia-smi -e 1) and reset the GPU", "ECC is disabled")
 			continue
@@ -286,7 +289,45 @@ func checkECC(n *state.Node, cfg *Config) Result {
 		judged++
 		v.add(Pass, g, "", "")
 	}
+	// The flag not read is said after the counters, so a skip of its own
+	// never stands in for theirs.
+	for _, g := range usable(n) {
+		if g.ECC != nil && g.SRAMECC == nil {
+			sramNotRead(n, &v, g)
+		}
+	}
 	return v.result(fmt.Sprintf("no uncorrectable ECC errors on %d GPUs", judged))
+}
+
+// sramThreshold judges nvmlDeviceGetSramEccErrorStatus's bThresholdExceeded,
+// "if the error threshold of field diag is exceeded" (nvml.h,
+// nvmlEccSramErrorStatus_v1_t). NVIDIA's Xid catalogue, Xid 48
+// (third_party/nvidia-xid-catalog/xids.txt): "If the ECC error is reported
+// for SRAM ... check for SRAM DBE thresholds and follow RMA flow if
+// exceeded - (nvidia-smi <sram_threshold_exceeded> ...). If flag is set,
+// run field diag"; its WORKFLOW_XID_48 (xid144-150-decode.txt): "All other
+// SRAM: check SRAM Error Threshold flag ... If set RUN_FIELDDIAG". The flag
+// is on-chip SRAM, not DRAM rows, so it is gpu.ecc's, not gpu.row_remap's.
+// Not read is named: NO_PERMISSION (nvml.h: "Requires root/admin
+// permissions") is said as a skip, so a check run as a user does not warn
+// on every GPU; another failure warns.
+func sramThreshold(v *verdict, g *state.GPU) {
+	if s := g.SRAMECC; s != nil {
+		if s.ThresholdExceeded {
+			v.add(Fail, g, "drain the node and run NVIDIA's field diagnostics (Xid 48 workflow: SRAM error threshold exceeded, follow the RMA flow); contact the hardware vendor if they fail",
+				fmt.Sprintf("SRAM error threshold of field diagnostics exceeded (%d uncorrectable SEC-DED, %d uncorrectable parity SRAM errors in the GPU's lifetime)", s.AggregateUncSecDed, s.AggregateUncParity))
+		}
+	}
+}
+
+// sramNotRead names the SRAM flag not read (sramThreshold).
+func sramNotRead(n *state.Node, v *verdict, g *state.GPU) {
+	const call = "nvmlDeviceGetSramEccErrorStatus"
+	if e := g.ErrorFor(call); e != nil && e.Error == "no permission" {
+		v.add(Skip, g, "", "the SRAM error-threshold flag not read: "+call+" needs root (no permission)")
+		return
+	}
+	notReadFinding(n, v, g, call, "the SRAM error-threshold flag")
 }
 
 func checkRowRemap(n *state.Node, cfg *Config) Result {

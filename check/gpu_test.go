@@ -178,6 +178,47 @@ func TestECC(t *testing.T) {
 	})
 }
 
+// The SRAM flag, nvmlEccSramErrorStatus_t.bThresholdExceeded ("if the
+// error threshold of field diag is exceeded", nvml.h), which NVIDIA's Xid
+// 48 workflow checks before the RMA flow. It was not read: the exceeded
+// rows passed.
+func TestECCSRAMThreshold(t *testing.T) {
+	sram := func(gpu int, s *state.SRAMECC, mut func(g *state.GPU)) *state.Node {
+		return node(func(n *state.Node) {
+			for i := range n.NVML.GPUs {
+				n.NVML.GPUs[i].SRAMECC = &state.SRAMECC{}
+			}
+			n.NVML.GPUs[gpu].SRAMECC = s
+			if mut != nil {
+				mut(&n.NVML.GPUs[gpu])
+			}
+		})
+	}
+	runCases(t, checkECC, []checkCase{
+		// The real H100: every sram_* counter 0, <sram_threshold_exceeded>No
+		// (nvsmi/testdata/realgpu_h100_580.159.04_nvidia-smi-q-x.xml).
+		{name: "flag clear", node: sram(0, &state.SRAMECC{}, nil), status: Pass, summary: "no uncorrectable ECC errors on 2 GPUs"},
+		// Uncorrectable SRAM errors below the threshold are the Xid 48
+		// workflow's "check the flag", not an RMA: the volatile counter
+		// and gpu.xid judge the reset.
+		{name: "SRAM errors, flag clear", node: sram(1, &state.SRAMECC{AggregateUncSecDed: 2}, nil), status: Pass},
+		{name: "flag set", node: sram(1, &state.SRAMECC{AggregateUncSecDed: 3, ThresholdExceeded: true}, nil), status: Fail,
+			summary: "SRAM error threshold of field diagnostics exceeded (3 uncorrectable SEC-DED", remedy: "field diagnostics", devices: []int{1}},
+		// A lifetime flag: judged with ECC off too.
+		{name: "flag set, ECC disabled", node: sram(0, &state.SRAMECC{ThresholdExceeded: true}, func(g *state.GPU) { g.ECC.EnabledCurrent = false }),
+			status: Fail, devices: []int{0}},
+		{name: "not supported", node: sram(0, nil, func(g *state.GPU) { g.Unsupported = []string{"nvmlDeviceGetSramEccErrorStatus"} }), status: Pass},
+		// nvml.h: "Requires root/admin permissions": a user's run says so
+		// and does not warn on every GPU.
+		{name: "not root", node: sram(0, nil, func(g *state.GPU) {
+			g.Errors = []state.CallError{{Call: "nvmlDeviceGetSramEccErrorStatus", Error: "no permission"}}
+		}), status: Pass},
+		{name: "call failed", node: sram(1, nil, func(g *state.GPU) {
+			g.Errors = []state.CallError{{Call: "nvmlDeviceGetSramEccErrorStatus", Error: "unknown error"}}
+		}), status: Warn, summary: "could not read the SRAM error-threshold flag: nvmlDeviceGetSramEccErrorStatus: unknown error", devices: []int{1}},
+	})
+}
+
 func TestRowRemap(t *testing.T) {
 	runCases(t, checkRowRemap, []checkCase{
 		{name: "clean", node: node(nil), status: Pass, summary: "no pending or failed row remaps on 2 GPUs"},

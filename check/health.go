@@ -436,6 +436,7 @@ func checkTemperature(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		hottest = max(hottest, t.TemperatureC)
+		memoryTemperature(n, &v, g)
 		fail, warn := cfg.Temperature.FailC, cfg.Temperature.WarnC
 		if fail == 0 && t.SlowdownC != nil {
 			fail = *t.SlowdownC
@@ -461,6 +462,41 @@ func checkTemperature(n *state.Node, cfg *Config) Result {
 		}
 	}
 	return v.result(fmt.Sprintf("hottest GPU %d °C", hottest))
+}
+
+// memoryTemperature judges the memory (HBM) temperature, the field value
+// NVML_FI_DEV_MEMORY_TEMP, against the GPU's own memory limit,
+// NVML_TEMPERATURE_THRESHOLD_MEM_MAX ("Memory Temperature at which the GPU
+// will begin SW slowdown", nvml.h): it fails at the limit and warns 5 °C
+// below it, the convention of the core temperature. A memory temperature
+// not read is named (a failed read warns, NOT_SUPPORTED is said); a limit
+// not read leaves the reading unjudged and named, never a pass.
+func memoryTemperature(n *state.Node, v *verdict, g *state.GPU) {
+	t := g.Thermal
+	if t.MemoryTemperatureC == nil {
+		if g.ErrorFor("NVML_FI_DEV_MEMORY_TEMP") != nil || g.ErrorFor("nvmlDeviceGetFieldValues") != nil {
+			notReadFinding(n, v, g, "NVML_FI_DEV_MEMORY_TEMP", "the memory temperature")
+		}
+		return
+	}
+	mt := *t.MemoryTemperatureC
+	if t.MemoryMaxC == nil {
+		// The reading is named only where the call failed: a threshold
+		// not supported is said alike on every GPU, and folds.
+		what := "the memory max threshold (the memory temperature not judged)"
+		if st, _ := notRead(n, g, state.MemoryMaxThresholdCall, what, Warn); st == Warn {
+			what = fmt.Sprintf("the memory max threshold (memory at %d °C judged against nothing)", mt)
+		}
+		notReadFinding(n, v, g, state.MemoryMaxThresholdCall, what)
+		return
+	}
+	const fix = "check cooling of the GPU's memory: fans, airflow, inlet temperature, heatsink contact; nvidia-smi -q -d TEMPERATURE"
+	switch limit := *t.MemoryMaxC; {
+	case mt >= limit:
+		v.add(Fail, g, fix, fmt.Sprintf("memory at %d °C, at or above its max threshold %d °C (the GPU slows down)", mt, limit))
+	case mt >= limit-5:
+		v.add(Warn, g, fix, fmt.Sprintf("memory at %d °C, within 5 °C of its max threshold %d °C", mt, limit))
+	}
 }
 
 func checkPower(n *state.Node, cfg *Config) Result {

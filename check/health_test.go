@@ -342,6 +342,56 @@ func TestTemperature(t *testing.T) {
 	})
 }
 
+// The memory (HBM) temperature, NVML_FI_DEV_MEMORY_TEMP, against the
+// GPU's NVML_TEMPERATURE_THRESHOLD_MEM_MAX ("Memory Temperature at which
+// the GPU will begin SW slowdown", nvml.h): fail at it, warn 5 °C below,
+// as the core temperature. It was not read (issue 26): every row but the
+// cool and unsupported ones passed.
+func TestTemperatureMemory(t *testing.T) {
+	mem := func(gpu, c int, limit *int, mut func(g *state.GPU)) *state.Node {
+		return healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[gpu]
+			g.Thermal.MemoryTemperatureC, g.Thermal.MemoryMaxC = ptr(c), limit
+			if mut != nil {
+				mut(g)
+			}
+		})
+	}
+	runCases(t, checkTemperature, []checkCase{
+		// The real H100's memory beside its core (34 °C, 35 °C:
+		// nvsmi/testdata/realgpu_h100_580.159.04_nvidia-smi-q.txt).
+		{name: "HBM cool", node: mem(0, 34, ptr(95), nil), status: Pass, summary: "hottest GPU 30 °C"},
+		{name: "HBM at its max threshold", node: mem(1, 95, ptr(95), nil), status: Fail,
+			summary: "memory at 95 °C, at or above its max threshold 95 °C", remedy: "cooling", devices: []int{1}},
+		{name: "HBM above its max threshold", node: mem(1, 101, ptr(95), nil), status: Fail, devices: []int{1}},
+		{name: "HBM within 5 °C of its max", node: mem(0, 90, ptr(95), nil), status: Warn,
+			summary: "memory at 90 °C, within 5 °C of its max threshold 95 °C", devices: []int{0}},
+		{name: "HBM 6 °C below its max", node: mem(0, 89, ptr(95), nil), status: Pass},
+		// NOT_SUPPORTED is "not supported", not a fault: the reading is
+		// left unjudged and the check passes on the core temperature.
+		{name: "memory max threshold not supported", node: mem(0, 34, nil, func(g *state.GPU) {
+			g.Unsupported = []string{state.MemoryMaxThresholdCall}
+		}), status: Pass, summary: "hottest GPU 30 °C"},
+		// Could not read is never a pass on the reading alone.
+		{name: "memory max threshold call failed", node: mem(1, 92, nil, func(g *state.GPU) {
+			g.Errors = []state.CallError{{Call: state.MemoryMaxThresholdCall, Error: "unknown error"}}
+		}), status: Warn, summary: "could not read the memory max threshold (memory at 92 °C judged against nothing)", devices: []int{1}},
+		{name: "memory temperature read failed", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].Errors = []state.CallError{{Call: "NVML_FI_DEV_MEMORY_TEMP", Error: "unknown error"}}
+		}), status: Warn, summary: "could not read the memory temperature: NVML_FI_DEV_MEMORY_TEMP: unknown error", devices: []int{0}},
+		{name: "field values call failed", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].Errors = []state.CallError{{Call: "nvmlDeviceGetFieldValues", Error: "unknown error"}}
+		}), status: Warn, summary: "could not read the memory temperature: nvmlDeviceGetFieldValues", devices: []int{0}},
+		{name: "memory temperature not supported", node: healthy(func(n *state.Node) {
+			n.NVML.GPUs[0].Unsupported = []string{"NVML_FI_DEV_MEMORY_TEMP"}
+		}), status: Pass},
+		// The core's failed slowdown threshold is not the memory's.
+		{name: "core threshold error is not the memory's", node: mem(0, 34, ptr(95), func(g *state.GPU) {
+			g.Errors = []state.CallError{{Call: "nvmlDeviceGetTemperatureThreshold", Error: "unknown error"}}
+		}), status: Pass},
+	})
+}
+
 func TestPower(t *testing.T) {
 	runCases(t, checkPower, []checkCase{
 		{name: "idle", node: healthy(nil), status: Pass, summary: "drawing 140 W"},

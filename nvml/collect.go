@@ -151,6 +151,7 @@ var guardedSymbols = []string{
 	"nvmlDeviceGetGpuFabricInfo",
 	"nvmlDeviceGetRemappedRows",
 	"nvmlDeviceGetViolationStatus",
+	"nvmlDeviceGetSramEccErrorStatus",
 }
 
 func lookupSymbols(lib gonvml.Interface) symbols {

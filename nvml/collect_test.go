@@ -482,3 +482,122 @@ func TestRemappedRowsSymbolMissingIsUnsupported(t *testing.T) {
 		t.Errorf("Unsupported %v (nvmlDeviceGetRemappedRows %d times), rows %+v; want it listed once", g.Unsupported, n, g.RemappedRows)
 	}
 }
+
+// The memory (HBM) temperature and its limit, and the SRAM error status
+// (issue 26: neither was read). The simulated H100 answers as the real one
+// printed (memory 1 °C below the core; every SRAM counter 0 and the flag
+// clear) and NOT_SUPPORTED for the memory max threshold, which no real H100
+// capture here gives.
+func TestCollectMemoryTemperatureAndSRAM(t *testing.T) {
+	field := func(ret gonvml.Return, v uint32) func([]gonvml.FieldValue) gonvml.Return {
+		return func(vals []gonvml.FieldValue) gonvml.Return {
+			for i := range vals {
+				vals[i].NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+				if vals[i].FieldId == gonvml.FI_DEV_MEMORY_TEMP {
+					vals[i].NvmlReturn = uint32(ret)
+					vals[i].ValueType = uint32(gonvml.VALUE_TYPE_UNSIGNED_INT)
+					vals[i].Value = [8]byte{byte(v)}
+				}
+			}
+			return gonvml.SUCCESS
+		}
+	}
+	errorFor := func(g state.GPU, call string) string {
+		if e := g.ErrorFor(call); e != nil {
+			return e.Error
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name  string
+		mut   func(d *server.Device, srv *server.Server)
+		check func(t *testing.T, g state.GPU)
+	}{
+		{"simulated H100", nil, func(t *testing.T, g state.GPU) {
+			if g.Thermal.MemoryTemperatureC == nil || *g.Thermal.MemoryTemperatureC != g.Thermal.TemperatureC-1 || g.Thermal.MemoryMaxC != nil {
+				t.Errorf("thermal = %+v", g.Thermal)
+			}
+			if !slices.Contains(g.Unsupported, state.MemoryMaxThresholdCall) {
+				t.Errorf("unsupported = %v", g.Unsupported)
+			}
+			if g.SRAMECC == nil || g.SRAMECC.ThresholdExceeded {
+				t.Errorf("sram = %+v", g.SRAMECC)
+			}
+		}},
+		{"memory max answered", func(d *server.Device, _ *server.Server) {
+			inner := d.GetTemperatureThresholdFunc
+			d.GetTemperatureThresholdFunc = func(k gonvml.TemperatureThresholds) (uint32, gonvml.Return) {
+				if k == gonvml.TEMPERATURE_THRESHOLD_MEM_MAX {
+					return 95, gonvml.SUCCESS
+				}
+				return inner(k)
+			}
+			d.GetFieldValuesFunc = field(gonvml.SUCCESS, 41)
+		}, func(t *testing.T, g state.GPU) {
+			if g.Thermal.MemoryTemperatureC == nil || *g.Thermal.MemoryTemperatureC != 41 || g.Thermal.MemoryMaxC == nil || *g.Thermal.MemoryMaxC != 95 {
+				t.Errorf("thermal = %+v", g.Thermal)
+			}
+		}},
+		{"memory temperature failed", func(d *server.Device, _ *server.Server) {
+			d.GetFieldValuesFunc = field(gonvml.ERROR_UNKNOWN, 0)
+		}, func(t *testing.T, g state.GPU) {
+			if g.Thermal.MemoryTemperatureC != nil || errorFor(g, "NVML_FI_DEV_MEMORY_TEMP") == "" {
+				t.Errorf("thermal = %+v, errors %+v", g.Thermal, g.Errors)
+			}
+			if slices.Contains(g.Unsupported, state.MemoryMaxThresholdCall) {
+				t.Errorf("the threshold was asked without a reading: %v", g.Unsupported)
+			}
+		}},
+		// A vGPU guest's 0 °C is no reading and no fault.
+		{"memory temperature 0", func(d *server.Device, _ *server.Server) {
+			d.GetFieldValuesFunc = field(gonvml.SUCCESS, 0)
+		}, func(t *testing.T, g state.GPU) {
+			if g.Thermal.MemoryTemperatureC != nil || !slices.Contains(g.Unsupported, "NVML_FI_DEV_MEMORY_TEMP") || len(g.Errors) != 0 {
+				t.Errorf("thermal = %+v, unsupported %v, errors %+v", g.Thermal, g.Unsupported, g.Errors)
+			}
+		}},
+		{"SRAM flag set", func(d *server.Device, _ *server.Server) {
+			d.GetSramEccErrorStatusFunc = func() (gonvml.EccSramErrorStatus, gonvml.Return) {
+				return gonvml.EccSramErrorStatus{AggregateUncSecDed: 3, BThresholdExceeded: 1}, gonvml.SUCCESS
+			}
+		}, func(t *testing.T, g state.GPU) {
+			if g.SRAMECC == nil || !g.SRAMECC.ThresholdExceeded || g.SRAMECC.AggregateUncSecDed != 3 {
+				t.Errorf("sram = %+v", g.SRAMECC)
+			}
+		}},
+		// nvml.h: "Requires root/admin permissions".
+		{"SRAM status not root", func(d *server.Device, _ *server.Server) {
+			d.GetSramEccErrorStatusFunc = func() (gonvml.EccSramErrorStatus, gonvml.Return) {
+				return gonvml.EccSramErrorStatus{}, gonvml.ERROR_NO_PERMISSION
+			}
+		}, func(t *testing.T, g state.GPU) {
+			if g.SRAMECC != nil || errorFor(g, "nvmlDeviceGetSramEccErrorStatus") != "no permission" {
+				t.Errorf("sram = %+v, errors %+v", g.SRAMECC, g.Errors)
+			}
+		}},
+		{"SRAM entry point missing", func(_ *server.Device, srv *server.Server) {
+			srv.LookupSymbolFunc = func(name string) error {
+				if name == "nvmlDeviceGetSramEccErrorStatus" {
+					return gonvml.ERROR_FUNCTION_NOT_FOUND
+				}
+				return nil
+			}
+		}, func(t *testing.T, g state.GPU) {
+			if g.SRAMECC != nil || !slices.Contains(g.Unsupported, "nvmlDeviceGetSramEccErrorStatus") {
+				t.Errorf("sram = %+v, unsupported %v", g.SRAMECC, g.Unsupported)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sys := simSystem(t, "dgx-h100")
+			if tc.mut != nil {
+				tc.mut(sys.Devices[0], sys.Server)
+			}
+			g := Collect(context.Background(), sys.Lib, Options{}).GPUs[0]
+			if g.Thermal == nil {
+				t.Fatalf("no thermal: %+v", g.Errors)
+			}
+			tc.check(t, g)
+		})
+	}
+}

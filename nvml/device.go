@@ -39,6 +39,7 @@ func (d *device) collect() {
 	d.modes()
 	d.migDevices()
 	d.ecc()
+	d.sram()
 	d.pages()
 	d.clocks()
 	d.violations()
@@ -399,6 +400,7 @@ func (d *device) thermalPower() {
 		if th.SlowdownC == nil && th.ShutdownC == nil {
 			th.SlowdownC, th.ShutdownC = d.tlimitThresholds(int(t))
 		}
+		d.memoryTemperature(th)
 		d.gpu.Thermal = th
 	}
 	if mw, o := call(d.g, "nvmlDeviceGetPowerUsage", d.dev.GetPowerUsage); o == ok {
@@ -408,6 +410,70 @@ func (d *device) thermalPower() {
 			p.LimitWatts = &w
 		}
 		d.gpu.Power = p
+	}
+}
+
+// memoryTemperature reads the memory (HBM) temperature, the field value
+// NVML_FI_DEV_MEMORY_TEMP (82, nvml.h: "Memory temperature for the
+// device"), and where it answers, the memory's own limit:
+// nvmlDeviceGetTemperatureThreshold(NVML_TEMPERATURE_THRESHOLD_MEM_MAX),
+// "Memory Temperature at which the GPU will begin SW slowdown". A field the
+// driver does not know is filed as unsupported under the field's name; a
+// failed field, under the same name as an error.
+func (d *device) memoryTemperature(th *state.Thermal) {
+	if d.g.stopped != "" {
+		return
+	}
+	const name = "NVML_FI_DEV_MEMORY_TEMP"
+	vals := []gonvml.FieldValue{{FieldId: gonvml.FI_DEV_MEMORY_TEMP}}
+	if !d.fieldValues(vals) {
+		return
+	}
+	switch ret := gonvml.Return(vals[0].NvmlReturn); ret {
+	case gonvml.SUCCESS:
+	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
+		d.gpu.Unsupported = append(d.gpu.Unsupported, name)
+		return
+	default:
+		d.g.fail(name, returnString(ret), false)
+		return
+	}
+	f, known := fieldInt(vals[0])
+	switch {
+	case !known:
+		d.g.fail(name, fmt.Sprintf("field value of unknown type %d", vals[0].ValueType), false)
+		return
+	case f <= 0 || f >= 200:
+		// 0 is what a vGPU guest shows for a sensor it cannot see
+		// (docs/nvidia-smi.md): no reading, and no fault of the GPU.
+		d.gpu.Unsupported = append(d.gpu.Unsupported, name)
+		return
+	}
+	mt := int(f)
+	th.MemoryTemperatureC = &mt
+	if v, o := call(d.g, state.MemoryMaxThresholdCall, func() (uint32, gonvml.Return) {
+		return d.dev.GetTemperatureThreshold(gonvml.TEMPERATURE_THRESHOLD_MEM_MAX)
+	}); o == ok && v > 0 && v < 200 {
+		i := int(v)
+		th.MemoryMaxC = &i
+	}
+}
+
+// sram reads nvmlDeviceGetSramEccErrorStatus (Ampere and later, root only;
+// newer than the oldest driver supported, so guarded by its symbol).
+func (d *device) sram() {
+	if !d.sym["nvmlDeviceGetSramEccErrorStatus"] {
+		if d.g.stopped == "" {
+			d.gpu.Unsupported = append(d.gpu.Unsupported, "nvmlDeviceGetSramEccErrorStatus")
+		}
+		return
+	}
+	if s, o := call(d.g, "nvmlDeviceGetSramEccErrorStatus", d.dev.GetSramEccErrorStatus); o == ok {
+		d.gpu.SRAMECC = &state.SRAMECC{
+			AggregateUncParity: s.AggregateUncParity, AggregateUncSecDed: s.AggregateUncSecDed, AggregateCor: s.AggregateCor,
+			VolatileUncParity: s.VolatileUncParity, VolatileUncSecDed: s.VolatileUncSecDed, VolatileCor: s.VolatileCor,
+			ThresholdExceeded: s.BThresholdExceeded != 0,
+		}
 	}
 }
 

@@ -181,11 +181,15 @@ type GPU struct {
 	ECC             *ECC          `json:"ecc,omitempty"`
 	RetiredPages    *RetiredPages `json:"retired_pages,omitempty"`
 	RemappedRows    *RemappedRows `json:"remapped_rows,omitempty"`
-	ClockEvents     *ClockEvents  `json:"clock_events,omitempty"`
-	PCIe            *PCIe         `json:"pcie,omitempty"`
-	Thermal         *Thermal      `json:"thermal,omitempty"`
-	Power           *Power        `json:"power,omitempty"`
-	Utilization     *Utilization  `json:"utilization,omitempty"`
+	// SRAMECC is nil when not read: nvmlDeviceGetSramEccErrorStatus is
+	// then in Unsupported (pre-Ampere, a driver without the entry point)
+	// or Errors (NO_PERMISSION when not root, among others).
+	SRAMECC     *SRAMECC     `json:"sram_ecc,omitempty"`
+	ClockEvents *ClockEvents `json:"clock_events,omitempty"`
+	PCIe        *PCIe        `json:"pcie,omitempty"`
+	Thermal     *Thermal     `json:"thermal,omitempty"`
+	Power       *Power       `json:"power,omitempty"`
+	Utilization *Utilization `json:"utilization,omitempty"`
 	// PerformanceState is nvmlDeviceGetPerformanceState: 0 (P0, maximum
 	// performance) to 15 (minimum); nil when not read (NVML_PSTATE_UNKNOWN
 	// is not recorded).
@@ -276,6 +280,37 @@ type Thermal struct {
 	TemperatureC int  `json:"temperature_c"`
 	SlowdownC    *int `json:"slowdown_c,omitempty"`
 	ShutdownC    *int `json:"shutdown_c,omitempty"`
+	// MemoryTemperatureC is the field value NVML_FI_DEV_MEMORY_TEMP
+	// ("Memory temperature for the device", nvml.h): HBM on data-centre
+	// GPUs. Nil when not read: "NVML_FI_DEV_MEMORY_TEMP" (or the whole
+	// nvmlDeviceGetFieldValues call) is then in the GPU's Unsupported or
+	// Errors.
+	MemoryTemperatureC *int `json:"memory_temperature_c,omitempty"`
+	// MemoryMaxC is nvmlDeviceGetTemperatureThreshold with
+	// NVML_TEMPERATURE_THRESHOLD_MEM_MAX ("Memory Temperature at which the
+	// GPU will begin SW slowdown", nvml.h). Nil when not read (asked only
+	// where the memory temperature was): the call is filed as
+	// MemoryMaxThresholdCall in Unsupported or Errors.
+	MemoryMaxC *int `json:"memory_max_c,omitempty"`
+}
+
+// MemoryMaxThresholdCall names the memory-max threshold read in a GPU's
+// Unsupported and Errors, apart from the slowdown/shutdown thresholds the
+// same entry point gives.
+const MemoryMaxThresholdCall = "nvmlDeviceGetTemperatureThreshold(NVML_TEMPERATURE_THRESHOLD_MEM_MAX)"
+
+// SRAMECC is nvmlDeviceGetSramEccErrorStatus (nvmlEccSramErrorStatus_v1_t,
+// Ampere and later, root only): the GPU's on-chip SRAM error counters and
+// bThresholdExceeded, "if the error threshold of field diag is exceeded"
+// (nvml.h) — nvidia-smi's <sram_threshold_exceeded>.
+type SRAMECC struct {
+	AggregateUncParity uint64 `json:"aggregate_unc_parity"`
+	AggregateUncSecDed uint64 `json:"aggregate_unc_secded"`
+	AggregateCor       uint64 `json:"aggregate_cor"`
+	VolatileUncParity  uint64 `json:"volatile_unc_parity"`
+	VolatileUncSecDed  uint64 `json:"volatile_unc_secded"`
+	VolatileCor        uint64 `json:"volatile_cor"`
+	ThresholdExceeded  bool   `json:"threshold_exceeded"`
 }
 
 // TLimitThresholds turns T.Limit margins into absolute thresholds: the

@@ -91,6 +91,15 @@ var kernelLogCorpus = []struct {
 	{file: "kernel-logs/gpuoperator1146-xid48-dbe.txt",
 		xids:   map[string]int{"48@0000:07:00": 1},
 		nvidia: map[int]string{48: "WORKFLOW_XID_48"}, want: check.Fail, sxid: check.Pass},
+	// Peer test lines (issue 26): gpud's TestMatch log lines
+	// (leptonai/gpud components/accelerator/nvidia/xid/kmsg_test.go @
+	// 2acd894ad714d367f384bb3e14bb6cd84fdf4565). gpud finds Xid 79 on
+	// 05:00, 18:00 and 29:00 and Xid 14 on 03:00: so does gpuprobe, each
+	// on its device; 14 is NVIDIA's IGNORE and is said as read.
+	{file: "kernel-logs/gpud-kmsgtest-match-xid79-14.txt",
+		xids:   map[string]int{"79@0000:05:00": 1, "14@0000:03:00": 1, "0@0000:18:00": 1, "0@0000:29:00": 1},
+		nvidia: map[int]string{79: "RESTART_BM", 14: "IGNORE"}, want: check.Fail, sxid: check.Pass,
+		also: []string{"PCI 0000:18:00: GPU has fallen off the bus", "PCI 0000:29:00: GPU has fallen off the bus", "Xid 14 ROBUST_CHANNEL_FAKE_ERROR ×1"}},
 	{file: "kernel-log-rtx4080-xid79.txt",
 		// Issue 26: its "Check failed: GPU lost from the bus
 		// [NV_ERR_GPU_IS_LOST]" line is read (0@, no GPU named) and folded

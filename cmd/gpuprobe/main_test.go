@@ -260,6 +260,9 @@ func TestSimulatedFaultsFailTheirCheck(t *testing.T) {
 		{"pcie-x8=1", nil, "gpu.pcie_link"},
 		{"leftover-process=0", []string{"--expect-idle"}, "gpu.processes"},
 		{"ecc-uncorrectable=4", nil, "gpu.ecc"},
+		// Issue 26: the memory temperature and the SRAM flag were not read.
+		{"hbm-hot=2", nil, "gpu.temperature"},
+		{"sram-threshold=5", nil, "gpu.ecc"},
 		{"persistence-off", []string{"--strict"}, "gpu.persistence"},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {

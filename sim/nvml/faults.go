@@ -124,6 +124,40 @@ func init() {
 			}
 			return nil
 		})
+	// The threshold is the fault's own: the mock answers
+	// NVML_TEMPERATURE_THRESHOLD_MEM_MAX with NOT_SUPPORTED on a healthy
+	// GPU (no real H100 reading of it is known to us); 95 °C is the one
+	// absolute "Memory Max Operating Temp" a real capture here prints (an
+	// HBM2 TITAN V, nvsmi/testdata/gpud_titanv_560.35.03_nvidia-smi-q.txt).
+	register("hbm-hot", "GPU", "the GPU's memory (HBM) at 96 °C, above its memory max threshold of 95 °C (NVML_FI_DEV_MEMORY_TEMP, NVML_TEMPERATURE_THRESHOLD_MEM_MAX)",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			prevFields, prevThreshold := d.GetFieldValuesFunc, d.GetTemperatureThresholdFunc
+			d.GetFieldValuesFunc = func(vals []gonvml.FieldValue) gonvml.Return {
+				r := prevFields(vals)
+				for i := range vals {
+					if vals[i].FieldId == gonvml.FI_DEV_MEMORY_TEMP {
+						vals[i].ValueType = uint32(gonvml.VALUE_TYPE_UNSIGNED_INT)
+						putU32(vals[i].Value[:], 96)
+						vals[i].NvmlReturn = uint32(gonvml.SUCCESS)
+					}
+				}
+				return r
+			}
+			d.GetTemperatureThresholdFunc = func(k gonvml.TemperatureThresholds) (uint32, gonvml.Return) {
+				if k == gonvml.TEMPERATURE_THRESHOLD_MEM_MAX {
+					return 95, gonvml.SUCCESS
+				}
+				return prevThreshold(k)
+			}
+			return nil
+		}))
+	register("sram-threshold", "GPU", "the GPU's SRAM error threshold of field diagnostics is exceeded (nvmlDeviceGetSramEccErrorStatus bThresholdExceeded, nvidia-smi <sram_threshold_exceeded>Yes)",
+		perGPU(func(d *server.Device, _ simulate.Fault) error {
+			d.GetSramEccErrorStatusFunc = func() (gonvml.EccSramErrorStatus, gonvml.Return) {
+				return gonvml.EccSramErrorStatus{Version: 1, AggregateUncSecDed: 3, AggregateUncBucketSm: 3, BThresholdExceeded: 1}, gonvml.SUCCESS
+			}
+			return nil
+		}))
 	register("hw-slowdown", "GPU", "hardware slowdown clock event active on the GPU",
 		perGPU(func(d *server.Device, _ simulate.Fault) error {
 			d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) {

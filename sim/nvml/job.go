@@ -76,6 +76,7 @@ func job(sys *System, sc *simulate.JobScenario, maxSM uint32) {
 		d.GetCurrentClocksEventReasonsFunc = func() (uint64, gonvml.Return) { return reasons, gonvml.SUCCESS }
 		d.GetPcieThroughputFunc = func(gonvml.PcieUtilCounter) (uint32, gonvml.Return) { return 120 + util*20000, gonvml.SUCCESS }
 		var nv atomic.Uint64
+		prevFields := d.GetFieldValuesFunc
 		d.GetFieldValuesFunc = func(vals []gonvml.FieldValue) gonvml.Return {
 			// util × 40 MiB per read: ~4 GiB per 1 s tick at 100%, a
 			// data-parallel gradient exchange well inside H100's 450 GB/s
@@ -89,6 +90,9 @@ func job(sys *System, sc *simulate.JobScenario, maxSM uint32) {
 					vals[i].NvmlReturn = uint32(gonvml.SUCCESS)
 				default:
 					vals[i].NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+					if prevFields != nil && prevFields(vals[i:i+1]) != gonvml.SUCCESS {
+						vals[i].NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+					}
 				}
 			}
 			return gonvml.SUCCESS
@@ -106,6 +110,12 @@ func job(sys *System, sc *simulate.JobScenario, maxSM uint32) {
 			t := ts.Add(1_000_000)
 			return []gonvml.ProcessUtilizationSample{{Pid: pid, TimeStamp: since + t, SmUtil: util, MemUtil: memUtil}}, gonvml.SUCCESS
 		}
+	}
+}
+
+func putU32(b []byte, v uint32) {
+	for i := 0; i < 4; i++ {
+		b[i] = byte(v >> (8 * i))
 	}
 }
 

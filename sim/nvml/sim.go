@@ -143,7 +143,34 @@ func (m model) dress(d *server.Device, i int) {
 		case gonvml.TEMPERATURE_THRESHOLD_SHUTDOWN:
 			return shut, gonvml.SUCCESS
 		}
+		// NVML_TEMPERATURE_THRESHOLD_MEM_MAX among them: no real H100
+		// reading of it is known to us (the real H100 captures in
+		// nvsmi/testdata print only "Memory Max Operating T.Limit Temp"),
+		// so the mock does not invent one.
 		return 0, gonvml.ERROR_NOT_SUPPORTED
+	}
+	// The memory (HBM) temperature reads a degree or so below the core's
+	// at idle: 34 °C beside 35 °C on the real H100
+	// (nvsmi/testdata/realgpu_h100_580.159.04_nvidia-smi-q.txt). The
+	// mock answers that field and no other (each value NOT_SUPPORTED).
+	memTemp := temp - 1
+	d.GetFieldValuesFunc = func(vals []gonvml.FieldValue) gonvml.Return {
+		for i := range vals {
+			if vals[i].FieldId == gonvml.FI_DEV_MEMORY_TEMP {
+				vals[i].ValueType = uint32(gonvml.VALUE_TYPE_UNSIGNED_INT)
+				putU32(vals[i].Value[:], memTemp)
+				vals[i].NvmlReturn = uint32(gonvml.SUCCESS)
+				continue
+			}
+			vals[i].NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+		}
+		return gonvml.SUCCESS
+	}
+	// No SRAM errors and the field-diag threshold not exceeded, as the
+	// real H100 reports (realgpu_h100_580.159.04_nvidia-smi-q-x.xml:
+	// every sram_* counter 0, <sram_threshold_exceeded>No).
+	d.GetSramEccErrorStatusFunc = func() (gonvml.EccSramErrorStatus, gonvml.Return) {
+		return gonvml.EccSramErrorStatus{Version: 1}, gonvml.SUCCESS
 	}
 	idle, limit := m.IdleMW+uint32(i)*310, m.PowerLimitMW
 	d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return idle, gonvml.SUCCESS }
