@@ -119,7 +119,7 @@ func FuzzParseKernelStack(f *testing.F) {
 }
 
 func FuzzParsePySpyDump(f *testing.F) {
-	seeds(f, PySpyDumpTorch, "Thread 0x7F (idle)\n    f (a.py)\n", "Thread 1 (active+gil): \"MainThread\"\n        Locals:\n", "Thread \x1b[", "Thread 1 (")
+	seeds(f, pySpyDumpTorch(f), "Thread 0x7F (idle)\n    f (a.py)\n", "Thread 1 (active+gil): \"MainThread\"\n        Locals:\n", "Thread \x1b[", "Thread 1 (")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		th, ok := ParsePySpyDump(b)
 		if !ok && (th.ID != "" || len(th.Frames) > 0) {

@@ -1,35 +1,26 @@
 package jobperf
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// PySpyDumpTorch is a dump in the layout py-spy's src/dump.rs writes
-// (write_traces: "Process PID: cmdline", "Python vX (exe)", a blank line;
-// write_trace: `Thread TID (status): "name"` and four-space-indented
-// `func (file:line)` frames, innermost first): a torch rank blocked in an
-// NCCL all_reduce beside an idle pin-memory thread. Composed for the
-// tests, not captured; collect's fake py-spy prints it.
-const PySpyDumpTorch = `Process 70100: python train.py --epochs 10
-Python v3.11.9 (/usr/bin/python3.11)
-
-Thread 70100 (active): "MainThread"
-    all_reduce (torch/distributed/distributed_c10d.py:2501)
-    wrapper (torch/distributed/c10d_logger.py:83)
-    _sync_grads (train.py:212)
-    step (train.py:240)
-    main (train.py:301)
-    <module> (train.py:320)
-Thread 70187 (idle): "Thread-2 (_pin_memory_loop)"
-    wait (threading.py:331)
-    get (queue.py:180)
-    _pin_memory_loop (torch/utils/data/_utils/pin_memory.py:52)
-    run (threading.py:982)
-    _bootstrap_inner (threading.py:1045)
-    _bootstrap (threading.py:1002)
-`
+// testdata/pyspy-dump-torch.txt is a dump in the layout py-spy's
+// src/dump.rs writes (write_traces: "Process PID: cmdline", "Python vX
+// (exe)", a blank line; write_trace: `Thread TID (status): "name"` and
+// four-space-indented `func (file:line)` frames, innermost first): a torch
+// rank blocked in an NCCL all_reduce beside an idle pin-memory thread.
+// Composed for the tests in that layout, not captured; collect's fake
+// py-spy prints it too.
+func pySpyDumpTorch(t testing.TB) string {
+	b, err := os.ReadFile("testdata/pyspy-dump-torch.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
 
 func TestParsePySpyDump(t *testing.T) {
 	for _, c := range []struct {
@@ -37,7 +28,7 @@ func TestParsePySpyDump(t *testing.T) {
 		frames                       []string
 		ok                           bool
 	}{
-		{"torch all_reduce", PySpyDumpTorch, "70100", "active", "MainThread",
+		{"torch all_reduce", pySpyDumpTorch(t), "70100", "active", "MainThread",
 			[]string{"all_reduce (torch/distributed/distributed_c10d.py:2501)", "wrapper (torch/distributed/c10d_logger.py:83)", "_sync_grads (train.py:212)", "step (train.py:240)", "main (train.py:301)", "<module> (train.py:320)"}, true},
 		// The main thread is found by name wherever it is printed.
 		{"main thread second", "Thread 5 (idle): \"worker\"\n    run (w.py:1)\nThread 0x7F3A2C1B4740 (active+gil): \"MainThread\"\n    spin (m.py:9)\n", "0x7F3A2C1B4740", "active+gil", "MainThread", []string{"spin (m.py:9)"}, true},
