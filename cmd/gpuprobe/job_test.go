@@ -162,7 +162,7 @@ func TestJobHangSimulated(t *testing.T) {
 		devices []int
 	}{
 		{"job-hang-peer", check.Warn, 0, "all 4 local ranks wait in NCCL for a peer: the rank they wait on is not on this node (RAS says: rank 37 (GPU 1, pid 31337) on 192.0.2.64 unresponsive (missing from communicator #0-0))", nil},
-		{"job-hang-dstate", check.Fail, 1, "rank 3 (pid 70103, GPU 3) stuck in uninterruptible sleep (wchan rpc_wait_bit_killable; files open on nfs4 /data); 3 local ranks wait in NCCL", []int{3}},
+		{"job-hang-dstate", check.Fail, 1, "rank 3 (pid 70103, GPU 3) stuck on a network filesystem (NFS/Lustre): uninterruptible sleep in rpc_wait_bit_killable (wchan rpc_wait_bit_killable; files open on nfs4 /data); 3 local ranks wait in NCCL", []int{3}},
 		{"job-hang-dead", check.Fail, 1, "rank 3 (pid 70103, GPU 3) rank exited (its process is gone); 3 local ranks wait in NCCL", []int{3}},
 		{"job-slow-not-hung", check.Pass, 0, "all 4 local ranks are computing (slow, not hung)", nil},
 	} {
