@@ -170,45 +170,44 @@ func pythonStacks(ctx context.Context, o JobOptions, h *state.JobHang) {
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, pySpyParallel)
-	for _, i := range py {
+	absent := make([]error, len(py))
+	for k, i := range py {
 		wg.Add(1)
-		go func(r *state.HangRank) {
+		go func(r *state.HangRank, absent *error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r.Python = pythonStack(ctx, dump, r.PID)
-		}(&h.Ranks[i])
+			r.Python, *absent = pythonStack(ctx, dump, r.PID)
+		}(&h.Ranks[i], &absent[k])
 	}
 	wg.Wait()
-	for _, i := range py {
-		if errors.Is(errFromString(h.Ranks[i].Python), ErrPySpyNotInstalled) {
-			h.PySpyError = h.Ranks[i].Python.Error
+	// A py-spy the source says is absent is said once, for the node.
+	for k, i := range py {
+		if absent[k] != nil {
+			h.PySpyError, h.Ranks[i].Python = absent[k].Error(), nil
 		}
 	}
 }
 
-func errFromString(p *state.HangPython) error {
-	if p != nil && strings.HasPrefix(p.Error, ErrPySpyNotInstalled.Error()) {
-		return ErrPySpyNotInstalled
-	}
-	return nil
-}
-
-// pythonStack runs dump for one PID and keeps its main thread.
-func pythonStack(ctx context.Context, dump PySpyFunc, pid int32) *state.HangPython {
+// pythonStack runs dump for one PID and keeps its main thread; absent is
+// the error when dump says py-spy is not installed.
+func pythonStack(ctx context.Context, dump PySpyFunc, pid int32) (p *state.HangPython, absent error) {
 	start := time.Now()
 	out, err := dump(ctx, pid)
-	p := &state.HangPython{Seconds: time.Since(start).Seconds()}
+	p = &state.HangPython{Seconds: time.Since(start).Seconds()}
+	if errors.Is(err, ErrPySpyNotInstalled) {
+		return nil, err
+	}
 	if err != nil {
 		p.Error = err.Error()
-		return p
+		return p, nil
 	}
 	t, ok := jobperf.ParsePySpyDump(out)
 	if !ok {
 		p.Error = fmt.Sprintf("py-spy printed no thread (%d bytes)", len(out))
-		return p
+		return p, nil
 	}
 	p.Thread = strings.TrimSpace(t.ID + " " + t.Name)
 	p.Status, p.Frames, p.MoreFrames = t.Status, t.Frames, t.More
-	return p
+	return p, nil
 }

@@ -48,7 +48,7 @@ cat `+dumpFile, 0o755)
 	if string(out) != string(torch) {
 		t.Errorf("output %q", out)
 	}
-	p := pythonStack(ctx, func(context.Context, int32) ([]byte, error) { return out, nil }, 70100)
+	p, _ := pythonStack(ctx, func(context.Context, int32) ([]byte, error) { return out, nil }, 70100)
 	if p.Error != "" || p.Thread != "70100 MainThread" || p.Status != "active" || len(p.Frames) != 6 ||
 		p.Frames[0] != "all_reduce (torch/distributed/distributed_c10d.py:2501)" {
 		t.Errorf("%+v", p)
@@ -124,7 +124,7 @@ func TestPythonStacks(t *testing.T) {
 	o.Sources.PySpy = func(context.Context, int32) ([]byte, error) { return nil, ErrPySpyNotInstalled }
 	h = &state.JobHang{Ranks: []state.HangRank{{PID: 1}}}
 	pythonStacks(context.Background(), o, h)
-	if h.PySpyError != "py-spy not installed" {
+	if h.PySpyError != "py-spy not installed" || h.Ranks[0].Python != nil {
 		t.Errorf("PySpyError %q", h.PySpyError)
 	}
 }

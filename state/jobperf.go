@@ -386,7 +386,8 @@ type HangRank struct {
 	// unreadable).
 	Exe string `json:"exe,omitempty"`
 	// Python is the main thread's Python stack from `py-spy dump`, asked
-	// only of a rank whose executable is python* (nil: not asked).
+	// only of a rank whose executable is python* (nil: not asked, or
+	// py-spy absent: JobHang.PySpyError says so).
 	Python *HangPython `json:"python,omitempty"`
 }
 
