@@ -199,6 +199,18 @@ func TestJobHangSimulated(t *testing.T) {
 				!answered && !strings.HasPrefix(h.RAS.Error, "RAS not available (NCCL < 2.24, or NCCL_RAS_ENABLE=0)") {
 				t.Errorf("RAS %+v", h.RAS)
 			}
+			// Asked twice when the first query answered, once otherwise.
+			if (h.RASStart != nil) != h.RAS.Answered || h.RASStart != nil && !h.RASStart.Answered {
+				t.Errorf("RAS at the start %+v, at the end answered %v", h.RASStart, h.RAS.Answered)
+			}
+			// The simulated ranks' kernel stacks are read; py-spy is never
+			// run on simulated PIDs.
+			if !strings.HasPrefix(h.PySpyError, "py-spy not installed") {
+				t.Errorf("py-spy: %q", h.PySpyError)
+			}
+			if c.shape == "job-hang-dstate" && (len(h.Ranks[3].KernelStack) == 0 || h.Ranks[3].KernelStack[0] != "rpc_wait_bit_killable [sunrpc]" || len(h.Ranks[3].DStacks) != 1) {
+				t.Errorf("rank in D: stack %q, threads' %q", h.Ranks[3].KernelStack, h.Ranks[3].DStacks)
+			}
 			for i, rk := range h.Ranks {
 				if rk.Rank != fmt.Sprint(i) || rk.Comm != "python" || rk.Threads == 0 {
 					t.Errorf("rank %d: %+v", i, rk)
