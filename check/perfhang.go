@@ -142,6 +142,9 @@ func judgeRank(r state.HangRank, g *hangGPU) (kind, why string) {
 	case read > 0 && strings.Trim(r.States, "Tt") == "":
 		return hangStopped, "stopped (state T at every tick: SIGSTOP or a debugger)"
 	case read > 0 && r.DTicks == read && idle:
+		if what, frame := stuckOn(r); what != "" {
+			return hangDState, what + ": uninterruptible sleep in " + safetext.Clean(frame) + " (" + dWhere(r) + ")"
+		}
 		return hangDState, "stuck in uninterruptible sleep (" + dWhere(r) + ")"
 	}
 	if g == nil || !g.hasUtil {
@@ -214,6 +217,23 @@ func hangFacts(r state.HangRank, g *hangGPU) string {
 	}
 	if r.SeenSeconds > 0 {
 		fmt.Fprintf(&b, ", %.2f CPU-s over %.1f s", r.CPUSeconds, r.SeenSeconds)
+	}
+	if len(r.KernelStack) > 0 {
+		fmt.Fprintf(&b, ", kernel stack %s", stackNote(r.KernelStack, 4))
+	}
+	for i, st := range r.DStacks {
+		if i == 2 {
+			fmt.Fprintf(&b, " (%d more)", len(r.DStacks)-2)
+			break
+		}
+		fmt.Fprintf(&b, ", a thread in D: %s", stackNote(st, 4))
+	}
+	if py := r.Python; py != nil {
+		if py.Error != "" {
+			fmt.Fprintf(&b, "; Python stack not read: %s", safetext.Clean(py.Error))
+		} else {
+			fmt.Fprintf(&b, "; Python (py-spy, thread %s, %s): %s", safetext.Clean(py.Thread), safetext.Clean(py.Status), stackNote(py.Frames, 4))
+		}
 	}
 	if g != nil && g.hasUtil {
 		fmt.Fprintf(&b, "; GPU %d %.0f%% busy, memory %.0f%%", g.index, g.util, g.mem)
@@ -292,9 +312,12 @@ func checkHang(n *state.Node, _ *Config) Result {
 		// Asleep while other local ranks run: the process side's outlier.
 		culprits = append(culprits, by[hangAsleep]...)
 	}
-	ras := rasFindings(p.Hang.RAS)
+	if p.Hang.PySpyError != "" {
+		res.Details = append(res.Details, "Python stacks: "+safetext.Clean(p.Hang.PySpyError))
+	}
+	ras, slow := rasFindings(p.Hang.RAS, p.Hang.RASStart)
 	if p.Hang.RAS != nil {
-		res.Details = append(res.Details, "NCCL RAS: "+rasStatus(p.Hang.RAS, ras))
+		res.Details = append(res.Details, "NCCL RAS: "+rasStatus(p.Hang.RAS, ras, slow))
 	}
 	switch {
 	case len(culprits) > 0:
@@ -310,7 +333,7 @@ func checkHang(n *state.Node, _ *Config) Result {
 		res.Remedy = "this node holds the rank the job waits on: capture its stack (py-spy dump --pid, /proc/PID/stack as root) before cancelling; a rank in D on a network filesystem points at the mount, not the GPU"
 	case waiting > 0 && waiting == len(ranks):
 		res.Status = Warn
-		res.Summary = fmt.Sprintf("all %d local rank%s wait in NCCL for a peer: %s", waiting, plural(waiting), rasElsewhere(p.Hang.RAS, ras))
+		res.Summary = fmt.Sprintf("all %d local rank%s wait in NCCL for a peer: %s", waiting, plural(waiting), rasElsewhere(p.Hang.RAS, ras, slow))
 		res.Remedy = "run gpuprobe job --hang --format json on every node of the job (srun --overlap --jobid=ID -N N --ntasks-per-node=1) and pipe it to gpuprobe summarize: the node whose ranks do not wait holds the culprit"
 	case len(by[hangComputing]) == len(ranks):
 		res.Status = Pass

@@ -44,12 +44,19 @@ func rasWho(rank int, gpu string, pid int, node string) string {
 
 // rasFindings lists what RAS blames, worst first: dead processes, missing
 // (unresponsive) ranks and processes, ranks with an error or an abort, and
-// ranks whose operation count lags the others'.
-func rasFindings(r *state.HangRAS) []rasFinding {
+// ranks whose operation count lags the others' and did not move since
+// start (RAS asked at the start of the window; nil: asked once, and a
+// lagging count is reported as not known to be stuck). A lagging count
+// that moved is a slow rank, not a stuck one (NCCL's RAS docs: counts that
+// "increase across repeated queries" are no cause for concern): it is not
+// blamed, and slow lists it.
+func rasFindings(r, start *state.HangRAS) (out []rasFinding, slow []string) {
 	if r == nil || rasForeign(r) {
-		return nil
+		return nil, nil
 	}
-	var out []rasFinding
+	if start != nil && (!start.Answered || rasForeign(start)) {
+		start = nil
+	}
 	seen := map[string]bool{} // pid@node already named by a rank
 	for _, p := range r.Dead {
 		out = append(out, rasFinding{fmt.Sprintf("process %d (GPU %s) on %s dead (unreachable via the RAS network)", p.PID, safetext.Clean(p.GPUs), safetext.Clean(p.Node)), p.Local})
@@ -85,6 +92,28 @@ func rasFindings(r *state.HangRAS) []rasFinding {
 				switch {
 				case g.Op >= 0 && g.Op < maxOp:
 					what = fmt.Sprintf("behind: launched up to operation %d of %d (%s)", g.Op, maxOp, safetext.Clean(s.What))
+					if start == nil {
+						what += " (RAS asked once: stuck or slow not known)"
+						break
+					}
+					before, known := rasOpBefore(start, c, s.What, g)
+					switch {
+					case !known:
+						what += " (not behind at the first query: stuck or slow not known)"
+					case before == g.Op:
+						what = fmt.Sprintf("not progressing: at operation %d at both RAS queries while others reached %d (%s)", g.Op, maxOp, safetext.Clean(s.What))
+					default:
+						who := fmt.Sprintf("%d ranks of communicator #%s", g.Ranks, safetext.Clean(c.ID))
+						if len(g.Listed) > 0 {
+							l := g.Listed[0]
+							who = rasWho(l.Rank, l.GPU, l.PID, l.Node)
+							if len(g.Listed) > 1 {
+								who += fmt.Sprintf(" and %d more", len(g.Listed)-1)
+							}
+						}
+						slow = append(slow, fmt.Sprintf("%s behind but progressing (operation %d, then %d, of %d; %s): a slow rank, not a stuck one", who, before, g.Op, maxOp, safetext.Clean(s.What)))
+						continue
+					}
 				case g.Op < 0 && (g.Value == "ABORT" || strings.HasSuffix(s.What, "errors")):
 					what = "reported " + safetext.Clean(g.Value)
 				default:
@@ -99,7 +128,40 @@ func rasFindings(r *state.HangRAS) []rasFinding {
 			}
 		}
 	}
-	return out
+	return out, slow
+}
+
+// rasOpBefore is the operation count the first query gave the ranks of g
+// (the same communicator and count): the listed ranks' group, or, when RAS
+// listed none, the group of the same size. known is false when the first
+// query had no such group (the communicator agreed then, or was not
+// reported).
+func rasOpBefore(start *state.HangRAS, c state.RASComm, what string, g state.RASRankGroup) (op int64, known bool) {
+	for _, c0 := range start.Comms {
+		if c0.ID != c.ID || c0.Hash != c.Hash {
+			continue
+		}
+		for _, s0 := range c0.Splits {
+			if s0.What != what {
+				continue
+			}
+			for _, g0 := range s0.Groups {
+				if g0.Op < 0 {
+					continue
+				}
+				if len(g.Listed) > 0 {
+					for _, l0 := range g0.Listed {
+						if l0.Rank == g.Listed[0].Rank {
+							return g0.Op, true
+						}
+					}
+				} else if len(g0.Listed) == 0 && g0.Ranks == g.Ranks && g0.Op <= g.Op {
+					return g0.Op, true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // rasForeign: the port is held by a user other than the job's (and not
@@ -125,13 +187,13 @@ func rasNote(f []rasFinding, prefix string) string {
 }
 
 // rasElsewhere completes "all local ranks wait in NCCL for a peer: ...".
-func rasElsewhere(r *state.HangRAS, f []rasFinding) string {
+func rasElsewhere(r *state.HangRAS, f []rasFinding, slow []string) string {
 	const base = "the rank they wait on is not on this node"
 	if r == nil {
 		return base + " (NCCL RAS not asked)"
 	}
 	if len(f) == 0 {
-		return base + " (NCCL RAS: " + rasStatus(r, f) + ")"
+		return base + " (NCCL RAS: " + rasStatus(r, f, slow) + ")"
 	}
 	local := 0
 	for _, x := range f {
@@ -146,7 +208,7 @@ func rasElsewhere(r *state.HangRAS, f []rasFinding) string {
 }
 
 // rasStatus says in one line what RAS answered.
-func rasStatus(r *state.HangRAS, f []rasFinding) string {
+func rasStatus(r *state.HangRAS, f []rasFinding, slow []string) string {
 	if !r.Answered {
 		return safetext.Clean(r.Error)
 	}
@@ -165,10 +227,19 @@ func rasStatus(r *state.HangRAS, f []rasFinding) string {
 	if r.Timeouts > 0 {
 		fmt.Fprintf(&b, ", %d communication timeout%s", r.Timeouts, plural(r.Timeouts))
 	}
-	if len(f) == 0 {
+	if len(f) == 0 && len(slow) == 0 {
 		b.WriteString(": no missing, dead or lagging rank")
+	} else if len(f) == 0 {
+		b.WriteString(": no missing, dead or stuck rank")
 	} else {
 		b.WriteString(rasNote(f, ": "))
+	}
+	for i, x := range slow {
+		if i == 3 {
+			fmt.Fprintf(&b, "; and %d more slow", len(slow)-3)
+			break
+		}
+		b.WriteString("; " + x)
 	}
 	if r.Error != "" {
 		b.WriteString(" (" + safetext.Clean(r.Error) + ")")

@@ -63,7 +63,7 @@ func TestCheckHang(t *testing.T) {
 			[]state.HangRank{rank(0, "RRRRR", 4)}, Warn, []string{"all 1 local rank wait in NCCL"}, nil},
 		{"one rank in D on NFS", []hangGPUTicks{spin, spin, spin, {0, 10}},
 			[]state.HangRank{rank(0, "SSSSS", 0), rank(1, "SSSSS", 0), rank(2, "SSSSS", 0), dstate},
-			Fail, []string{"rank 11 (pid 70103, GPU 3) stuck in uninterruptible sleep (wchan rpc_wait_bit_killable, nfs_wait_bit_killable; files open on nfs4 /data)", "3 local ranks wait in NCCL"}, []int{3}},
+			Fail, []string{"rank 11 (pid 70103, GPU 3) stuck on a network filesystem (NFS/Lustre): uninterruptible sleep in rpc_wait_bit_killable (wchan rpc_wait_bit_killable, nfs_wait_bit_killable; files open on nfs4 /data)", "3 local ranks wait in NCCL"}, []int{3}},
 		{"one rank exited", []hangGPUTicks{spin, spin, spin, {0, 10}},
 			[]state.HangRank{rank(0, "SSSSS", 0), rank(1, "SSSSS", 0), rank(2, "SSSSS", 0), dead},
 			Fail, []string{"rank 11 (pid 70103, GPU 3) rank exited", "3 local ranks wait in NCCL"}, []int{3}},
@@ -201,11 +201,11 @@ func TestCheckHangRAS(t *testing.T) {
 		{"RAS names a remote rank", []hangGPUTicks{spin, spin}, waiting, remote, Warn,
 			`all 2 local ranks wait in NCCL for a peer: the rank they wait on is not on this node (RAS says: rank 512 (GPU 5, pid 4121) on gpu064\x1b[2J unresponsive (missing from communicator #0-0))`},
 		{"RAS names a lagging rank", []hangGPUTicks{spin, spin}, waiting, lagging, Warn,
-			"(RAS says: rank 77 (GPU 3, pid 9) on 10.0.0.9 behind: launched up to operation 639 of 640 (AllReduce operation counts))"},
+			"(RAS says: rank 77 (GPU 3, pid 9) on 10.0.0.9 behind: launched up to operation 639 of 640 (AllReduce operation counts) (RAS asked once: stuck or slow not known))"},
 		// nccl#1911's listing: the two ranks RAS lists are ahead; the 30
 		// behind are not listed, and are what is reported.
 		{"ranks ahead are not blamed", []hangGPUTicks{spin, spin}, waiting, ahead, Warn,
-			"(RAS says: 30 ranks of communicator #0-0 behind: launched up to operation 640 of 641 (AllGather operation counts) (RAS did not list them))"},
+			"(RAS says: 30 ranks of communicator #0-0 behind: launched up to operation 640 of 641 (AllGather operation counts) (RAS asked once: stuck or slow not known) (RAS did not list them))"},
 		{"RAS says dead", []hangGPUTicks{spin, spin}, waiting, dead, Warn,
 			"(RAS says: process 3487984 (GPU 5) on 172.16.64.213 dead (unreachable via the RAS network))"},
 		{"RAS names this node", []hangGPUTicks{spin, spin}, waiting, local, Warn,
@@ -258,5 +258,133 @@ func TestCheckHangProcessSideSharedCPU(t *testing.T) {
 	dozer.GPUs = nil
 	if r := checkHang(hangNode(nil, []state.HangRank{dozer, sleeper}), nil); r.Status == Fail {
 		t.Errorf("blamed beside a dozing rank: %q", r.Summary)
+	}
+}
+
+// RAS asked at the start and the end of the window: a count behind that did
+// not move is not progressing; one that moved is a slow rank, not blamed.
+func TestCheckHangRASTwice(t *testing.T) {
+	spin := hangGPUTicks{99, 25}
+	waiting := []state.HangRank{rank(0, "SSSSS", 0), rank(1, "SSSSS", 0)}
+	lag := func(behind, ahead int64) *state.HangRAS {
+		return &state.HangRAS{Answered: true, Comms: []state.RASComm{{ID: "0-0", Hash: "9e17", Kind: "MISMATCH", Splits: []state.RASSplit{{
+			What: "AllReduce operation counts", Groups: []state.RASRankGroup{{Ranks: 30, Op: ahead}, {Ranks: 1, Op: behind,
+				Listed: []state.RASRank{{Rank: 77, GPU: "3", PID: 9, Node: "10.0.0.9"}}}}}}}}}
+	}
+	unlisted := func(behind int64) *state.HangRAS {
+		return &state.HangRAS{Answered: true, Comms: []state.RASComm{{ID: "0-0", Kind: "MISMATCH", Splits: []state.RASSplit{{
+			What: "AllGather operation counts", Groups: []state.RASRankGroup{{Ranks: 30, Op: behind}, {Ranks: 2, Op: behind + 1,
+				Listed: []state.RASRank{{Rank: 12}, {Rank: 13}}}}}}}}}
+	}
+	agreed := &state.HangRAS{Answered: true}
+	for _, c := range []struct {
+		name        string
+		start, end  *state.HangRAS
+		want, notIn string
+	}{
+		{"stuck: the count did not move", lag(639, 640), lag(639, 640),
+			"(RAS says: rank 77 (GPU 3, pid 9) on 10.0.0.9 not progressing: at operation 639 at both RAS queries while others reached 640 (AllReduce operation counts))", "slow rank"},
+		{"slow: the count moved", lag(630, 640), lag(639, 645),
+			"rank 77 (GPU 3, pid 9) on 10.0.0.9 behind but progressing (operation 630, then 639, of 645; AllReduce operation counts): a slow rank, not a stuck one", "not progressing"},
+		{"unlisted ranks stuck", unlisted(640), unlisted(640),
+			"30 ranks of communicator #0-0 not progressing: at operation 640 at both RAS queries while others reached 641", "slow rank"},
+		{"unlisted ranks moved", unlisted(600), unlisted(640),
+			"30 ranks of communicator #0-0 behind but progressing (operation 600, then 640, of 641", "not progressing"},
+		{"not behind at the first query", agreed, lag(639, 640),
+			"behind: launched up to operation 639 of 640 (AllReduce operation counts) (not behind at the first query: stuck or slow not known)", "not progressing"},
+		{"first query unanswered", &state.HangRAS{Error: "refused"}, lag(639, 640), "(RAS asked once: stuck or slow not known)", "not progressing"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := hangNode([]hangGPUTicks{spin, spin}, waiting)
+			n.JobPerf.Hang.RASStart, n.JobPerf.Hang.RAS = c.start, c.end
+			r := checkHang(n, nil)
+			all := r.Summary + "\n" + strings.Join(r.Details, "\n")
+			if r.Status != Warn || !strings.Contains(all, c.want) || strings.Contains(all, c.notIn) {
+				t.Errorf("%s %s\nwant %q, not %q", r.Status, all, c.want, c.notIn)
+			}
+		})
+	}
+	// A slow rank is not what the job waits on: the summary blames no one.
+	n := hangNode([]hangGPUTicks{spin, spin}, waiting)
+	n.JobPerf.Hang.RASStart, n.JobPerf.Hang.RAS = lag(630, 640), lag(639, 645)
+	if r := checkHang(n, nil); strings.Contains(r.Summary, "RAS says") || !strings.Contains(r.Summary, "no missing, dead or stuck rank; rank 77") {
+		t.Errorf("slow rank blamed: %q", r.Summary)
+	}
+}
+
+// The kernel stacks of a rank in D say what it waits on: a network
+// filesystem before the driver. Frames as /proc/PID/stack prints them
+// (fixtures and their sources: jobperf/kstack_test.go).
+func TestCheckHangKernelStack(t *testing.T) {
+	spin, idle := hangGPUTicks{99, 25}, hangGPUTicks{0, 10}
+	d := func(wchan string, main []string, threads ...[]string) state.HangRank {
+		r := rank(1, "DDDDD", 0)
+		r.DTicks, r.DThreads, r.Wchan, r.KernelStack, r.DStacks = 5, 1+len(threads), wchan, main, threads
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		r    state.HangRank
+		want string
+	}{
+		// microsoft/pai#2117
+		{"RPC wait", d("rpc_wait_bit_killable", []string{"rpc_wait_bit_killable [sunrpc]", "__rpc_execute [sunrpc]"}),
+			"rank 9 (pid 70101, GPU 1) stuck on a network filesystem (NFS/Lustre): uninterruptible sleep in rpc_wait_bit_killable"},
+		// nfs-ganesha#1327: the wchan is generic, the stack says NFS.
+		{"NFSv4 open, wchan generic", d("folio_wait_bit_common", []string{"nfs_set_open_stateid_locked [nfsv4]", "update_open_stateid [nfsv4]"}),
+			"stuck on a network filesystem (NFS/Lustre): uninterruptible sleep in nfs_set_open_stateid_locked [nfsv4]"},
+		{"Lustre client", d("", []string{"ptlrpc_set_wait [ptlrpc]", "ll_file_read [lustre]"}),
+			"stuck on a network filesystem (NFS/Lustre): uninterruptible sleep in ptlrpc_set_wait [ptlrpc]"},
+		// rwth-i6/returnn#1480: a thread in D under uvm_ioctl.
+		{"UVM ioctl in a thread", d("futex_wait_queue", nil, []string{"__mutex_lock.constprop.0", "uvm_page_tree_get_ptes_async [nvidia_uvm]", "uvm_ioctl [nvidia_uvm]"}),
+			"stuck in the NVIDIA driver (a GPU ioctl): uninterruptible sleep in uvm_page_tree_get_ptes_async [nvidia_uvm]"},
+		{"driver OS layer by wchan", d("os_acquire_mutex", nil), "stuck in the NVIDIA driver (a GPU ioctl): uninterruptible sleep in os_acquire_mutex"},
+		// Both: the mount is named, not the GPU.
+		{"NFS before the driver", d("uvm_spin_loop", []string{"nvidia_ioctl [nvidia]"}, []string{"nfs_file_read [nfs]"}),
+			"stuck on a network filesystem (NFS/Lustre): uninterruptible sleep in nfs_file_read [nfs]"},
+		{"neither", d("io_schedule", []string{"io_schedule", "ll_rw_block"}), "stuck in uninterruptible sleep (wchan io_schedule)"},
+		{"no stack readable", d("", nil), "stuck in uninterruptible sleep (wchan unreadable)"},
+		{"hostile frame", d("", []string{"nfs_\x1b[2Jx"}), `stuck on a network filesystem (NFS/Lustre): uninterruptible sleep in nfs_\x1b[2Jx`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := checkHang(hangNode([]hangGPUTicks{spin, idle}, []state.HangRank{rank(0, "SSSSS", 0), c.r}), nil)
+			all := r.Summary + "\n" + strings.Join(r.Details, "\n")
+			if r.Status != Fail || !strings.Contains(r.Summary, c.want) {
+				t.Errorf("%s %q\nwant %q", r.Status, r.Summary, c.want)
+			}
+			if strings.Contains(all, "\x1b") {
+				t.Errorf("unescaped: %q", all)
+			}
+			if len(c.r.KernelStack) > 0 && !strings.Contains(all, "kernel stack "+c.r.KernelStack[0]) && c.name != "hostile frame" {
+				t.Errorf("kernel stack not in the facts: %q", r.Details)
+			}
+		})
+	}
+	// A main thread asleep (S) in the driver is not a rank stuck in it.
+	s := rank(1, "SSSSS", 0)
+	s.Wchan, s.KernelStack = "futex_wait_queue", []string{"os_wait_interruptible [nvidia]"}
+	if what, _ := stuckOn(s); what != "" {
+		t.Errorf("a sleeping main thread classified: %q", what)
+	}
+}
+
+// py-spy's stack is in the facts; its absence is said.
+func TestCheckHangPython(t *testing.T) {
+	spin := hangGPUTicks{99, 25}
+	a, b := rank(0, "SSSSS", 0), rank(1, "SSSSS", 0)
+	a.Python = &state.HangPython{Thread: "70100 MainThread", Status: "active", Frames: []string{"all_reduce (torch/distributed/distributed_c10d.py:2501)", "step (train.py:240)"}}
+	b.Python = &state.HangPython{Error: "py-spy gave no dump within 5s"}
+	n := hangNode([]hangGPUTicks{spin, spin}, []state.HangRank{a, b})
+	n.JobPerf.Hang.PySpyError = ""
+	all := strings.Join(checkHang(n, nil).Details, "\n")
+	for _, w := range []string{"Python (py-spy, thread 70100 MainThread, active): all_reduce (torch/distributed/distributed_c10d.py:2501) < step (train.py:240)",
+		"Python stack not read: py-spy gave no dump within 5s"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("want %q in\n%s", w, all)
+		}
+	}
+	n.JobPerf.Hang.PySpyError = "py-spy not installed (searched /usr/local/bin, /usr/bin, /opt/conda/bin)"
+	if all := strings.Join(checkHang(n, nil).Details, "\n"); !strings.Contains(all, "Python stacks: py-spy not installed (searched") {
+		t.Errorf("absence not said:\n%s", all)
 	}
 }

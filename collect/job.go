@@ -63,7 +63,7 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 		p.Errors = append(p.Errors, "GPUs: "+gpuErr.Error())
 	}
 	var ticks []*jobperf.Sample
-	var ras func() *state.HangRAS // the RAS query, asked beside the window
+	var ras func() *state.HangRAS // the first RAS query, asked beside the window
 	var gpuTicks [][]state.GPUSample
 	var pidsOnGPU [][]uint32
 	start := time.Now()
@@ -128,8 +128,23 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 	}
 	if o.Hang {
 		p.Hang = jobperf.SummarizeHang(ticks, ranksOnGPU(p), int32(os.Getpid()))
+		// RAS again at the end of the window, once the first answered: a
+		// lagging count that moved between the two is a slow rank, one that
+		// did not is stuck (check/perfhang_ras.go). The Python stacks are
+		// read meanwhile.
+		var first *state.HangRAS
+		var end func() *state.HangRAS
 		if ras != nil {
-			p.Hang.RAS = ras()
+			if first = ras(); first.Answered && ctx.Err() == nil {
+				end = startRAS(ctx, o, ticks[len(ticks)-1])
+			}
+		}
+		pythonStacks(ctx, o, p.Hang)
+		switch {
+		case end != nil:
+			p.Hang.RASStart, p.Hang.RAS = first, end()
+		case first != nil:
+			p.Hang.RAS = first
 		}
 	}
 	return p, nil

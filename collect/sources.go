@@ -57,6 +57,11 @@ type Sources struct {
 	// ncclras.ValidateAddr accepted); nil dials TCP. Simulation serves a
 	// canned report through it.
 	RASDial func(ctx context.Context, addr string) (net.Conn, error)
+	// PySpy dumps a rank's Python stacks for `job --hang` (py-spy's dump
+	// text); nil runs py-spy from PySpyDirs when it is installed there.
+	// Simulation answers ErrPySpyNotInstalled: its PIDs are not this
+	// machine's.
+	PySpy PySpyFunc
 	// ContainerView is the step's own view of its container for the
 	// container collector: /proc/self, /proc/1/cgroup, /proc/meminfo, /dev,
 	// the runtime's marker files and the image's library directories. nil is

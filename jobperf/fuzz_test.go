@@ -107,3 +107,26 @@ func FuzzParseHangEnv(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseKernelStack(f *testing.F) {
+	seeds(f, "[<0>] rpc_wait_bit_killable+0x24/0xa0 [sunrpc]\n", "[<ffffffffa01874de>] xprt_wait_bit+0xe/0x20 [sunrpc]\n", "[<0>]\n", "[<>] x", "[<0>] f+1 [")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		frames, err := parseKernelStack("f", b)
+		if err == nil && len(frames) > MaxStackFrames {
+			t.Errorf("%d frames kept", len(frames))
+		}
+	})
+}
+
+func FuzzParsePySpyDump(f *testing.F) {
+	seeds(f, pySpyDumpTorch(f), "Thread 0x7F (idle)\n    f (a.py)\n", "Thread 1 (active+gil): \"MainThread\"\n        Locals:\n", "Thread \x1b[", "Thread 1 (")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		th, ok := ParsePySpyDump(b)
+		if !ok && (th.ID != "" || len(th.Frames) > 0) {
+			t.Errorf("no thread, yet %+v", th)
+		}
+		if len(th.Frames) > MaxPyFrames {
+			t.Errorf("%d frames kept", len(th.Frames))
+		}
+	})
+}

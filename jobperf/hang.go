@@ -80,6 +80,7 @@ func SummarizeHang(ticks []*Sample, onGPU map[int32][]int, exclude ...int32) *st
 		r.Comm, r.Rank, r.Wchan = last.Comm, last.ProcID, last.Wchan
 		r.NCCLRASAddr, r.NCCLRASEnable = last.NCCLRASAddr, last.NCCLRASEnable
 		r.Threads, r.DThreads, r.DWchans = last.ThreadsRead, last.DThreads, last.DWchans
+		r.KernelStack, r.DStacks = last.KStack, last.DStacks
 		if a, b := first.UTime+first.STime, last.UTime+last.STime; b >= a {
 			r.CPUSeconds = float64(b-a) / ClockTicks
 		}

@@ -80,6 +80,12 @@ type Task struct {
 	ThreadsRead   int
 	DThreads      int
 	DWchans       []string
+	// KStack is the top frames of /proc/PID/stack (the main thread's kernel
+	// stack; nil: unreadable, as without root, or empty: running in user
+	// space); DStacks those of its other threads in D (distinct, at most
+	// MaxStacksPerTask).
+	KStack  []string
+	DStacks [][]string
 }
 
 // Bounds on the threads --hang reads: per task, per tick, and the distinct
@@ -472,6 +478,7 @@ func (j *Job) hangFacts(ctx context.Context, pid int32, t *Task, budget *int) {
 		j.mu.Unlock()
 	}
 	t.ProcID, t.NCCLRASAddr, t.NCCLRASEnable = env.procID, env.rasAddr, env.rasEnable
+	t.KStack = j.readStack(ctx, dir)
 	if *budget <= 0 {
 		return
 	}
@@ -479,6 +486,7 @@ func (j *Job) hangFacts(ctx context.Context, pid int32, t *Task, budget *int) {
 	if err != nil {
 		return
 	}
+	stackReads := 0 // the D threads' stacks read this tick
 	for _, e := range es {
 		if *budget <= 0 || ctx.Err() != nil {
 			return
@@ -504,6 +512,12 @@ func (j *Job) hangFacts(ctx context.Context, pid int32, t *Task, budget *int) {
 		if data, err := j.r.read(ctx, path.Join(tdir, "wchan")); err == nil {
 			if w, _ := parseWchan(path.Join(tdir, "wchan"), data); w != "" && len(t.DWchans) < MaxDWchans && !slices.Contains(t.DWchans, w) {
 				t.DWchans = append(t.DWchans, w)
+			}
+		}
+		if e.Name() != strconv.Itoa(int(pid)) && stackReads < MaxStacksPerTask {
+			stackReads++
+			if st := j.readStack(ctx, tdir); len(st) > 0 && !slices.ContainsFunc(t.DStacks, func(x []string) bool { return slices.Equal(x, st) }) {
+				t.DStacks = append(t.DStacks, st)
 			}
 		}
 	}

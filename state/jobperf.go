@@ -214,6 +214,15 @@ type JobHang struct {
 	// RAS is what NCCL's RAS said of the job, or why it did not answer
 	// (nil: not asked).
 	RAS *HangRAS `json:"ras,omitempty"`
+	// RASStart is RAS asked at the start of the window, and RAS at its
+	// end: a collective count that lags at both and did not move is not
+	// progressing; one that moved is a slow rank (nil: asked once, or not).
+	RASStart *HangRAS `json:"ras_start,omitempty"`
+	// PySpy is the py-spy executable used for the Python stacks, and
+	// PySpyError why none was (py-spy not installed in the directories
+	// searched, not root-owned); both empty when no rank runs python.
+	PySpy      string `json:"py_spy,omitempty"`
+	PySpyError string `json:"py_spy_error,omitempty"`
 }
 
 // HangRAS is NCCL's RAS (NCCL 2.24+) status of the job, asked on the node's
@@ -369,6 +378,39 @@ type HangRank struct {
 	// bytes kept; "" absent or unreadable).
 	NCCLRASAddr   string `json:"nccl_ras_addr,omitempty"`
 	NCCLRASEnable string `json:"nccl_ras_enable,omitempty"`
+	// KernelStack is the top frames of /proc/PID/stack (its main thread's
+	// kernel stack) at the last tick it was read, innermost first, each a
+	// function and, for a module's, the module: "rpc_wait_bit_killable
+	// [sunrpc]". Empty: unreadable (root only) or running in user space.
+	KernelStack []string `json:"kernel_stack,omitempty"`
+	// DStacks are the distinct kernel stacks of its other threads in D at
+	// that tick (at most 8, their top frames).
+	DStacks [][]string `json:"d_stacks,omitempty"`
+	// Exe is /proc/PID/exe as read (untrusted: a path the job chose; ""
+	// unreadable).
+	Exe string `json:"exe,omitempty"`
+	// Python is the main thread's Python stack from `py-spy dump`, asked
+	// only of a rank whose executable is python* (nil: not asked, or
+	// py-spy absent: JobHang.PySpyError says so).
+	Python *HangPython `json:"python,omitempty"`
+}
+
+// HangPython is what `py-spy dump --pid PID --nonblocking` said of a rank.
+type HangPython struct {
+	// Thread is the thread dumped (its id and name: "4121 MainThread");
+	// Status py-spy's (idle, active, active+gil).
+	Thread string `json:"thread,omitempty"`
+	Status string `json:"status,omitempty"`
+	// Frames are its innermost frames, as py-spy prints them
+	// ("all_reduce (torch/distributed/distributed_c10d.py:2501)"; the
+	// process's own names: untrusted), at most 12; MoreFrames counts the
+	// rest.
+	Frames     []string `json:"frames,omitempty"`
+	MoreFrames int      `json:"more_frames,omitempty"`
+	// Error says why there is no stack (a deadline, the output cap, py-spy's
+	// own error); Seconds is how long py-spy ran.
+	Error   string  `json:"error,omitempty"`
+	Seconds float64 `json:"seconds"`
 }
 
 // HangMount is a filesystem a rank holds files open on.

@@ -162,7 +162,7 @@ func TestJobHangSimulated(t *testing.T) {
 		devices []int
 	}{
 		{"job-hang-peer", check.Warn, 0, "all 4 local ranks wait in NCCL for a peer: the rank they wait on is not on this node (RAS says: rank 37 (GPU 1, pid 31337) on 192.0.2.64 unresponsive (missing from communicator #0-0))", nil},
-		{"job-hang-dstate", check.Fail, 1, "rank 3 (pid 70103, GPU 3) stuck in uninterruptible sleep (wchan rpc_wait_bit_killable; files open on nfs4 /data); 3 local ranks wait in NCCL", []int{3}},
+		{"job-hang-dstate", check.Fail, 1, "rank 3 (pid 70103, GPU 3) stuck on a network filesystem (NFS/Lustre): uninterruptible sleep in rpc_wait_bit_killable (wchan rpc_wait_bit_killable; files open on nfs4 /data); 3 local ranks wait in NCCL", []int{3}},
 		{"job-hang-dead", check.Fail, 1, "rank 3 (pid 70103, GPU 3) rank exited (its process is gone); 3 local ranks wait in NCCL", []int{3}},
 		{"job-slow-not-hung", check.Pass, 0, "all 4 local ranks are computing (slow, not hung)", nil},
 	} {
@@ -198,6 +198,18 @@ func TestJobHangSimulated(t *testing.T) {
 			if answered := c.shape == "job-hang-peer"; h.RAS.Answered != answered ||
 				!answered && !strings.HasPrefix(h.RAS.Error, "RAS not available (NCCL < 2.24, or NCCL_RAS_ENABLE=0)") {
 				t.Errorf("RAS %+v", h.RAS)
+			}
+			// Asked twice when the first query answered, once otherwise.
+			if (h.RASStart != nil) != h.RAS.Answered || h.RASStart != nil && !h.RASStart.Answered {
+				t.Errorf("RAS at the start %+v, at the end answered %v", h.RASStart, h.RAS.Answered)
+			}
+			// The simulated ranks' kernel stacks are read; py-spy is never
+			// run on simulated PIDs.
+			if !strings.HasPrefix(h.PySpyError, "py-spy not installed") {
+				t.Errorf("py-spy: %q", h.PySpyError)
+			}
+			if c.shape == "job-hang-dstate" && (len(h.Ranks[3].KernelStack) == 0 || h.Ranks[3].KernelStack[0] != "rpc_wait_bit_killable [sunrpc]" || len(h.Ranks[3].DStacks) != 1) {
+				t.Errorf("rank in D: stack %q, threads' %q", h.Ranks[3].KernelStack, h.Ranks[3].DStacks)
 			}
 			for i, rk := range h.Ranks {
 				if rk.Rank != fmt.Sprint(i) || rk.Comm != "python" || rk.Threads == 0 {

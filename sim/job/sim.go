@@ -91,6 +91,21 @@ func wchanOf(st byte) string {
 	return "0"
 }
 
+// stackOf is /proc/PID/stack of a simulated thread in state st, in the
+// kernel's format ("[<0>] function+off/size [module]", as in the stacks
+// quoted in microsoft/pai#2117 and nfs-ganesha/nfs-ganesha#1327): for D,
+// an NFS read waiting on its RPC (a composite of net/sunrpc and fs/nfs
+// functions, not one captured stack); for S, a futex wait.
+func stackOf(st byte) string {
+	switch st {
+	case 'D':
+		return "[<0>] rpc_wait_bit_killable+0x24/0xa0 [sunrpc]\n[<0>] __rpc_wait_for_completion_task+0x2d/0x30 [sunrpc]\n[<0>] nfs4_do_call_sync+0x1e9/0x2d0 [nfsv4]\n[<0>] nfs4_proc_getattr+0x95/0xf0 [nfsv4]\n[<0>] __nfs_revalidate_inode+0xd1/0x340 [nfs]\n[<0>] nfs_file_read+0x46/0x90 [nfs]\n[<0>] vfs_read+0x1e5/0x320\n[<0>] ksys_read+0x6f/0xf0\n[<0>] do_syscall_64+0x5b/0x170\n[<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e\n"
+	case 'S':
+		return "[<0>] futex_wait_queue+0x60/0x90\n[<0>] __futex_wait+0x14f/0x1b0\n[<0>] futex_wait+0x7a/0x120\n[<0>] do_futex+0x105/0x1c0\n[<0>] __x64_sys_futex+0x127/0x1f0\n[<0>] do_syscall_64+0x5b/0x170\n[<0>] entry_SYSCALL_64_after_hwframe+0x76/0x7e\n"
+	}
+	return ""
+}
+
 func build(o *overlay, sc *simulate.JobScenario) error {
 	j := simulate.SimJob
 	if len(sc.RanksOnGPU) == 0 || len(j.RankPIDs) < len(sc.RanksOnGPU) {
@@ -263,6 +278,7 @@ func build(o *overlay, sc *simulate.JobScenario) error {
 				t.pid, comm, t.state, t.ppid, t.pid, t.pid, uint64(ticks*0.8), uint64(ticks*0.2), threads)
 		})
 		o.attr(dir+"/wchan", wchanOf(t.state))
+		o.attr(dir+"/stack", stackOf(t.state))
 		o.file(dir+"/environ", func(float64) string {
 			return fmt.Sprintf("SLURM_JOB_ID=%s\x00SLURM_PROCID=%d\x00SLURM_LOCALID=%d\x00CUDA_VISIBLE_DEVICES=%d\x00", j.ID, t.procID, t.procID, t.procID)
 		})
@@ -281,6 +297,7 @@ func build(o *overlay, sc *simulate.JobScenario) error {
 				return fmt.Sprintf("%d (%s) %c %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 %d 0", tid, comm, st, t.ppid, t.pid, t.pid, threads)
 			})
 			o.attr(tdir+"/wchan", wchanOf(st))
+			o.attr(tdir+"/stack", stackOf(st))
 		}
 		o.attr(dir+"/status", fmt.Sprintf("Name:\t%s\nState:\t%c\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t%s\t%s\t%s\t%s\nGid:\t%s\t%s\t%s\t%s\nThreads:\t%d\nCpus_allowed_list:\t%s\nMems_allowed_list:\t0",
 			comm, t.state, t.pid, t.pid, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, j.UID, threads, j.CPUs))

@@ -98,7 +98,12 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 		ProcessFile: func(pid int32, name string) ([]byte, error) {
 			return processFile(root, owners, pid, name)
 		},
-		RASDial:   jobsim.RASDial(spec),
+		RASDial: jobsim.RASDial(spec),
+		// The simulated ranks are not this machine's processes: py-spy is
+		// never run on their PIDs.
+		PySpy: func(context.Context, int32) ([]byte, error) {
+			return nil, fmt.Errorf("%w (simulated node)", collect.ErrPySpyNotInstalled)
+		},
 		RootLabel: "simulated",
 		Simulated: spec.Raw,
 	}, nil
