@@ -32,6 +32,9 @@
 #     Podman's fix;
 #     present but off the loader's path, it fails naming the directory;
 #     on LD_LIBRARY_PATH it passes;
+#   - a libnvidia-ml.so.535.104.05 in the image's library directory on the
+#     550.54.15 module: container.driver_libs fails ("Driver/library version
+#     mismatch"), with the Container Toolkit/CDI fix; 550.54.15 passes;
 #   - a correctly configured container (--shm-size 1g, the verbs devices,
 #     memlock as high as this machine allows, CUDA 12.4) passes all of them.
 #     An unlimited memlock needs a hard limit of unlimited or CAP_SYS_RESOURCE:
@@ -208,6 +211,16 @@ SIM=dgx-h100:real-container,efa run efaoffpath --shm-size 1g "${VERBS[@]}"
 expect efaoffpath container.net_plugin fail "/opt/amazon/ofi-nccl/lib/libnccl-net.so (not on the loader's path)" "put /opt/amazon/ofi-nccl/lib on LD_LIBRARY_PATH"
 SIM=dgx-h100:real-container,efa run efaplugin --shm-size 1g "${VERBS[@]}" -e LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib
 expect efaplugin container.net_plugin pass "NCCL loads /opt/amazon/ofi-nccl/lib/libnccl-net.so (LD_LIBRARY_PATH)"
+
+# The image's own driver libraries: a libnvidia-ml of another driver than
+# the (simulated) kernel module 550.54.15, bound into the library directory
+# as a driver package installed in an image would put it.
+: >"$W/libnvml" || die "touch $W/libnvml"
+run nvmlold --shm-size 1g "${VERBS[@]}" -v "$W/libnvml:/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.535.104.05:ro"
+expect nvmlold container.driver_libs fail "(NVML 535.104.05) is the first libnvidia-ml on the loader's path in this Podman container"
+expect nvmlold container.driver_libs fail "but the kernel module is 550.54.15 (/proc/driver/nvidia/version): NVML fails with \"Driver/library version mismatch\"" "let the NVIDIA Container Toolkit inject the host's libraries (podman run --device nvidia.com/gpu=all with CDI)"
+run nvmlok --shm-size 1g "${VERBS[@]}" -v "$W/libnvml:/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15:ro"
+expect nvmlok container.driver_libs pass "libnvidia-ml 550.54.15 in the container matches the kernel module 550.54.15"
 
 run healthy --shm-size 1g --ulimit memlock="$MEMLOCK_OK" "${VERBS[@]}" -e CUDA_VERSION=12.4 -e NVIDIA_VISIBLE_DEVICES=0,1
 expect healthy container.shm pass "is 1 GiB"
