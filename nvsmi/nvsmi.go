@@ -493,6 +493,7 @@ func (r *reader) ecc(b *item) {
 	vol := r.get(errs, "Volatile", "volatile")
 	e.Volatile = r.eccCounts(vol)
 	e.Aggregate = r.eccCounts(r.get(errs, "Aggregate", "aggregate"))
+	r.sramStatus(r.get(errs, "Aggregate", "aggregate"))
 	if e.Volatile.Uncorrected == nil {
 		var printed []*item
 		if vol != nil {
@@ -503,6 +504,37 @@ func (r *reader) ecc(b *item) {
 		}
 		r.unsupported("nvmlDeviceGetTotalEccErrors", append([]*item{errs, vol}, printed...)...)
 	}
+}
+
+// sramStatus reads nvidia-smi's "SRAM Threshold Exceeded" /
+// <sram_threshold_exceeded> (nvmlDeviceGetSramEccErrorStatus's
+// bThresholdExceeded) with the aggregate SRAM counters beside it, where the
+// capture prints them (Ampere and later, driver 535+). A capture without
+// the line records nothing: gpu.ecc names the flag as not in the capture.
+func (r *reader) sramStatus(agg *item) {
+	it := r.get(agg, "SRAM Threshold Exceeded", "sram_threshold_exceeded")
+	if it == nil {
+		return
+	}
+	on, ok := r.flag(it)
+	if !ok {
+		r.unsupportedPrinted("nvmlDeviceGetSramEccErrorStatus", it)
+		return
+	}
+	s := &state.SRAMECC{ThresholdExceeded: on}
+	for _, c := range []struct {
+		text, xml string
+		v         *uint64
+	}{
+		{"SRAM Uncorrectable SEC-DED", "sram_uncorrectable_secded", &s.AggregateUncSecDed},
+		{"SRAM Uncorrectable Parity", "sram_uncorrectable_parity", &s.AggregateUncParity},
+		{"SRAM Correctable", "sram_correctable", &s.AggregateCor},
+	} {
+		if v, ok := r.count(r.get(agg, c.text, c.xml)); ok {
+			*c.v = v
+		}
+	}
+	r.gpu.SRAMECC = s
 }
 
 func (r *reader) eccCounts(sec *item) state.ECCCounts {
@@ -691,7 +723,38 @@ func (r *reader) thermal(b *item) {
 	if th.SlowdownC == nil && th.ShutdownC == nil {
 		th.SlowdownC, th.ShutdownC = r.tlimitThresholds(t, int(cur))
 	}
+	r.memoryThermal(t, th)
 	r.gpu.Thermal = th
+}
+
+// memoryThermal reads the memory (HBM) temperature and its limit, the
+// values gpu.temperature judges (NVML_FI_DEV_MEMORY_TEMP,
+// NVML_TEMPERATURE_THRESHOLD_MEM_MAX): "Memory Current Temp" / <memory_temp>
+// and "Memory Max Operating Temp" / <gpu_temp_max_mem_threshold>. N/A or 0
+// (a vGPU guest's "no reading") is unknown, kept as printed; a capture that
+// prints no memory temperature at all records nothing, as a driver that
+// predates the field would.
+func (r *reader) memoryThermal(t *item, th *state.Thermal) {
+	memIt := r.get(t, "Memory Current Temp", "memory_temp")
+	if memIt == nil {
+		return
+	}
+	mt, ok := r.number(memIt, " C")
+	if !ok || mt <= 0 || mt >= 1000 {
+		r.unsupportedPrinted("NVML_FI_DEV_MEMORY_TEMP", memIt)
+		return
+	}
+	m := int(mt)
+	th.MemoryTemperatureC = &m
+	maxIt := r.get(t, "Memory Max Operating Temp", "gpu_temp_max_mem_threshold")
+	if v, ok := r.number(maxIt, " C"); ok && v > 0 && v < 1000 {
+		i := int(v)
+		th.MemoryMaxC = &i
+	} else if maxIt != nil {
+		r.unsupportedPrinted(state.MemoryMaxThresholdCall, maxIt)
+	} else {
+		r.unsupported(state.MemoryMaxThresholdCall)
+	}
 }
 
 // tlimitThresholds are the absolute thresholds from the T.Limit margins, nil

@@ -289,3 +289,69 @@ func TestFabricHealthRows(t *testing.T) {
 		t.Errorf("fabric.state: %s on %v: %s", r.Status, r.Devices, r.Summary)
 	}
 }
+
+// The memory (HBM) temperature and its limit, which gpu.temperature
+// judges, are read from a capture where it prints them (issue 26): the
+// TITAN V capture prints both; the H100 captures print the temperature
+// and only a T.Limit margin for the limit, so the limit is unknown, named.
+func TestMemoryTemperature(t *testing.T) {
+	for _, tc := range []struct {
+		file       string
+		temp, max  int // 0: absent
+		maxUnknown bool
+	}{
+		{"gpud_titanv_560.35.03_nvidia-smi-q.txt", 41, 95, false},
+		{"realgpu_h100-busy_580.159.04_nvidia-smi-q.txt", 0, 0, true},
+		{"realgpu_h100-busy_580.159.04_nvidia-smi-q-x.xml", 55, 0, true},
+	} {
+		data, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := nvsmi.Parse(tc.file, data, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		th := n.NVML.GPUs[0].Thermal
+		if th == nil || th.MemoryTemperatureC == nil {
+			t.Fatalf("%s: memory temperature not read: %+v", tc.file, th)
+		}
+		if tc.temp != 0 && *th.MemoryTemperatureC != tc.temp {
+			t.Errorf("%s: memory %d °C, want %d", tc.file, *th.MemoryTemperatureC, tc.temp)
+		}
+		switch {
+		case tc.max != 0 && (th.MemoryMaxC == nil || *th.MemoryMaxC != tc.max):
+			t.Errorf("%s: memory max %v, want %d", tc.file, th.MemoryMaxC, tc.max)
+		case tc.maxUnknown && (th.MemoryMaxC != nil || !slices.Contains(n.NVML.GPUs[0].Unsupported, state.MemoryMaxThresholdCall)):
+			t.Errorf("%s: memory max %v, unsupported %v: want it unknown and named", tc.file, th.MemoryMaxC, n.NVML.GPUs[0].Unsupported)
+		}
+	}
+}
+
+// The SRAM error-threshold flag gpu.ecc judges is read where the capture
+// prints it (issue 26), and a "Yes" fails gpu.ecc.
+func TestSRAMThresholdFlag(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "gpud_h100x8_535.183.01_nvidia-smi-q.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nvsmi.Parse("h100", data, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range n.NVML.GPUs {
+		if g.SRAMECC == nil || g.SRAMECC.ThresholdExceeded {
+			t.Fatalf("GPU %d: SRAM status %+v, want read and clear", g.Index, g.SRAMECC)
+		}
+	}
+	set := strings.Replace(string(data), "SRAM Threshold Exceeded       : No", "SRAM Threshold Exceeded       : Yes", 1)
+	n, err = nvsmi.Parse("h100", []byte(set), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := check.Select([]string{"gpu.ecc"}, nil)
+	rs := check.Run(context.Background(), n, check.DefaultConfig(), cs)
+	if len(rs) != 1 || rs[0].Status != check.Fail || !strings.Contains(rs[0].Summary, "SRAM error threshold") {
+		t.Fatalf("gpu.ecc with the flag set: %+v", rs)
+	}
+}
