@@ -185,7 +185,7 @@ const mpredBits = 12
 
 func newLineParser(maxLine int) *lineParser {
 	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets),
-		ev: event{trMemo: new(trMemo)}, sc: lineScanner{envMemo: new(envMemo)}}
+		ev: event{trMemo: new(trMemo), quick: true}, sc: lineScanner{envMemo: new(envMemo)}}
 }
 
 // block parses every line of buf into out. buf holds whole lines; the last
@@ -336,7 +336,12 @@ func (p *lineParser) plain(b []byte, n int64) {
 		return
 	}
 	p.out.foreign++
-	if classify(t, &p.ev) != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0 {
+	// In full: the merger reads a plain line's kind only to complete a
+	// torn record, and a line emitted for nothing would still be offered.
+	p.ev.quick = false
+	k := classify(t, &p.ev)
+	p.ev.quick = true
+	if k != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0 {
 		p.emit(item{kind: itPlain, line: n, text: t})
 	}
 }
