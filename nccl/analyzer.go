@@ -50,10 +50,11 @@ type Analyzer struct {
 	ev event
 
 	seen    dedupe
-	threads map[string]*thread // by envelope prefix; at most maxThreads
+	threads map[uint64]*thread // by hash64 of the envelope prefix; at most maxThreads
 	slab    []thread           // where threads live (newThread)
 	// slabUsed is how many threads of slab are handed out.
 	slabUsed int
+	keys     []byte // where threads' keys live (keep)
 	tcache   [1 << tcacheBits]tcacheEntry
 	// tokens finds a connItem's thread by its envelope token: no hash to
 	// compare, no bytes of the line to fetch from the parser's core.
@@ -117,7 +118,7 @@ func NewAnalyzer() *Analyzer {
 		maxLine:   DefaultMaxLineBytes,
 		lp:        newLineParser(DefaultMaxLineBytes),
 		seen:      seen,
-		threads:   make(map[string]*thread),
+		threads:   make(map[uint64]*thread),
 		procs:     make(map[string]*process),
 		trIDs:     make(map[string]uint16),
 		nranks:    make(map[int64]int),
@@ -448,7 +449,7 @@ func (a *Analyzer) threadHashed(r *rawRecord, h uint64) *thread {
 func (a *Analyzer) cachedThread(prefix []byte, h uint64) *thread {
 	set := a.tcacheSet(h)
 	for i := range set {
-		if e := &set[i]; e.h == h && e.th != nil && e.th.key == string(prefix) {
+		if e := &set[i]; e.h == h && e.th != nil && string(e.th.key) == string(prefix) {
 			return e.th
 		}
 	}
@@ -480,29 +481,41 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 	if !r.prefixed {
 		return nil
 	}
-	if th := a.threads[string(r.prefix)]; th != nil {
+	h := r.phash
+	if h == 0 {
+		h = hash64(r.prefix)
+	}
+	if th := a.threads[h]; th != nil && string(th.key) == string(r.prefix) {
 		return th
 	}
-	if len(a.threads) >= maxThreads {
-		// A cache, not the truth: forgetting threads only loses which
-		// communicator a thread announced last.
+	// A cache, not the truth: forgetting threads (all of them past
+	// maxThreads, or the one a 64-bit hash collision replaces) only loses
+	// which communicator a thread announced last.
+	if len(a.threads) >= maxThreads || len(a.keys)+len(r.prefix) > cap(a.keys) {
 		a.forgetThreads()
 	}
 	p := a.process(r)
 	th := a.newThread()
-	*th = thread{proc: p, key: string(r.prefix), gluedOnly: p.gluedOnly}
-	a.threads[th.key] = th
+	*th = thread{proc: p, key: a.keep(r.prefix), gluedOnly: p.gluedOnly}
+	a.threads[h] = th
 	a.stats.Threads++
 	return th
 }
 
-// newThread hands out the next thread of the slab. Invariant: a thread is
-// reachable only through a.threads, a.tcache and a.tokens, and while one
-// record is merged; forgetThreads empties all three before it reuses the
-// slab, so no one holds a thread that is handed out again
-// (TestThreadCacheReset holds a log past maxThreads to the same facts).
-// A log whose every replica is a new process (the bench's real shape) made
-// a thread allocation a third of the analyzer's garbage.
+// Threads and their envelopes live in a slab and an arena that are reused
+// whenever the threads are forgotten, so that a new envelope costs no
+// allocation: a log whose every replica is a new process (the bench's real
+// shape) made them three quarters of the analyzer's garbage, and the GC
+// that garbage paid for under HeapSoftLimit.
+//
+// Invariant: a thread, and its key, is reachable only through a.threads,
+// a.tcache and a.tokens, and while one record is merged; forgetThreads
+// empties all three before the slab and the arena are handed out again,
+// so no one holds a thread or a key that is reused. TestThreadCacheReset
+// fails when one of the caches survives the reset.
+const threadKeyArena = maxThreads * 64
+
+// newThread hands out the next thread of the slab.
 func (a *Analyzer) newThread() *thread {
 	if a.slab == nil {
 		a.slab = make([]thread, maxThreads)
@@ -512,13 +525,28 @@ func (a *Analyzer) newThread() *thread {
 	return th
 }
 
+// keep copies an envelope into the arena; one longer than any real one
+// gets its own copy.
+func (a *Analyzer) keep(prefix []byte) []byte {
+	if a.keys == nil {
+		a.keys = make([]byte, 0, threadKeyArena)
+	}
+	if len(prefix) > threadKeyArena/maxThreads*4 {
+		return bytes.Clone(prefix)
+	}
+	n := len(a.keys)
+	a.keys = append(a.keys, prefix...)
+	return a.keys[n:len(a.keys):len(a.keys)]
+}
+
 // forgetThreads empties the thread map and both caches in front of it,
-// and lets newThread reuse the slab.
+// and lets newThread and keep reuse the slab and the arena.
 func (a *Analyzer) forgetThreads() {
 	clear(a.threads)
 	clear(a.tcache[:])
 	clear(a.tokens[:])
 	a.slabUsed = 0
+	a.keys = a.keys[:0]
 }
 
 func (a *Analyzer) process(r *rawRecord) *process {
