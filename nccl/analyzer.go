@@ -22,8 +22,8 @@ const DefaultMaxLineBytes = 64 << 10
 // RSS of `gpuprobe nccl analyze` at 68 MB. 32 MiB keeps it under 50 MB.
 const HeapSoftLimit = 32 << 20
 
-// tcacheBits sizes the analyzer's cache of threads by envelope hash.
-const tcacheBits = 12
+// tokenBits sizes the analyzer's cache of threads by envelope memo token.
+const tokenBits = 12
 
 // LimitHeap sets HeapSoftLimit for a process that runs only the analyzer,
 // unless the user chose a limit with GOMEMLIMIT.
@@ -55,10 +55,9 @@ type Analyzer struct {
 	// slabUsed is how many threads of slab are handed out.
 	slabUsed int
 	keys     []byte // where threads' keys live (keep)
-	tcache   [1 << tcacheBits]tcacheEntry
 	// tokens finds a connItem's thread by its envelope token: no hash to
 	// compare, no bytes of the line to fetch from the parser's core.
-	tokens [1 << tcacheBits]struct {
+	tokens [1 << tokenBits]struct {
 		token uint64
 		th    *thread
 	}
@@ -344,7 +343,8 @@ func (a *Analyzer) recordItem(it *item) {
 	r := &it.rec
 	var th *thread
 	if r.prefixed {
-		th = a.threadHashed(r, it.phash)
+		r.phash = it.phash
+		th = a.thread(r)
 	}
 	a.noteEnvelope(r, th)
 	kind := it.cls
@@ -384,13 +384,12 @@ func (a *Analyzer) mergeConn(src int32, base int64, c *connItem) {
 	if a.dangling != nil {
 		a.flushDangling() // only a fragment or plain line completes it
 	}
-	tok := &a.tokens[c.token&(1<<tcacheBits-1)]
+	tok := &a.tokens[c.token&(1<<tokenBits-1)]
 	th := tok.th
 	if c.token == 0 || tok.token != c.token || th == nil {
-		if th = a.cachedThread(c.prefix(), c.phash); th == nil {
+		if th = a.threadOf(c.prefix(), c.phash); th == nil {
 			r := c.record()
 			th = a.thread(&r)
-			a.cacheThread(c.phash, th)
 		}
 		if c.token != 0 {
 			tok.token, tok.th = c.token, th
@@ -430,51 +429,6 @@ func (a *Analyzer) noteEnvelope(r *rawRecord, th *thread) {
 	}
 }
 
-// threadHashed is thread with the envelope's hash at hand: a small cache
-// in front of the map, since a log's records come from a few thousand
-// envelopes at most and the map costs a hash of the envelope per record.
-// It has two ways per set: direct-mapped, 12% of a 512-thread log's
-// envelopes shared a slot with another one and evicted it on every line.
-func (a *Analyzer) threadHashed(r *rawRecord, h uint64) *thread {
-	if th := a.cachedThread(r.prefix, h); th != nil {
-		return th
-	}
-	th := a.thread(r)
-	a.cacheThread(h, th)
-	return th
-}
-
-// cachedThread is the cache's thread for an envelope prefix whose hash64
-// is h, or nil.
-func (a *Analyzer) cachedThread(prefix []byte, h uint64) *thread {
-	set := a.tcacheSet(h)
-	for i := range set {
-		if e := &set[i]; e.h == h && e.th != nil && string(e.th.key) == string(prefix) {
-			return e.th
-		}
-	}
-	return nil
-}
-
-// cacheThread puts th in the cache for hash h; the set's older way falls
-// out.
-func (a *Analyzer) cacheThread(h uint64, th *thread) {
-	set := a.tcacheSet(h)
-	set[1] = set[0]
-	set[0].h, set[0].th = h, th
-}
-
-// tcacheSet is the thread cache's set of two for hash h. The high bits
-// pick it: hash64 sets the lowest one.
-func (a *Analyzer) tcacheSet(h uint64) []tcacheEntry {
-	return a.tcache[h>>(64-tcacheBits+1)*2:][:2]
-}
-
-type tcacheEntry struct {
-	h  uint64 // hash64 of the thread's envelope prefix
-	th *thread
-}
-
 // thread returns the cache entry for the record's envelope, creating the
 // process on first sight. Records without an envelope have none.
 func (a *Analyzer) thread(r *rawRecord) *thread {
@@ -485,7 +439,7 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 	if h == 0 {
 		h = hash64(r.prefix)
 	}
-	if th := a.threads[h]; th != nil && string(th.key) == string(r.prefix) {
+	if th := a.threadOf(r.prefix, h); th != nil {
 		return th
 	}
 	// A cache, not the truth: forgetting threads (all of them past
@@ -502,17 +456,25 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 	return th
 }
 
+// threadOf is the thread of an envelope prefix whose hash64 is h, or nil.
+func (a *Analyzer) threadOf(prefix []byte, h uint64) *thread {
+	if th := a.threads[h]; th != nil && string(th.key) == string(prefix) {
+		return th
+	}
+	return nil
+}
+
 // Threads and their envelopes live in a slab and an arena that are reused
 // whenever the threads are forgotten, so that a new envelope costs no
 // allocation: a log whose every replica is a new process (the bench's real
 // shape) made them three quarters of the analyzer's garbage, and the GC
 // that garbage paid for under HeapSoftLimit.
 //
-// Invariant: a thread, and its key, is reachable only through a.threads,
-// a.tcache and a.tokens, and while one record is merged; forgetThreads
-// empties all three before the slab and the arena are handed out again,
-// so no one holds a thread or a key that is reused. TestThreadCacheReset
-// fails when one of the caches survives the reset.
+// Invariant: a thread, and its key, is reachable only through a.threads
+// and a.tokens, and while one record is merged; forgetThreads empties both
+// before the slab and the arena are handed out again, so no one holds a
+// thread or a key that is reused. TestThreadCacheReset fails when the
+// token cache survives the reset.
 const threadKeyArena = maxThreads * 64
 
 // newThread hands out the next thread of the slab.
@@ -539,11 +501,10 @@ func (a *Analyzer) keep(prefix []byte) []byte {
 	return a.keys[n:len(a.keys):len(a.keys)]
 }
 
-// forgetThreads empties the thread map and both caches in front of it,
-// and lets newThread and keep reuse the slab and the arena.
+// forgetThreads empties the thread map and the token cache in front of
+// it, and lets newThread and keep reuse the slab and the arena.
 func (a *Analyzer) forgetThreads() {
 	clear(a.threads)
-	clear(a.tcache[:])
 	clear(a.tokens[:])
 	a.slabUsed = 0
 	a.keys = a.keys[:0]

@@ -45,7 +45,7 @@
 //     A line without records is passed on only if it could complete a torn
 //     record or is a foreign error.
 //  4. Analyzer.merge takes the batches in input order, on one goroutine:
-//     each connItem and item finds its thread (tokens, tcache, the map),
+//     each connItem and item finds its thread (by envelope memo token, else by hash in the map),
 //     is de-duplicated (dedupe), classified again in full where its
 //     fields are needed, and applied (apply.go) to the process, the
 //     communicator and the rank counters.
