@@ -38,10 +38,10 @@
 //     in place into a connItem. Any other line goes to the general path.
 //  3. The general path scans the line's records and classifies each
 //     (quick: the kind, not the fields). A record of KindOther (most
-//     records of a large log) costs the search for its marker, a switch on
-//     the first byte of its message, and a look in a small table of
-//     envelopes already passed on (firstSight); only an envelope not seen
-//     recently becomes an item. A record the verdict uses becomes an item.
+//     records of a large log) costs the search for markers along its line,
+//     a switch on the first byte of its message, and a look in a small
+//     table of envelopes already passed on (firstSight); only an envelope
+//     not seen recently becomes an item. A record the verdict uses becomes an item.
 //     A line without records is passed on only if it could complete a torn
 //     record or is a foreign error.
 //  4. Analyzer.merge takes the batches in input order, on one goroutine:
