@@ -230,7 +230,7 @@ func classifyN(m []byte, ev *event) {
 
 func classifyNET(m []byte, ev *event) {
 	name := netNameOf(m)
-	rest := afterNetName(m)
+	rest := afterNetName(m, name)
 	ev.net = name
 	switch {
 	case bytes.Equal(name, []byte("Plugin")):
