@@ -18,12 +18,13 @@ const DefaultMaxLineBytes = 64 << 10
 // command running only the analyzer sets unless GOMEMLIMIT is given. The
 // analyzer keeps about 20 MiB live at most (the caps in state.go and its
 // block buffers), but a hostile log (a new process on every line) churns
-// garbage, and the default GC target of twice the live heap put the peak
-// RSS of `gpuprobe nccl analyze` at 68 MB. 32 MiB keeps it under 50 MB.
+// garbage, and the default GC target of twice the live heap lets the peak
+// RSS pass the 64 MB that scripts/bench-nccl.sh allows (figures in
+// docs/nccl.md, Limits).
 const HeapSoftLimit = 32 << 20
 
-// tcacheBits sizes the analyzer's cache of threads by envelope hash.
-const tcacheBits = 12
+// tokenBits sizes the analyzer's cache of threads by envelope memo token.
+const tokenBits = 12
 
 // LimitHeap sets HeapSoftLimit for a process that runs only the analyzer,
 // unless the user chose a limit with GOMEMLIMIT.
@@ -50,11 +51,18 @@ type Analyzer struct {
 	ev event
 
 	seen    dedupe
-	threads map[string]*thread
-	tcache  [1 << tcacheBits]tcacheEntry
+	threads map[uint64]*thread // by hash64 of the envelope prefix; at most maxThreads
+	slab    []thread           // where threads live (newThread)
+	// slabUsed is how many threads of slab are handed out.
+	slabUsed int
+	keys     []byte // where threads' keys live (keep)
 	// tokens finds a connItem's thread by its envelope token: no hash to
 	// compare, no bytes of the line to fetch from the parser's core.
-	tokens [1 << tcacheBits]struct {
+	// Invariants: one token names one envelope text in every memo
+	// (envTokens; TestEnvTokensNameOnePrefix), and the cache is emptied
+	// with the threads (forgetThreads; TestThreadCacheReset). It pays on
+	// connection-heavy logs, not on the real shape (docs/nccl.md).
+	tokens [1 << tokenBits]struct {
 		token uint64
 		th    *thread
 	}
@@ -114,7 +122,7 @@ func NewAnalyzer() *Analyzer {
 		maxLine:   DefaultMaxLineBytes,
 		lp:        newLineParser(DefaultMaxLineBytes),
 		seen:      seen,
-		threads:   make(map[string]*thread),
+		threads:   make(map[uint64]*thread),
 		procs:     make(map[string]*process),
 		trIDs:     make(map[string]uint16),
 		nranks:    make(map[int64]int),
@@ -340,7 +348,8 @@ func (a *Analyzer) recordItem(it *item) {
 	r := &it.rec
 	var th *thread
 	if r.prefixed {
-		th = a.threadHashed(r, it.phash)
+		r.phash = it.phash
+		th = a.thread(r)
 	}
 	a.noteEnvelope(r, th)
 	kind := it.cls
@@ -380,13 +389,12 @@ func (a *Analyzer) mergeConn(src int32, base int64, c *connItem) {
 	if a.dangling != nil {
 		a.flushDangling() // only a fragment or plain line completes it
 	}
-	tok := &a.tokens[c.token&(1<<tcacheBits-1)]
+	tok := &a.tokens[c.token&(1<<tokenBits-1)]
 	th := tok.th
 	if c.token == 0 || tok.token != c.token || th == nil {
-		if th = a.cachedThread(c.prefix(), c.phash); th == nil {
+		if th = a.threadOf(c.prefix(), c.phash); th == nil {
 			r := c.record()
 			th = a.thread(&r)
-			a.cacheThread(c.phash, th)
 		}
 		if c.token != 0 {
 			tok.token, tok.th = c.token, th
@@ -426,78 +434,93 @@ func (a *Analyzer) noteEnvelope(r *rawRecord, th *thread) {
 	}
 }
 
-// threadHashed is thread with the envelope's hash at hand: a small cache
-// in front of the map, since a log's records come from a few thousand
-// envelopes at most and the map costs a hash of the envelope per record.
-// It has two ways per set: direct-mapped, 12% of a 512-thread log's
-// envelopes shared a slot with another one and evicted it on every line.
-func (a *Analyzer) threadHashed(r *rawRecord, h uint64) *thread {
-	if th := a.cachedThread(r.prefix, h); th != nil {
-		return th
-	}
-	th := a.thread(r)
-	a.cacheThread(h, th)
-	return th
-}
-
-// cachedThread is the cache's thread for an envelope prefix whose hash64
-// is h, or nil.
-func (a *Analyzer) cachedThread(prefix []byte, h uint64) *thread {
-	set := a.tcacheSet(h)
-	for i := range set {
-		if e := &set[i]; e.h == h && e.th != nil && e.th.key == string(prefix) {
-			return e.th
-		}
-	}
-	return nil
-}
-
-// cacheThread puts th in the cache for hash h; the set's older way falls
-// out.
-func (a *Analyzer) cacheThread(h uint64, th *thread) {
-	set := a.tcacheSet(h)
-	set[1] = set[0]
-	set[0].h, set[0].th = h, th
-}
-
-// tcacheSet is the thread cache's set of two for hash h. The high bits
-// pick it: hash64 sets the lowest one.
-func (a *Analyzer) tcacheSet(h uint64) []tcacheEntry {
-	return a.tcache[h>>(64-tcacheBits+1)*2:][:2]
-}
-
-type tcacheEntry struct {
-	h  uint64 // hash64 of the thread's envelope prefix
-	th *thread
-}
-
 // thread returns the cache entry for the record's envelope, creating the
 // process on first sight. Records without an envelope have none.
 func (a *Analyzer) thread(r *rawRecord) *thread {
 	if !r.prefixed {
 		return nil
 	}
-	if th := a.threads[string(r.prefix)]; th != nil {
+	h := r.phash
+	if h == 0 {
+		h = hash64(r.prefix)
+	}
+	if th := a.threadOf(r.prefix, h); th != nil {
 		return th
 	}
-	if len(a.threads) >= maxThreads {
-		// A cache, not the truth: forgetting threads only loses which
-		// communicator a thread announced last.
-		clear(a.threads)
-		clear(a.tcache[:])
-		clear(a.tokens[:])
+	// A cache, not the truth: forgetting threads (all of them past
+	// maxThreads, or the one a 64-bit hash collision replaces) only loses
+	// which communicator a thread announced last.
+	if len(a.threads) >= maxThreads || len(a.keys)+len(r.prefix) > cap(a.keys) {
+		a.forgetThreads()
 	}
 	p := a.process(r)
-	th := &thread{proc: p, key: string(r.prefix), gluedOnly: p.gluedOnly}
-	a.threads[th.key] = th
+	th := a.newThread()
+	*th = thread{proc: p, key: a.keep(r.prefix), gluedOnly: p.gluedOnly}
+	a.threads[h] = th
 	a.stats.Threads++
 	return th
 }
 
+// threadOf is the thread of an envelope prefix whose hash64 is h, or nil.
+func (a *Analyzer) threadOf(prefix []byte, h uint64) *thread {
+	if th := a.threads[h]; th != nil && string(th.key) == string(prefix) {
+		return th
+	}
+	return nil
+}
+
+// Threads and their envelopes live in a slab and an arena that are reused
+// whenever the threads are forgotten, so that a new envelope costs no
+// allocation: a log whose every replica is a new process (the bench's real
+// shape) made them three quarters of the analyzer's garbage, and the GC
+// that garbage paid for under HeapSoftLimit.
+//
+// Invariant: a thread, and its key, is reachable only through a.threads
+// and a.tokens, and while one record is merged; forgetThreads empties both
+// before the slab and the arena are handed out again, so no one holds a
+// thread or a key that is reused. TestThreadCacheReset fails when the
+// token cache survives the reset.
+const threadKeyArena = maxThreads * 64
+
+// newThread hands out the next thread of the slab.
+func (a *Analyzer) newThread() *thread {
+	if a.slab == nil {
+		a.slab = make([]thread, maxThreads)
+	}
+	th := &a.slab[a.slabUsed]
+	a.slabUsed++
+	return th
+}
+
+// keep copies an envelope into the arena; one longer than any real one
+// gets its own copy.
+func (a *Analyzer) keep(prefix []byte) []byte {
+	if a.keys == nil {
+		a.keys = make([]byte, 0, threadKeyArena)
+	}
+	if len(prefix) > threadKeyArena/maxThreads*4 {
+		return bytes.Clone(prefix)
+	}
+	n := len(a.keys)
+	a.keys = append(a.keys, prefix...)
+	return a.keys[n:len(a.keys):len(a.keys)]
+}
+
+// forgetThreads empties the thread map and the token cache in front of
+// it, and lets newThread and keep reuse the slab and the arena.
+func (a *Analyzer) forgetThreads() {
+	clear(a.threads)
+	clear(a.tokens[:])
+	a.slabUsed = 0
+	a.keys = a.keys[:0]
+}
+
 func (a *Analyzer) process(r *rawRecord) *process {
-	// Called once per new envelope: the key may cost an allocation.
-	key := string(r.host) + ":" + string(r.pid)
-	if p := a.procs[key]; p != nil {
+	// Called once per new envelope. The key is built aside and allocated
+	// only for a new process under the cap: past it, every process is new
+	// and goes to the overflow.
+	a.scratch = append(append(append(a.scratch[:0], r.host...), ':'), r.pid...)
+	if p := a.procs[string(a.scratch)]; p != nil {
 		return p
 	}
 	if len(a.procs) >= maxProcesses {
@@ -509,7 +532,8 @@ func (a *Analyzer) process(r *rawRecord) *process {
 		return a.overflow
 	}
 	pid, _ := atoi(r.pid)
-	p := &process{host: string(r.host), pid: pid, first: a.cur, gluedOnly: r.glued}
+	key := string(a.scratch)
+	p := &process{host: key[:len(r.host)], pid: pid, first: a.cur, gluedOnly: r.glued}
 	a.procs[key] = p
 	a.order = append(a.order, p)
 	return p

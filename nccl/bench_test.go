@@ -75,3 +75,48 @@ func benchAnalyze(b *testing.B, mix string) {
 		}
 	})
 }
+
+// BenchmarkAnalyzeReal is BenchmarkAnalyze on the "real" shape: the
+// fixture logs (the shared corpus) replicated into 64 MiB with their
+// envelopes renamed (gen.WriteReal), with the line mix of real logs.
+func BenchmarkAnalyzeReal(b *testing.B) {
+	log := benchRealInput(b)
+	path := filepath.Join(b.TempDir(), "bench.log")
+	if err := os.WriteFile(path, log, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(log)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := judgeFiles(context.Background(), path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchRealInput(b *testing.B) []byte {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if log, ok := benchLogs["real"]; ok {
+		return log
+	}
+	names, err := filepath.Glob("testdata/logs/*.log")
+	if err != nil || len(names) == 0 {
+		b.Fatalf("no fixture logs: %v", err)
+	}
+	var logs [][]byte
+	for _, n := range names {
+		l, err := os.ReadFile(n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs = append(logs, l)
+	}
+	var buf bytes.Buffer
+	buf.Grow(65 << 20)
+	if _, err := gen.WriteReal(&buf, logs, 64<<20, 1); err != nil {
+		b.Fatal(err)
+	}
+	benchLogs["real"] = buf.Bytes()
+	return buf.Bytes()
+}

@@ -10,12 +10,10 @@ package nccl
 // its copies again, one of 50,000 counts 7% again): a record whose bucket overflowed is counted
 // twice. A false match needs a 64-bit hash collision.
 //
-// The table is fixed on purpose. It is read once per record the verdict
-// uses, at a random place: at 2 MiB its misses were the largest single
-// cost of an init log (14% of the analyzer's CPU), and 1 MiB measured
-// 4-5% faster whole (best of 9 interleaved). It used to start small and
-// double, which evicted most of what it held while it grew: a log of
-// 20,000 records given twice counted 13,693 of them again (now 56).
+// The table is fixed on purpose: a table that grows evicts most of what
+// it holds while it grows, and one read at a random place per record must
+// stay small enough for the CPU's caches (the sizes tried, and what they
+// cost, are in docs/nccl.md). TestDedupeWindow holds the window.
 const (
 	dedupeWays    = 4
 	dedupeBuckets = 1 << 15
@@ -76,10 +74,9 @@ func (d *dedupe) dupHash(hk, salt uint64) bool {
 			return true
 		}
 	}
-	// The new hash goes first; the oldest falls out. Element by element
-	// (for dedupeWays == 4, which the declaration before the type
-	// enforces): copy() of the three called memmove, and BenchmarkMerge
-	// went 56.7 -> 48.1 ms without it.
+	// The new hash goes first; the oldest falls out. Element by element,
+	// since copy() of the three calls memmove: correct for dedupeWays ==
+	// 4 only, which the declaration before the type enforces.
 	b[3], b[2], b[1], b[0] = b[2], b[1], b[0], h
 	return false
 }
@@ -90,7 +87,10 @@ func (d *dedupe) bucket(hk uint64) *[dedupeWays]uint64 {
 
 // touch reads the bucket of a key hash. The merger touches the buckets of a
 // whole block before it looks them up one by one: independent loads
-// overlap their cache misses, the lookups then hit the cache.
+// overlap their cache misses, the lookups then hit the cache. It changes
+// no state, so it cannot change a verdict; the bucket depends on the key
+// hash alone, not the salt (dupHash), so that the touch finds the bucket
+// the lookup reads. It pays on connection-heavy logs (docs/nccl.md).
 func (d *dedupe) touch(hk uint64) uint64 {
 	return d.bucket(hk)[0]
 }

@@ -20,7 +20,8 @@ func hash64(b []byte) uint64 {
 		// once, and the last 16 bytes read in one go, overlapping what the
 		// lanes took: a record's key (~60 bytes) costs three steps, where
 		// one lane and a byte loop for the tail cost five and up to 7
-		// loads (BenchmarkHash64: 0.57 -> 0.32 ms per 36,000 keys).
+		// loads. TestHash64 holds the value of every length to the
+		// reference; BenchmarkHash64 measures it.
 		h1 := uint64(n)*m1 ^ m2
 		h2 := uint64(n)*m3 ^ m1
 		p := b

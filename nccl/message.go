@@ -60,6 +60,16 @@ type event struct {
 	nvls    int64
 	listed  int64   // KindRingOrder: ranks in the listing
 	trMemo  *trMemo // recent transports; nil parses every one
+	// quick asks classify for the kind only, as far as it can be told
+	// without reading the fields: a record whose kind rests on a parse
+	// (comm, env and GDR lines) gets the kind its words point to, and no
+	// fields but a connection's. The parser classifies this way, since the
+	// merger classifies every record it keeps but a connection again, in
+	// full. Invariant: quick never turns a kind into KindOther, and it
+	// changes neither a connection's kind nor its fields
+	// (TestQuickClassify, over every record of the fixtures and the fuzz
+	// corpus); so the parser drops nothing the merger would keep.
+	quick bool
 }
 
 type traceInfo struct {
@@ -133,7 +143,7 @@ func classify(m []byte, ev *event) Kind {
 			ev.kind = KindTrees
 		}
 	case 'c', 'n', 'b', 'r', 'I':
-		if isCommLine(m) && parseComm(m, &ev.comm) {
+		if isCommLine(m) && (ev.quick || parseComm(m, &ev.comm)) {
 			ev.kind = KindComm
 		}
 	case 'N':
@@ -148,7 +158,9 @@ func classify(m []byte, ev *event) Kind {
 	case 'B':
 		if bytes.HasPrefix(m, msgBootstrap) {
 			if i := bytes.Index(m, msgUsing); i > 0 && i < 14 {
-				ev.dev = parseDevList(m[i+len(msgUsing):])
+				if !ev.quick {
+					ev.dev = parseDevList(m[i+len(msgUsing):])
+				}
 				ev.kind = KindBootstrap
 			}
 		}
@@ -165,7 +177,7 @@ func classify(m []byte, ev *event) Kind {
 			ev.net, ev.kind = name, KindNetPlugin
 		}
 	case 'G':
-		if parseGDR(m, &ev.gdr) {
+		if (ev.quick && bytes.Contains(m, gdrMark)) || parseGDR(m, &ev.gdr) {
 			ev.kind = KindGDR
 		}
 	case 'F':
@@ -182,7 +194,9 @@ func classify(m []byte, ev *event) Kind {
 		}
 	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		if bytes.Contains(m, msgCollChans) {
-			parseChannels(m, ev)
+			if !ev.quick {
+				parseChannels(m, ev)
+			}
 			ev.kind = KindChannels
 		}
 	}
@@ -206,7 +220,7 @@ func classifyN(m []byte, ev *event) {
 			ev.version, ev.kind = v, KindVersion
 		}
 	case bytes.HasPrefix(m, []byte("NCCL_")):
-		if parseEnv(m, &ev.env) {
+		if ev.quick || parseEnv(m, &ev.env) {
 			ev.kind = KindEnv
 		}
 	case bytes.HasPrefix(m, trNETp):
@@ -216,7 +230,7 @@ func classifyN(m []byte, ev *event) {
 
 func classifyNET(m []byte, ev *event) {
 	name := netNameOf(m)
-	rest := afterNetName(m)
+	rest := afterNetName(m, name)
 	ev.net = name
 	switch {
 	case bytes.Equal(name, []byte("Plugin")):
@@ -234,13 +248,15 @@ func classifyNET(m []byte, ev *event) {
 			ev.net, ev.kind = nil, KindNetPlugin
 		}
 	case bytes.Contains(rest, gdrMark):
-		if parseGDR(m, &ev.gdr) {
+		if ev.quick || parseGDR(m, &ev.gdr) {
 			ev.kind = KindGDR
 		}
 	case bytes.HasPrefix(rest, msgNoDevice):
 		ev.kind = KindNoDevice
 	case bytes.HasPrefix(rest, msgUsing) && len(rest) > len(msgUsing) && rest[len(msgUsing)] == '[':
-		ev.dev = parseDevList(rest[len(msgUsing):])
+		if !ev.quick {
+			ev.dev = parseDevList(rest[len(msgUsing):])
+		}
 		ev.kind = KindNetDevices
 	case len(rest) > 1 && rest[0] == '[' && isDigit(rest[1]):
 		// 2.3: one line per HCA, "NET/IB: [0] mlx5_1:1/IB".

@@ -114,16 +114,18 @@ func parseGDR(m []byte, g *gdrLine) bool {
 // "NET/X: …" or "NET/X …".
 func netNameOf(m []byte) []byte {
 	m = m[len(trNETp):]
-	end := len(m)
-	if i := bytes.IndexAny(m, " :"); i >= 0 {
-		end = i
+	for i, c := range m { // the name is a few bytes: no IndexAny set to build
+		if c == ' ' || c == ':' {
+			return m[:i]
+		}
 	}
-	return m[:end]
+	return m
 }
 
-// afterNetName returns what follows "NET/X" and its separator.
-func afterNetName(m []byte) []byte {
-	rest := m[len(trNETp)+len(netNameOf(m)):]
+// afterNetName returns what follows "NET/X" (name, from netNameOf) and its
+// separator.
+func afterNetName(m, name []byte) []byte {
+	rest := m[len(trNETp)+len(name):]
 	rest = bytes.TrimLeft(rest, " ")
 	rest = bytes.TrimPrefix(rest, []byte(":"))
 	return bytes.TrimLeft(rest, " ")

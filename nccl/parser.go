@@ -46,8 +46,9 @@ type item struct {
 // connItem is the common line of an init log, a lone connection record
 // with a host:pid:tid [dev] envelope, in half an item's size: the parser
 // writes one per line and the merger, on another core, reads it back, so
-// its size is memory traffic (an item padded by 400 bytes made the init
-// log 28% slower). Its record is
+// its size is memory traffic (see docs/nccl.md for what a larger one
+// cost). TestFastPathMatches and FuzzFastPath hold it to the item the
+// general path makes of the same line. Its record is
 //
 //	key = prefix " NCCL INFO " message
 //
@@ -185,7 +186,7 @@ const mpredBits = 12
 
 func newLineParser(maxLine int) *lineParser {
 	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets),
-		ev: event{trMemo: new(trMemo)}, sc: lineScanner{envMemo: new(envMemo)}}
+		ev: event{trMemo: new(trMemo), quick: true}, sc: lineScanner{envMemo: new(envMemo)}}
 }
 
 // block parses every line of buf into out. buf holds whole lines; the last
@@ -336,7 +337,12 @@ func (p *lineParser) plain(b []byte, n int64) {
 		return
 	}
 	p.out.foreign++
-	if classify(t, &p.ev) != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0 {
+	// In full: the merger reads a plain line's kind only to complete a
+	// torn record, and a line emitted for nothing would still be offered.
+	p.ev.quick = false
+	k := classify(t, &p.ev)
+	p.ev.quick = true
+	if k != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0 {
 		p.emit(item{kind: itPlain, line: n, text: t})
 	}
 }
@@ -347,6 +353,10 @@ func (p *lineParser) plain(b []byte, n int64) {
 // envelope of every record, the key is the whole text before the marker
 // when the envelope has not been read: launcher prefixes that change on
 // every line (timestamps) then only cost extra records for the merger.
+// Invariant: an envelope passed on again changes nothing in the merger
+// (finding a thread is idempotent), so the table may forget at will;
+// TestParallelMatchesSequential holds parsers with separate tables (one
+// per block) to the verdict of one.
 func (p *lineParser) firstSight(line []byte, r *rawRecord) bool {
 	key := line[:r.marker]
 	if r.parsed {
@@ -428,8 +438,7 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 		p.out.chash = append(p.out.chash, c.hash)
 		return true, i
 	}
-	// Field by field: a composite literal was built aside and copied, and
-	// the copy stalled on store forwarding (31% of fastConn's samples).
+	// Field by field: a composite literal is built aside and copied.
 	var r rawRecord
 	r.level, r.marker, r.start, r.msgStart, r.parsed = levelInfo, i, i, i+info, true
 	switch {
@@ -465,7 +474,10 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 // "NCCL " cannot overlap itself, and the search over the envelope is
 // spared. Anything else searches as before and remembers the place. The
 // slot is a hash of the 8 bytes, so another line's place may be tried:
-// the checks above decide, not the slot.
+// the checks above decide, not the slot (TestPredictMarkerDistrustsMemo,
+// and TestFastPathMatches over the fixtures). It pays on connection-heavy
+// logs, whose lines of one thread start alike; on the real shape it
+// measured neutral (docs/nccl.md).
 func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
 	if len(b) < 8 || p.sc.envMemo == nil {
 		return bytes.Index(b, markNCCL), nil

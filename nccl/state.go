@@ -81,7 +81,7 @@ type process struct {
 
 // thread is the envelope cache entry for one "host:pid:tid [dev]".
 type thread struct {
-	key  string // the envelope
+	key  []byte // the envelope prefix, in the analyzer's arena (keep)
 	proc *process
 	comm *commInst // the communicator this thread last announced
 	// gluedOnly is false once proc.gluedOnly is: the merger reads it here,

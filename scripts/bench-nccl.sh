@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
 # Benchmarks `gpuprobe nccl analyze --format json` (the whole command a user
-# runs) against `grep -c 'NCCL INFO'` on two synthetic logs of a 512-rank,
-# 64-node job (tools/ncclgen):
-#   train  mostly per-operation opCount lines (the shape of a training log)
-#   init   mostly distinct connection lines, one fixed host:pid:tid per rank,
-#          interleaved (the shape of a job that sets up many connections)
+# runs) against `grep -c 'NCCL INFO'` on three logs (tools/ncclgen):
+#   train  synthetic, 512 ranks on 64 nodes, mostly per-operation opCount
+#          lines (the shape of a training log)
+#   init   synthetic, mostly distinct connection lines, one fixed
+#          host:pid:tid per rank, interleaved (a job that sets up many
+#          connections)
+#   real   the real logs of NCCL_BENCH_CORPUS replicated (8 replicas at a
+#          time, each a distinct process, interleaved in runs of 1-16
+#          lines; every byte but the renamed pids kept), so it has the line
+#          mix of real logs; the mix (share of connection lines among the
+#          NCCL INFO lines) is printed with the figures.
 # Each tool runs NCCL_BENCH_RUNS times on the same file with the page cache
 # warm, both writing their output to a file (GNU grep stops at the first
 # match when its stdout is /dev/null); the best wall time of each counts. The
 # script fails when the analyzer takes more than NCCL_BENCH_MAX_RATIO times
-# grep's wall time or NCCL_BENCH_MAX_RSS_MB of peak RSS on either shape.
+# grep's wall time or NCCL_BENCH_MAX_RSS_MB of peak RSS on any shape.
 #
-#   scripts/bench-nccl.sh                 # both shapes, 400 MB each, deleted afterwards
-#   NCCL_BENCH_MIX=init scripts/bench-nccl.sh
+#   scripts/bench-nccl.sh                 # all shapes, 400 MB each, deleted afterwards
+#   NCCL_BENCH_MIX=real scripts/bench-nccl.sh
 #
-# Knobs (environment): NCCL_BENCH_MIX (train, init or "train init"),
+# Knobs (environment): NCCL_BENCH_MIX (any of train, init, real),
+# NCCL_BENCH_CORPUS (default nccl/testdata/logs, the repository's verbatim
+# copy of ../shared/nccl-logs; the real shape is skipped, loudly, when it
+# holds no *.log),
 # NCCL_BENCH_SIZE (default 400MB), NCCL_BENCH_DIR (default /tmp),
 # NCCL_BENCH_KEEP=1 (keep the logs), NCCL_BENCH_RUNS (default 5),
 # NCCL_BENCH_MAX_RATIO (default 2), NCCL_BENCH_MAX_RSS_MB (default 64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-mixes=${NCCL_BENCH_MIX:-train init}
+mixes=${NCCL_BENCH_MIX:-train init real}
+corpus=${NCCL_BENCH_CORPUS:-nccl/testdata/logs}
 size=${NCCL_BENCH_SIZE:-400MB}
 dir=${NCCL_BENCH_DIR:-/tmp}
 runs=${NCCL_BENCH_RUNS:-5}
@@ -66,11 +76,28 @@ run() {
 fail=0
 for mix in $mixes; do
 	log=$dir/gpuprobe-nccl-bench-$mix-$size.log
+	linemix=
+	if [ "$mix" = real ]; then
+		if ! compgen -G "$corpus/*.log" >/dev/null; then
+			echo "bench-nccl: SKIPPED the real shape: no *.log in $corpus (NCCL_BENCH_CORPUS)" >&2
+			echo "shape:     real SKIPPED (no corpus in $corpus)"
+			echo
+			continue
+		fi
+		log=$dir/gpuprobe-nccl-bench-real-$(cat "$corpus"/*.log | cksum | cut -d' ' -f1)-$size.log
+	fi
 	logs+=("$log")
 	if [ ! -s "$log" ]; then
 		echo "bench-nccl: writing a $size '$mix' log to $log" >&2
-		"$work/ncclgen" -mix "$mix" -size "$size" -o "$log.tmp"
+		"$work/ncclgen" -mix "$mix" -corpus "$corpus" -size "$size" -o "$log.tmp" 2>"$work/genmix" || { cat "$work/genmix" >&2; exit 1; }
+		cat "$work/genmix" >&2
 		mv "$log.tmp" "$log"
+	fi
+	if [ "$mix" = real ]; then
+		# The line mix of the log as it is (it may have been kept from an
+		# earlier run): NCCL INFO lines, and those that are connection lines.
+		linemix=$(awk '/NCCL INFO / { n++; m = substr($0, index($0, "NCCL INFO ") + 10); if (m ~ /^(Channel|Ring) / && m ~ / via /) c++ }
+			END { printf "%d NCCL INFO lines, %.1f%% of them connection lines", n, 100 * c / n }' "$log")
 	fi
 	cat "$log" >/dev/null # both tools read from the page cache, not the disk
 
@@ -98,7 +125,9 @@ cpus:      $(nproc)
 grep -c:   ${best_grep}s wall (best of $runs), peak RSS $((rss_grep / 1024)) MB
 gpuprobe:  ${best_ana}s wall (best of $runs), peak RSS ${rss_mb} MB, $(awk -v b="$bytes" -v s="$best_ana" 'BEGIN { printf "%.0f MB/s", b / 1e6 / s }')
 ratio:     ${ratio} (limit ${max_ratio})
-verdict:   $(sed -n 's/.*"summary": *"\([^"]*\)".*/\1/p' "$work/out")
+load:      $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min)
+${linemix:+line mix:  $linemix
+}verdict:   $(sed -n 's/.*"summary": *"\([^"]*\)".*/\1/p' "$work/out")
 
 EOF
 	if awk -v r="$ratio" -v m="$max_ratio" 'BEGIN { exit !(r > m) }'; then

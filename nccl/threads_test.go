@@ -1,0 +1,59 @@
+package nccl
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// TestThreadCacheReset: a log with more envelopes than maxThreads makes the
+// analyzer forget its threads and reuse their slab (newThread) several
+// times. Every record must still land in its own process: process a only
+// ever prints IB connections and "No device found", process b only
+// socket connections. A thread handed out again while a cache still held
+// it would put one process's evidence in the other.
+func TestThreadCacheReset(t *testing.T) {
+	var b strings.Builder
+	// line prints a connection of thread tid, made distinct by i (a
+	// duplicate would not be applied).
+	line := func(tid, i int) {
+		c, sub := i%100, i/100%100
+		if tid%3 == 0 {
+			fmt.Fprintf(&b, "a:1:%d [0] NCCL INFO Channel %02d/%d : 0[0] -> 1[1] [send] via NET/IB/0\n", tid, c, sub)
+			if tid%999 == 0 {
+				fmt.Fprintf(&b, "a:1:%d [0] NCCL INFO NET/IB : No device found.\n", tid)
+			}
+		} else {
+			fmt.Fprintf(&b, "b:2:%d [1] NCCL INFO Channel %02d/%d : 2[1] -> 3[0] [send] via NET/Socket/0\n", tid, c, sub)
+		}
+	}
+	// A few hot envelopes, which every cache keeps, between a stream of
+	// new ones that fills the slab again and again.
+	for i := range 3 * maxThreads {
+		line(1<<20+i%7, i)
+		line(i, i)
+	}
+	a := NewAnalyzer()
+	if err := a.ReadFrom(context.Background(), "threads.log", strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	f := a.Facts()
+	if f.Stats.Threads <= maxThreads {
+		t.Fatalf("%d threads: the log must go past maxThreads (%d)", f.Stats.Threads, maxThreads)
+	}
+	if len(f.Processes) != 2 {
+		t.Fatalf("%d processes, want a:1 and b:2: %+v", len(f.Processes), f.Processes)
+	}
+	for _, p := range f.Processes {
+		var classes []string
+		for _, e := range p.Net {
+			classes = append(classes, e.Class)
+		}
+		got := fmt.Sprintf("%s:%d net=%v noib=%v", p.Host, p.PID, classes, p.NoIB != nil)
+		want := map[string]string{"a": "a:1 net=[IB] noib=true", "b": "b:2 net=[Socket] noib=false"}[p.Host]
+		if got != want {
+			t.Errorf("process %s, want %s", got, want)
+		}
+	}
+}
