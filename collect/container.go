@@ -414,7 +414,14 @@ func nvmlLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 			dirs = append(dirs, path.Clean(d))
 		}
 	}
-	dirs = append(dirs, nvmlLibDirs...)
+	return scanLibraries(fsys, append(dirs, nvmlLibDirs...), nvmlLibName, nil)
+}
+
+// scanLibraries lists the files named like re (its first group is the
+// version) in dirs, each directory once, in order; onPath marks the ones
+// whose directory is on LD_LIBRARY_PATH. A directory that cannot be read
+// is passed over: no library there is what the loader would find too.
+func scanLibraries(fsys fs.FS, dirs []string, re *regexp.Regexp, onPath map[string]bool) []state.NVMLLibrary {
 	seen := map[string]bool{}
 	var out []state.NVMLLibrary
 	for _, d := range dirs {
@@ -427,8 +434,8 @@ func nvmlLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 			continue
 		}
 		for _, e := range es {
-			if m := nvmlLibName.FindStringSubmatch(e.Name()); m != nil {
-				out = append(out, state.NVMLLibrary{Path: path.Join(d, e.Name()), Version: m[1]})
+			if m := re.FindStringSubmatch(e.Name()); m != nil {
+				out = append(out, state.NVMLLibrary{Path: path.Join(d, e.Name()), Version: m[1], OnLDLibraryPath: onPath[d]})
 			}
 		}
 	}
@@ -461,25 +468,7 @@ func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 			dirs = append(dirs, d)
 		}
 	}
-	dirs = append(dirs, compatDirs...)
-	seen := map[string]bool{}
-	var out []state.NVMLLibrary
-	for _, d := range dirs {
-		if seen[d] {
-			continue
-		}
-		seen[d] = true
-		es, err := fs.ReadDir(fsys, fsName(d))
-		if err != nil {
-			continue
-		}
-		for _, e := range es {
-			if m := libcudaName.FindStringSubmatch(e.Name()); m != nil {
-				out = append(out, state.NVMLLibrary{Path: path.Join(d, e.Name()), Version: m[1], OnLDLibraryPath: onPath[d]})
-			}
-		}
-	}
-	return out
+	return scanLibraries(fsys, append(dirs, compatDirs...), libcudaName, onPath)
 }
 
 // netPluginName is a file NCCL's NET plugin loader can open: the default
