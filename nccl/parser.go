@@ -287,7 +287,13 @@ func (p *lineParser) passEnvelope(b []byte, r *rawRecord, n int64) {
 	if p.firstSight(b, r) {
 		p.sc.finish(r)
 		if r.prefixed {
-			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, known: true, phash: hash64(r.prefix)})
+			// r.phash is 0 or hash64(r.prefix) (the envelope memo's, see
+			// rawRecord): as in item.hashes, it spares hashing again.
+			h := r.phash
+			if h == 0 {
+				h = hash64(r.prefix)
+			}
+			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, known: true, phash: h})
 		}
 	}
 }
