@@ -302,3 +302,21 @@ func TestEnvTokensNameOnePrefix(t *testing.T) {
 		t.Fatalf("only %d lines reused a token", hits)
 	}
 }
+
+// TestIndexMarker holds indexMarker to bytes.Index over every line of the
+// fixtures and the edge cases of a marker at either end or cut short.
+func TestIndexMarker(t *testing.T) {
+	var lines []string
+	for _, g := range []string{"testdata/logs/*.log", "testdata/issue13/*.log", "testdata/realgpu/*.log"} {
+		m, _ := filepath.Glob(g)
+		for _, path := range m {
+			lines = append(lines, readLines(t, path)...)
+		}
+	}
+	lines = append(lines, "", "N", "NCCL", "NCCL ", "NNCCL ", "xNCCL", "NCC NCCL x", "NCCLNCCL ", "a NCCL INFO b NCCL WARN")
+	for _, l := range lines {
+		if got, want := indexMarker([]byte(l)), bytes.Index([]byte(l), markNCCL); got != want {
+			t.Fatalf("indexMarker(%q) = %d, bytes.Index %d", l, got, want)
+		}
+	}
+}
