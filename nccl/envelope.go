@@ -577,7 +577,7 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 	if r.glued {
 		x.flags |= envGlued
 	}
-	if !bytes.Contains(key, markNCCL) {
+	if indexMarker(key) < 0 { // an envelope: an 'N' is rare (see indexMarker)
 		x.flags |= envNoMarker
 	}
 	copy(x.text[:], key)
