@@ -349,9 +349,15 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 
 // hostStop marks the bytes that end a backwards scan over a host name.
 // ':' matters most: it separates the host from launcher tags glued to it
-// ("[1,0]<stdout>:host", "[rank3]:host").
+// ("[1,0]<stdout>:host", "[rank3]:host"). '/' ends it too: host names have
+// none, and what precedes one is a path the scan would otherwise take in
+// ("logs/run/host"). Invariant: the scan then stops right after the
+// last '/' before the ':', where cutting at that '/' afterwards put the
+// start (the scan's length limit counts from the ':', so it cannot stop
+// first at a different place); the glued flag sees the same '/' before the
+// host. TestGluedConnectionHost and TestParseLineEnvelopes hold it.
 var hostStop = func() (t [256]bool) {
-	for _, c := range []byte(" \t:|\r\n\x00])\"'") {
+	for _, c := range []byte(" \t:|\r\n\x00])\"'/") {
 		t[c] = true
 	}
 	return t
@@ -410,14 +416,11 @@ func bracketTag(b []byte, h int) ([]byte, int) {
 // separator: markdown emphasis, the "->" of a connection line a torn write
 // cut off ("0[0] ->3837134f4773:4529:…"; host names start with a letter or
 // digit), ANSI colour codes or their residue once ESC is lost ("\x1b[0m",
-// "[0m"), a path the scan took in ("NET/IB/0/GDRDMAhost": host names have
-// no '/'), and the tail of an ISO-8601 timestamp that CloudWatch exports
+// "[0m"), and the tail of an ISO-8601 timestamp that CloudWatch exports
 // glue to the line ("…T05:27:39.074Zalgo-1:…" leaves "39.074Z" before the
 // host once the scan stops at the last ':').
+// (A path before the host stops the scan already: hostStop.)
 func cleanHostStart(b []byte, h, end int) int {
-	if k := bytes.LastIndexByte(b[h:end], '/'); k >= 0 {
-		h += k + 1
-	}
 	for {
 		for h < end && (b[h] == '*' || b[h] == '`' || b[h] == '>' || b[h] == '-') {
 			h++
@@ -574,7 +577,7 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 	if r.glued {
 		x.flags |= envGlued
 	}
-	if !bytes.Contains(key, markNCCL) {
+	if indexMarker(key) < 0 { // an envelope: an 'N' is rare (see indexMarker)
 		x.flags |= envNoMarker
 	}
 	copy(x.text[:], key)

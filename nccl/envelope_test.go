@@ -29,6 +29,8 @@ func TestParseLineEnvelopes(t *testing.T) {
 	}{
 		{"A1 plain", "10-90-43-152:120890:121560 [0] NCCL INFO Channel 01 : 2[c7000] -> 0[87000] [receive] via NET/IB/5/GDRDMA",
 			[]want{info("10-90-43-152", 120890, 121560, 0, "Channel 01 : 2[c7000] -> 0[87000] [receive] via NET/IB/5/GDRDMA", KindConnection)}},
+		{"path glued before the host", "logs/run/gpu-b:77:78 [1] NCCL INFO Using network IB",
+			[]want{info("gpu-b", 77, 78, 1, "Using network IB", KindNetSelected)}},
 		{"A2 WARN with source tag", "gpu1:5021:5386 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : client reregistration",
 			[]want{{"gpu1", 5021, 5386, 0, true, "WARN", "transport/net_ib.cc:93", "NET/IB : Got async event : client reregistration", KindWarn}}},
 		{"A2 WARN with function (2.29+)", "h:1:2 [3] init.cc:1776 (ncclCommInitRankFunc) NCCL WARN Cuda failure 'out of memory'",

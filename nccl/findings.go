@@ -31,8 +31,11 @@ func (f *findings) add(code, key, msg, where string, at loc) {
 	if f.byKey == nil {
 		f.byKey = make(map[string]*finding)
 	}
-	k := code + "\x00" + key
-	if x := f.byKey[k]; x != nil {
+	// The map key is built in a stack buffer for the look: a repeat (most
+	// calls) allocates nothing; only a new finding keeps its own copy.
+	var buf [128]byte
+	kb := append(append(append(buf[:0], code...), 0), key...)
+	if x := f.byKey[string(kb)]; x != nil {
 		x.count++
 		if len(x.at) < maxFindingLines {
 			x.at = append(x.at, at)
@@ -43,7 +46,7 @@ func (f *findings) add(code, key, msg, where string, at loc) {
 		f.dropped++
 		return
 	}
-	f.byKey[k] = &finding{code: code, key: key, msg: clip(msg, maxFindingTextSize), where: where, count: 1, order: len(f.byKey), at: []loc{at}}
+	f.byKey[string(kb)] = &finding{code: code, key: key, msg: clip(msg, maxFindingTextSize), where: where, count: 1, order: len(f.byKey), at: []loc{at}}
 }
 
 // list returns the findings in the order they first appeared.

@@ -101,6 +101,19 @@ func TestFastPathMatches(t *testing.T) {
 	}
 	for _, l := range []string{
 		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		// NCCL 2.4's ring connections, and its ring listing (not a connection).
+		"h:1:1 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC",
+		"h:1:1 [0] NCCL INFO Ring 01 : 1 -> 0 [send] via NET/Socket/0",
+		"h:1:1 [0] NCCL INFO Ring 00 :    0   1",
+		"h:1:1 [0] NCCL INFO Ring 0 : 7 -> 0 -> 1 comm 0x55 nRanks 08 busId 3000",
+		"h:1:1 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via",
+		"Ring 00 : 0[0] -> 1[1] via NET/IB/0 h:1:1 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC",
+		// Hosts that start like a transport, a fragment that is one.
+		"Sgpu:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"NETHOST:1:1 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC",
+		"dgx1:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+		"\u00a0NET/IB/0 h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0",
+		"SHM/direct h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC",
 		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read  \t",
 		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via",
 		"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] [send] via NET/IB/0/GDRDMA",
@@ -287,5 +300,23 @@ func TestEnvTokensNameOnePrefix(t *testing.T) {
 	}
 	if hits < 50_000 {
 		t.Fatalf("only %d lines reused a token", hits)
+	}
+}
+
+// TestIndexMarker holds indexMarker to bytes.Index over every line of the
+// fixtures and the edge cases of a marker at either end or cut short.
+func TestIndexMarker(t *testing.T) {
+	var lines []string
+	for _, g := range []string{"testdata/logs/*.log", "testdata/issue13/*.log", "testdata/realgpu/*.log"} {
+		m, _ := filepath.Glob(g)
+		for _, path := range m {
+			lines = append(lines, readLines(t, path)...)
+		}
+	}
+	lines = append(lines, "", "N", "NCCL", "NCCL ", "NNCCL ", "xNCCL", "NCC NCCL x", "NCCLNCCL ", "a NCCL INFO b NCCL WARN")
+	for _, l := range lines {
+		if got, want := indexMarker([]byte(l)), bytes.Index([]byte(l), markNCCL); got != want {
+			t.Fatalf("indexMarker(%q) = %d, bytes.Index %d", l, got, want)
+		}
 	}
 }

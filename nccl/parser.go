@@ -287,7 +287,13 @@ func (p *lineParser) passEnvelope(b []byte, r *rawRecord, n int64) {
 	if p.firstSight(b, r) {
 		p.sc.finish(r)
 		if r.prefixed {
-			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, known: true, phash: hash64(r.prefix)})
+			// r.phash is 0 or hash64(r.prefix) (the envelope memo's, see
+			// rawRecord): as in item.hashes, it spares hashing again.
+			h := r.phash
+			if h == 0 {
+				h = hash64(r.prefix)
+			}
+			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, known: true, phash: h})
 		}
 	}
 }
@@ -399,12 +405,14 @@ func endsWithVia(m []byte) bool {
 
 // fastConn handles the line real init logs are made of, a lone connection
 // record ("host:pid:tid [d] NCCL INFO Channel 05/0 : 3[3] -> 11[3] [send]
-// via NET/IB/3/GDRDMA"), with a few scans and no copies: it finds the
+// via NET/IB/3/GDRDMA", or NCCL 2.4's "… NCCL INFO Ring 00 : 0[0] -> 1[1]
+// via P2P/IPC", which classify parses with the same parseConnMemo), with a
+// few scans and no copies: it finds the
 // marker, takes the envelope from the memo, parses the connection into a
 // connItem in place (an item when the line has no envelope, or one too
 // long for a connItem). It reports false, having emitted nothing, for
 // any line it is not sure the general path would read the same way (a
-// line that starts like a transport fragment, another "NCCL " in the
+// line whose text before the record looks like a transport fragment, another "NCCL " in the
 // message, a carriage return in the block, a message that ends after
 // "via"); TestFastPathMatches holds the two paths to the same items.
 //
@@ -414,12 +422,20 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	i, e := p.predictMarker(b)
 	const info = len("NCCL INFO ")
 	if i < 1 || len(b) < i+info+8 || string(b[i+5:i+info]) != "INFO " || isWordByte(b[i-1]) ||
-		string(b[i+info:i+info+8]) != "Channel " || !p.sc.noCR {
+		string(b[i+info:i+info+8]) != "Channel " && string(b[i+info:i+info+5]) != "Ring " || !p.sc.noCR {
 		return false, i
 	}
-	switch b[0] { // a leading blank or what looksLikeTransport looks at
-	case ' ', '\t', '\v', '\f', 'N', 'P', 'S', 'C', 'd', '*', '`':
-		return false, i
+	// The general path passes on the text before the first record when it
+	// looks like a transport (the tail of a torn connection line): so does
+	// this one, by declining. The first byte spares the look for most
+	// lines: what looksLikeTransport accepts starts with one of these once
+	// TrimSpace has removed ASCII blanks or a multi-byte Unicode space.
+	switch c := b[0]; {
+	case c >= 0x80, c == ' ', c == '\t', c == '\v', c == '\f', c == '\r',
+		c == 'N', c == 'P', c == 'S', c == 'C', c == 'd', c == '*', c == '`':
+		if looksLikeTransport(bytes.TrimSpace(b[:i])) {
+			return false, i
+		}
 	}
 	m := trimRightBlank(b[i+info:])
 	if endsWithVia(m) {
@@ -480,7 +496,7 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 // measured neutral (docs/nccl.md).
 func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
 	if len(b) < 8 || p.sc.envMemo == nil {
-		return bytes.Index(b, markNCCL), nil
+		return indexMarker(b), nil
 	}
 	slot := &p.mpred[binary.LittleEndian.Uint64(b)*0x9e3779b97f4a7c15>>(64-mpredBits)]
 	// Only for the lines fastConn takes: for any other the general path
@@ -498,9 +514,30 @@ func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
 			return q, e
 		}
 	}
-	i := bytes.Index(b, markNCCL)
+	i := indexMarker(b)
 	if i > 0 && i <= envMemoText && slot.q != uint8(i) {
 		slot.q, slot.e = uint8(i), nil
 	}
 	return i, nil
+}
+
+// indexMarker is bytes.Index(b, markNCCL): every "NCCL " starts with an 'N',
+// so trying each 'N' in turn finds the first one. Before a line's first
+// marker lies its envelope, where an 'N' is rare, and IndexByte's vector
+// loop beats bytes.Index's on such short texts (docs/nccl.md). Over a
+// message, which has many, it does not: findRecordFrom keeps bytes.Index.
+// TestIndexMarker holds it to bytes.Index.
+func indexMarker(b []byte) int {
+	off := 0
+	for {
+		j := bytes.IndexByte(b[off:], 'N')
+		if j < 0 {
+			return -1
+		}
+		off += j
+		if len(b)-off >= len(markNCCL) && string(b[off:off+len(markNCCL)]) == string(markNCCL) {
+			return off
+		}
+		off++
+	}
 }
