@@ -16,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -146,7 +148,7 @@ func detect(data []byte, lines []string) string {
 			nccl = true
 		case !nccl:
 			// A size-table row without its header (a log cut at the top).
-			_, ok, _ := ncclRow(ncclInlineTagRe.ReplaceAllString(t, " "), false)
+			_, ok, _ := ncclRow(ncclInlineTagRe().ReplaceAllString(t, " "), false)
 			nccl = ok
 		}
 	}
@@ -207,4 +209,11 @@ func allDigitsOrComma(s string) bool {
 		}
 	}
 	return true
+}
+
+// lazyRE compiles a pattern on first use: a gpuprobe process that never
+// reads a saved benchmark output (every daemon) does not hold the compiled
+// programs (200 KB at start-up, GODEBUG=inittrace=1).
+func lazyRE(pattern string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -27,9 +26,9 @@ import (
 //	|                           | GPU0: Pass                                     |
 //	|                           | Warning: GPU0 ...                              |
 var (
-	dcgmSectionRe = regexp.MustCompile(`^[|+]-{3,}\s+(.+?)\s+-{3,}\+`)
-	dcgmGPURe     = regexp.MustCompile(`^GPU\s?(\d+):\s*(\S.*)$`)
-	dcgmMsgRe     = regexp.MustCompile(`^(Warning|Info|Error)\b`)
+	dcgmSectionRe = lazyRE(`^[|+]-{3,}\s+(.+?)\s+-{3,}\+`)
+	dcgmGPURe     = lazyRE(`^GPU\s?(\d+):\s*(\S.*)$`)
+	dcgmMsgRe     = lazyRE(`^(Warning|Info|Error)\b`)
 )
 
 func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
@@ -54,7 +53,7 @@ func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 			}
 			continue
 		}
-		if m := dcgmSectionRe.FindStringSubmatch(l); m != nil {
+		if m := dcgmSectionRe().FindStringSubmatch(l); m != nil {
 			category, cur = m[1], nil
 			continue
 		}
@@ -96,14 +95,14 @@ func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 			return nil, &ParseError{File: name, Line: n, Msg: "dcgmi table: a result line before any test"}
 		case key != "":
 			cur.Messages = append(cur.Messages, key+": "+val)
-		case dcgmGPURe.MatchString(val):
-			m := dcgmGPURe.FindStringSubmatch(val)
+		case dcgmGPURe().MatchString(val):
+			m := dcgmGPURe().FindStringSubmatch(val)
 			g, err := strconv.Atoi(m[1])
 			if err != nil || g > 4096 {
 				return nil, &ParseError{File: name, Line: n, Msg: "GPU number " + strconv.Quote(m[1]) + " out of range"}
 			}
 			cur.GPUs = append(cur.GPUs, state.DiagResult{GPU: g, Status: m[2]})
-		case dcgmMsgRe.MatchString(val) || len(cur.Messages) == 0:
+		case dcgmMsgRe().MatchString(val) || len(cur.Messages) == 0:
 			cur.Messages = append(cur.Messages, val)
 		default:
 			// A message wrapped onto the next line.

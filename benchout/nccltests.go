@@ -3,7 +3,6 @@ package benchout
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,22 +22,22 @@ import (
 // Older versions print no Group and no root column and "error" (a
 // relative error) where newer ones print "#wrong" (a count).
 var (
-	ncclHeaderRe = regexp.MustCompile(`^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)`)
-	ncclItersRe  = regexp.MustCompile(`\biters:\s*(\d+)`)
-	ncclRankRe   = regexp.MustCompile(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
-	ncclStartRe  = regexp.MustCompile(`^#\s*Collective test (?:starting|concluded):\s*(\S+)`)
-	ncclCmdRe    = regexp.MustCompile(`(?:^|[/\s=])((?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)(?:_mpi)?(?:\s|$)`)
-	ncclOOBRe    = regexp.MustCompile(`^#\s*Out of bounds values\s*:\s*(\d+)\s+(\S+)`)
-	ncclAvgRe    = regexp.MustCompile(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
-	ncclVerRe    = regexp.MustCompile(`NCCL version (\S+)`)
-	ncclCommRe   = regexp.MustCompile(`NCCL INFO .*\bcomm 0x[0-9a-fA-F]+ .*\b[nN][rR]anks (\d+)\b`)
-	ncclNetRe    = regexp.MustCompile(`NCCL INFO Using network (.+?)\s*$`)
-	ncclNetUseRe = regexp.MustCompile(`NCCL INFO (NET/[A-Za-z0-9_]+)\s*:\s*Using\b`)
-	ncclViaRe    = regexp.MustCompile(`NCCL INFO Channel .* via (NET/[A-Za-z0-9_]+|P2P|SHM|CollNet|NVLS)\b`)
+	ncclHeaderRe = lazyRE(`^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)`)
+	ncclItersRe  = lazyRE(`\biters:\s*(\d+)`)
+	ncclRankRe   = lazyRE(`^#\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+	ncclStartRe  = lazyRE(`^#\s*Collective test (?:starting|concluded):\s*(\S+)`)
+	ncclCmdRe    = lazyRE(`(?:^|[/\s=])((?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)(?:_mpi)?(?:\s|$)`)
+	ncclOOBRe    = lazyRE(`^#\s*Out of bounds values\s*:\s*(\d+)\s+(\S+)`)
+	ncclAvgRe    = lazyRE(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
+	ncclVerRe    = lazyRE(`NCCL version (\S+)`)
+	ncclCommRe   = lazyRE(`NCCL INFO .*\bcomm 0x[0-9a-fA-F]+ .*\b[nN][rR]anks (\d+)\b`)
+	ncclNetRe    = lazyRE(`NCCL INFO Using network (.+?)\s*$`)
+	ncclNetUseRe = lazyRE(`NCCL INFO (NET/[A-Za-z0-9_]+)\s*:\s*Using\b`)
+	ncclViaRe    = lazyRE(`NCCL INFO Channel .* via (NET/[A-Za-z0-9_]+|P2P|SHM|CollNet|NVLS)\b`)
 	// A tag a launcher printed inside a line ("-1[0]  366.5") when two
 	// writes of one row were interleaved.
-	ncclInlineTagRe = regexp.MustCompile(`\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?`)
-	ncclTestFileRe  = regexp.MustCompile(`((?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)`)
+	ncclInlineTagRe = lazyRE(`\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?`)
+	ncclTestFileRe  = lazyRE(`((?:all_reduce|all_gather|alltoall|broadcast|reduce_scatter|reduce|sendrecv|scatter|gather|hypercube)_perf)`)
 )
 
 var ncclRedops = []string{"sum", "prod", "max", "min", "avg", "none", "mulsum", "premulsum"}
@@ -59,41 +58,41 @@ func parseNcclTests(name string, lines []string) (*state.Verify, error) {
 			ncclInfo(c, l, n, seen)
 			continue
 		}
-		if m := ncclVerRe.FindStringSubmatch(l); m != nil && strings.HasPrefix(l, "NCCL version") && c.NCCLVersion == "" {
+		if m := ncclVerRe().FindStringSubmatch(l); m != nil && strings.HasPrefix(l, "NCCL version") && c.NCCLVersion == "" {
 			c.NCCLVersion = m[1]
 			continue
 		}
 		if strings.HasPrefix(l, "#") {
 			switch {
-			case ncclHeaderRe.MatchString(l):
-				m := ncclHeaderRe.FindStringSubmatch(l)
+			case ncclHeaderRe().MatchString(l):
+				m := ncclHeaderRe().FindStringSubmatch(l)
 				c.Headers++
 				if c.Headers == 1 {
 					c.NThread, _ = strconv.Atoi(m[1])
 					c.NGpus, _ = strconv.Atoi(m[2])
-					if it := ncclItersRe.FindStringSubmatch(l); it != nil {
+					if it := ncclItersRe().FindStringSubmatch(l); it != nil {
 						iters, _ = strconv.Atoi(it[1])
 					}
 				}
-			case ncclRankRe.MatchString(l):
-				m := ncclRankRe.FindStringSubmatch(l)
+			case ncclRankRe().MatchString(l):
+				m := ncclRankRe().FindStringSubmatch(l)
 				r := state.CollectiveRank{Header: max(c.Headers-1, 0), Host: m[2], BusID: m[4], Model: strings.TrimSpace(m[5])}
 				r.Rank, _ = strconv.Atoi(m[1])
 				r.Device, _ = strconv.Atoi(m[3])
 				c.Ranks = append(c.Ranks, r)
-			case ncclStartRe.MatchString(l):
+			case ncclStartRe().MatchString(l):
 				if startTest == "" {
-					startTest = ncclStartRe.FindStringSubmatch(l)[1]
+					startTest = ncclStartRe().FindStringSubmatch(l)[1]
 				}
-			case ncclOOBRe.MatchString(l):
-				m := ncclOOBRe.FindStringSubmatch(l)
+			case ncclOOBRe().MatchString(l):
+				m := ncclOOBRe().FindStringSubmatch(l)
 				cnt, err := strconv.Atoi(m[1])
 				if err != nil {
 					return nil, &ParseError{File: name, Line: n, Msg: "out-of-bounds count " + strconv.Quote(m[1]) + " is not a number"}
 				}
 				c.OutOfBounds = append(c.OutOfBounds, state.OutOfBounds{Count: cnt, Status: m[2], Line: n})
-			case ncclAvgRe.MatchString(l):
-				m := ncclAvgRe.FindStringSubmatch(l)
+			case ncclAvgRe().MatchString(l):
+				m := ncclAvgRe().FindStringSubmatch(l)
 				f, err := strconv.ParseFloat(m[1], 64)
 				if err != nil {
 					return nil, &ParseError{File: name, Line: n, Msg: "Avg bus bandwidth " + strconv.Quote(m[1]) + " is not a number"}
@@ -105,11 +104,11 @@ func parseNcclTests(name string, lines []string) (*state.Verify, error) {
 			continue
 		}
 		if cmdTest == "" {
-			if m := ncclCmdRe.FindStringSubmatch(l); m != nil {
+			if m := ncclCmdRe().FindStringSubmatch(l); m != nil {
 				cmdTest = m[1]
 			}
 		}
-		row, ok, err := ncclRow(ncclInlineTagRe.ReplaceAllString(l, " "), c.WrongCounted)
+		row, ok, err := ncclRow(ncclInlineTagRe().ReplaceAllString(l, " "), c.WrongCounted)
 		if err != nil {
 			return nil, &ParseError{File: name, Line: n, Msg: err.Error()}
 		}
@@ -127,7 +126,7 @@ func parseNcclTests(name string, lines []string) (*state.Verify, error) {
 	case cmdTest != "":
 		c.Test = cmdTest
 	default:
-		if m := ncclTestFileRe.FindStringSubmatch(path.Base(name)); m != nil {
+		if m := ncclTestFileRe().FindStringSubmatch(path.Base(name)); m != nil {
 			c.Test = m[1]
 		}
 	}
@@ -145,10 +144,10 @@ func parseNcclTests(name string, lines []string) (*state.Verify, error) {
 
 // ncclInfo records what an NCCL INFO line says about the run.
 func ncclInfo(c *state.CollectiveRun, l string, n int, seen map[string]bool) {
-	if m := ncclVerRe.FindStringSubmatch(l); m != nil && c.NCCLVersion == "" {
+	if m := ncclVerRe().FindStringSubmatch(l); m != nil && c.NCCLVersion == "" {
 		c.NCCLVersion = m[1]
 	}
-	if m := ncclCommRe.FindStringSubmatch(l); m != nil {
+	if m := ncclCommRe().FindStringSubmatch(l); m != nil {
 		if k, err := strconv.Atoi(m[1]); err == nil && !slices.Contains(c.CommRanks, k) && len(c.CommRanks) < 64 {
 			c.CommRanks = append(c.CommRanks, k)
 		}
@@ -165,13 +164,13 @@ func ncclInfo(c *state.CollectiveRun, l string, n int, seen map[string]bool) {
 		}
 		c.Transports = append(c.Transports, state.TransportLine{Kind: kind, Name: name, Line: n, Text: text})
 	}
-	if m := ncclNetRe.FindStringSubmatch(l); m != nil {
+	if m := ncclNetRe().FindStringSubmatch(l); m != nil {
 		add("network", m[1])
 	}
-	if m := ncclNetUseRe.FindStringSubmatch(l); m != nil {
+	if m := ncclNetUseRe().FindStringSubmatch(l); m != nil {
 		add("network", m[1])
 	}
-	if m := ncclViaRe.FindStringSubmatch(l); m != nil {
+	if m := ncclViaRe().FindStringSubmatch(l); m != nil {
 		add("channel", m[1])
 	}
 }

@@ -2,7 +2,6 @@ package benchout
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -22,11 +21,11 @@ import (
 // A matrix's title says what its rows and columns are and which way the
 // bytes went ("->": row to column, "<-": column to row, "<->": both).
 var (
-	nvbwRunningRe = regexp.MustCompile(`^Running ([a-z0-9_]+)\.$`)
-	nvbwSumRe     = regexp.MustCompile(`^SUM ([a-z0-9_]+) (\S+)$`)
-	nvbwDeviceRe  = regexp.MustCompile(`^Device (\d+): (.+?)(?: \(([0-9a-fA-F:.]+)\))?$`)
-	nvbwTitleRe   = regexp.MustCompile(`^(.*?)\b(CPU|GPU)\(row\) (->|<-|<->) (CPU|GPU)\(column\)\s*(.*?)\s*\(([^)]*)\)\s*$`)
-	nvbwLocalRe   = regexp.MustCompile(`^(.*?)\bGPU\(column\)\s*(.*?)\s*\(([^)]*)\)\s*$`)
+	nvbwRunningRe = lazyRE(`^Running ([a-z0-9_]+)\.$`)
+	nvbwSumRe     = lazyRE(`^SUM ([a-z0-9_]+) (\S+)$`)
+	nvbwDeviceRe  = lazyRE(`^Device (\d+): (.+?)(?: \(([0-9a-fA-F:.]+)\))?$`)
+	nvbwTitleRe   = lazyRE(`^(.*?)\b(CPU|GPU)\(row\) (->|<-|<->) (CPU|GPU)\(column\)\s*(.*?)\s*\(([^)]*)\)\s*$`)
+	nvbwLocalRe   = lazyRE(`^(.*?)\bGPU\(column\)\s*(.*?)\s*\(([^)]*)\)\s*$`)
 )
 
 // nvbwKind maps the test cases gpuprobe measures itself to its kinds:
@@ -77,20 +76,20 @@ func parseNvbandwidth(name string, lines []string) (*state.Verify, error) {
 			run.Version = strings.TrimSpace(strings.TrimPrefix(l, "nvbandwidth Version:"))
 		case strings.HasPrefix(l, "Driver Version:"):
 			run.Driver = strings.TrimSpace(strings.TrimPrefix(l, "Driver Version:"))
-		case nvbwDeviceRe.MatchString(l):
-			m := nvbwDeviceRe.FindStringSubmatch(l)
+		case nvbwDeviceRe().MatchString(l):
+			m := nvbwDeviceRe().FindStringSubmatch(l)
 			ord, err := strconv.Atoi(m[1])
 			if err != nil || ord > 4096 {
 				return nil, &ParseError{File: name, Line: n, Msg: "device number " + strconv.Quote(m[1]) + " out of range"}
 			}
 			v.Devices = append(v.Devices, state.VerifyDevice{Ordinal: ord, Index: -1, Name: m[2], PCIBusID: m[3]})
-		case nvbwRunningRe.MatchString(l):
-			cur = nvbwRunningRe.FindStringSubmatch(l)[1]
+		case nvbwRunningRe().MatchString(l):
+			cur = nvbwRunningRe().FindStringSubmatch(l)[1]
 			run.TestCases = append(run.TestCases, state.NvbandwidthCase{Name: cur, Line: n})
 		case strings.HasPrefix(l, "Waived"):
 			run.Waived++
-		case nvbwSumRe.MatchString(l):
-			m := nvbwSumRe.FindStringSubmatch(l)
+		case nvbwSumRe().MatchString(l):
+			m := nvbwSumRe().FindStringSubmatch(l)
 			f, err := strconv.ParseFloat(m[2], 64)
 			if err != nil {
 				return nil, &ParseError{File: name, Line: n, Msg: "SUM " + strconv.Quote(m[2]) + " is not a number"}
@@ -114,9 +113,9 @@ func parseNvbandwidth(name string, lines []string) (*state.Verify, error) {
 				}
 				continue
 			}
-			if m := nvbwTitleRe.FindStringSubmatch(l); m != nil && strings.Contains(m[0], "(row)") {
+			if m := nvbwTitleRe().FindStringSubmatch(l); m != nil && strings.Contains(m[0], "(row)") {
 				mx = &nvbwMatrix{title: l, rowGPU: m[2] == "GPU", colGPU: m[4] == "GPU", dir: m[3], label: nvbwLabel(m[5]), unit: m[6]}
-			} else if m := nvbwLocalRe.FindStringSubmatch(l); m != nil && !strings.Contains(l, "(row)") {
+			} else if m := nvbwLocalRe().FindStringSubmatch(l); m != nil && !strings.Contains(l, "(row)") {
 				mx = &nvbwMatrix{title: l, colGPU: true, local: true, label: nvbwLabel(m[2]), unit: m[3]}
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -22,7 +23,15 @@ const (
 
 // The report's lines, as src/ras/client_support.cc prints them (NCCL 2.24
 // to 2.30; the docs' samples are 2.24's, the issues' 2.26 and 2.27).
-var (
+// They are compiled on first use, not at start-up: their bounded
+// repetitions ({1,255}) compile to large programs (1.3 MB, measured with
+// GODEBUG=inittrace=1), which every gpuprobe process held for its life
+// although only job --hang reads a RAS report.
+var reVersion, reSummary5, reSummary3, reSummary2, reGroup, reProcess, reComm, reMissingProcs, reMissingRanks, reDead, reTimeouts, reMissingList, reSplit, reErrorHead, reGroupStatus, reGroupOp, reGroupNoOp, reGroupErr, reRank *regexp.Regexp
+
+var compileOnce sync.Once
+
+func compileREs() {
 	reVersion = regexp.MustCompile(`^NCCL version (\S{1,40})`)
 	// "%7d  %9d  %11d  %9d  %7d": nodes, processes/node, GPUs/process,
 	// processes, GPUs; or the inconsistent layout's totals "%7d  %9d  %11d".
@@ -50,24 +59,25 @@ var (
 	// AllGather operation counts" / 2.24's "... different collective
 	// operation counts"; "  Initialization errors on 2 ranks" /
 	// "  Asynchronous error on 1 rank".
-	reSplit     = regexp.MustCompile(`^\s+Communicator ranks have different (.{1,64}?)\s*$`)
+	reSplit = regexp.MustCompile(`^\s+Communicator ranks have different (.{1,64}?)\s*$`)
 	reErrorHead = regexp.MustCompile(`^\s+(Initialization|Asynchronous) errors? on (\d{1,9}) ranks?\s*$`)
 	// "  %d ranks have status %s" / "... have launched up to operation %ld"
 	// / "... have not launched any operations" / "  %d ranks reported %s"
 	reGroupStatus = regexp.MustCompile(`^\s+(\d{1,9}) ranks have status ([A-Z]{1,16})\s*$`)
-	reGroupOp     = regexp.MustCompile(`^\s+(\d{1,9}) ranks have launched up to operation (\d{1,19})\s*$`)
-	reGroupNoOp   = regexp.MustCompile(`^\s+(\d{1,9}) ranks have not launched any operations\s*$`)
-	reGroupErr    = regexp.MustCompile(`^\s+(\d{1,9}) ranks reported (.{1,64}?)\s*$`)
+	reGroupOp = regexp.MustCompile(`^\s+(\d{1,9}) ranks have launched up to operation (\d{1,19})\s*$`)
+	reGroupNoOp = regexp.MustCompile(`^\s+(\d{1,9}) ranks have not launched any operations\s*$`)
+	reGroupErr = regexp.MustCompile(`^\s+(\d{1,9}) ranks reported (.{1,64}?)\s*$`)
 	// "  Rank %d[ has status S| has launched up to operation N| has not
 	// launched any operations| reported E] -- GPU %s managed by process %d
 	// on node %s" or "-- [process information not found]"
 	reRank = regexp.MustCompile(`^\s+Rank (\d{1,10})(?: (has status ([A-Z]{1,16})|has launched up to operation (\d{1,19})|has not launched any operations|reported (.{1,64}?)))? -- (?:GPU (.{1,64}?) managed by process (\d{1,10}) on node (\S{1,255})|\[process information not found\])\s*$`)
-)
+}
 
 // Parse reads RAS's text report into r. It keeps what it recognises and
 // counts the rest in Unparsed; nothing in the text can make it keep more
 // than the bounds above.
 func Parse(text []byte, r *state.HangRAS) {
+	compileOnce.Do(compileREs)
 	var (
 		section string // "summary", "comms", "errors", "warnings"
 		block   string // "INCOMPLETE", "DEAD", "TIMEOUT", "comm"
