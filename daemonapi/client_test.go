@@ -107,7 +107,7 @@ func TestJobFromDaemon(t *testing.T) {
 		Index: 3, UUID: "GPU-x", Utilization: &state.Utilization{GPUPercent: 90},
 		Processes: []state.Process{{PID: 4711, User: "alice", JobID: "42"}}}}}})
 	mux := http.NewServeMux()
-	mux.Handle(JobPath, JobHandler(book))
+	mux.Handle(JobPath, JobHandler(book, true))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	c := New(srv.URL)

@@ -20,7 +20,7 @@ func TestServeJobRecord(t *testing.T) {
 			Index: 3, UUID: "GPU-x", Utilization: &state.Utilization{GPUPercent: 90},
 			Processes: []state.Process{{PID: 4711, User: "alice", JobID: "42"}}}}}})
 	}
-	srv := httptest.NewServer(JobHandler(book))
+	srv := httptest.NewServer(JobHandler(book, true))
 	defer srv.Close()
 	get := func(path string) (int, string) {
 		resp, err := http.Get(srv.URL + path)
@@ -47,5 +47,23 @@ func TestServeJobRecord(t *testing.T) {
 	}
 	if code, _ := get("/api/v1/jobs/42/x"); code != http.StatusBadRequest {
 		t.Errorf("a path under a job: HTTP %d, want 400", code)
+	}
+}
+
+// Without --web.expose-process-details the record does not say who owns
+// the job; the PIDs the perf checks need stay.
+func TestServeJobRecordHidesTheUser(t *testing.T) {
+	book := jobrecord.New(0, 0, 0)
+	book.Observe(&state.Node{CollectedAt: time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC), NVML: &state.NVML{GPUs: []state.GPU{{
+		Index: 3, UUID: "GPU-x", Utilization: &state.Utilization{GPUPercent: 90},
+		Processes: []state.Process{{PID: 4711, User: "alice", JobID: "42"}}}}}})
+	rec := httptest.NewRecorder()
+	JobHandler(book, false)(rec, httptest.NewRequest("GET", "/api/v1/jobs/42", nil))
+	body := rec.Body.String()
+	if rec.Code != 200 || strings.Contains(body, "alice") || !strings.Contains(body, "4711") {
+		t.Fatalf("HTTP %d: %s", rec.Code, body)
+	}
+	if j, _ := book.Job("42"); j.User != "alice" {
+		t.Errorf("the book's own record lost its user: %q", j.User)
 	}
 }

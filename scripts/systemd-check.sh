@@ -43,6 +43,11 @@ e2e_binary "$W/bin/gpuprobe"
 for f in gpuprobe.service gpuprobe.socket gpuprobe.default gpuprobe-pcie-acs.conf; do
   [ -f "systemd/$f" ] || die "systemd/$f missing"
 done
+# The unit bounds the daemon's memory and tasks (issue 32): a leak or a
+# flood must not take the node's.
+for k in MemoryMax TasksMax; do
+  grep -Eq "^$k=[0-9]+[KMG]?$" systemd/gpuprobe.service || fail "gpuprobe.service: no $k= (the daemon's $k must be bounded)"
+done
 grep -q '^ExecStart=/usr/local/bin/gpuprobe serve \$GPUPROBE_ARGS$' systemd/gpuprobe.service ||
   fail "gpuprobe.service: ExecStart is not '/usr/local/bin/gpuprobe serve \$GPUPROBE_ARGS'"
 

@@ -272,12 +272,25 @@ func (c *cli) serveMux(f *serveFlags, d *exporter.Daemon) (*http.ServeMux, error
 	}
 	metrics, _ := c.metricsHandler(d)
 	mux := http.NewServeMux()
-	mux.Handle(f.metricsPath, metrics)
+	mux.Handle(f.metricsPath, staleHeader(d.Exporter, metrics))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/report", func(w http.ResponseWriter, _ *http.Request) { serveReport(w, d.Exporter, f.http.exposeProcessDetails) })
-	mux.Handle(daemonapi.JobPath, daemonapi.JobHandler(f.jobs))
+	mux.Handle(daemonapi.JobPath, daemonapi.JobHandler(f.jobs, f.http.exposeProcessDetails))
 	mux.Handle("/", landingPage(d.Exporter, f.metricsPath))
 	return mux, nil
+}
+
+// staleHeader tells an HTTP client of /metrics (a person with curl, a
+// proxy) what gpuprobe_collect_stale tells Prometheus, as /report does: the
+// data served is an older collection's because the last one failed. It
+// stays set for as long as collections keep failing.
+func staleHeader(e *exporter.Exporter, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s := e.Latest(); s != nil {
+			w.Header().Set("X-Gpuprobe-Stale", fmt.Sprint(s.Stale))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // serveReport writes the latest result document, the same JSON 'check

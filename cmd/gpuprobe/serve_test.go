@@ -611,3 +611,33 @@ func loadAverage() string {
 	}
 	return strings.Join(f[:3], " ")
 }
+
+// A failed collection leaves the last good data in place, marked stale:
+// /metrics says so in X-Gpuprobe-Stale as /report does, for as long as the
+// collections keep failing, and not once one succeeds again.
+func TestStaleHeaderOnMetricsAndReport(t *testing.T) {
+	d, srv := testServe(t, "dgx-h100", time.Hour)
+	defer srv.Close()
+	header := func(path string) string {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get("X-Gpuprobe-Stale")
+	}
+	d.Cycle(context.Background())
+	if m, r := header("/metrics"), header("/report"); m != "false" || r != "false" {
+		t.Fatalf("after a good cycle: /metrics %q, /report %q", m, r)
+	}
+	for i := 0; i < 2; i++ { // two failed cycles in a row
+		d.Exporter.Update(&exporter.Snapshot{Success: false, At: time.Now()})
+		if m, r := header("/metrics"), header("/report"); m != "true" || r != "true" {
+			t.Fatalf("after %d failed cycle(s): /metrics %q, /report %q", i+1, m, r)
+		}
+	}
+	d.Cycle(context.Background())
+	if m := header("/metrics"); m != "false" {
+		t.Fatalf("after a good cycle again: /metrics %q", m)
+	}
+}
