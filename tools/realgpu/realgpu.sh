@@ -1,6 +1,6 @@
 #!/bin/bash
 # Captures on a real GPU (../shared/REAL-GPU.md), one named step at a time:
-#   realgpu.sh capture | train-starved | nccl | bench | all
+#   realgpu.sh capture | train-starved | nccl | bench | verify | hang | all
 # Each step writes under $OUT/<step>/ and packs it into $OUT/<step>.tgz.
 # Everything is bounded by timeout. Run beside a CGO_ENABLED=1 build of
 # gpuprobe (./gpuprobe); see README.md for what each step captures and why.
@@ -194,7 +194,69 @@ step_bench() {
   finish bench
 }
 
-usage() { echo "usage: $0 capture|train-starved|nccl|bench|all ..." >&2; exit 2; }
+# verify: gpuprobe verify on the real driver (the PTX JIT, the figures),
+# cuda's TestRealDriver (./cuda.test, built with go test -c), and the same
+# measurements through PyTorch (oracle.py) in the same run; a smoke of
+# check on this build first.
+step_verify() {
+  begin verify
+  t gp-version.txt "$GP" --version
+  t gp-check-v.txt "$GP" check --color=never -v
+  t gp-check.json "$GP" check --format json
+  t nvsmi-q.txt nvidia-smi -q
+  { echo "\$ cuda.test -test.run TestRealDriver -test.v"; GPUPROBE_REAL_CUDA=1 timeout 120 "$D/cuda.test" -test.run TestRealDriver -test.v -test.count=1; echo rc=$?; } >cuda-test.txt 2>&1
+  { echo "\$ gpuprobe verify --quick -v"; timeout 60 "$GP" verify --quick -v --color=never; echo rc=$?; } >verify-quick.txt 2>&1
+  { timeout 60 "$GP" verify --quick --format json; echo rc=$?; } >verify-quick.json 2>verify-quick-json.err
+  { echo "\$ gpuprobe verify -v --textfile"; timeout 170 "$GP" verify -v --color=never --textfile "$O/verify.prom"; echo rc=$?; } >verify-default.txt 2>&1
+  { echo "\$ python3 oracle.py"; timeout 150 python3 "$D/oracle.py"; echo rc=$?; } >oracle.txt 2>&1
+  { timeout 60 "$GP" verify --quick --format json; echo rc=$?; } >verify-quick-after.json 2>&1
+  dmesg | grep -iE 'nvrm|xid' >dmesg-after.txt 2>&1
+  finish verify
+}
+
+# hang: what NVML and gpuprobe job --hang see of a rank that is idle,
+# spinning in a kernel, or computing (hang.py in a job-shaped cgroup), and
+# NCCL's RAS on a one-rank job: its answer verbatim (rasq.py) and job --hang,
+# running and stopped (SIGSTOP).
+step_hang() {
+  begin hang
+  local cg mode tp sp i
+  cg=$(jobcg 2)
+  for mode in idle spin busy; do
+    rm -f ready
+    READY=$O/ready MODE=$mode SECS=22 python3 "$D/hang.py" >hang-$mode.txt 2>&1 &
+    tp=$!
+    echo $tp >"$cg/cgroup.procs" 2>>cg-err.txt
+    i=0; while [ $i -lt 60 ] && [ ! -e ready ]; do sleep 0.5; i=$((i + 1)); done
+    sleep 2
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,clocks.sm,power.draw,pstate,clocks_event_reasons.active --format=csv -lms 250 >smi-$mode.csv 2>&1 &
+    sp=$!
+    { timeout 40 "$GP" job --hang --job 2 --gpus 0 --duration 6s --color=never -v; echo rc=$?; } >gp-hang-$mode.txt 2>&1
+    { timeout 40 "$GP" job --hang --job 2 --gpus 0 --duration 4s --format json; echo rc=$?; } >gp-hang-$mode.json 2>&1
+    kill $sp; wait $tp
+  done
+  rm -f ready
+  cg=$(jobcg 3)
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,RAS READY=$O/ready MODE=nccl SECS=45 python3 "$D/hang.py" >nccl-ras.log 2>&1 &
+  tp=$!
+  echo $tp >"$cg/cgroup.procs" 2>>cg-err.txt
+  i=0; while [ $i -lt 90 ] && [ ! -e ready ]; do sleep 0.5; i=$((i + 1)); done
+  sleep 2
+  t ss.txt sh -c "ss -ltnp | head -40"
+  t ras-status.txt timeout 20 python3 "$D/rasq.py"
+  t ras-verbose.txt timeout 20 python3 "$D/rasq.py" verbose
+  { timeout 40 "$GP" job --hang --job 3 --gpus 0 --duration 5s --color=never -v; echo rc=$?; } >gp-hang-nccl-running.txt 2>&1
+  { timeout 40 "$GP" job --hang --job 3 --gpus 0 --duration 4s --format json; echo rc=$?; } >gp-hang-nccl-running.json 2>&1
+  kill -STOP $tp
+  sleep 2
+  t ras-status-stopped.txt timeout 20 python3 "$D/rasq.py"
+  { timeout 40 "$GP" job --hang --job 3 --gpus 0 --duration 5s --color=never -v; echo rc=$?; } >gp-hang-nccl-stopped.txt 2>&1
+  { timeout 40 "$GP" job --hang --job 3 --gpus 0 --duration 4s --format json; echo rc=$?; } >gp-hang-nccl-stopped.json 2>&1
+  kill -CONT $tp; kill $tp; wait $tp
+  finish hang
+}
+
+usage() { echo "usage: $0 capture|train-starved|nccl|bench|verify|hang|all ..." >&2; exit 2; }
 [ $# -gt 0 ] || usage
 [ -x "$GP" ] || { echo "$GP: build gpuprobe with CGO_ENABLED=1 and put it beside this script" >&2; exit 2; }
 mkdir -p "$OUTDIR"
@@ -204,6 +266,8 @@ for s in "$@"; do
   train-starved) step_train_starved ;;
   nccl) step_nccl ;;
   bench) step_bench ;;
+  verify) step_verify ;;
+  hang) step_hang ;;
   all) step_capture; step_train_starved; step_nccl; step_bench ;;
   *) usage ;;
   esac
