@@ -165,16 +165,18 @@ step_nccl() {
 
 # bench: make bench-nccl's comparison on this machine's CPUs: grep -c
 # against gpuprobe nccl analyze --format json (and ./gp-base, an older
-# build, when present) on logs from ./ncclgen, best of 7, all CPUs and
-# pinned to two.
+# build, when present) on 400 MB logs from ./ncclgen (train, init, and real:
+# the repository's corpus nccl/testdata/logs replicated), best of 7, all
+# CPUs and pinned to two; then the real shape under GOMAXPROCS 1..16 (how
+# far more cores carry the analyzer, whose merge runs on one at a time).
 step_bench() {
   begin bench
-  local mix cpus l i v bg bn bo P
-  for mix in init train; do
-    [ -f "$OUTDIR/$mix.log" ] || "$D/ncclgen" -mix $mix -size 400MB -o "$OUTDIR/$mix.log"
+  local mix cpus l i v bg bn bo P g corpus=${NCCL_BENCH_CORPUS:-$D/../nccl/testdata/logs}
+  for mix in init train real; do
+    [ -f "$OUTDIR/$mix.log" ] || "$D/ncclgen" -mix $mix -corpus "$corpus" -size "${NCCL_BENCH_SIZE:-400MB}" -o "$OUTDIR/$mix.log" 2>>bench.txt
   done
-  ms() { local a b; a=$(date +%s%N); "$@" >/dev/null; b=$(date +%s%N); echo $(((b - a) / 1000000)); }
-  for mix in init train; do
+  ms() { local a b; a=$(date +%s%N); "$@" >"$OUTDIR/bench-out"; b=$(date +%s%N); echo $(((b - a) / 1000000)); }
+  for mix in init train real; do
     l=$OUTDIR/$mix.log; cat "$l" >/dev/null
     for cpus in all 0-1; do
       P=(); [ $cpus != all ] && P=(taskset -c "$cpus")
@@ -189,8 +191,15 @@ step_bench() {
       echo "$mix cpus=$cpus grep=${bg}ms gpuprobe=${bn}ms base=${bo}ms" | tee -a bench.txt
     done
   done
-  /usr/bin/time -v "$GP" nccl analyze --format json "$OUTDIR/init.log" 2>&1 >/dev/null | grep -E "Maximum resident|Elapsed" >>bench.txt
-  rm -f "$OUTDIR/init.log" "$OUTDIR/train.log"
+  for g in 1 2 4 8 16; do
+    bn=99999
+    for i in 1 2 3; do v=$(ms env GOMAXPROCS=$g "$GP" nccl analyze --format json "$OUTDIR/real.log"); [ "$v" -lt "$bn" ] && bn=$v; done
+    echo "real GOMAXPROCS=$g gpuprobe=${bn}ms" | tee -a bench.txt
+  done
+  for mix in init real; do
+    /usr/bin/time -v "$GP" nccl analyze --format json "$OUTDIR/$mix.log" 2>&1 >/dev/null | grep -E "Maximum resident|Elapsed|User time|System time" | sed "s/^/$mix /" >>bench.txt
+  done
+  rm -f "$OUTDIR/init.log" "$OUTDIR/train.log" "$OUTDIR/real.log" "$OUTDIR/bench-out"
   finish bench
 }
 
