@@ -62,7 +62,7 @@ func registerNCCL(c *cli) {
 				paths[i] = "-" // the flag library hands a lone "-" over as ""
 			}
 		}
-		nccl.LimitHeap() // bounded RSS whatever the log (docs/nccl.md, Limits)
+		nccl.LimitRuntime() // bounded RSS whatever the log (docs/nccl.md, Limits)
 		f, err := nccl.AnalyzeFiles(ctx, paths...)
 		if err != nil {
 			return c.usageError("nccl analyze: %s", safetext.Clean(err.Error()))

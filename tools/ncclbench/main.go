@@ -17,7 +17,7 @@ import (
 
 func main() {
 	args := os.Args[1:]
-	nccl.LimitHeap() // bounded RSS whatever the log (docs/nccl.md, Limits)
+	nccl.LimitRuntime() // bounded RSS whatever the log (docs/nccl.md, Limits)
 	// NCCLBENCH_CPUPROFILE=FILE profiles the whole run (docs/nccl.md, Performance).
 	if path := os.Getenv("NCCLBENCH_CPUPROFILE"); path != "" {
 		pf, err := os.Create(path)
