@@ -10,8 +10,9 @@ import (
 
 // perf.hang judges `gpuprobe job --hang`: for each rank process of the job
 // on this node, whether it computes, waits in NCCL for a peer, or is the
-// one that stopped (exited, stopped, stuck in uninterruptible sleep, or no
-// longer launching GPU work). Thresholds and their sources: docs/job.md,
+// one that stopped (exited, stopped, stuck in uninterruptible sleep, or with
+// no GPU work seen); a kernel spinning in a process with no NCCL mapped is
+// said apart. Thresholds and their sources: docs/job.md,
 // "My job hangs".
 func init() {
 	register(Check{ID: "perf.hang", Title: "no rank process of the job on this node is stuck, stopped or gone (gpuprobe job --hang)",
@@ -48,14 +49,18 @@ const (
 
 // What a rank does, from worst to best.
 const (
-	hangExited    = "exited"
-	hangStopped   = "stopped"
-	hangDState    = "dstate"
-	hangIdle      = "idle"
-	hangAsleep    = "asleep"
-	hangCPUBusy   = "cpu-busy"
-	hangUnknown   = "unknown"
-	hangWaiting   = "waiting"
+	hangExited  = "exited"
+	hangStopped = "stopped"
+	hangDState  = "dstate"
+	hangIdle    = "idle"
+	hangAsleep  = "asleep"
+	hangCPUBusy = "cpu-busy"
+	hangUnknown = "unknown"
+	hangWaiting = "waiting"
+	// hangSpinning: a kernel spins at low power in a process with no NCCL
+	// library mapped. Not NCCL waiting for a peer, not known to be stuck:
+	// neither a waiter nor a culprit.
+	hangSpinning  = "spinning"
 	hangComputing = "computing"
 )
 
@@ -160,17 +165,28 @@ func judgeRank(r state.HangRank, g *hangGPU) (kind, why string) {
 		}
 		return hangUnknown, "no GPU reading for it: cannot tell"
 	}
+	host := "CPU time barely moves"
+	if !still {
+		host = fmt.Sprintf("the host spins at %.2f CPU-s/s, e.g. in a CUDA sync", cpu)
+	}
 	switch {
-	case g.util >= HangBusyUtilPercent && g.hasPower && g.power < HangLowPowerPercent && still:
-		return hangWaiting, "waiting in NCCL for a peer (a kernel spins at low power, CPU time barely moves)"
+	case g.util >= HangBusyUtilPercent && g.hasPower && g.power < HangLowPowerPercent && r.NCCLLibrary == state.NCCLNotLoaded:
+		// No libnccl mapped (/proc/PID/maps): whatever spins, it is not
+		// NCCL. Mapped or not known keeps the NCCL reading: a PyTorch
+		// process maps libnccl.so.2 at import, so mapped says little.
+		return hangSpinning, "a kernel spins at low power in a process that has no NCCL library mapped: a kernel polling a flag (NVSHMEM, a custom all-reduce, a spin-wait) or one that does not finish; whether it waits on a peer is not known (" + host + ")"
 	case g.util >= HangBusyUtilPercent && g.hasPower && g.power < HangLowPowerPercent:
-		return hangWaiting, fmt.Sprintf("waiting in NCCL for a peer (a kernel spins at low power; the host spins at %.2f CPU-s/s, e.g. in a CUDA sync)", cpu)
+		return hangWaiting, "waiting in NCCL for a peer (a kernel spins at low power; " + host + ")"
 	case g.util >= HangComputeUtilPercent && g.hasPower && g.power >= HangHighPowerPercent:
 		return hangComputing, "computing (slow, not hung)"
+	// NVML's utilisation is the share of time a kernel ran, so a job that
+	// launches only tiny kernels (run7-h100: ~100 tiny all-reduces a
+	// second) reads 0% as one that launches none: say what was seen, not
+	// that the process stopped.
 	case g.util < HangIdleUtilPercent && still:
-		return hangIdle, "stopped launching GPU work: the GPU is idle and the process sleeps" + wchanNote(r)
+		return hangIdle, fmt.Sprintf("no GPU work seen: the GPU is idle (%.0f%% busy) and the process sleeps", g.util) + wchanNote(r)
 	case g.util < HangIdleUtilPercent:
-		return hangIdle, fmt.Sprintf("stopped launching GPU work: the GPU is idle while the process uses %.2f CPU-s/s (CPU side: a Python loop, data loading, a checkpoint)", cpu)
+		return hangIdle, fmt.Sprintf("no GPU work seen: the GPU is idle (%.0f%% busy) while the process uses %.2f CPU-s/s (CPU side: a Python loop, data loading, a checkpoint)", g.util, cpu)
 	}
 	if !g.hasPower {
 		return hangUnknown, "power not read: cannot tell a spinning kernel from work"
@@ -331,6 +347,20 @@ func checkHang(n *state.Node, _ *Config) Result {
 		}
 		res.Summary = strings.Join(parts, "; ") + waitNote + rasNote(ras, "; RAS says: ")
 		res.Remedy = "this node holds the rank the job waits on: capture its stack (py-spy dump --pid, /proc/PID/stack as root) before cancelling; a rank in D on a network filesystem points at the mount, not the GPU"
+		if len(by[hangIdle]) > 0 {
+			res.Remedy += "; a GPU that reads idle may still run tiny kernels (NVML counts the time a kernel ran): rerun --hang, a hang holds, and RAS's operation counts move in a job that progresses"
+		}
+	case len(by[hangSpinning]) == len(ranks):
+		res.Status = Warn
+		var parts []string
+		for _, c := range by[hangSpinning] {
+			parts = append(parts, c.label()+" "+c.why)
+			if c.gpu != nil {
+				res.Devices = appendDevice(res.Devices, p, c.gpu.index)
+			}
+		}
+		res.Summary = strings.Join(parts, "; ")
+		res.Remedy = "find the kernel that spins: py-spy dump --native --pid PID shows where it was launched; one that polls a peer (NVSHMEM, a custom all-reduce) waits on another rank: run gpuprobe job --hang on every node and compare (gpuprobe summarize); one that never finishes is the job's own"
 	case waiting > 0 && waiting == len(ranks):
 		res.Status = Warn
 		res.Summary = fmt.Sprintf("all %d local rank%s wait in NCCL for a peer: %s", waiting, plural(waiting), rasElsewhere(p.Hang.RAS, ras, slow))
@@ -342,7 +372,7 @@ func checkHang(n *state.Node, _ *Config) Result {
 	default:
 		res.Status = Warn
 		var parts []string
-		for _, k := range []string{hangWaiting, hangComputing, hangAsleep, hangCPUBusy, hangUnknown} {
+		for _, k := range []string{hangWaiting, hangSpinning, hangComputing, hangAsleep, hangCPUBusy, hangUnknown} {
 			if n := len(by[k]); n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, k))
 			}

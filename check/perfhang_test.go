@@ -1,6 +1,9 @@
 package check
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -73,12 +76,18 @@ func TestCheckHang(t *testing.T) {
 		{"stopped", []hangGPUTicks{spin, {0, 10}},
 			[]state.HangRank{rank(0, "SSSSS", 0), stopped},
 			Fail, []string{"rank 9 (pid 70101, GPU 1) stopped (state T", "1 local rank waits in NCCL"}, []int{1}},
+		// NVML's utilisation is the time a kernel ran: a job of tiny
+		// kernels reads 0% too (run7-h100's one-rank NCCL job, ~100 tiny
+		// all-reduces a second). The wording says what was seen.
 		{"idle GPU, process sleeps", []hangGPUTicks{spin, {0, 10}},
 			[]state.HangRank{rank(0, "SSSSS", 0), rank(1, "SSSSS", 0)},
-			Fail, []string{"rank 9 (pid 70101, GPU 1) stopped launching GPU work: the GPU is idle and the process sleeps"}, []int{1}},
+			Fail, []string{"rank 9 (pid 70101, GPU 1) no GPU work seen: the GPU is idle (0% busy) and the process sleeps"}, []int{1}},
 		{"idle GPU, CPU busy", []hangGPUTicks{{0, 10}},
 			[]state.HangRank{rank(0, "RRRRR", 4)},
-			Fail, []string{"the GPU is idle while the process uses 1.00 CPU-s/s"}, []int{0}},
+			Fail, []string{"no GPU work seen: the GPU is idle (0% busy) while the process uses 1.00 CPU-s/s"}, []int{0}},
+		{"a few percent busy is said", []hangGPUTicks{{3, 17}},
+			[]state.HangRank{rank(0, "SSSSS", 0)},
+			Fail, []string{"no GPU work seen: the GPU is idle (3% busy)"}, []int{0}},
 		{"mixed", []hangGPUTicks{spin, {97, 85}},
 			[]state.HangRank{rank(0, "SSSSS", 0), rank(1, "RRRRR", 4)},
 			Warn, []string{"ranks disagree: 1 waiting, 1 computing"}, nil},
@@ -386,5 +395,136 @@ func TestCheckHangPython(t *testing.T) {
 	n.JobPerf.Hang.PySpyError = "py-spy not installed (searched /usr/local/bin, /usr/bin, /opt/conda/bin)"
 	if all := strings.Join(checkHang(n, nil).Details, "\n"); !strings.Contains(all, "Python stacks: py-spy not installed (searched") {
 		t.Errorf("absence not said:\n%s", all)
+	}
+}
+
+// A kernel spinning at low power is NCCL waiting for a peer only in a
+// process that can run NCCL: run7-h100's spin rank (torch.cuda._sleep, a
+// busy-wait kernel: 100% busy at 17% of 700 W, the host spinning in
+// cudaDeviceSynchronize at 1.00 CPU-s/s; hang/gp-hang-spin.json) was
+// called "waiting in NCCL for a peer … not on this node". With NCCL known
+// not mapped it is its own kind: neither a waiter nor a culprit.
+func TestCheckHangNCCLLibrary(t *testing.T) {
+	spin := hangGPUTicks{100, 17}
+	with := func(r state.HangRank, lib string) state.HangRank { r.NCCLLibrary = lib; return r }
+	for _, c := range []struct {
+		name       string
+		gpus       []hangGPUTicks
+		ranks      []state.HangRank
+		status     Status
+		want, not  string
+		devices    []int
+		remedyWant string
+	}{
+		{"not loaded: a spin kernel, not NCCL", []hangGPUTicks{spin}, []state.HangRank{with(rank(0, "RRRRR", 4), state.NCCLNotLoaded)}, Warn,
+			"rank 8 (pid 70100, GPU 0) a kernel spins at low power in a process that has no NCCL library mapped: a kernel polling a flag (NVSHMEM, a custom all-reduce, a spin-wait) or one that does not finish; whether it waits on a peer is not known",
+			"NCCL for a peer", []int{0}, "py-spy dump --native"},
+		{"not loaded, CPU still", []hangGPUTicks{spin, spin}, []state.HangRank{with(rank(0, "SSSSS", 0), state.NCCLNotLoaded), with(rank(1, "SSSSS", 0), state.NCCLNotLoaded)}, Warn,
+			"rank 9 (pid 70101, GPU 1) a kernel spins at low power in a process that has no NCCL library mapped", "not on this node", []int{0, 1}, ""},
+		{"loaded: waits in NCCL as before", []hangGPUTicks{spin}, []state.HangRank{with(rank(0, "RRRRR", 4), state.NCCLLoaded)}, Warn,
+			"all 1 local rank wait in NCCL for a peer: the rank they wait on is not on this node", "no NCCL library", nil, ""},
+		{"not known: as before", []hangGPUTicks{spin}, []state.HangRank{rank(0, "RRRRR", 4)}, Warn,
+			"all 1 local rank wait in NCCL for a peer", "no NCCL library", nil, ""},
+		{"a value the schema does not know is not known", []hangGPUTicks{spin}, []state.HangRank{with(rank(0, "RRRRR", 4), "no\x1b[2J")}, Warn,
+			"all 1 local rank wait in NCCL for a peer", "no NCCL library", nil, ""},
+		// Beside NCCL waiters the spinner is neither counted as one nor
+		// blamed: the ranks disagree.
+		{"beside a waiter", []hangGPUTicks{spin, spin}, []state.HangRank{with(rank(0, "SSSSS", 0), state.NCCLLoaded), with(rank(1, "RRRRR", 4), state.NCCLNotLoaded)}, Warn,
+			"ranks disagree: 1 waiting, 1 spinning", "all 2", nil, ""},
+		// Beside a culprit it is not one of the NCCL waiters.
+		{"beside a stopped rank", []hangGPUTicks{spin, {0, 17}}, []state.HangRank{with(rank(0, "RRRRR", 4), state.NCCLNotLoaded), rank(1, "TTTTT", 0)}, Fail,
+			"rank 9 (pid 70101, GPU 1) stopped (state T", "waits in NCCL", []int{1}, ""},
+		// A computing GPU is computing, NCCL or not.
+		{"not loaded, computing", []hangGPUTicks{{99, 100}}, []state.HangRank{with(rank(0, "RRRRR", 4), state.NCCLNotLoaded)}, Pass,
+			"all 1 local ranks are computing", "", nil, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := checkHang(hangNode(c.gpus, c.ranks), nil)
+			if r.Status != c.status || !strings.Contains(r.Summary, c.want) || c.not != "" && strings.Contains(r.Summary, c.not) {
+				t.Errorf("%s %q\nwant %s %q, not %q", r.Status, r.Summary, c.status, c.want, c.not)
+			}
+			if strings.Contains(r.Summary+strings.Join(r.Details, "\n"), "\x1b") {
+				t.Errorf("control bytes printed")
+			}
+			var got []int
+			for _, d := range r.Devices {
+				got = append(got, d.Index)
+			}
+			if itoaList(got) != itoaList(c.devices) {
+				t.Errorf("devices %v, want %v", got, c.devices)
+			}
+			if !strings.Contains(r.Remedy, c.remedyWant) {
+				t.Errorf("remedy %q lacks %q", r.Remedy, c.remedyWant)
+			}
+		})
+	}
+}
+
+// perf.hang replayed on what job --hang recorded on a real H100
+// (testdata/realgpu-run7-hang, from tools/realgpu/captures/run7-h100/hang):
+// each capture's job_perf judged again by this build.
+func TestCheckHangRealGPURun7(t *testing.T) {
+	load := func(t *testing.T, name string) *state.JobPerf {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join("testdata", "realgpu-run7-hang", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			JobPerf *state.JobPerf `json:"job_perf"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || doc.JobPerf == nil || doc.JobPerf.Hang == nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return doc.JobPerf
+	}
+	for _, c := range []struct {
+		file   string
+		lib    string // HangRank.NCCLLibrary set before judging ("" as captured)
+		status Status
+		want   string
+		not    string
+		remedy string
+	}{
+		// hang.py MODE=idle: 0% busy at 119 W (17% of 700 W), asleep in
+		// hrtimer_nanosleep.
+		{"gp-hang-idle.json", "", Fail,
+			"pid 743 (rank unknown, GPU 0) no GPU work seen: the GPU is idle (0% busy) and the process sleeps in hrtimer_nanosleep", "stopped launching", ""},
+		// MODE=spin: torch.cuda._sleep, 100% busy at 120 W (17%), the host
+		// in cudaDeviceSynchronize at 1.00 CPU-s/s. As captured (NCCL not
+		// known) it reads as a rank waiting in NCCL; a PyTorch process maps
+		// libnccl.so.2 at import (libtorch_cuda.so needs it), so maps would
+		// likely have said "loaded" here too. Known not mapped, it is
+		// judged apart.
+		{"gp-hang-spin.json", "", Warn, "all 1 local rank wait in NCCL for a peer: the rank they wait on is not on this node", "", ""},
+		{"gp-hang-spin.json", state.NCCLNotLoaded, Warn,
+			"pid 812 (rank unknown, GPU 0) a kernel spins at low power in a process that has no NCCL library mapped", "not on this node", "py-spy dump --native"},
+		// MODE=busy: bf16 matmuls, 99-100% busy at 697-699 W, sw_power_cap.
+		{"gp-hang-busy.json", "", Pass, "all 1 local ranks are computing (slow, not hung)", "", ""},
+		// MODE=nccl: one rank doing a tiny all-reduce and a 10 ms sleep in
+		// a loop, progressing, reads 0% busy: a limit of NVML's
+		// utilisation. The verdict stays a failure; the wording no longer
+		// says the process stopped, and the remedy says what else it may be.
+		{"gp-hang-nccl-running.json", "", Fail,
+			"pid 944 (rank unknown, GPU 0) no GPU work seen: the GPU is idle (0% busy) and the process sleeps in hrtimer_nanosleep", "stopped launching", "may still run tiny kernels"},
+		// The same process after SIGSTOP.
+		{"gp-hang-nccl-stopped.json", "", Fail, "pid 944 (rank unknown, GPU 0) stopped (state T at every tick: SIGSTOP or a debugger)", "", ""},
+	} {
+		t.Run(c.file+"/"+c.lib, func(t *testing.T) {
+			p := load(t, c.file)
+			for i := range p.Hang.Ranks {
+				if p.Hang.Ranks[i].NCCLLibrary != "" {
+					t.Fatalf("the capture holds nccl_library %q: update this test", p.Hang.Ranks[i].NCCLLibrary)
+				}
+				p.Hang.Ranks[i].NCCLLibrary = c.lib
+			}
+			r := checkHang(&state.Node{JobPerf: p}, nil)
+			if r.Status != c.status || !strings.Contains(r.Summary, c.want) || c.not != "" && strings.Contains(r.Summary, c.not) {
+				t.Errorf("%s %q\nwant %s %q, not %q", r.Status, r.Summary, c.status, c.want, c.not)
+			}
+			if !strings.Contains(r.Remedy, c.remedy) {
+				t.Errorf("remedy %q lacks %q", r.Remedy, c.remedy)
+			}
+		})
 	}
 }

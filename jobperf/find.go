@@ -100,6 +100,24 @@ func (r reader) read(ctx context.Context, p string) ([]byte, error) {
 	return deadline.Do(ctx, "jobperf:"+p, r.d, func() ([]byte, error) { return r.fs.ReadFile(p) })
 }
 
+// mapsNCCL scans /proc/PID/maps at p for a libnccl mapping under the
+// same deadline, reading at most MaxMapsBytes (scanMapsNCCL): "" when it
+// cannot be read (another user's process without root, a deadline).
+func (r reader) mapsNCCL(ctx context.Context, p string) string {
+	v, err := deadline.Do(ctx, "jobperf:"+p, r.d, func() (string, error) {
+		f, err := r.fs.Open(p)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		return scanMapsNCCL(f, MaxMapsBytes), nil
+	})
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
 func (r reader) readDir(ctx context.Context, p string) ([]fs.DirEntry, error) {
 	return deadline.Do(ctx, "jobperf:"+p, r.d, func() ([]fs.DirEntry, error) { return r.fs.ReadDir(p) })
 }

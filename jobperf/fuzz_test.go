@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // Every parser of an untrusted pseudo-file gets a fuzz target: any input is
@@ -127,6 +129,17 @@ func FuzzParsePySpyDump(f *testing.F) {
 		}
 		if len(th.Frames) > MaxPyFrames {
 			t.Errorf("%d frames kept", len(th.Frames))
+		}
+	})
+}
+
+func FuzzScanMapsNCCL(f *testing.F) {
+	seeds(f, mapsAnon+mapsTorch, mapsHeap+mapsCudart, "7f00-7f10 r-xp 00000000 08:01 42 /a b/libnccl.so.2 (deleted)\n", "a b c d e /libnccl.so")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		switch v := scanMapsNCCL(strings.NewReader(string(b)), 4096); v {
+		case "", state.NCCLLoaded, state.NCCLNotLoaded:
+		default:
+			t.Fatalf("%q", v)
 		}
 	})
 }

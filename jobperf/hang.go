@@ -78,7 +78,7 @@ func SummarizeHang(ticks []*Sample, onGPU map[int32][]int, exclude ...int32) *st
 			continue
 		}
 		r.Comm, r.Rank, r.Wchan = last.Comm, last.ProcID, last.Wchan
-		r.NCCLRASAddr, r.NCCLRASEnable = last.NCCLRASAddr, last.NCCLRASEnable
+		r.NCCLRASAddr, r.NCCLRASEnable, r.NCCLLibrary = last.NCCLRASAddr, last.NCCLRASEnable, last.NCCLLibrary
 		r.Threads, r.DThreads, r.DWchans = last.ThreadsRead, last.DThreads, last.DWchans
 		r.KernelStack, r.DStacks = last.KStack, last.DStacks
 		if a, b := first.UTime+first.STime, last.UTime+last.STime; b >= a {

@@ -1,11 +1,15 @@
 package jobperf
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpuprobe/gpuprobe/state"
 )
 
 // The parsers below read the kernel's own formats. Every one takes the file's
@@ -413,6 +417,9 @@ func parseEnvironVar(data []byte, key string) (value string, ok bool) {
 // environment a process was exec'd with does not change).
 type hangEnv struct {
 	procID, rasAddr, rasEnable string
+	// ncclLib is whether /proc/PID/maps maps a libnccl shared object
+	// (scanMapsNCCL; read with the environment, once).
+	ncclLib string
 }
 
 // parseHangEnv reads SLURM_PROCID, NCCL_RAS_ADDR and NCCL_RAS_ENABLE from
@@ -449,4 +456,70 @@ func parseProcID(name string, data []byte) (string, error) {
 		return "", fmt.Errorf("%s: SLURM_PROCID %q is not a rank number", name, clip(v))
 	}
 	return v, nil
+}
+
+// MaxMapsBytes bounds how much of /proc/PID/maps --hang scans for a
+// libnccl mapping (once per process). A PyTorch process's maps is a few
+// hundred KB (a line per mapping, some thousands of mappings); one larger
+// than this without a match is "not known", not "not loaded".
+const MaxMapsBytes = 2 << 20
+
+// maxMapsLine bounds one line of /proc/PID/maps: the fixed fields and a
+// path of at most PATH_MAX (4096) bytes.
+const maxMapsLine = 8 << 10
+
+// scanMapsNCCL reads /proc/PID/maps from r, at most limit bytes, and says
+// whether a libnccl shared object is mapped: state.NCCLLoaded at the first
+// mapping whose path's base name starts "libnccl" and contains ".so"
+// (libnccl.so.2, as PyTorch wheels load it from
+// site-packages/nvidia/nccl/lib; libnccl-net.so, a plugin only NCCL loads),
+// state.NCCLNotLoaded when the whole file was read without one, and ""
+// (not known) when it was cut at limit, a line was longer than any maps
+// line, the read failed, or the file was empty (a zombie or a kernel
+// thread maps nothing). The paths are the job's own names: none is kept.
+func scanMapsNCCL(r io.Reader, limit int64) string {
+	lr := &io.LimitedReader{R: r, N: limit + 1}
+	sc := bufio.NewScanner(lr)
+	sc.Buffer(make([]byte, 0, 4096), maxMapsLine)
+	lines := 0
+	var read int64
+	for sc.Scan() {
+		line := sc.Bytes()
+		read += int64(len(line)) + 1
+		if read > limit {
+			// The line may be the cut end of a longer one: not judged.
+			return ""
+		}
+		lines++
+		if mapsLineNCCL(line) {
+			return state.NCCLLoaded
+		}
+	}
+	if sc.Err() != nil || lr.N <= 0 || lines == 0 {
+		return ""
+	}
+	return state.NCCLNotLoaded
+}
+
+// mapsLineNCCL says whether one maps line ("start-end perms offset dev
+// inode   path") maps a libnccl shared object.
+func mapsLineNCCL(line []byte) bool {
+	// Skip the five fixed fields; the rest, trimmed, is the path (it may
+	// hold spaces, and ends " (deleted)" for a replaced file).
+	rest := line
+	for i := 0; i < 5; i++ {
+		rest = bytes.TrimLeft(rest, " \t")
+		j := bytes.IndexAny(rest, " \t")
+		if j < 0 {
+			return false
+		}
+		rest = rest[j:]
+	}
+	p := bytes.TrimSpace(rest)
+	p = bytes.TrimSuffix(p, []byte(" (deleted)"))
+	if len(p) == 0 || p[0] != '/' {
+		return false // anonymous, [heap], [stack], [vdso]
+	}
+	base := p[bytes.LastIndexByte(p, '/')+1:]
+	return bytes.HasPrefix(base, []byte("libnccl")) && bytes.Contains(base, []byte(".so"))
 }

@@ -77,9 +77,13 @@ type Task struct {
 	// from the same environment, at most 64 bytes each ("" absent).
 	NCCLRASAddr   string
 	NCCLRASEnable string
-	ThreadsRead   int
-	DThreads      int
-	DWchans       []string
+	// NCCLLibrary is whether a libnccl shared object is mapped
+	// (state.NCCLLoaded, state.NCCLNotLoaded, "" not known), from
+	// /proc/PID/maps read once per process.
+	NCCLLibrary string
+	ThreadsRead int
+	DThreads    int
+	DWchans     []string
 	// KStack is the top frames of /proc/PID/stack (the main thread's kernel
 	// stack; nil: unreadable, as without root, or empty: running in user
 	// space); DStacks those of its other threads in D (distinct, at most
@@ -455,7 +459,8 @@ func mountOf(ms []mount, p string) *mount {
 }
 
 // hangFacts reads what --hang needs of one task: its wchan, its threads'
-// states (and, for those in D, their wchan) and, once, its SLURM_PROCID.
+// states (and, for those in D, their wchan) and, once, its SLURM_PROCID
+// and whether it maps a libnccl shared object.
 // Unreadable files (another user's process without root, a kernel that
 // hides wchan) leave the fields empty: they are facts not known.
 func (j *Job) hangFacts(ctx context.Context, pid int32, t *Task, budget *int) {
@@ -471,13 +476,17 @@ func (j *Job) hangFacts(ctx context.Context, pid int32, t *Task, budget *int) {
 		if data, err := j.r.read(ctx, p); err == nil {
 			env = parseHangEnv(p, data)
 		}
+		// The libraries a process maps change only by dlopen; NCCL's is
+		// mapped at start-up (a PyTorch import) or at the first
+		// communicator, before a hang: read once, with the environment.
+		env.ncclLib = j.r.mapsNCCL(ctx, path.Join(dir, "maps"))
 		j.mu.Lock()
 		if len(j.procIDs) < MaxTasks {
 			j.procIDs[pid] = env
 		}
 		j.mu.Unlock()
 	}
-	t.ProcID, t.NCCLRASAddr, t.NCCLRASEnable = env.procID, env.rasAddr, env.rasEnable
+	t.ProcID, t.NCCLRASAddr, t.NCCLRASEnable, t.NCCLLibrary = env.procID, env.rasAddr, env.rasEnable, env.ncclLib
 	t.KStack = j.readStack(ctx, dir)
 	if *budget <= 0 {
 		return

@@ -45,6 +45,21 @@ func TestParseFixtures(t *testing.T) {
 				t.Errorf("a healthy report gave problems: %+v", r)
 			}
 		}},
+		// A real answer (NCCL 2.28.9, one rank on one H100, run7-h100):
+		// "Communicators... (0.000s)", and Errors and Warnings headings with
+		// nothing under them.
+		{file: "realgpu-h100-2.28.9-healthy.txt", version: "2.28.9", nodes: 1, procs: 1, gpus: 1, groups: 1, check: func(t *testing.T, r *state.HangRAS) {
+			want := state.RASGroup{Group: 0, Comms: 1, Nodes: 1, RanksPerNode: "1", RanksPerComm: 1, RanksInGroup: 1, Status: "RUNNING", Errors: "OK"}
+			if g := r.Groups[0]; g != want {
+				t.Errorf("group %+v, want %+v", g, want)
+			}
+			if len(r.Comms)+len(r.Unresponsive)+len(r.Dead) != 0 || r.MissingProcesses+r.DeadProcesses+r.Timeouts != 0 {
+				t.Errorf("a healthy report gave problems: %+v", r)
+			}
+			if r.Unparsed != 0 {
+				t.Errorf("unparsed %d, want 0", r.Unparsed)
+			}
+		}},
 		{file: "docs-mismatch.txt", nodes: 4, procs: 32, gpus: 32, groups: 1, check: func(t *testing.T, r *state.HangRAS) {
 			if len(r.Comms) != 1 || r.Comms[0].Kind != "MISMATCH" || r.Comms[0].ID != "0-0" || r.Comms[0].Hash != "27a079b828ff1a75" {
 				t.Fatalf("comms %+v", r.Comms)

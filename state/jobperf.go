@@ -389,11 +389,25 @@ type HangRank struct {
 	// Exe is /proc/PID/exe as read (untrusted: a path the job chose; ""
 	// unreadable).
 	Exe string `json:"exe,omitempty"`
+	// NCCLLibrary says whether a libnccl shared object is mapped into the
+	// process (/proc/PID/maps, read once): NCCLLoaded, NCCLNotLoaded, or
+	// "" not known (maps unreadable, as for another user's process without
+	// root; cut at its size cap before a match; not read). Mapped is not
+	// in use: a PyTorch process maps libnccl.so.2 at import, before any
+	// communicator exists. Not mapped is proof it runs no NCCL. No path
+	// from maps is kept.
+	NCCLLibrary string `json:"nccl_library,omitempty"`
 	// Python is the main thread's Python stack from `py-spy dump`, asked
 	// only of a rank whose executable is python* (nil: not asked, or
 	// py-spy absent: JobHang.PySpyError says so).
 	Python *HangPython `json:"python,omitempty"`
 }
+
+// HangRank.NCCLLibrary's values ("" is not known).
+const (
+	NCCLLoaded    = "loaded"
+	NCCLNotLoaded = "not-loaded"
+)
 
 // HangPython is what `py-spy dump --pid PID --nonblocking` said of a rank.
 type HangPython struct {

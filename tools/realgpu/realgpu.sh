@@ -238,6 +238,9 @@ step_hang() {
     echo $tp >"$cg/cgroup.procs" 2>>cg-err.txt
     i=0; while [ $i -lt 60 ] && [ ! -e ready ]; do sleep 0.5; i=$((i + 1)); done
     sleep 2
+    # Which libnccl the rank maps (perf.hang's nccl_library): a PyTorch
+    # process maps libnccl.so.2 at import, before any communicator.
+    { echo "\$ grep libnccl /proc/$tp/maps"; grep libnccl "/proc/$tp/maps"; echo "rc=$?"; } >maps-nccl-$mode.txt 2>&1
     nvidia-smi --query-gpu=timestamp,utilization.gpu,utilization.memory,clocks.sm,power.draw,pstate,clocks_event_reasons.active --format=csv -lms 250 >smi-$mode.csv 2>&1 &
     sp=$!
     { timeout 40 "$GP" job --hang --job 2 --gpus 0 --duration 6s --color=never -v; echo rc=$?; } >gp-hang-$mode.txt 2>&1
@@ -251,6 +254,7 @@ step_hang() {
   echo $tp >"$cg/cgroup.procs" 2>>cg-err.txt
   i=0; while [ $i -lt 90 ] && [ ! -e ready ]; do sleep 0.5; i=$((i + 1)); done
   sleep 2
+  { echo "\$ grep libnccl /proc/$tp/maps"; grep libnccl "/proc/$tp/maps"; echo "rc=$?"; } >maps-nccl-nccl.txt 2>&1
   t ss.txt sh -c "ss -ltnp | head -40"
   t ras-status.txt timeout 20 python3 "$D/rasq.py"
   t ras-verbose.txt timeout 20 python3 "$D/rasq.py" verbose
