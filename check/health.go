@@ -702,12 +702,15 @@ func migSummary(modes map[bool][]int) string {
 	return "mixed"
 }
 
-// dcgmReplayPerLanePerMinute is DCGM's PCIe replay limit per lane and
-// minute for Gen1..Gen6: a bit error rate of 1e-12 at the generation's
-// transfer rate (2.5, 5, 8, 16, 32, 64 GT/s) over 60 s
-// (DcgmHealthWatch::GetExpectedPcieReplayRate, NVIDIA/DCGM
-// modules/health/DcgmHealthWatch.cpp; commit in docs/checks.md).
-var dcgmReplayPerLanePerMinute = [...]float64{2.5 / 1000 * 60, 5.0 / 1000 * 60, 8.0 / 1000 * 60, 16.0 / 1000 * 60, 32.0 / 1000 * 60, 64.0 / 1000 * 60}
+// dcgmReplayPerLanePerMinute (dcgmreplay.go) is DCGM's PCIe replay limit
+// per lane and minute for Gen1..Gen6, 0.15 ... 3.84: a bit error rate of
+// 1e-12 at the generation's transfer rate (2.5, 5, 8, 16, 32, 64 GT/s)
+// over 60 s. tools/dcgmgen generates it from the pinned excerpt of
+// DcgmHealthWatch::GetExpectedPcieReplayRate (third_party/dcgm/, NVIDIA/
+// DCGM modules/health/DcgmHealthWatch.cpp; commit in its SOURCE);
+// TestDCGMReplayTableMatchesItsSource re-reads the excerpt.
+
+//go:generate go run ../tools/dcgmgen
 
 // pcieReplayLimit is the replay rate per minute above which gpu.pcie_link
 // warns, and where it comes from: pcie.replay_rate_per_minute_warn when

@@ -1,9 +1,12 @@
 package check
 
 import (
+	"bytes"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/gpuprobe/gpuprobe/internal/dcgmreplay"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -44,5 +47,50 @@ func TestPCIeReplayLimitScaledAsDCGM(t *testing.T) {
 	})
 	if r := checkPCIeLink(n, cfg); r.Status != Warn || !strings.Contains(r.Summary, "pcie.replay_rate_per_minute_warn") {
 		t.Errorf("fixed limit: %+v", r)
+	}
+}
+
+// The per-lane table is generated (tools/dcgmgen, go generate ./check) from
+// DCGM's own function as pinned in third_party/dcgm/: the checked-in
+// dcgmreplay.go is byte for byte what the generator makes of the excerpt
+// today, and each generation's value is DCGM's row.
+func TestDCGMReplayTableMatchesItsSource(t *testing.T) {
+	excerpt, err := os.ReadFile("../" + dcgmreplay.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	note, err := os.ReadFile("../" + dcgmreplay.SourceNote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := dcgmreplay.Go(string(excerpt), string(note))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("dcgmreplay.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("dcgmreplay.go is not what tools/dcgmgen makes of %s: run go generate ./check", dcgmreplay.Source)
+	}
+	gens, err := dcgmreplay.Parse(string(excerpt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gens) != len(dcgmReplayPerLanePerMinute) {
+		t.Fatalf("%d generations in DCGM's table, %d in ours", len(gens), len(dcgmReplayPerLanePerMinute))
+	}
+	for i, g := range gens {
+		if dcgmReplayPerLanePerMinute[i] != g.PerLanePerMinute {
+			t.Errorf("Gen%d: %v per lane and minute, DCGM's row %v", g.Gen, dcgmReplayPerLanePerMinute[i], g.PerLanePerMinute)
+		}
+	}
+	// The figures docs/checks.md and the comments quote, from the table.
+	for _, tc := range []struct{ gen, width, limit int }{{3, 8, 4}, {4, 16, 16}, {5, 16, 31}, {6, 16, 62}, {7, 16, 62}} {
+		p := &state.PCIe{CurrentGen: tc.gen, CurrentWidth: tc.width}
+		if l, _ := pcieReplayLimit(p, PCIeConfig{}); l != float64(tc.limit) {
+			t.Errorf("Gen%d x%d: %v/min, want %d", tc.gen, tc.width, l, tc.limit)
+		}
 	}
 }

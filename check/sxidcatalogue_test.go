@@ -1,29 +1,42 @@
 package check
 
-import "testing"
+import (
+	"bytes"
+	"os"
+	"testing"
 
-// The Go table is NVIDIA's CSV, row for row: every code, its name, its
-// action and its FATAL/NONFATAL as NVSentinel ships them (the file keeps
-// its source line).
+	"github.com/gpuprobe/gpuprobe/internal/xidcatalog"
+)
+
+// The Go table is generated (tools/sxidgen, go generate ./check) from
+// NVIDIA's CSV as pinned in third_party/nvsentinel-sxid/: the checked-in
+// file is byte for byte what the generator makes of the pinned file today,
+// and row for row every code, its name, its action and its FATAL/NONFATAL
+// as NVSentinel ships them.
 func TestNVIDIASXIDTableMatchesItsSource(t *testing.T) {
-	actions := map[string]SXIDAction{}
-	for _, a := range []SXIDAction{SXActionIgnore, SXActionResetFabric, SXActionResetGPU, SXActionCheckThermals, SXActionCheckFMConfig,
-		SXActionNVLinkWorkflow, SXActionInvestigateLinkSI, SXActionReportIssue, SXActionRunFieldDiag, SXActionCheckLinkMechanical, SXActionReportIssueShort} {
-		actions[string(a)] = a
+	raw, err := os.ReadFile("../" + xidcatalog.SXIDSource)
+	if err != nil {
+		t.Fatal(err)
 	}
-	fatality := map[string]bool{"FATAL": true, "NONFATAL": false}
-	rows := nvsentinelRows(t, "testdata/nvsentinel-sxiderrorsmapping.csv")
+	want, err := xidcatalog.SXIDGo(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("sxidnvidia.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("sxidnvidia.go is not what tools/sxidgen makes of %s: run go generate ./check", xidcatalog.SXIDSource)
+	}
+	rows, err := xidcatalog.ParseSXID(string(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range rows {
-		fat, ok := fatality[r.fourth]
-		if !ok {
-			t.Fatalf("line %d: unknown fatality %q", r.line, r.fourth)
-		}
-		want := nvidiaSXID{r.name, actions[r.action], fat}
-		if want.action == "" {
-			t.Fatalf("line %d: unknown action %q", r.line, r.action)
-		}
-		if got, ok := nvidiaSXIDs[r.code]; !ok || got != want {
-			t.Errorf("SXid %d: table has %+v, NVIDIA's file %+v", r.code, got, want)
+		want := nvidiaSXID{r.Name, SXIDAction(r.Action), r.Fatal}
+		if got, ok := nvidiaSXIDs[r.Code]; !ok || got != want {
+			t.Errorf("SXid %d: table has %+v, NVIDIA's file %+v (run go generate ./check)", r.Code, got, want)
 		}
 	}
 	if rows := len(rows); rows != len(nvidiaSXIDs) || rows < 390 {

@@ -110,11 +110,12 @@ var kernelLogCorpus = []struct {
 }
 
 // nvidiaActions reads NVIDIA's code -> action from one of the catalogue
-// files check/ keeps (each with its source line): the XID table or the
-// NVSwitch SXid table, both as NVSentinel ships them.
-func nvidiaActions(t *testing.T, file string) map[int]string {
+// files the repository keeps (each with its source line): the XID table
+// (check/testdata) or the NVSwitch SXid table (pinned in
+// third_party/nvsentinel-sxid), both as NVSentinel ships them.
+func nvidiaActions(t *testing.T, path string) map[int]string {
 	t.Helper()
-	raw, err := os.ReadFile("../../check/testdata/" + file)
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +179,8 @@ func derivedXIDStatus(xids map[string]int, actions map[int]string, driverLoaded 
 // support ticket's log takes: the reader finds the events the log holds, and
 // gpu.xid and fabric.sxid say what NVIDIA's catalogue says they should.
 func TestKernelLogCorpus(t *testing.T) {
-	actions := nvidiaActions(t, "nvsentinel-xiderrorsmapping.csv")
-	sxActions := nvidiaActions(t, "nvsentinel-sxiderrorsmapping.csv")
+	actions := nvidiaActions(t, "../../check/testdata/nvsentinel-xiderrorsmapping.csv")
+	sxActions := nvidiaActions(t, "../../third_party/nvsentinel-sxid/sxiderrorsmapping.csv")
 	listed := map[string]bool{}
 	for _, c := range kernelLogCorpus {
 		c := c

@@ -1,7 +1,9 @@
 // Package xidcatalog reads the "Xids" sheet of NVIDIA's Xid Catalog as the
 // pinned page text in third_party/nvidia-xid-catalog/xids.txt keeps it. It
 // is shared by the generator (tools/xidgen), which writes check's table,
-// and by the test that re-reads the pinned source row for row.
+// and by the test that re-reads the pinned source row for row. sxid.go does
+// the same for NVIDIA's NVSwitch SXid table (third_party/nvsentinel-sxid/,
+// tools/sxidgen), and also holds the Go text that generator writes.
 package xidcatalog
 
 import (
