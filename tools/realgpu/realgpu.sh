@@ -172,16 +172,17 @@ step_nccl() {
 step_bench() {
   begin bench
   local mix cpus l i v bg bn bo P g corpus=${NCCL_BENCH_CORPUS:-$D/../nccl/testdata/logs}
-  for mix in init train real; do
+  local mixes=${NCCL_BENCH_MIXES:-init train real} runs=${NCCL_BENCH_RUNS:-7}
+  for mix in $mixes; do
     [ -f "$OUTDIR/$mix.log" ] || "$D/ncclgen" -mix $mix -corpus "$corpus" -size "${NCCL_BENCH_SIZE:-400MB}" -o "$OUTDIR/$mix.log" 2>>bench.txt
   done
   ms() { local a b; a=$(date +%s%N); "$@" >"$OUTDIR/bench-out"; b=$(date +%s%N); echo $(((b - a) / 1000000)); }
-  for mix in init train real; do
+  for mix in $mixes; do
     l=$OUTDIR/$mix.log; cat "$l" >/dev/null
     for cpus in all 0-1; do
       P=(); [ $cpus != all ] && P=(taskset -c "$cpus")
       bg=99999; bn=99999; bo=-
-      for i in 1 2 3 4 5 6 7; do
+      for ((i = 0; i < runs; i++)); do
         v=$(ms "${P[@]}" grep -c 'NCCL INFO' "$l"); [ "$v" -lt "$bg" ] && bg=$v
         v=$(ms "${P[@]}" "$GP" nccl analyze --format json "$l"); [ "$v" -lt "$bn" ] && bn=$v
         if [ -x "$D/gp-base" ]; then
@@ -191,12 +192,14 @@ step_bench() {
       echo "$mix cpus=$cpus grep=${bg}ms gpuprobe=${bn}ms base=${bo}ms" | tee -a bench.txt
     done
   done
-  for g in 1 2 4 8 16; do
+  for g in ${NCCL_BENCH_SWEEP:-1 2 4 8 16}; do
     bn=99999
     for i in 1 2 3; do v=$(ms env GOMAXPROCS=$g "$GP" nccl analyze --format json "$OUTDIR/real.log"); [ "$v" -lt "$bn" ] && bn=$v; done
     echo "real GOMAXPROCS=$g gpuprobe=${bn}ms" | tee -a bench.txt
   done
-  for mix in init real; do
+  # collections in one run at the default GOMAXPROCS (this build, and the base)
+  echo "real collections: gpuprobe=$(GODEBUG=gctrace=1 "$GP" nccl analyze --format json "$OUTDIR/real.log" 2>&1 >/dev/null | grep -c '^gc ') base=$([ -x "$D/gp-base" ] && GODEBUG=gctrace=1 "$D/gp-base" nccl analyze --format json "$OUTDIR/real.log" 2>&1 >/dev/null | grep -c '^gc ')" | tee -a bench.txt
+  for mix in $mixes; do
     /usr/bin/time -v "$GP" nccl analyze --format json "$OUTDIR/$mix.log" 2>&1 >/dev/null | grep -E "Maximum resident|Elapsed|User time|System time" | sed "s/^/$mix /" >>bench.txt
   done
   rm -f "$OUTDIR/init.log" "$OUTDIR/train.log" "$OUTDIR/real.log" "$OUTDIR/bench-out"
