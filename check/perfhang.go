@@ -348,7 +348,7 @@ func checkHang(n *state.Node, _ *Config) Result {
 		res.Summary = strings.Join(parts, "; ") + waitNote + rasNote(ras, "; RAS says: ")
 		res.Remedy = "this node holds the rank the job waits on: capture its stack (py-spy dump --pid, /proc/PID/stack as root) before cancelling; a rank in D on a network filesystem points at the mount, not the GPU"
 		if len(by[hangIdle]) > 0 {
-			res.Remedy += "; a GPU that reads idle may still run tiny kernels (NVML counts the time a kernel ran): rerun --hang, a hang holds, and RAS's operation counts move in a job that progresses"
+			res.Remedy += "; a GPU that reads idle may still run tiny kernels (NVML counts the time a kernel ran): rerun --hang with a longer --duration (a hang holds; a job of tiny collectives, as on a real H100, reads 0% busy while it progresses)"
 		}
 	case len(by[hangSpinning]) == len(ranks):
 		res.Status = Warn
