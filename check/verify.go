@@ -396,7 +396,13 @@ func checkVerifyCompute(n *state.Node, cfg *Config) Result {
 		}
 		g := verifyGPU(n, m.GPU)
 		if w := m.Load; w != nil {
-			clocks := fmt.Sprintf("SM clock %d–%d of %d MHz, %d °C, %.0f W", w.MinSMClockMHz, w.MaxSMClockMHz, w.MaxClockMHz, w.MaxTempC, w.MaxPowerW)
+			// 0 °C is a temperature not read (an older capture, or the call
+			// failed at every sample): left out, never said.
+			temp := ""
+			if w.MaxTempC > 0 {
+				temp = fmt.Sprintf(", %d °C", w.MaxTempC)
+			}
+			clocks := fmt.Sprintf("SM clock %d–%d of %d MHz%s, %.0f W", w.MinSMClockMHz, w.MaxSMClockMHz, w.MaxClockMHz, temp, w.MaxPowerW)
 			if w.Lost {
 				v.add(Fail, g, remedyCompute, "fell off the bus under load (GPU_IS_LOST)")
 			}

@@ -63,8 +63,8 @@ func LoadWatch(ctx context.Context, o Options, indexes []int, period time.Durati
 }
 
 // FoldLoad adds one NVML sample to a GPU's LoadWatch: clocks min/max, the
-// highest power, the OR of the clock event reasons. ECCDelta starts at -1
-// (not read here).
+// highest power and temperature, the OR of the clock event reasons.
+// ECCDelta starts at -1 (not read here).
 func FoldLoad(w state.LoadWatch, s state.GPUSample) state.LoadWatch {
 	if w.Samples == 0 {
 		w.ECCDelta = -1
@@ -83,6 +83,9 @@ func FoldLoad(w state.LoadWatch, s state.GPUSample) state.LoadWatch {
 	}
 	if s.PowerWatts != nil {
 		w.MaxPowerW = max(w.MaxPowerW, *s.PowerWatts)
+	}
+	if s.TempC != nil {
+		w.MaxTempC = max(w.MaxTempC, *s.TempC)
 	}
 	if s.ClockEventMask != nil {
 		w.ThrottleReasons |= *s.ClockEventMask

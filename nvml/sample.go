@@ -209,6 +209,9 @@ func (d *sampled) sample(smp *state.GPUSample) {
 		w := float64(mw) / 1000
 		smp.PowerLimitWatts = &w
 	}
+	if v, o := call(d.g, "nvmlDeviceGetTemperature", func() (uint32, gonvml.Return) { return dev.GetTemperature(gonvml.TEMPERATURE_GPU) }); o == ok {
+		smp.TempC = &v
+	}
 	if v, o := call(d.g, "nvmlDeviceGetClockInfo", func() (uint32, gonvml.Return) { return dev.GetClockInfo(gonvml.CLOCK_SM) }); o == ok {
 		smp.SMClockMHz = &v
 	}

@@ -81,8 +81,11 @@ type GPUSample struct {
 	NVLinkRxBytes   *uint64  `json:"nvlink_rx_bytes,omitempty"`
 	PowerWatts      *float64 `json:"power_watts,omitempty"`
 	PowerLimitWatts *float64 `json:"power_limit_watts,omitempty"`
-	SMClockMHz      *uint32  `json:"sm_clock_mhz,omitempty"`
-	MaxSMClockMHz   *uint32  `json:"max_sm_clock_mhz,omitempty"`
+	// TempC is nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU); nil not read
+	// (a 0 the driver answers is kept: the checks treat 0 °C as unknown).
+	TempC         *uint32 `json:"temp_c,omitempty"`
+	SMClockMHz    *uint32 `json:"sm_clock_mhz,omitempty"`
+	MaxSMClockMHz *uint32 `json:"max_sm_clock_mhz,omitempty"`
 	// ClockEventMask is nvmlDeviceGetCurrentClocksEventReasons.
 	ClockEventMask *uint64 `json:"clock_event_mask,omitempty"`
 	// Processes is per-process SM utilisation where the GPU supports it
