@@ -310,6 +310,10 @@ func (e *Env) InJobStep() (bool, string) {
 	if e.JobID == "" {
 		return false, "SLURM_JOB_ID is not set"
 	}
+	// A task's own environment may still say prolog_task: the real srun
+	// steps of testdata/realenv/sherlock-* (Slurm with SLURM_STEPMGR, a
+	// TaskProlog) carry SLURM_SCRIPT_CONTEXT=prolog_task into the task.
+	// Only the node and controller prologs/epilogs are outside the step.
 	switch e.ScriptContext {
 	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
 		return false, "running as Slurm " + e.ScriptContext + ", outside the job step"
