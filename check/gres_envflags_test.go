@@ -56,7 +56,16 @@ func TestVisibleDevicesEnvFlags(t *testing.T) {
 		// CUDA_VISIBLE_DEVICES is amd_gpu_env's mark.
 		{name: "amd_gpu_env seen from the environment only", node: jobNode(oneNode(step(0, 1, "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "ROCR_VISIBLE_DEVICES=0,1")), nil),
 			status: Fail, summary: "Slurm set ROCR_VISIBLE_DEVICES=0,1 but no CUDA_VISIBLE_DEVICES", remedy: "nvidia_gpu_env", devices: []int{2, 3, 4, 5, 6, 7}},
+		// opencl_env's GPU_DEVICE_ORDINAL, from the same list
+		// (gres_common.c gres_common_gpu_set_env): it said "avoid
+		// --gpu-bind=none", which sets or clears both alike
+		// (testdata/realenv/awslabs71-*).
+		{name: "opencl_env seen from the environment only", node: jobNode(oneNode(step(0, 1, "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "GPU_DEVICE_ORDINAL=0,1")), nil),
+			status: Fail, summary: "Slurm set GPU_DEVICE_ORDINAL=0,1 but no CUDA_VISIBLE_DEVICES, which it sets from the same list (gres.conf Flags=opencl_env without nvidia_gpu_env, or the job unset CUDA_VISIBLE_DEVICES)", remedy: "nvidia_gpu_env", devices: []int{2, 3, 4, 5, 6, 7}},
 	})
+	if r := checkVisibleDevices(jobNode(oneNode(step(0, 1, "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2", "GPU_DEVICE_ORDINAL=0,1")), nil), DefaultConfig()); strings.Contains(r.Remedy, "--gpu-bind=none") {
+		t.Errorf("remedy blames --gpu-bind=none, which would have unset GPU_DEVICE_ORDINAL too: %q", r.Remedy)
+	}
 	r := checkVisibleDevices(jobNode(oneNode(step(0, 1, "SLURM_STEP_GPUS=0,1", "SLURM_GPUS_ON_NODE=2")), withGres("no_gpu_env")), DefaultConfig())
 	if strings.Contains(r.Remedy, "request GPUs per task") {
 		t.Errorf("remedy blames the user: %q", r.Remedy)

@@ -211,11 +211,35 @@ func noCUDAEnv(n *state.Node) (why, fix string) {
 			return why, "ask the admins to add nvidia_gpu_env to gres.conf Flags= (" + flags + " sets only the AMD/Intel variables)" + workaround
 		}
 	}
-	if r := env.ROCRVisible; r != nil && strings.TrimSpace(*r) != "" {
-		return fmt.Sprintf("Slurm set ROCR_VISIBLE_DEVICES=%s but no CUDA_VISIBLE_DEVICES (gres.conf Flags=amd_gpu_env without nvidia_gpu_env)", *r),
-			"ask the admins to add nvidia_gpu_env to gres.conf Flags=" + workaround
+	// Slurm's gres/gpu plugin writes CUDA_VISIBLE_DEVICES,
+	// ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK and GPU_DEVICE_ORDINAL from one
+	// list, each under its own gres.conf env flag, and unsets them together
+	// (src/plugins/gres/common/gres_common.c, gres_common_gpu_set_env, as
+	// since 22.05): one of them set without CUDA_VISIBLE_DEVICES is either
+	// a gres.conf without nvidia_gpu_env or a job that unset the variable.
+	// Not --gpu-bind=none: that sets all of them to the step's GPUs
+	// (src/interfaces/gres.c, _get_usable_gres, "none": the whole
+	// allocation) or, before 24.05 knew the word, clears them all alike.
+	// Which of the two the environment cannot tell; the verdict says both.
+	// (The awslabs#71 dumps, env | grep GPU, show GPU_DEVICE_ORDINAL=0,1,2,3
+	// and no CUDA_VISIBLE_DEVICES: it said "avoid --gpu-bind=none".)
+	for _, v := range []struct {
+		name, val, flag string
+	}{{"ROCR_VISIBLE_DEVICES", derefOr(env.ROCRVisible), "amd_gpu_env"}, {"GPU_DEVICE_ORDINAL", env.GPUDeviceOrdinal, "opencl_env"}} {
+		if strings.TrimSpace(v.val) == "" {
+			continue
+		}
+		return fmt.Sprintf("Slurm set %s=%s but no CUDA_VISIBLE_DEVICES, which it sets from the same list (gres.conf Flags=%s without nvidia_gpu_env, or the job unset CUDA_VISIBLE_DEVICES)", v.name, v.val, v.flag),
+			"if the job script or a module unsets CUDA_VISIBLE_DEVICES, stop it; otherwise ask the admins to add nvidia_gpu_env to gres.conf Flags=" + workaround
 	}
 	return "", ""
+}
+
+func derefOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // migEntries counts the MIG instances CUDA_VISIBLE_DEVICES names.

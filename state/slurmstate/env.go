@@ -310,6 +310,10 @@ func (e *Env) InJobStep() (bool, string) {
 	if e.JobID == "" {
 		return false, "SLURM_JOB_ID is not set"
 	}
+	// A task's own environment may still say prolog_task: the real srun
+	// steps of testdata/realenv/sherlock-* (Slurm with SLURM_STEPMGR, a
+	// TaskProlog) carry SLURM_SCRIPT_CONTEXT=prolog_task into the task.
+	// Only the node and controller prologs/epilogs are outside the step.
 	switch e.ScriptContext {
 	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
 		return false, "running as Slurm " + e.ScriptContext + ", outside the job step"
@@ -320,6 +324,19 @@ func (e *Env) InJobStep() (bool, string) {
 		// SLURM_STEP_ID and SLURM_PROCID come only from slurmd/slurmstepd,
 		// which set them in every batch script and srun task. A command
 		// typed there is not on the allocation.
+		//
+		// salloc exports the job's node list with its ID (salloc(1),
+		// OUTPUT ENVIRONMENT VARIABLES: SLURM_JOB_NODELIST, "List of nodes
+		// allocated to the job"). SLURM_JOB_ID alone is not salloc's
+		// shell: a real report (testdata/realenv/chimera-vscode-jobid-only)
+		// had only SLURM_JOB_ID, in an editor's terminal on a GPU node that
+		// saw one H100. Where such a process runs, and what Slurm gave it,
+		// the environment does not say.
+		if e.JobNodelist == "" {
+			return false, "not a task Slurm started: use srun (SLURM_JOB_ID=" + e.JobID +
+				" is the only job variable: no SLURMD_NODENAME, SLURM_STEP_ID or SLURM_PROCID, which slurmd sets in every batch script and srun task, and no SLURM_JOB_NODELIST, which salloc's shell has;" +
+				" an ssh or editor session on a job's node, or a variable set by hand: what Slurm allocated here is unknown; srun gpuprobe check runs it as a task of the job)"
+		}
 		return false, "not running on the allocation: use srun (SLURM_JOB_ID=" + e.JobID +
 			" without SLURMD_NODENAME, SLURM_STEP_ID or SLURM_PROCID is salloc's shell, which runs where salloc was started: srun gpuprobe check runs it on the job's node)"
 	}

@@ -87,6 +87,20 @@ func TestInJobStepContexts(t *testing.T) {
 	}
 }
 
+// SLURM_JOB_ID alone, as a real report had it (testdata/realenv/
+// chimera-vscode-jobid-only.env: an editor's terminal on a GPU node), is
+// not salloc's shell, which has the job's node list too (salloc(1)).
+func TestJobIDAloneIsNotSallocsShell(t *testing.T) {
+	_, why := ParseEnv([]string{"SLURM_JOB_ID=2308582"}).InJobStep()
+	if !strings.Contains(why, "not a task Slurm started") || strings.Contains(why, "runs where salloc was started") {
+		t.Errorf("SLURM_JOB_ID alone: %q", why)
+	}
+	_, why = ParseEnv([]string{"SLURM_JOB_ID=3", "SLURM_JOB_NODELIST=gpu001", "SLURM_NNODES=1"}).InJobStep()
+	if !strings.Contains(why, "salloc's shell") {
+		t.Errorf("salloc's shell: %q", why)
+	}
+}
+
 func FuzzParseEnv(f *testing.F) {
 	f.Add("SLURM_TASKS_PER_NODE", "2(x3),1", "CUDA_VISIBLE_DEVICES", "0,GPU-12")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {

@@ -1,0 +1,271 @@
+package check
+
+import (
+	"bufio"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+)
+
+// The real-environment corpus: environments of real Slurm job steps that
+// people posted in public (state/slurmstate/testdata/realenv, each with a
+// .source naming where it was posted, what ran and what the poster said
+// happened). Every job-scope check runs on every dump, and each verdict is
+// the one a careful admin gives for that dump: a healthy step must not be
+// alarmed on, a reported fault must be caught, and where the dump cannot
+// decide, the check must say so rather than guess.
+//
+// The node around a dump is what the dump and its report say, else a
+// plausible 8-GPU node; what neither says stays unknown: the GPUs' NUMA
+// locality (no CPU affinity, no topology, so job.numa_affinity skips) and
+// the task's CPU mask unless SLURM_CPU_BIND_LIST gives it (srun(1): "the
+// CPU mask used for binding").
+const realEnvDir = "../state/slurmstate/testdata/realenv"
+
+// realEnvNode describes the machine a dump ran on.
+type realEnvNode struct {
+	model string
+	gpus  int // GPUs NVML sees from inside the step
+	// cgroupGPU is the one GPU (global index) a device cgroup lets the
+	// step open, renumbered 0 inside it (ConstrainDevices); -1 for none.
+	cgroupGPU  int
+	nodeGPUs   int // device files on the node
+	memoryGiB  uint64
+	driverCUDA string
+}
+
+var (
+	// Sherlock's reports say "GPU: 1x NVIDIA H200" (or H100) from inside
+	// the step: ConstrainDevices lets the step open only its GPU, which
+	// NVML and CUDA number 0. How many the node has is not in the report;
+	// 8 device files is plausible and changes no verdict (the others are
+	// denied).
+	sherlockH200 = func(global int) realEnvNode {
+		return realEnvNode{model: "NVIDIA H200", gpus: 1, cgroupGPU: global, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "12.4"}
+	}
+	sherlockH100 = func(global int) realEnvNode {
+		return realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, cgroupGPU: global, nodeGPUs: 8, memoryGiB: 80, driverCUDA: "12.4"}
+	}
+	// awslabs #71 does not name the instance; its --gres=gpu:a100:4 on a
+	// node with more than four A100s reads as a p4d (8 × A100), and
+	// nothing says the GPUs were constrained.
+	p4d = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 8, cgroupGPU: -1, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "12.2"}
+	// Chimera's report: "GPU: 1x NVIDIA H100 80GB HBM3" seen by the
+	// process; the node's other GPUs (if any) are not in the report.
+	chimeraH100 = realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, cgroupGPU: -1, nodeGPUs: 1, memoryGiB: 80, driverCUDA: "12.6"}
+)
+
+type realEnvWant struct {
+	status Status
+	has    []string // substrings the summary must hold
+	hasNot []string // substrings it must not hold (a wrong fact, stated)
+}
+
+type realEnvCase struct {
+	file string
+	node realEnvNode
+	// job runs the checks as --job does: for a dump filtered by grep,
+	// which drops SLURM_JOB_ID and every identity variable, but whose
+	// GPU variables come from a real step.
+	job  bool
+	want map[string]realEnvWant
+}
+
+func TestRealEnvCorpus(t *testing.T) {
+	sherlock := func(step string, cpus string, cpg string) map[string]realEnvWant {
+		return map[string]realEnvWant{
+			"job.visible_devices": {Pass, []string{"sees GPU 0, as allocated (SLURM_STEP_GPUS=" + step + ")", "device cgroup"}, nil},
+			"job.gpu_sharing":     {Pass, []string{"1 task(s) on this node (SLURM_STEP_TASKS_PER_NODE=1) = 1 GPU processes on 1 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1"}, nil},
+			"job.numa_affinity":   {Skip, nil, []string{"another NUMA node"}},
+			"job.cpus_per_gpu":    {Pass, []string{cpg + " CPUs per GPU (SLURM_CPUS_ON_NODE=" + cpus + " / SLURM_GPUS_ON_NODE=1)"}, nil},
+			"job.exclusive":       {Pass, []string{"no other job's processes on GPU 0"}, nil},
+			"job.master_addr":     {Skip, []string{"MASTER_ADDR is not set"}, nil},
+			"job.nccl_env":        {Pass, []string{"no NCCL_* variables set"}, nil},
+			"job.cuda_compat":     {Skip, nil, nil},
+			"job.gpu_memory":      {Skip, []string{"no minimum set"}, nil},
+		}
+	}
+	// A grep GPU dump: Slurm gave GPUs 0-3 (SLURM_STEP_GPUS,
+	// SLURM_GPUS_ON_NODE=4, GPU_DEVICE_ORDINAL), and the dump has no
+	// CUDA_VISIBLE_DEVICES. Read literally (the environment gpuprobe would
+	// be handed), CUDA can use all eight GPUs of an unconstrained node: a
+	// FAIL. Why CUDA_VISIBLE_DEVICES is missing is not --gpu-bind=none,
+	// which leaves GPU_DEVICE_ORDINAL unset too (gres_common.c sets and
+	// unsets both from one list): the site's gres.conf lacks nvidia_gpu_env,
+	// or the job unset it; here it was the poster's grep, which the
+	// verdict cannot know, and must not blame on a binding option.
+	awsFiltered := map[string]realEnvWant{
+		"job.visible_devices": {Fail, []string{"visible to this task but not allocated to it (SLURM_STEP_GPUS=0-3)", "GPU_DEVICE_ORDINAL=0,1,2,3"}, []string{"--gpu-bind=none"}},
+		"job.gpu_sharing":     {Pass, []string{"one task assumed", "on 4 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 8"}, nil},
+		"job.numa_affinity":   {Skip, []string{"CPU mask was not collected"}, nil},
+		"job.cpus_per_gpu":    {Skip, []string{"CPU count is unknown"}, nil},
+		"job.exclusive":       {Pass, nil, nil},
+		"job.master_addr":     {Skip, nil, nil},
+		"job.nccl_env":        {Pass, nil, nil},
+		"job.cuda_compat":     {Skip, nil, nil},
+		"job.gpu_memory":      {Skip, nil, nil},
+	}
+	// Chimera: SLURM_JOB_ID and nothing else from Slurm, on a GPU node.
+	// Not a task slurmd started, so the job checks skip; but "salloc's
+	// shell, which runs where salloc was started" is a guess the dump
+	// contradicts (the process saw an H100): salloc(1) exports the job's
+	// node list and counts too, and none of them is here.
+	chimera := map[string]realEnvWant{}
+	for _, id := range []string{"job.visible_devices", "job.gpu_sharing", "job.numa_affinity", "job.cpus_per_gpu", "job.exclusive", "job.master_addr", "job.nccl_env", "job.cuda_compat", "job.gpu_memory"} {
+		chimera[id] = realEnvWant{Skip, []string{"not a task Slurm started", "SLURM_JOB_ID=2308582"}, []string{"salloc's shell, which runs where salloc was started", "allocated no GPUs"}}
+	}
+
+	cases := []realEnvCase{
+		{file: "sherlock-h200-step-gpu7.env", node: sherlockH200(7), want: sherlock("7", "4", "4.0")},
+		{file: "sherlock-h200-step-gpu1.env", node: sherlockH200(1), want: sherlock("1", "4", "4.0")},
+		{file: "sherlock-h200-step-gpu4-nohup.env", node: sherlockH200(4), want: sherlock("4", "4", "4.0")},
+		{file: "sherlock-h100-step-gpu4.env", node: sherlockH100(4), want: sherlock("4", "8", "8.0")},
+		{file: "awslabs71-srun-gres-a100x4.env", node: p4d, job: true, want: awsFiltered},
+		{file: "awslabs71-srun-gpus-per-node-a100x4.env", node: p4d, job: true, want: awsFiltered},
+		{file: "awslabs71-srun-gpus-per-node-4.env", node: p4d, job: true, want: awsFiltered},
+		{file: "chimera-vscode-jobid-only.env", node: chimeraH100, want: chimera},
+	}
+
+	files, _ := filepath.Glob(filepath.Join(realEnvDir, "*.env"))
+	if len(files) != len(cases) {
+		t.Errorf("%d fixtures in %s, %d cases: every dump needs its verdicts", len(files), realEnvDir, len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(strings.TrimSuffix(tc.file, ".env"), func(t *testing.T) {
+			env := readRealEnv(t, filepath.Join(realEnvDir, tc.file))
+			if _, err := os.Stat(filepath.Join(realEnvDir, tc.file+".source")); err != nil {
+				t.Errorf("no .source for %s: %v", tc.file, err)
+			}
+			n := realEnvStateNode(env, tc.node)
+			cfg := DefaultConfig()
+			if tc.job {
+				cfg.Job.Mode = "always"
+			}
+			for _, c := range All() {
+				if c.Scope != JobScope {
+					continue
+				}
+				r := c.Run(n, cfg)
+				t.Logf("%s: %s: %s", c.ID, r.Status, r.Summary)
+				w, ok := tc.want[c.ID]
+				if !ok && strings.HasPrefix(c.ID, "container.") {
+					// The container checks judge facts the container
+					// collector records, not the environment: here none.
+					w, ok = realEnvWant{Skip, nil, nil}, true
+					if tc.want["job.visible_devices"].status == Skip {
+						w = tc.want["job.visible_devices"]
+					}
+				}
+				if !ok {
+					t.Errorf("%s: no expected verdict (got %s %q)", c.ID, r.Status, r.Summary)
+					continue
+				}
+				text := r.Summary + " | " + strings.Join(r.Details, " | ") + " | " + r.Remedy
+				if r.Status != w.status {
+					t.Errorf("%s: %s %q, want %s", c.ID, r.Status, text, w.status)
+				}
+				for _, s := range w.has {
+					if !strings.Contains(text, s) {
+						t.Errorf("%s: %q lacks %q", c.ID, text, s)
+					}
+				}
+				for _, s := range w.hasNot {
+					if strings.Contains(text, s) {
+						t.Errorf("%s: %q states %q", c.ID, text, s)
+					}
+				}
+			}
+		})
+	}
+}
+
+// readRealEnv reads a fixture: KEY=value lines, as env(1) prints them.
+func readRealEnv(t *testing.T, path string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var env []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.Contains(line, "=") {
+			t.Fatalf("%s: %q is not KEY=value", path, line)
+		}
+		env = append(env, line)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// realEnvStateNode builds the node state the collector would record for a
+// task with environment env on machine m.
+func realEnvStateNode(env []string, m realEnvNode) *state.Node {
+	n := &state.Node{SchemaVersion: state.SchemaVersion, NVML: &state.NVML{Available: true, DriverVersion: "550.54.15", CUDADriverVersion: m.driverCUDA}}
+	global := func(i int) int {
+		if m.cgroupGPU >= 0 {
+			return m.cgroupGPU
+		}
+		return i
+	}
+	for i := 0; i < m.gpus; i++ {
+		g := global(i)
+		n.NVML.GPUs = append(n.NVML.GPUs, state.GPU{
+			Index: i, UUID: fmt.Sprintf("GPU-%d%d%d%d0000-1111-2222-3333-444444444444", g, g, g, g), Name: m.model,
+			PCIBusID: fmt.Sprintf("00000000:%02x:00.0", 0x19+g*0x20), Minor: ptr(g),
+			Memory:         &state.Memory{TotalBytes: m.memoryGiB << 30},
+			ProcessesKnown: true,
+		})
+	}
+	n.NVML.DeviceCount = m.gpus
+	e := slurmstate.ParseEnv(env)
+	in, why := e.InJobStep()
+	node := e.NodeName
+	n.Slurm = &slurmstate.State{NodeName: node, NodeNameFrom: "SLURMD_NODENAME", InJob: in, JobReason: why, Env: e,
+		Task: &slurmstate.Task{PID: 4242, UID: 1000, CPUs: bindListCPUs(env)},
+		Host: &slurmstate.Host{NetInterfaces: []string{"lo", "eth0"}}}
+	for i := 0; i < m.nodeGPUs; i++ {
+		d := slurmstate.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i, Access: "ok"}
+		if m.cgroupGPU >= 0 && i != m.cgroupGPU {
+			d.Access, d.Error = "denied", "operation not permitted (device cgroup)"
+		}
+		n.Slurm.Devices = append(n.Slurm.Devices, d)
+	}
+	return n
+}
+
+// bindListCPUs reads SLURM_CPU_BIND_LIST's one mask (a task's
+// mask_cpu binding, hexadecimal); nil when absent or not one mask.
+func bindListCPUs(env []string) []int {
+	for _, kv := range env {
+		v, ok := strings.CutPrefix(kv, "SLURM_CPU_BIND_LIST=")
+		if !ok || strings.Contains(v, ",") {
+			continue
+		}
+		mask, ok := new(big.Int).SetString(strings.TrimPrefix(strings.ToLower(v), "0x"), 16)
+		if !ok {
+			return nil
+		}
+		var cpus []int
+		for i := 0; i < mask.BitLen(); i++ {
+			if mask.Bit(i) == 1 {
+				cpus = append(cpus, i)
+			}
+		}
+		return cpus
+	}
+	return nil
+}
