@@ -37,6 +37,8 @@ type nvsentinelCase struct {
 	// fallen off the bus; GPU map and reset lines
 	PCIID string `json:"pci_id"`
 	UUID  string `json:"uuid"`
+	// the nvswitch monitor's cursor: the dmesg time, seconds since boot
+	Seconds float64 `json:"seconds"`
 }
 
 func (c nvsentinelCase) key() string { return c.File + " " + c.Test + "/" + c.Name }
@@ -75,7 +77,27 @@ var nvsentinelDiffers = map[string]struct{ found, why string }{
 		"sxid 26006@0004:00:00.0 (none) \"SOE HALT data[0] = 0x               0\"", "an SXid with no link is still an SXid (NVIDIA's table: 26006 SOE_HALT, FATAL, RESET_FABRIC)"},
 	"sxid_handler_test.go (later) TestProcessLine/Invalid SXID - no Link field": {
 		"sxid 26008@0004:00:00.0 (none) \"SOE Watchdog error\"", "an SXid with no link is still an SXid (NVIDIA's table: 26008 SOE_WATCHDOG)"},
+	// NVSentinel's nvswitch health monitor (its own SXid parser) skips the
+	// same lines.
+	"nvswitch sxid_monitor_test.go testParsingSXIDLogline2Metrics/soeLogs[0]": {
+		"sxid 26008@0004:00:00.0 (none) \"SOE Watchdog error\"", "an SXid with no link is still an SXid (NVIDIA's table: 26008 SOE_WATCHDOG)"},
+	"nvswitch sxid_monitor_test.go testParsingSXIDLogline2Metrics/soeLogs[1]": {
+		"sxid 26006@0004:00:00.0 (none) \"SOE HALTED\"", "an SXid with no link is still an SXid (NVIDIA's table: 26006 SOE_HALT, FATAL, RESET_FABRIC)"},
+	"nvswitch sxid_monitor_test.go testParsingSXIDLogline2Metrics/soeLogs[2]": {
+		"sxid 26007@0004:00:00.0 (none) \"SOE EXTERR\"", "an SXid with no link is still an SXid (NVIDIA's table: 26007 SOE_EXTERR, FATAL, RESET_FABRIC)"},
+	"nvswitch sxid_monitor_test.go testParsingSXIDLogline2Metrics/soeLogs[3]": {
+		"sxid 26006@0004:00:00.0 (none) \"SOE HALT data[0] = 0x               0\"", "an SXid with no link is still an SXid (NVIDIA's table: 26006 SOE_HALT, FATAL, RESET_FABRIC)"},
+	// 10001 (NVSWITCH_ERR_HW_HOST_PRIV_ERROR in NVIDIA's table) names an
+	// instance, not a link.
+	"nvswitch sxid_monitor_test.go testParsingSXIDLogline2Metrics/logMissingLink": {
+		"sxid 10001@0000:07:00.0 non-fatal \"PRI WRITE SYSB error, instance=3\"", "an SXid with no link is still an SXid (NVIDIA's table: 10001 HOST_PRIV_ERROR)"},
 	// A record cut short still carries its code, switch and severity word.
+	"nvswitch sxid_monitor_test.go testParsingSXIDLogline2Metrics/logTruncated": {
+		"sxid 20009@0000:06:00.0 non-fatal \"Li\"", "a line cut after its severity keeps its code, switch and severity"},
+	"nvswitch sxid_monitor_test.go testParsingSXIDLogline2Metrics/logMissingLinkNumber": {
+		"sxid 20009@0000:06:00.0 non-fatal \"Link\"", "a line cut after its severity keeps its code, switch and severity"},
+	"nvswitch sxid_monitor_test.go testParsingSXIDLogline2Metrics/logNoSXidContinue": {
+		"sxid 12033@0000:c3:00.0 (none) \"Severity 1 Engine instance 00 Sub-engine instance 00\"", "a detail record whose head is not in the log is the only record of its SXid"},
 	"sxid_handler_test.go TestExtractInfoFromNVSwitchErrorMsg/Invalid message 5: Truncated": {
 		"sxid 20009@0000:06:00.0 non-fatal \"Li\"", "a line cut after its severity keeps its code, switch and severity"},
 	"sxid_handler_test.go TestExtractInfoFromNVSwitchErrorMsg/Invalid message 7: Link keyword but no link number": {
@@ -106,6 +128,12 @@ var nvsentinelDiffers = map[string]struct{ found, why string }{
 	// log. Not an Xid to either parser.
 	"xid_handler_test.go TestParseNVRMGPUMapLine/Valid XID Error": {
 		"none", "gpuprobe takes the GPU's UUID from NVML, not from the log"},
+	// NVSentinel keeps dmesg's "[73309.599396]" (seconds since boot) as a
+	// cursor. A saved log's line is dated only from a wall-clock time on it
+	// (lineTime): seconds since a boot the file does not date say no time.
+	// From /dev/kmsg the record's header dates every line.
+	"nvswitch sxid_monitor_test.go TestExtractTimestamp/log": {
+		"sxid 20009@0000:06:00.0 non-fatal \"Link 04 RX Short Error Rate\"", "seconds since an undated boot give a saved line no time"},
 	// "GPU reset executed: GPU-<uuid>" is NVSentinel's own journal line
 	// after it reset a GPU, not a driver line.
 	"xid_handler_test.go (later) TestParseGPUResetLine/Valid GPU Reset Line": {
@@ -140,8 +168,8 @@ func nvsentinelFound(l Log) string {
 // Registers (NVSentinel's REGn) are compared word for word.
 func TestNVSentinelCases(t *testing.T) {
 	cases := loadNVSentinelCases(t)
-	if len(cases) != 49 {
-		t.Errorf("%d cases in testdata/nvsentinel/cases.json, SOURCE says 49", len(cases))
+	if len(cases) != 62 {
+		t.Errorf("%d cases in testdata/nvsentinel/cases.json, SOURCE says 62", len(cases))
 	}
 	seen := map[string]bool{}
 	agree := 0
@@ -306,6 +334,12 @@ func nvsentinelCompare(c nvsentinelCase, l Log) []string {
 		}
 		if c.PCIID != "" && !strings.Contains(ev.Message, "(PCI ID: "+c.PCIID+")") {
 			bad("PCI ID %s not in the message %q", c.PCIID, ev.Message)
+		}
+	case "timestamp":
+		// NVSentinel reads dmesg's seconds since boot; gpuprobe dates a
+		// saved line only from a wall-clock time on it.
+		if got := lineTime([]byte(c.Input)); c.Match != !got.IsZero() {
+			bad("NVSentinel reads time %v from it, gpuprobe %v", c.Seconds, got)
 		}
 	case "gpumap", "reset":
 		// NVSentinel reads a UUID from these; gpuprobe reads no event.
