@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,6 +27,15 @@ func FuzzReadLog(f *testing.F) {
 	}
 	f.Add([]byte(`3,1311,1843308145,-;NVRM: The NVIDIA GPU 0000:b3:00.0\x0aNVRM: fallen off the bus` + "\n SUBSYSTEM=pci\n"))
 	f.Add([]byte("[x] a\n    b\n\n \n"))
+	// NVIDIA NVSentinel's parser test lines (testdata/nvsentinel).
+	if b, err := os.ReadFile("testdata/nvsentinel/cases.json"); err == nil {
+		var c struct{ Cases []struct{ Input string } }
+		if json.Unmarshal(b, &c) == nil {
+			for _, x := range c.Cases {
+				f.Add([]byte(x.Input))
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 		a, err := readLog(open, time.Time{})

@@ -24,6 +24,7 @@ const maxLine = 4096
 //	NVRM: Xid (PCI:0000:1b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
 //	NVRM: Xid (0000:03:00): 13, Graphics Exception: ...            (older drivers)
 //	NVRM: Xid (PCI:0000:86:00): 94, pid='<unknown>', name=<unknown>, Contained: SM ...
+//	NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:00): 13, pid=42, name=python3, ...  (MIG)
 //	NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.
 //	NVRM: The NVIDIA GPU 0000:3b:00.0 (PCI ID: 10de:20b0) installed in this system has fallen off the bus ...
 //
@@ -59,6 +60,11 @@ func parseXid(rest string) (state.XIDEvent, bool) {
 		return state.XIDEvent{}, false
 	}
 	bus := strings.TrimPrefix(rest[:end], "PCI:")
+	// On a MIG GPU the driver names the instance after the address, inside
+	// the parentheses: "PCI:%04x:%02x:%02x GPU-I:%02u GPU-CI:%02u"
+	// (open-gpu-kernel-modules, src/nvidia/src/kernel/gpu/rc/kernel_rc.c,
+	// XID_PRINT_WITH_ATTR).
+	bus, instance, _ := strings.Cut(strings.TrimSpace(bus), " ")
 	body := strings.TrimSpace(rest[end+2:])
 	// The code is followed by ", pid=..., message", by nothing, or (some
 	// driver builds, issue 26) by " (message": "154 (GPU recovery ...".
@@ -76,7 +82,7 @@ func parseXid(rest string) (state.XIDEvent, bool) {
 	if err != nil || code <= 0 || code > 100000 { // check.MaxXIDCode
 		return state.XIDEvent{}, false
 	}
-	ev := state.XIDEvent{Code: code, BusID: normBus(bus)}
+	ev := state.XIDEvent{Code: code, BusID: normBus(bus), Instance: strings.Join(strings.Fields(instance), " ")}
 	fields := strings.TrimSpace(after)
 	// pid= and name= come first on drivers since ~R450; older ones go straight to the message.
 	for {

@@ -49,6 +49,15 @@ func TestParse(t *testing.T) {
 			state.XIDEvent{Code: 154, BusID: "0000:9b:00", Message: "(GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required))"}, true},
 		{"NVRM: GPU 18:00.0: GPU has fallen off the bus.",
 			state.XIDEvent{BusID: "0000:18:00", Message: "GPU 18:00.0: GPU has fallen off the bus."}, true},
+		// MIG: the driver puts the GPU and compute instance it attributes
+		// the Xid to after the address, inside the parentheses
+		// (open-gpu-kernel-modules src/nvidia/src/kernel/gpu/rc/kernel_rc.c,
+		// XID_PRINT_WITH_ATTR("PCI:%04x:%02x:%02x GPU-I:%02u GPU-CI:%02u",
+		// ...) and "... GPU-I:%02u"); lines written in that format.
+		{"NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:00): 13, pid=42, name=python3, Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Illegal Instruction Encoding",
+			state.XIDEvent{Code: 13, BusID: "0000:3b:00", Instance: "GPU-I:01 GPU-CI:00", PID: 42, Process: "python3", Message: "Graphics SM Warp Exception on (GPC 0, TPC 1, SM 0): Illegal Instruction Encoding"}, true},
+		{"NVRM: Xid (PCI:0000:3B:00 GPU-I:02): 43, pid=7, name=train, Ch 00000010",
+			state.XIDEvent{Code: 43, BusID: "0000:3b:00", Instance: "GPU-I:02", PID: 7, Process: "train", Message: "Ch 00000010"}, true},
 		{"NVRM: Xid (PCI:0000:1b:00): 79x, torn", state.XIDEvent{}, false},
 		{"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15", state.XIDEvent{}, false},
 		{"NVRM: Xid (PCI:0000:1b:00): abc, nonsense", state.XIDEvent{}, false},

@@ -41,10 +41,14 @@ type XIDEvent struct {
 	Code int `json:"code"`
 	// BusID is the PCI address as the driver printed it, normalised to
 	// "0000:1b:00" (domain:bus:device, no function).
-	BusID   string `json:"bus_id,omitempty"`
-	PID     int    `json:"pid,omitempty"`
-	Process string `json:"process,omitempty"`
-	Message string `json:"message"`
+	BusID string `json:"bus_id,omitempty"`
+	// Instance is the MIG instance the driver attributed the Xid to, as it
+	// printed it after the address ("GPU-I:01 GPU-CI:00", "GPU-I:02");
+	// empty when the line names none.
+	Instance string `json:"instance,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Process  string `json:"process,omitempty"`
+	Message  string `json:"message"`
 	// Registers are the hex words the line ends with in parentheses, as
 	// logged ("(0x0409a0c2 0x00000008 0x0 ...)"): NVLink Xids 74 and
 	// 144-150 print their interrupt registers so (for 144-150: IntrInfo,
