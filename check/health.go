@@ -279,6 +279,12 @@ func violationShares(n *state.Node, g *state.GPU) (map[string]float64, time.Dura
 // under a quarter of its power limit (an idle H100 at P0 draws 70 of
 // 700 W; a busy one near its limit). A GPU at 0 % with neither read stays
 // busy: no new guess where the facts are missing.
+// working: NVML says the GPU is not idle (gpuIdle read and false).
+func working(g *state.GPU) bool {
+	idle, known := gpuIdle(g)
+	return known && !idle
+}
+
 func gpuIdle(g *state.GPU) (idle, known bool) {
 	if g.ClockEvents != nil && slices.Contains(g.ClockEvents.Reasons, "gpu_idle") {
 		return true, true
@@ -570,6 +576,7 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 	const fix = "kill the leftover processes (or fix the epilog that should have); reset the GPU if memory stays in use"
 	idle := 0
 	noProcess := 0 // no process listed, memory in use not read
+	graphics := 0  // memory held by graphics-only processes a capture lists
 	var jobs []string
 	for _, g := range usable(n) {
 		if !g.ProcessesKnown {
@@ -611,7 +618,26 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		if m := g.Memory; m != nil && cfg.Processes.IdleMemoryMiB > 0 && m.UsedBytes>>20 >= cfg.Processes.IdleMemoryMiB {
-			v.add(sev, g, fix, fmt.Sprintf("%d MiB in use with no compute process listed", m.UsedBytes>>20))
+			switch {
+			case len(g.GraphicsProcesses) > 0 && !cfg.Processes.ExpectIdle:
+				// A capture lists graphics-only (type G) processes, which
+				// nvmlDeviceGetComputeRunningProcesses does not: a desktop's
+				// Xorg and browsers hold that memory, not a leftover compute
+				// context (nvsmi/testdata/telegraf_rtx3080-wddm_536.40_nvidia-smi-q-x.xml).
+				graphics++
+				v.add(Pass, g, "", "")
+			case n.Lacks("process_jobs") && !cfg.Processes.ExpectIdle && g.Utilization != nil && g.Utilization.GPUPercent > 0 && working(g):
+				// A capture of a GPU at work (no GPU-idle clock event,
+				// utilisation above 0) with memory in use and no process
+				// listed: its processes exist but nvidia-smi did not see them
+				// (run in another PID namespace); whether any is a leftover
+				// is not in the capture
+				// (nvsmi/testdata/telegraf_rtx3080_595.58.03_nvidia-smi-q-x.xml).
+				v.add(Skip, g, "", fmt.Sprintf("%d MiB in use while the GPU works (%d%% utilisation) and no process listed: nvidia-smi did not see its processes (another PID namespace?); whether any is a leftover is not in the capture",
+					m.UsedBytes>>20, g.Utilization.GPUPercent))
+			default:
+				v.add(sev, g, fix, fmt.Sprintf("%d MiB in use with no compute process listed", m.UsedBytes>>20))
+			}
 			continue
 		}
 		if g.Memory == nil && cfg.Processes.IdleMemoryMiB > 0 {
@@ -628,6 +654,9 @@ func checkProcesses(n *state.Node, cfg *Config) Result {
 	pass := fmt.Sprintf("%d GPUs idle, no leftover processes", idle)
 	if noProcess > 0 {
 		pass = fmt.Sprintf("%d GPUs idle, %d with no compute process (memory in use not read), no leftover processes", idle, noProcess)
+	}
+	if graphics > 0 {
+		pass += fmt.Sprintf("; %d GPU(s) hold memory for graphics processes only (desktop clients, not a compute context)", graphics)
 	}
 	if len(jobs) > 0 {
 		sort.Strings(jobs)

@@ -424,6 +424,19 @@ func TestProcesses(t *testing.T) {
 			n.NVML.GPUs[i].Processes = []state.Process{{PID: 2010222 + uint32(i), UsedMemoryBytes: 6724 << 20, Command: "python"}}
 		}
 	})
+	desktop := healthy(func(n *state.Node) {
+		n.Capture = &state.Capture{Format: "nvidia-smi -q -x", NotCollected: []string{"process_jobs"}}
+		g := &n.NVML.GPUs[1]
+		g.Memory.UsedBytes = 1128 << 20
+		g.GraphicsProcesses = []state.Process{{PID: 1700, UsedMemoryBytes: 550 << 20, Command: "Xorg"}, {PID: 2910, UsedMemoryBytes: 541 << 20, Command: "firefox"}}
+	})
+	unseen := healthy(func(n *state.Node) {
+		n.Capture = &state.Capture{Format: "nvidia-smi -q -x", NotCollected: []string{"process_jobs"}}
+		g := &n.NVML.GPUs[1]
+		g.Memory.UsedBytes = 9184 << 20
+		g.Utilization = &state.Utilization{GPUPercent: 65}
+		g.ClockEvents = &state.ClockEvents{Reasons: []string{}}
+	})
 	runCases(t, checkProcesses, []checkCase{
 		{name: "idle", node: healthy(nil), status: Pass, summary: "2 GPUs idle"},
 		{name: "leftover warns", node: leftover, status: Warn, summary: "pid 4242 (alice: python train.py) 4096 MiB", devices: []int{0}},
@@ -443,6 +456,25 @@ func TestProcesses(t *testing.T) {
 				n.NVML.GPUs[i].ProcessesKnown = false
 			}
 		}), status: Skip},
+		// A capture lists graphics-only processes (type G), NVML's compute
+		// list does not: an idle desktop GPU whose 1128 MiB Xorg, Firefox
+		// and the like hold warned "no compute process listed, kill the
+		// leftovers" (nvsmi/testdata/telegraf_rtx3080-wddm_536.40_nvidia-smi-q-x.xml).
+		{name: "memory held by graphics processes", node: desktop, status: Pass, summary: "graphics processes only"},
+		{name: "graphics processes when idle is expected", node: desktop, cfg: func(c *Config) { c.Processes.ExpectIdle = true }, status: Fail, devices: []int{1}},
+		// A capture of a GPU at work (65 % utilisation, no GPU-idle event)
+		// with memory in use and no process listed: nvidia-smi could not
+		// see its processes; a leftover is not in the capture
+		// (nvsmi/testdata/telegraf_rtx3080_595.58.03_nvidia-smi-q-x.xml).
+		{name: "a capture of a working GPU with no process listed", node: unseen, status: Pass, summary: "not judged: GPU 1 (0000:11:00.0): 9184 MiB in use while the GPU works"},
+		{name: "the same, idle expected", node: unseen, cfg: func(c *Config) { c.Processes.ExpectIdle = true }, status: Fail, devices: []int{1}},
+		// Live, the same GPU still warns: NVML's process list is the node's.
+		{name: "live working GPU with no process listed", node: healthy(func(n *state.Node) {
+			g := &n.NVML.GPUs[1]
+			g.Memory.UsedBytes = 9184 << 20
+			g.Utilization = &state.Utilization{GPUPercent: 65}
+			g.ClockEvents = &state.ClockEvents{Reasons: []string{}}
+		}), status: Warn, summary: "9184 MiB in use with no compute process", devices: []int{1}},
 	})
 }
 

@@ -114,6 +114,43 @@ var corpus = []corpusCase{
 			"one compute process: working at the cap is not a fault, and the capture cannot say whose job the process is (gpu.processes skips)"},
 	{file: "realgpu_h200-busy_580.159.04_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
 		why: "the busy H200 as XML"},
+	// Captures added by the nvidia-smi corpus hunt (each names its source in
+	// its header; TestCorpusFields holds what each must import to).
+	{file: "telegraf_t4_515.105.01_nvidia-smi-q-x.xml", gpus: 1,
+		why: "a Tesla T4 at P0 with GPU idle Not Active and a python compute process, its link at Gen3 x8 of Gen3 x16. nvml.h, " +
+			"nvmlDeviceGetMaxPcieLinkWidth: 'the maximum PCIe link width possible with this device and system. I.E. for a device with a " +
+			"16x PCIe bus width attached to a 8x PCIe system bus this function will report a max link width of 8': Max 16x says the " +
+			"slot offers 16 lanes and the link trained at 8 while in use (the generation is at its maximum, so this is not idle power " +
+			"saving). Persistence off (policy warn)",
+		want: map[string]verdict{"gpu.pcie_link": {check.Fail, []int{0}}, "gpu.persistence": {check.Warn, []int{0}}}},
+	{file: "telegraf_rtx3080-wddm_536.40_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why: "an idle GeForce RTX 3080 (WDDM) whose 1128 MiB are held by five graphics (type G) processes the capture lists " +
+			"(Xorg, gnome-shell, Edge, Firefox, VS Code): desktop clients, not a leftover compute context. gpu.processes said '1128 MiB " +
+			"in use with no compute process listed' and told the reader to kill leftovers; persistence mode is N/A under WDDM (unknown, skipped)"},
+	{file: "telegraf_rtx3080_595.58.03_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why: "a GeForce RTX 3080 at work (P2, GPU idle Not Active, 65 % utilisation) with 9184 MiB used and no process listed: the processes " +
+			"exist but nvidia-smi could not see them (another PID namespace), so whether any is a leftover is not in the capture " +
+			"(gpu.processes says so and skips; it warned 'leftover' before). Persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
+	{file: "telegraf_quadrop400_418.43_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why:  "an idle Quadro P400 on driver 418.43: ECC, retired pages, power draw and limit N/A on this board (unknown, skipped); persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
+	{file: "telegraf_gtx1660ti_418.43_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why:  "an idle GTX 1660 Ti that driver 418.43 names 'Graphics Device' (it predates the board): ECC and retired pages N/A; persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
+	{file: "telegraf_rtx4000sffada_595.84_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why:  "an idle RTX 4000 SFF Ada, remapped rows 0, a python (C) and a Chromium (C+G) process beside two graphics clients (the capture cannot say whose job they are: skipped); ECC disabled (policy warn)",
+		want: map[string]verdict{"gpu.ecc": {check.Warn, []int{0}}}},
+	{file: "azhpc_a100x8_460.32.03_nvidia-smi-q.txt", gpus: 8, healthy: true,
+		why:  "Azure ND A100 v4, 8 idle A100-SXM4-40GB on driver 460.32.03: ECC clean, remapped rows 0, Gen4 x16; persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, all8}}},
+	{file: "azurehpc_8gpu_535.86.10_nvidia-smi-q-d-page-retirement.txt", gpus: 8, healthy: true,
+		why: "nvidia-smi -q -d PAGE_RETIREMENT: each GPU block holds its Retired Pages alone (0, 0, No). The -d option is nvidia-smi's own " +
+			"('Display only selected information', nvidia-smi(1)); the importer refused the capture as holding nothing it reads. The pages " +
+			"are judged (none retired, none pending); everything -d left out is not in the capture"},
+	{file: "mangohud_geforce_495.44_nvidia-smi-q-d-performance.txt", gpus: 1, healthy: true,
+		why: "nvidia-smi -q -d PERFORMANCE posted in an issue: P0, Idle Active, no slowdown. The importer refused it as holding nothing it " +
+			"reads; its clock event reasons are judged (none of the slowdowns), the rest is not in the capture"},
 	{file: "telegraf_a100-mig_535.54.03_nvidia-smi-q-x_excerpt.xml", gpus: 1, healthy: true,
 		why: "edited upstream: attached_gpus 4, one <gpu> kept: an idle A100 in MIG mode (27 C, 67 W, ECC clean; remapped rows N/A " +
 			"as NVML answers under MIG); persistence off (policy warn). Issue 26: judged on the GPU shown, the other 3 not in the " +

@@ -392,8 +392,18 @@ func lastLine(it *item) int {
 	return l
 }
 
+// hasAny: the block holds at least one value gpuprobe reads. nvidia-smi's
+// own -d option ("Display only selected information", nvidia-smi(1):
+// PAGE_RETIREMENT, ROW_REMAPPER, PERFORMANCE, POWER, PIDS, ...) prints
+// GPU blocks with one section each; such a block is judged on that section
+// and the rest is not in the capture. Before, a real -q -d PAGE_RETIREMENT
+// and a -q -d PERFORMANCE were refused as "holding nothing"
+// (testdata/azurehpc_8gpu_535.86.10_nvidia-smi-q-d-page-retirement.txt,
+// testdata/mangohud_geforce_495.44_nvidia-smi-q-d-performance.txt).
 func hasAny(g *state.GPU) bool {
-	return g.Name != "" || g.UUID != "" || g.Memory != nil || g.ECC != nil || g.PCIe != nil || g.Thermal != nil
+	return g.Name != "" || g.UUID != "" || g.Memory != nil || g.ECC != nil || g.PCIe != nil || g.Thermal != nil ||
+		g.RetiredPages != nil || g.RemappedRows != nil || g.ClockEvents != nil || g.Power != nil || g.PersistenceMode != nil ||
+		g.Utilization != nil || g.ProcessesKnown
 }
 
 // fillGPU maps one GPU block, field by field, onto what the NVML collector
@@ -860,12 +870,16 @@ func (r *reader) processes(b *item) {
 			}
 			return
 		}
-		if t := strings.ToUpper(str(typ)); t != "" && !strings.Contains(t, "C") {
-			continue // graphics only
-		}
 		used, known := r.number(mem, " MiB")
 		proc := state.Process{PID: uint32(pid), UsedMemoryBytes: uint64(used) * mib, UsedMemoryUnknown: !known}
 		proc.Command = exeName(str(name))
+		if t := strings.ToUpper(str(typ)); t != "" && !strings.Contains(t, "C") {
+			// Graphics only (type G): not a compute process, kept apart so
+			// that the memory a desktop's clients hold is not taken for a
+			// leftover compute context (testdata/telegraf_rtx3080-wddm_536.40_nvidia-smi-q-x.xml).
+			r.gpu.GraphicsProcesses = append(r.gpu.GraphicsProcesses, proc)
+			continue
+		}
 		r.gpu.Processes = append(r.gpu.Processes, proc)
 	}
 }

@@ -193,15 +193,21 @@ type GPU struct {
 	// PerformanceState is nvmlDeviceGetPerformanceState: 0 (P0, maximum
 	// performance) to 15 (minimum); nil when not read (NVML_PSTATE_UNKNOWN
 	// is not recorded).
-	PerformanceState *int        `json:"performance_state,omitempty"`
-	Processes        []Process   `json:"processes,omitempty"`
-	ProcessesKnown   bool        `json:"processes_known,omitempty"`
-	NUMANode         *int        `json:"numa_node,omitempty"`
-	CPUAffinity      string      `json:"cpu_affinity,omitempty"`
-	NVLinks          []NVLink    `json:"nvlinks,omitempty"`
-	Fabric           *Fabric     `json:"fabric,omitempty"`
-	Unsupported      []string    `json:"unsupported,omitempty"`
-	Errors           []CallError `json:"errors,omitempty"`
+	PerformanceState *int      `json:"performance_state,omitempty"`
+	Processes        []Process `json:"processes,omitempty"`
+	ProcessesKnown   bool      `json:"processes_known,omitempty"`
+	// GraphicsProcesses are the graphics-only (type G) processes an
+	// nvidia-smi capture lists (nvmlDeviceGetGraphicsRunningProcesses):
+	// desktop clients such as Xorg, which hold memory without a compute
+	// context. Only a capture fills it; the NVML collector lists compute
+	// processes alone, and leaves it empty.
+	GraphicsProcesses []Process   `json:"graphics_processes,omitempty"`
+	NUMANode          *int        `json:"numa_node,omitempty"`
+	CPUAffinity       string      `json:"cpu_affinity,omitempty"`
+	NVLinks           []NVLink    `json:"nvlinks,omitempty"`
+	Fabric            *Fabric     `json:"fabric,omitempty"`
+	Unsupported       []string    `json:"unsupported,omitempty"`
+	Errors            []CallError `json:"errors,omitempty"`
 
 	// Violations are NVML's cumulative perf-policy violation times
 	// (state/violations.go); empty when unsupported.

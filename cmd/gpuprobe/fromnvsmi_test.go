@@ -71,3 +71,62 @@ func TestSnapshotFromNvidiaSMIRefuses(t *testing.T) {
 		t.Errorf("missing file: exit %d, %q", code, errs)
 	}
 }
+
+// Real captures added by the nvidia-smi corpus hunt, end to end through the
+// command line: a display-filtered capture (nvidia-smi -q -d
+// PAGE_RETIREMENT, which the importer refused before) is judged on the
+// section it holds and says the rest is not in it; a T4 whose link trained
+// at x8 of x16 in use fails gpu.pcie_link and the run exits 1; a desktop
+// GPU whose memory graphics processes hold is no leftover.
+func TestSnapshotFromNvidiaSMICorpusHunt(t *testing.T) {
+	cases := []struct {
+		file string
+		code int
+		want map[string]string // check ID -> status
+		text map[string]string // check ID -> a phrase its summary holds
+	}{
+		{"azurehpc_8gpu_535.86.10_nvidia-smi-q-d-page-retirement.txt", 0,
+			map[string]string{"gpu.retired_pages": "pass", "gpu.ecc": "skip", "gpu.persistence": "skip", "gpu.pcie_link": "skip"},
+			map[string]string{"gpu.ecc": "not in the capture", "gpu.retired_pages": "8 GPUs"}},
+		{"mangohud_geforce_495.44_nvidia-smi-q-d-performance.txt", 0,
+			map[string]string{"gpu.throttle": "pass", "gpu.temperature": "skip"},
+			map[string]string{"gpu.temperature": "not in the capture"}},
+		{"telegraf_t4_515.105.01_nvidia-smi-q-x.xml", 1,
+			map[string]string{"gpu.pcie_link": "fail", "gpu.persistence": "warn", "gpu.retired_pages": "pass"},
+			map[string]string{"gpu.pcie_link": "x8 of x16"}},
+		{"telegraf_rtx3080-wddm_536.40_nvidia-smi-q-x.xml", 0,
+			map[string]string{"gpu.processes": "pass", "gpu.persistence": "skip"},
+			map[string]string{"gpu.processes": "graphics processes only"}},
+		{"telegraf_rtx3080_595.58.03_nvidia-smi-q-x.xml", 0,
+			map[string]string{"gpu.processes": "skip"},
+			map[string]string{"gpu.processes": "did not see its processes"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			capture := filepath.Join("..", "..", "nvsmi", "testdata", tc.file)
+			file := filepath.Join(t.TempDir(), "snap.json")
+			if code, _, errs := runCLI(t, "snapshot", "--from-nvidia-smi", capture, "-o", file); code != 0 {
+				t.Fatalf("snapshot exit %d: %s", code, errs)
+			}
+			code, out, errs := runCLI(t, "check", "--from-snapshot", file, "--format", "json")
+			if code != tc.code {
+				t.Fatalf("check exit %d, want %d: %s", code, tc.code, errs)
+			}
+			seen := 0
+			for _, r := range decode(t, out).Checks {
+				if st, ok := tc.want[r.ID]; ok {
+					seen++
+					if string(r.Status) != st {
+						t.Errorf("%s: %s (%s), want %s", r.ID, r.Status, r.Summary, st)
+					}
+				}
+				if p, ok := tc.text[r.ID]; ok && !strings.Contains(r.Summary, p) {
+					t.Errorf("%s: %q, want it to hold %q", r.ID, r.Summary, p)
+				}
+			}
+			if seen != len(tc.want) {
+				t.Errorf("%d of %d expected checks reported", seen, len(tc.want))
+			}
+		})
+	}
+}

@@ -1,0 +1,131 @@
+package nvsmi_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/state"
+)
+
+// TestCorpusFields: what each capture added by the corpus hunt must import
+// to, read off the capture by hand (nvidia-smi prints what NVML returns;
+// the values are the ones the capture shows, unknown where it prints N/A).
+func TestCorpusFields(t *testing.T) {
+	const mib = 1 << 20
+	cases := map[string]func(t *testing.T, n *state.Node){
+		"telegraf_t4_515.105.01_nvidia-smi-q-x.xml": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "driver", n.NVML.DriverVersion, "515.105.01")
+			eq(t, "name", g.Name, "Tesla T4")
+			eq(t, "bus", g.PCIBusID, "0000:00:1e.0")
+			eq(t, "pcie", pcie(g), "Gen3 x8 of Gen3 x16")
+			eq(t, "memory total", g.Memory.TotalBytes, uint64(15360*mib))
+			eq(t, "memory used", g.Memory.UsedBytes, uint64(1032*mib))
+			eq(t, "ecc on", g.ECC.EnabledCurrent, true)
+			eq(t, "retired pages", *g.RetiredPages, state.RetiredPages{})
+			eq(t, "remapped rows", g.RemappedRows == nil, true) // N/A on Turing
+			eq(t, "persistence", *g.PersistenceMode, false)
+			eq(t, "temperature", g.Thermal.TemperatureC, 40)
+			eq(t, "power", g.Power.DrawWatts, 26.78)
+			eq(t, "limit", *g.Power.LimitWatts, 70.0)
+			eq(t, "clock events", strings.Join(g.ClockEvents.Reasons, ","), "")
+			eq(t, "processes", len(g.Processes), 1) // python (C); Xorg (G) is not a compute process
+			eq(t, "process", g.Processes[0].Command, "python")
+			eq(t, "graphics", len(g.GraphicsProcesses), 1)
+		},
+		"telegraf_rtx3080-wddm_536.40_nvidia-smi-q-x.xml": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "persistence unknown", g.PersistenceMode == nil, true) // N/A under WDDM
+			eq(t, "ecc unknown", g.ECC == nil, true)
+			eq(t, "memory used", g.Memory.UsedBytes, uint64(1128*mib))
+			eq(t, "compute processes", len(g.Processes), 0)
+			eq(t, "graphics processes", len(g.GraphicsProcesses), 5)
+			eq(t, "first graphics", g.GraphicsProcesses[0].Command, "Xorg")
+			eq(t, "xorg memory", g.GraphicsProcesses[0].UsedMemoryBytes, uint64(550*mib))
+			eq(t, "clock events", strings.Join(g.ClockEvents.Reasons, ","), "gpu_idle")
+		},
+		"telegraf_rtx3080_595.58.03_nvidia-smi-q-x.xml": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "memory used", g.Memory.UsedBytes, uint64(9184*mib))
+			eq(t, "processes known, none listed", g.ProcessesKnown && len(g.Processes) == 0 && len(g.GraphicsProcesses) == 0, true)
+			eq(t, "utilisation", g.Utilization.GPUPercent, uint32(65))
+			eq(t, "pstate", *g.PerformanceState, 2)
+			eq(t, "remapped rows unknown", g.RemappedRows == nil && g.RetiredPages == nil, true)
+		},
+		"telegraf_quadrop400_418.43_nvidia-smi-q-x.xml": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "driver", n.NVML.DriverVersion, "418.43")
+			eq(t, "name", g.Name, "Quadro P400")
+			eq(t, "ecc unknown", g.ECC == nil, true)
+			eq(t, "pages unknown", g.RetiredPages == nil, true)
+			eq(t, "power unknown", g.Power == nil, true)
+			eq(t, "pcie", pcie(g), "Gen1 x16 of Gen3 x16")
+			eq(t, "memory total", g.Memory.TotalBytes, uint64(1998*mib))
+		},
+		"telegraf_gtx1660ti_418.43_nvidia-smi-q-x.xml": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "name", g.Name, "Graphics Device")
+			eq(t, "ecc unknown", g.ECC == nil, true)
+			eq(t, "power", g.Power.DrawWatts, 8.93)
+			eq(t, "limit", *g.Power.LimitWatts, 130.0)
+			eq(t, "temperature", g.Thermal.TemperatureC, 40)
+		},
+		"telegraf_rtx4000sffada_595.84_nvidia-smi-q-x.xml": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "ecc off", g.ECC.EnabledCurrent, false)
+			eq(t, "remapped rows", *g.RemappedRows, state.RemappedRows{})
+			eq(t, "persistence", *g.PersistenceMode, true)
+			eq(t, "compute", len(g.Processes), 2) // python (C) and chromium (C+G: NVML lists it among compute processes)
+			eq(t, "graphics", len(g.GraphicsProcesses), 2)
+			eq(t, "limit", *g.Power.LimitWatts, 70.0)
+		},
+		"azhpc_a100x8_460.32.03_nvidia-smi-q.txt": func(t *testing.T, n *state.Node) {
+			eq(t, "driver", n.NVML.DriverVersion, "460.32.03")
+			for _, g := range n.NVML.GPUs {
+				eq(t, "name", g.Name, "A100-SXM4-40GB")
+				eq(t, "pcie", pcie(g), "Gen4 x16 of Gen4 x16")
+				eq(t, "remapped rows", *g.RemappedRows, state.RemappedRows{})
+				eq(t, "ecc volatile", *g.ECC.Volatile.Uncorrected, uint64(0))
+				eq(t, "mig off", g.MIG != nil && !g.MIG.Current && !g.MIG.Pending, true)
+				eq(t, "persistence", *g.PersistenceMode, false)
+				eq(t, "limit", *g.Power.LimitWatts, 400.0)
+				eq(t, "shutdown", *g.Thermal.ShutdownC, 92)
+				eq(t, "slowdown", *g.Thermal.SlowdownC, 89)
+			}
+			eq(t, "last bus", n.NVML.GPUs[7].PCIBusID, "000e:00:00.0")
+		},
+		"azurehpc_8gpu_535.86.10_nvidia-smi-q-d-page-retirement.txt": func(t *testing.T, n *state.Node) {
+			for i, g := range n.NVML.GPUs {
+				eq(t, "retired pages", *g.RetiredPages, state.RetiredPages{})
+				eq(t, "not in the capture", g.Name == "" && g.Memory == nil && g.ECC == nil && g.PersistenceMode == nil && g.PCIe == nil, true)
+				eq(t, "bus", g.PCIBusID, []string{"0001", "0002", "0003", "0004", "0005", "0006", "0007", "0008"}[i]+":00:00.0")
+			}
+		},
+		"mangohud_geforce_495.44_nvidia-smi-q-d-performance.txt": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "driver", n.NVML.DriverVersion, "495.44")
+			eq(t, "clock events", strings.Join(g.ClockEvents.Reasons, ","), "gpu_idle")
+			eq(t, "pstate", *g.PerformanceState, 0)
+			eq(t, "bus", g.PCIBusID, "0000:0e:00.0")
+		},
+	}
+	for file, check := range cases {
+		t.Run(file, func(t *testing.T) { check(t, parse(t, file)) })
+	}
+}
+
+func pcie(g state.GPU) string {
+	if g.PCIe == nil {
+		return "unknown"
+	}
+	p := g.PCIe
+	return fmt.Sprintf("Gen%d x%d of Gen%d x%d", p.CurrentGen, p.CurrentWidth, p.MaxGen, p.MaxWidth)
+}
+
+func eq[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s = %v, want %v", what, got, want)
+	}
+}
