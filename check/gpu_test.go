@@ -155,8 +155,11 @@ func TestECC(t *testing.T) {
 			cfg: func(c *Config) { c.ECC.VolatileUncorrectedFail = 5 }, status: Pass},
 		// The lifetime count never resets: by default it is no finding (it
 		// warned forever, and drained for good under --strict).
+		// ... and is said, not hidden behind "no uncorrectable ECC errors"
+		// (a real GH200 with one lifetime DRAM error, its row remapped:
+		// nvsmi/testdata/gls_gh200_550.127.05_nvidia-smi-q.txt).
 		{name: "lifetime history alone passes", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Aggregate.Uncorrected = u64(1) }),
-			status: Pass},
+			status: Pass, summary: "no uncorrectable ECC errors since the last reset on 2 GPUs; uncorrectable errors in the GPU's lifetime (aggregate, before the last reset; not judged: ecc.aggregate_uncorrected_warn is 0): GPU 0: 1"},
 		{name: "lifetime history warns when asked", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Aggregate.Uncorrected = u64(1) }),
 			cfg: func(c *Config) { c.ECC.AggregateUncorrectedWarn = 1 }, status: Warn, summary: "1 uncorrectable ECC errors in the GPU's lifetime", devices: []int{0}},
 		{name: "corrected storm warns", node: node(func(n *state.Node) { n.NVML.GPUs[0].ECC.Volatile.Corrected = u64(20000) }),

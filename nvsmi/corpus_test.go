@@ -151,6 +151,27 @@ var corpus = []corpusCase{
 	{file: "mangohud_geforce_495.44_nvidia-smi-q-d-performance.txt", gpus: 1, healthy: true,
 		why: "nvidia-smi -q -d PERFORMANCE posted in an issue: P0, Idle Active, no slowdown. The importer refused it as holding nothing it " +
 			"reads; its clock event reasons are judged (none of the slowdowns), the rest is not in the capture"},
+	{file: "gls_a100x4_555.42.02_nvidia-smi-q.txt", gpus: 4,
+		why: "GPU 1 (9E:00.0): 353 correctable DRAM errors and a row remapped for them, Pending: Yes. nvidia-smi(1): Pending 'Indicates " +
+			"whether or not a row is pending remapping. The GPU must be reset for the remapping to go into effect'; NVIDIA's A100 memory " +
+			"error management guide likewise. GPU 2 (C2:00.0) shows Correctable Error 1 with Pending: No: a row already remapped at the " +
+			"last reset, 639 of 640 banks left, which is the mechanism working (no finding); correctable ECC errors alone fail nothing",
+		want: map[string]verdict{"gpu.row_remap": {check.Fail, []int{1}}}},
+	{file: "gls_v100x8_550.127.05_nvidia-smi-q.txt", gpus: 8, healthy: true,
+		why: "8 idle V100-SXM2-16GB: Volta retires pages and has no row remapper (N/A: unknown, skipped). GPU 4 (00:08.0) has one page " +
+			"retired for repeated single-bit errors, Pending Page Blacklist No: already blacklisted, which is the mechanism working " +
+			"(NVIDIA's dynamic page retirement guide; the GPU debug guidelines count toward replacement only far above one); ECC clean, Gen3 x16, persistence on"},
+	{file: "gls_gtx680_470.256.02_nvidia-smi-q.txt", gpus: 1, healthy: true,
+		why: "a Kepler GTX 680 on R470: clock event reasons, PCIe link, power and the temperature thresholds are N/A, so those checks say " +
+			"what the capture printed and where (they said 'not in the capture' for the reasons and the thresholds); persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
+	{file: "gls_gh200_550.127.05_nvidia-smi-q.txt", gpus: 1, healthy: true,
+		why: "an idle GH200 (C2C, ATS): one DRAM uncorrectable ECC error in its lifetime (aggregate 1, volatile 0) whose row was remapped " +
+			"(Uncorrectable Error 1, Pending No, 3071 of 3072 banks): no error since the last reset and the remap applied, so nothing fails; " +
+			"gpu.ecc now says the lifetime error instead of 'no uncorrectable ECC errors'. The GPU's own 88 of 700 W is judged (the module's 170 of 1000 W includes the Grace CPU)"},
+	{file: "gls_rtx5090_570.124.06_nvidia-smi-q.txt", gpus: 1, healthy: true,
+		why: "an idle RTX 5090 (P8, 0 % utilisation, only SW Power Cap set) at Gen1 x8 of Gen5 x16, which nvidia-smi documents for an idle GPU " +
+			"('may be reduced when the GPU is not in use'); ECC N/A on this board"},
 	{file: "telegraf_a100-mig_535.54.03_nvidia-smi-q-x_excerpt.xml", gpus: 1, healthy: true,
 		why: "edited upstream: attached_gpus 4, one <gpu> kept: an idle A100 in MIG mode (27 C, 67 W, ECC clean; remapped rows N/A " +
 			"as NVML answers under MIG); persistence off (policy warn). Issue 26: judged on the GPU shown, the other 3 not in the " +

@@ -109,6 +109,74 @@ func TestCorpusFields(t *testing.T) {
 			eq(t, "pstate", *g.PerformanceState, 0)
 			eq(t, "bus", g.PCIBusID, "0000:0e:00.0")
 		},
+		"gls_a100x4_555.42.02_nvidia-smi-q.txt": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs
+			eq(t, "gpu 1", g[1].PCIBusID, "0000:9e:00.0")
+			eq(t, "gpu 1 rows", *g[1].RemappedRows, state.RemappedRows{Correctable: 1, Pending: true})
+			eq(t, "gpu 1 dram corrected", *g[1].ECC.Aggregate.Corrected, uint64(353))
+			eq(t, "gpu 1 uncorrected", *g[1].ECC.Volatile.Uncorrected, uint64(0))
+			eq(t, "gpu 2 rows", *g[2].RemappedRows, state.RemappedRows{Correctable: 1})
+			eq(t, "gpu 0 rows", *g[0].RemappedRows, state.RemappedRows{})
+			eq(t, "sram threshold", g[1].SRAMECC != nil && !g[1].SRAMECC.ThresholdExceeded, true)
+			eq(t, "reserved", g[0].Memory.ReservedBytes, uint64(763*mib))
+			eq(t, "memory temp", *g[0].Thermal.MemoryTemperatureC, 43)
+			eq(t, "memory max", *g[0].Thermal.MemoryMaxC, 95)
+			eq(t, "limit", *g[3].Power.LimitWatts, 500.0)
+		},
+		"gls_v100x8_550.127.05_nvidia-smi-q.txt": func(t *testing.T, n *state.Node) {
+			for i, g := range n.NVML.GPUs {
+				eq(t, "name", g.Name, "Tesla V100-SXM2-16GB")
+				want := state.RetiredPages{}
+				if i == 4 {
+					want.SingleBitECC = 1 // 00:08.0: one page retired for repeated single-bit errors, already blacklisted
+				}
+				eq(t, "pages", *g.RetiredPages, want)
+				eq(t, "no remapper", g.RemappedRows == nil, true)
+				eq(t, "persistence", *g.PersistenceMode, true)
+			}
+			eq(t, "last bus", n.NVML.GPUs[7].PCIBusID, "0000:00:0b.0")
+		},
+		"gls_gtx680_470.256.02_nvidia-smi-q.txt": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "name", g.Name, "NVIDIA GeForce GTX 680")
+			eq(t, "pcie unknown", g.PCIe == nil, true)
+			eq(t, "clock events unknown", g.ClockEvents == nil, true)
+			eq(t, "thresholds unknown", g.Thermal.SlowdownC == nil && g.Thermal.ShutdownC == nil, true)
+			eq(t, "temperature", g.Thermal.TemperatureC, 35)
+			eq(t, "power unknown", g.Power == nil, true)
+			for _, c := range []struct {
+				call    string
+				printed string
+				line    int
+			}{{"nvmlDeviceGetCurrentClocksEventReasons", "N/A", 69}, {"nvmlDeviceGetTemperatureThreshold", "N/A", 142}} {
+				u := n.CaptureUnknownFor(0, c.call)
+				if u == nil {
+					t.Errorf("%s: not recorded as unknown", c.call)
+					continue
+				}
+				eq(t, c.call+" printed", u.Printed, c.printed)
+				eq(t, c.call+" line", u.Line, c.line)
+			}
+		},
+		"gls_gh200_550.127.05_nvidia-smi-q.txt": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "name", g.Name, "NVIDIA GH200 480GB")
+			eq(t, "power", g.Power.DrawWatts, 87.88) // the GPU's, not the module's 169.77 W
+			eq(t, "limit", *g.Power.LimitWatts, 700.0)
+			eq(t, "rows", *g.RemappedRows, state.RemappedRows{Uncorrectable: 1}) // remapped at the last reset: Pending No
+			eq(t, "lifetime uncorrected", *g.ECC.Aggregate.Uncorrected, uint64(1))
+			eq(t, "since reset uncorrected", *g.ECC.Volatile.Uncorrected, uint64(0))
+			eq(t, "architecture", g.Architecture, "hopper")
+		},
+		"gls_rtx5090_570.124.06_nvidia-smi-q.txt": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "pcie", pcie(g), "Gen1 x8 of Gen5 x16")
+			eq(t, "power", g.Power.DrawWatts, 24.05) // Average Power Draw (R570)
+			eq(t, "limit", *g.Power.LimitWatts, 575.0)
+			eq(t, "ecc unknown", g.ECC == nil, true)
+			eq(t, "reasons", strings.Join(g.ClockEvents.Reasons, ","), "sw_power_cap") // at P8, 0 %: idle by gpuIdle's utilisation rule
+			eq(t, "pstate", *g.PerformanceState, 8)
+		},
 	}
 	for file, check := range cases {
 		t.Run(file, func(t *testing.T) { check(t, parse(t, file)) })

@@ -661,7 +661,11 @@ func (r *reader) clockEvents(b *item) {
 		on, ok := r.flag(it)
 		if !ok {
 			if c.needed {
-				r.unsupported(call, it)
+				// The section itself may be what is unknown: a Kepler
+				// GTX 680 on R470 prints "Clocks Throttle Reasons : N/A"
+				// (testdata/gls_gtx680_470.256.02_nvidia-smi-q.txt), which
+				// was reported as "not in the capture".
+				r.unsupported(call, it, sec)
 				return
 			}
 			continue
@@ -732,6 +736,13 @@ func (r *reader) thermal(b *item) {
 	}
 	if th.SlowdownC == nil && th.ShutdownC == nil {
 		th.SlowdownC, th.ShutdownC = r.tlimitThresholds(t, int(cur))
+	}
+	if th.SlowdownC == nil && th.ShutdownC == nil {
+		// Neither threshold read: what the capture printed there ("GPU
+		// Slowdown Temp : N/A" on a GTX 680, R470) is said, not "not in
+		// the capture" (testdata/gls_gtx680_470.256.02_nvidia-smi-q.txt).
+		r.unsupported("nvmlDeviceGetTemperatureThreshold", r.get(t, "GPU Slowdown Temp", "gpu_temp_slow_threshold"),
+			r.get(t, "GPU Shutdown Temp", "gpu_temp_max_threshold"), r.get(t, "GPU Slowdown T.Limit Temp", "gpu_temp_slow_tlimit_threshold"))
 	}
 	r.memoryThermal(t, th)
 	r.gpu.Thermal = th
