@@ -47,6 +47,12 @@ func TestRetiredPages(t *testing.T) {
 	}
 	runCases(t, checkRetiredPages, []checkCase{
 		{name: "few retired", node: older(func(*state.RetiredPages) {}), status: Pass, summary: "no pending retirement on 2 GPUs"},
+		// Retired pages below the limit are said beside the pass, not hidden
+		// (nvsmi/testdata/gls_v100x8_550.127.05_nvidia-smi-q.txt).
+		{name: "few retired are named", node: older(func(*state.RetiredPages) {}), status: Pass,
+			summary: "pages retired and blacklisted, below the limit of 60: GPU 0: 2 (2 single-bit, 0 double-bit), GPU 1: 2 (2 single-bit, 0 double-bit)"},
+		{name: "few retired, no limit", node: older(func(*state.RetiredPages) {}), cfg: func(c *Config) { c.RetiredPages.Max = 0 }, status: Pass,
+			summary: "pages retired and blacklisted, no limit set: GPU 0: 2"},
 		{name: "pending", node: older(func(r *state.RetiredPages) { r.Pending = true }), status: Fail, summary: "page retirement pending", devices: []int{1}},
 		{name: "at RMA threshold", node: older(func(r *state.RetiredPages) { r.SingleBitECC, r.DoubleBitECC = 50, 10 }), status: Fail, summary: "60 pages retired", devices: []int{1}},
 		{name: "threshold configurable", node: older(func(r *state.RetiredPages) { r.SingleBitECC = 50 }), cfg: func(c *Config) { c.RetiredPages.Max = 40 }, status: Fail, devices: []int{1}},
