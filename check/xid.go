@@ -44,6 +44,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		sub string
 	}
 	counts := map[key]int{}
+	// notices counts the fallen-off notices folded into an Xid 79 finding:
+	// one loss prints both (below), so they are no further losses.
+	notices := map[key]int{}
 	gpuOf := map[key]*state.GPU{} // by identity: an index is not a position in a scoped state
 	last := map[key]state.XIDEvent{}
 	var keys []key
@@ -95,8 +98,9 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev)}
+		notice := false
 		if kk.lost && with79[ev.BusID] {
-			kk.code, kk.lost = 79, false
+			kk.code, kk.lost, notice = 79, false, true
 		}
 		g := gpuByBus(n, ev)
 		if g != nil {
@@ -129,6 +133,12 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			keys = append(keys, kk)
 		}
 		counts[kk]++
+		if notice {
+			notices[kk]++
+			if _, ok := last[kk]; ok {
+				continue // the Xid 79 line says more (pid, process)
+			}
+		}
 		last[kk] = ev
 		if info := XIDLookup(ev.Code, cfg.XID.Critical); kk.sub == "" && info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost {
 			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time, pid: ev.PID, process: ev.Process})
@@ -177,7 +187,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			where = "PCI " + kk.bus + ": "
 		}
 		times := ""
-		if c := counts[kk]; c > 1 {
+		if c := losses(counts[kk], notices[kk]); c > 1 {
 			times = fmt.Sprintf(" (%d times)", c)
 		}
 		if kk.lost {
@@ -529,6 +539,21 @@ func clearedNote(n int) string {
 		return ""
 	}
 	return fmt.Sprintf("; %d XID(s) needing a GPU reset or an application restart were logged before the driver was last loaded, which reset the GPUs: not counted", n)
+}
+
+// losses is how many times a GPU fell off the bus, from its Xid 79 lines
+// and the fallen-off notices folded into them (lines in all, notices of
+// them). The driver reports one loss with both: osHandleGpuLost logs Xid 79
+// (nvErrorLog_va, ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS, "GPU has fallen
+// off the bus.") and then its own notice (NV_DEV_PRINTF, "GPU
+// 0000:06:00.0: GPU has fallen off the bus."), once, returning early when
+// the GPU is already disconnected (open-gpu-kernel-modules,
+// src/nvidia/arch/nvalloc/unix/src/osinit.c, commit
+// 1739a20efc4acb55fd1dc53dcc66057b70c2613c). Counting both said "2 times"
+// of one loss (issue 26's 79 + notice; OGKM issue 1151's RTX 5090 log). A
+// driver that printed only one of the two still counts each of its lines.
+func losses(lines, notices int) int {
+	return max(lines-notices, notices)
 }
 
 // fellOffBus: the line says the GPU is gone, with or without an XID

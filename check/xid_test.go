@@ -1,6 +1,7 @@
 package check
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -55,11 +56,12 @@ func TestXID(t *testing.T) {
 		{name: "ignored", node: withXIDs(ev(13, "0000:10:00", time.Hour)), cfg: func(c *Config) { c.XID.Ignore = []int{13} }, status: Pass},
 		{name: "critical set replaced", node: withXIDs(ev(13, "0000:10:00", time.Hour)), cfg: func(c *Config) { c.XID.Critical = []int{13} }, status: Fail, devices: []int{0}},
 		// Issue 26: the driver's notice and an Xid 79 for the same GPU are
-		// one finding (they were two), in either order.
+		// one finding (they were two), in either order. One loss, too: the
+		// driver prints both for it (kernel log corpus; TestFallenOffNoticeIsNoSecondLoss).
 		{name: "fallen-off notice and Xid 79 on one GPU are one finding", node: withXIDs(
 			state.XIDEvent{BusID: "0000:11:00", Message: "The NVIDIA GPU 0000:11:00.0 (PCI ID: 10de:2330) installed in this system has fallen off the bus and is not responding to commands."},
 			ev(79, "0000:11:00", time.Hour)),
-			status: Fail, summary: "GPU 1 (0000:11:00.0): Xid 79: GPU has fallen off the bus (2 times)", devices: []int{1}},
+			status: Fail, summary: "GPU 1 (0000:11:00.0): Xid 79: GPU has fallen off the bus", devices: []int{1}},
 		{name: "fell off without an XID number", node: withXIDs(state.XIDEvent{BusID: "0000:11:00", Message: "GPU has fallen off the bus."}),
 			status: Fail, summary: "GPU has fallen off the bus", devices: []int{1}},
 		// NVIDIA's catalogue: IGNORE. A row remap recorded is gpu.row_remap's
@@ -134,4 +136,36 @@ func TestXID(t *testing.T) {
 			n.Kernel = kernelState(1, []state.XIDEvent{{Code: 79, BusID: "0000:3b:00"}})
 		}), status: Fail, summary: "PCI 0000:3b:00: Xid 79"},
 	})
+}
+
+// The driver reports one loss of a GPU with two records: the Xid 79 line and
+// its own notice ("GPU 0000:06:00.0: GPU has fallen off the bus."), both
+// from osHandleGpuLost (open-gpu-kernel-modules,
+// src/nvidia/arch/nvalloc/unix/src/osinit.c, commit
+// 1739a20efc4acb55fd1dc53dcc66057b70c2613c). gpu.xid said "(2 times)" of
+// one loss (kernel-logs/ogkm1151-bare-xid79-gpu-notice-5090.txt).
+func TestFallenOffNoticeIsNoSecondLoss(t *testing.T) {
+	at := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	ev := func(code int, bus string, ago time.Duration) state.XIDEvent {
+		return state.XIDEvent{Code: code, BusID: bus, Time: at.Add(-ago), Message: "GPU has fallen off the bus."}
+	}
+	notice := state.XIDEvent{BusID: "0000:11:00", Message: "GPU 0000:11:00.0: GPU has fallen off the bus."}
+	for name, c := range map[string]struct {
+		evs   []state.XIDEvent
+		times string
+	}{
+		"79 then notice":         {[]state.XIDEvent{ev(79, "0000:11:00", time.Hour), notice}, ""},
+		"notice then 79":         {[]state.XIDEvent{notice, ev(79, "0000:11:00", time.Hour)}, ""},
+		"two losses, one notice": {[]state.XIDEvent{ev(79, "0000:11:00", 2*time.Hour), notice, ev(79, "0000:11:00", time.Hour)}, " (2 times)"},
+		"two notices, no 79":     {[]state.XIDEvent{notice, notice}, " (2 times)"},
+	} {
+		n := healthy(func(n *state.Node) {
+			n.CollectedAt = at
+			n.Kernel = kernelState(86400, c.evs)
+		})
+		r := checkXID(n, DefaultConfig())
+		if r.Status != Fail || !strings.HasSuffix(r.Summary, "GPU has fallen off the bus"+c.times) {
+			t.Errorf("%s: %s %q, want fail ending %q", name, r.Status, r.Summary, "GPU has fallen off the bus"+c.times)
+		}
+	}
 }

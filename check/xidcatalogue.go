@@ -132,11 +132,20 @@ var xidGaps = map[int]xidGap{
 }
 
 // xidWords are gpuprobe's words for the codes operators meet most: what
-// the code means and what to do. The action is always NVIDIA's.
+// the code means and what to do. The action is always NVIDIA's, and the fix
+// must not contradict the catalogue's trigger text: Xid 32's action is
+// RESTART_APP, but NVIDIA says of it "a fault is reported by the DMA
+// controller which manages the communication stream between the NVIDIA
+// driver and the GPU over the PCI-E bus. These failures primarily involve
+// quality issues on PCI, and are generally not caused by user application
+// actions" (third_party/nvidia-xid-catalog/xids.txt, row 32); its fix said
+// "check the job that ran on the GPU and restart it" (kernel log corpus:
+// bumblebee677, dxvk1027).
 var xidWords = map[int]struct{ meaning, remedy string }{
 	8:   {"GPU stopped processing (the channel idled out)", "check the job that ran on the GPU"},
 	13:  {"graphics engine exception (usually an application bug or illegal memory access)", "check the job that ran on the GPU"},
 	31:  {"GPU memory page fault (usually an application bug)", "check the job that ran on the GPU"},
+	32:  {"DMA controller (PBDMA) fault on the driver's command stream over PCIe", "restart the application (NVIDIA: RESTART_APP); NVIDIA: these faults primarily involve PCIe quality and are generally not caused by the application: check the GPU's PCIe link (gpu.pcie_link, AER lines in the kernel log); contact support if it recurs"},
 	43:  {"GPU stopped processing (the application was stopped)", "nothing to do for the XID itself"},
 	45:  {"preemptive cleanup after an earlier error or a killed application", "if it is the only Xid on the GPU, restart Fabric Manager (NVIDIA: Solo: RESTART_FM); with other Xids, follow those (Not Solo: IGNORE); an aborted job (Ctrl-C, kill, a GPU reset) also logs it"},
 	46:  {"GPU stopped processing", "drain and reset the GPU (nvidia-smi -r); contact support if it recurs"},
