@@ -391,6 +391,15 @@ func rcName(rc int64) string {
 }
 
 func (a *Analyzer) applyTrace(p *process, t *traceInfo, at loc, msg []byte) {
+	if isNetSocketFrame(t.loc) {
+		// A frame in NCCL's own Socket module ("transport/net_socket.cc:336
+		// -> 2", NCCLCHECK's INFO in src/transport/net_socket.cc) is that
+		// module connecting, accepting or moving data: NCCL reaches
+		// ncclSocketConnect/Accept/Test only through the ncclNet it selected
+		// (ncclNetSocket), and the module's init fails with a WARN, not a
+		// trace. So the process uses TCP, like its "Using network Socket".
+		p.see(netSocket, strengthInit, at, msg)
+	}
 	if len(t.thread) > 0 {
 		// The trace reached the top of an NCCL thread or of the API call's
 		// async job: the operation failed.
@@ -424,4 +433,17 @@ func itoa(v int64) string {
 		b[i] = '-'
 	}
 	return string(b[i:])
+}
+
+// isNetSocketFrame reports whether a trace's location is NCCL core's Socket
+// module, "transport/net_socket.cc:N" (under any build prefix, such as
+// TensorFlow's "external/nccl_archive/src/"). Plugins name their own files.
+func isNetSocketFrame(loc []byte) bool {
+	i := bytes.LastIndexByte(loc, ':')
+	if i < 0 {
+		return false
+	}
+	f := loc[:i]
+	return bytes.HasSuffix(f, []byte("transport/net_socket.cc")) &&
+		(len(f) == len("transport/net_socket.cc") || f[len(f)-len("transport/net_socket.cc")-1] == '/')
 }

@@ -136,7 +136,12 @@ func (d *decider) selectNets() {
 		if s.class == netUnknown {
 			continue
 		}
-		if s.class == netSocket && s.ev.Strength >= state.NCCLStrengthInit && d.socketBy < 0 {
+		if s.class == netSocket && s.ev.Strength >= state.NCCLStrengthInit &&
+			(d.socketBy < 0 || socketFrame(d.sel[d.socketBy].ev.Text) && !socketFrame(s.ev.Text)) {
+			// The first process's line is the reason quoted, unless all
+			// it has is a frame of the Socket module in an error trace
+			// ("transport/net_socket.cc:336 -> 2"): another process's
+			// selection or connection line says it better (055).
 			d.socketBy = i
 		}
 		if s.ev.Strength == best {
@@ -160,6 +165,12 @@ func (d *decider) selectNets() {
 		e := d.sel[d.socketBy].ev
 		v.TCPFallbackReason = d.evidence(e.NCCLLoc, e.Text, 0)
 	}
+}
+
+// socketFrame reports whether an evidence line is a return-code trace
+// through NCCL's Socket module (nccl/apply.go isNetSocketFrame).
+func socketFrame(text string) bool {
+	return strings.Contains(text, "net_socket.cc:") && strings.Contains(text, " -> ")
 }
 
 // selected returns the module the process's lines point to. Lines that
