@@ -108,6 +108,16 @@ func (d *decider) hasErrors() bool {
 	return false
 }
 
+// hasFinding reports whether the log has a finding with this code.
+func (d *decider) hasFinding(code string) bool {
+	for _, x := range d.f.Findings {
+		if x.Code == code {
+			return true
+		}
+	}
+	return false
+}
+
 // net returns a process's evidence for a network class.
 func net(p *state.NCCLProcess, class string) state.NCCLNetEvidence {
 	for _, e := range p.Net {
@@ -662,6 +672,14 @@ func (d *decider) missing() string {
 		s = "NCCL selected " + v.NetSelected + " but " + s
 	}
 	intra := f.Connections["P2P"] + f.Connections["SHM"]
+	if d.hasFinding("ib_completion_error") {
+		// NCCL prints "NET/IB : Got completion from peer … with error"
+		// from ncclIbTest (src/transport/net_ib.cc), which polls the
+		// completion queue of a connection already set up and carrying
+		// data: the excerpt starts after the lines that say how.
+		return s + ", and its IB completion errors come from connections that were already set up and carrying data" +
+			". NCCL prints connection lines at init with NCCL_DEBUG_SUBSYS including INIT or NET; this excerpt starts after them"
+	}
 	switch {
 	case d.hasErrors() && intra == 0:
 		s += ", only errors from before any connection was set up"

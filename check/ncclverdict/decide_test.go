@@ -277,3 +277,20 @@ func TestJSONFields(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionErrorsComeAfterSetUp: NCCL prints "NET/IB : Got completion
+// from peer … with error" from ncclIbTest (src/transport/net_ib.cc), which
+// polls the completion queue of a connection already set up and carrying
+// data. An excerpt holding only such errors must not be summarised as
+// errors "from before any connection was set up" (033, 083).
+func TestCompletionErrorsComeAfterSetUp(t *testing.T) {
+	for _, name := range []string{"033.log", "083.log"} {
+		v := analyzeFile(t, "../../nccl/testdata/logs/"+name)
+		if v.InterNode != InterUnknown {
+			t.Errorf("%s: inter_node = %q, want unknown", name, v.InterNode)
+		}
+		if strings.Contains(v.Summary, "before any connection was set up") || !strings.Contains(v.Summary, "already set up") {
+			t.Errorf("%s: summary %q", name, v.Summary)
+		}
+	}
+}
