@@ -284,8 +284,8 @@ func TestJSONFields(t *testing.T) {
 // data. An excerpt holding only such errors must not be summarised as
 // errors "from before any connection was set up" (033, 083).
 func TestCompletionErrorsComeAfterSetUp(t *testing.T) {
-	for _, name := range []string{"033.log", "083.log"} {
-		v := analyzeFile(t, "../../nccl/testdata/logs/"+name)
+	for _, name := range []string{"logs/033.log", "posted/083.log"} {
+		v := analyzeFile(t, "../../nccl/testdata/"+name)
 		if v.InterNode != InterUnknown {
 			t.Errorf("%s: inter_node = %q, want unknown", name, v.InterNode)
 		}
