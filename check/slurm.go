@@ -149,8 +149,17 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 		}
 	}
 	checkGresTypes(&v, nl, devs)
-	if len(devs) == 0 || !nvmlOK {
+	if len(devs) == 0 {
 		return gresResult(&v, mode)
+	}
+	if !nvmlOK {
+		// A Jetson (nvgpu driver) or a node whose driver is down: the File=
+		// lines are read, but there is no GPU list to hold them against.
+		why := "NVML not available"
+		if n.NVML != nil && n.NVML.Error != "" {
+			why += " (" + n.NVML.Error + ")"
+		}
+		return gresResult(&v, fmt.Sprintf("%s; %d File= devices not compared with the GPUs: %s", mode, len(devs), why))
 	}
 	checkGresDevices(&v, n, nl, devs, ad, mig)
 	return gresResult(&v, fmt.Sprintf("%s; %d File= GPUs in NVML order", mode, len(devs)))
@@ -279,7 +288,10 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 		if f, ok := files[d.File]; ok {
 			switch {
 			case !f.Exist:
-				v.add(Fail, nil, "fix File= or load the driver", fmt.Sprintf("%s: File=%s does not exist", d.Where, d.File))
+				// gres.c _validate_file -> _my_stat: slurmd waits up to 20 s
+				// for each File= ("Waiting for gres.conf file ...") and then
+				// exits; the node goes DOWN as not responding.
+				v.add(Fail, nil, "fix File= or load the driver", fmt.Sprintf("%s: File=%s does not exist: slurmd stops (\"fatal: can't stat gres.conf file %s\")", d.Where, d.File, d.File))
 				continue
 			case !f.Char:
 				v.add(Fail, nil, "point File= at the GPU's character device", fmt.Sprintf("%s: File=%s is not a character device: slurmd ignores it and jobs get no CUDA_VISIBLE_DEVICES", d.Where, d.File))
@@ -298,9 +310,20 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 			v.add(Fail, g, fixGresOrder,
 				fmt.Sprintf("gres.conf File #%d (%s, %s) is device minor %d, but this GPU is minor %d: Slurm binds jobs to another GPU than SLURM_STEP_GPUS says", i+1, d.File, d.Where, minor, *g.Minor))
 		}
+		// gres.conf(5): Type is "an optional arbitrary string"; only "if
+		// using autodetect functionality" must it "match or be a substring of
+		// the value that is detected, using an underscore in lieu of any
+		// spaces". Without AutoDetect Slurm never compares it, so a label
+		// that names the model in other punctuation (Type=m2070q on a "Tesla
+		// M2070-Q", gtx1060 on a "GeForce GTX 1060 6GB") is no finding; one
+		// that names another model still is.
 		if d.Type != "" && g.Name != "" {
 			nvmlType := strings.ReplaceAll(strings.ToLower(g.Name), " ", "_")
-			if !strings.Contains(nvmlType, strings.ToLower(d.Type)) {
+			same := strings.Contains(nvmlType, strings.ToLower(d.Type))
+			if !autodetect && !same {
+				same = strings.Contains(alnum(g.Name), alnum(d.Type))
+			}
+			if !same {
 				v.add(typeSev, g, "make Type= a substring of the NVML name, lower-case, spaces as underscores (slurmd -C prints it)",
 					fmt.Sprintf("Type=%s (%s) is not part of the NVML name %q (%s)", d.Type, d.Where, g.Name, nvmlType))
 			}
@@ -309,6 +332,19 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 			checkGresCores(v, n, nl, g, d)
 		}
 	}
+}
+
+// alnum is s lower-cased with everything but letters and digits dropped.
+func alnum(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, s)
 }
 
 // deviceMinor is the minor number of a device file: from stat when the
