@@ -131,6 +131,16 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	case "nvml", "nvidia":
 		if ad == "nvml" {
 			mode += checkNVMLPlugin(&v, c.Plugins, adWhere, len(devs), gpuCount, hasGres)
+		} else {
+			// gres.conf(5): "nvidia ... Added in Slurm 24.11". An older
+			// slurmd (gres.c _handle_autodetect_flags) logs "unknown
+			// autodetect flag 'nvidia'" and detects nothing (slurmd -G
+			// 22.05). Which slurmd runs is not collected: said, not judged.
+			rest := "detect no GPU"
+			if len(devs) > 0 {
+				rest = "use only the File= lines"
+			}
+			mode += fmt.Sprintf(" (needs slurmd 24.11 or later: older ones log \"unknown autodetect flag 'nvidia'\" and %s)", rest)
 		}
 		if len(devs) == 0 {
 			return gresResult(&v, fmt.Sprintf("%s (%s): slurmd takes devices, order and cores from the driver", mode, adWhere))

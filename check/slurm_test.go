@@ -109,6 +109,7 @@ func TestSlurmGres(t *testing.T) {
 	vinuni := confs{slurm: fixture(t, "anhduy0911_vinuni_1gpu-nodes_per-node-minor.txt", "slurm.conf"), gres: fixture(t, "anhduy0911_vinuni_1gpu-nodes_per-node-minor.txt", "gres.conf")}
 	miramar := confs{slurm: fixture(t, "miramar-labs_dgx-spark-gb10_agx-orin_autodetect-off.txt", "slurm.conf"), gres: fixture(t, "miramar-labs_dgx-spark-gb10_agx-orin_autodetect-off.txt", "gres.conf")}
 	goedel, fosc := "predictive-analytics-lab_goedel_nvml_rtx3090x8_mps.txt", "unidentified_foscsmlprd01_a100x8_nvml_count_type_flags.txt"
+	lab3 := "ashaneason_hpclab3_autodetect-nvidia_v100.txt"
 	andmax, nebius, phoebe := "andmax_second_k80x4_mps_countonly-gpu_mem.txt", "nebius_soperator_h100x8_links_cores_minor-order.txt", "unidentified_phoebe_gpu2_a100_mig-mixed_cores.txt"
 	runCases(t, checkSlurmGres, []checkCase{
 		// Real configs from slurm/testdata/gres, and the mistakes they carry.
@@ -194,6 +195,14 @@ func TestSlurmGres(t *testing.T) {
 			status: Fail, summary: `File=/dev/nvidia1 does not exist: slurmd stops ("fatal: can't stat gres.conf file /dev/nvidia1")`},
 		{name: "vinuni: slurmnode10, device files not collected", node: gresNode("slurmnode10", 2, "NVIDIA GeForce RTX 3090", nil, vinuni, nil),
 			status: Fail, summary: "gres.conf File #1 (/dev/nvidia4, gres.conf:14) is device minor 4, but this GPU is minor 0", devices: []int{0, 1}},
+		// AutoDetect=nvidia came with Slurm 24.11; slurmd -G 22.05 on this
+		// file: "error: unknown autodetect flag 'nvidia'", then the File=
+		// line alone. Which slurmd runs is not known here: said, not judged.
+		{name: "lab3: AutoDetect=nvidia with one typed File= line", node: gresNode("gpu01", 1, "Tesla V100-SXM2-32GB", nil,
+			confs{slurm: fixture(t, lab3, "slurm.conf"), gres: fixture(t, lab3, "gres.conf")}, nil),
+			status: Pass, summary: "AutoDetect=nvidia (needs slurmd 24.11 or later: older ones log \"unknown autodetect flag 'nvidia'\" and use only the File= lines); 1 File= GPUs in NVML order"},
+		{name: "AutoDetect=nvidia alone", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=nvidia\n"}, nil),
+			status: Pass, summary: "AutoDetect=nvidia (needs slurmd 24.11 or later: older ones log \"unknown autodetect flag 'nvidia'\" and detect no GPU)"},
 		{name: "miramar: DGX Spark GB10", node: gresNode("spark-79b7", 1, "NVIDIA GB10", nil, miramar, nil), status: Pass, summary: "AutoDetect=off; 1 File= GPUs in NVML order"},
 		// A Jetson (nvgpu driver) has no NVML device to compare File= with:
 		// said, not passed as matching.
