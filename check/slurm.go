@@ -104,6 +104,9 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	for _, p := range append(LintAutoDetect(g, node), LintGres(g, node, "gpu")...) {
 		v.add(Fail, nil, "fix gres.conf (see gres.conf(5))", p.String())
 	}
+	if declared {
+		checkSharedGres(&v, nl, g, node)
+	}
 	if flags, where := noCUDAEnvFlag(g, node); flags != "" && nvmlOK && len(n.NVML.GPUs) > 0 {
 		constrained := sc.UsesCgroupTasks() && c.CgroupConf != nil && c.CgroupConf.ConstrainDevices
 		what := fmt.Sprintf("Flags=%s (%s) sets no CUDA_VISIBLE_DEVICES", flags, where)
@@ -221,6 +224,53 @@ func checkGresTypes(v *verdict, nl slurmstate.NodeLine, devs []slurmstate.GresDe
 		v.add(Fail, nil, fmt.Sprintf("give gres.conf's File= lines for these GPUs Type=%s, or slurm.conf the type gres.conf uses", g.Type),
 			fmt.Sprintf("slurm.conf Gres=gpu:%s:%d (%s), but gres.conf declares %d GPU(s) of Type=%s for this node (its types: %s): slurmctld drains the node with \"gres/gpu:%s count too low (%d < %d)\"",
 				g.Type, g.Count, nl.Where, have, g.Type, strings.Join(types, ", "), g.Type, have, g.Count))
+	}
+}
+
+// checkSharedGres compares the GPU-sharing GRES (mps, shard) that gres.conf
+// declares for node with the count slurm.conf's Gres= gives it. A line
+// without Count= counts one per file (slurmd -G 22.05: "A line in gres.conf
+// for GRES mps has 1 more configured than expected"). With none in Gres=
+// slurmd ignores the lines; with more in Gres= than File= lines hold, it
+// makes a File-less record for the rest and stops in _build_shared_list
+// (src/plugins/gres/common/gres_c_s.c): "multiple configurations with and
+// without \"File\"" (slurmd -G 22.05 on the andmax config).
+func checkSharedGres(v *verdict, nl slurmstate.NodeLine, g *slurmstate.GresConf, node string) {
+	for _, name := range []string{"mps", "shard"} {
+		recs := g.ForNode(node, name)
+		if len(recs) == 0 {
+			continue
+		}
+		var have uint64
+		files := true
+		for _, r := range recs {
+			n := uint64(len(r.Files) + len(r.MultipleFiles))
+			if n == 0 {
+				n, files = 1, false
+			}
+			if c, err := slurmstate.ParseCount(r.Count); r.Count != "" && err == nil {
+				n = c
+			}
+			have += n
+		}
+		var want uint64
+		declared := false
+		for _, s := range nl.GresSpec {
+			if strings.EqualFold(s.Name, name) {
+				want += s.Count
+				declared = true
+			}
+		}
+		switch {
+		case !declared:
+			v.add(Warn, nil, fmt.Sprintf("add %s:N to the Gres= of %s in slurm.conf, N the sum of the lines' Count= (now %d; a line without Count= is one), with %s in GresTypes; or drop the %s lines", name, node, have, name, name),
+				fmt.Sprintf("gres.conf declares %s for %s (%d lines, from %s), but slurm.conf's Gres= for it has none: slurmd ignores them (\"A line in gres.conf for GRES %s has ... more configured than expected in slurm.conf. Ignoring extra GRES.\") and no job can ask for %s",
+					name, node, len(recs), recs[0].Where, name, name))
+		case files && want > have:
+			v.add(Fail, nil, fmt.Sprintf("give each %s line Count= (the shares of its GPU, e.g. Count=100), summing to %d, or lower %s in Gres=", name, want, name),
+				fmt.Sprintf("slurm.conf Gres= declares %s:%d for %s, but gres.conf's %s lines with File= hold %d (a line without Count= is one): slurmd adds a line without File for the rest and stops with fatal: _build_shared_list: multiple configurations with and without \"File\"",
+					name, want, node, name, have))
+		}
 	}
 }
 

@@ -213,6 +213,20 @@ func TestSlurmGres(t *testing.T) {
 		{name: "andmax: node lines not in the committed slurm.conf", node: gresNode("node1", 4, "Tesla K80", nil,
 			confs{slurm: fixture(t, andmax, "base_slurm.conf"), gres: fixture(t, andmax, "gres.conf")}, nil),
 			status: Warn, summary: "node node1 (from SLURMD_NODENAME) is not declared in /etc/slurm/slurm.conf"},
+		// The node line start_slurm.sh appends at boot has gpu and gpu_mem
+		// but no mps: slurmd -G (22.05) warns "A line in gres.conf for GRES
+		// mps has 1 more configured than expected in slurm.conf. Ignoring
+		// extra GRES." four times and lists no mps.
+		{name: "andmax: MPS lines, no mps in the node's Gres=", node: gresNode("node1", 4, "Tesla K80", nil,
+			confs{slurm: fixture(t, andmax, "base_slurm.conf") + "NodeName=node1 RealMemory=60000 Procs=16 Gres=gpu:tesla_k80:4,gpu_mem:11441 State=UNKNOWN\n", gres: fixture(t, andmax, "gres.conf")}, nil),
+			status: Warn, summary: "gres.conf declares mps for node1 (4 lines, from gres.conf:17), but slurm.conf's Gres= for it has none"},
+		// Asking slurm.conf for more MPS than the File= lines hold (each
+		// line without Count= is 1): slurmd -G (22.05) "fatal:
+		// _build_shared_list: multiple configurations with and without
+		// \"File\"".
+		{name: "andmax: mps:400 against four Count-less MPS lines", node: gresNode("node1", 4, "Tesla K80", nil,
+			confs{slurm: fixture(t, andmax, "base_slurm.conf") + "NodeName=node1 Procs=16 Gres=gpu:tesla_k80:4,mps:400,gpu_mem:11441\n", gres: fixture(t, andmax, "gres.conf")}, nil),
+			status: Fail, summary: "slurm.conf Gres= declares mps:400 for node1, but gres.conf's mps lines with File= hold 4"},
 		// slurmd -G (22.05): "Parse error in file gres.conf line 1: \" Name=gpu
 		// Type=nvidia_h100_80gb_hbm3 ...\"" for all eight, then "fatal: error
 		// opening/reading gres.conf".
