@@ -375,13 +375,17 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 		// the value that is detected, using an underscore in lieu of any
 		// spaces". Without AutoDetect Slurm never compares it, so a label
 		// that names the model in other punctuation (Type=m2070q on a "Tesla
-		// M2070-Q", gtx1060 on a "GeForce GTX 1060 6GB") is no finding; one
-		// that names another model still is.
+		// M2070-Q", gtx1060 on a "GeForce GTX 1060 6GB") or names no model
+		// at all (Type=turing on a Quadro RTX 6000, Dieterichlab) is no
+		// finding; one that names another model (a100 on an H100) still is.
 		if d.Type != "" && g.Name != "" {
 			nvmlType := strings.ReplaceAll(strings.ToLower(g.Name), " ", "_")
 			same := strings.Contains(nvmlType, strings.ToLower(d.Type))
 			if !autodetect && !same {
-				same = strings.Contains(alnum(g.Name), alnum(d.Type))
+				// A label without a digit names a family or a site's class
+				// (Type=turing, ampere, tesla), not a model: nothing to
+				// hold against the GPU.
+				same = strings.Contains(alnum(g.Name), alnum(d.Type)) || !strings.ContainsAny(d.Type, "0123456789")
 			}
 			if !same {
 				v.add(typeSev, g, "make Type= a substring of the NVML name, lower-case, spaces as underscores (slurmd -C prints it)",

@@ -176,6 +176,17 @@ func TestSlurmGres(t *testing.T) {
 		{name: "ocotillo: visualizacion1 with the cards the other way round", node: gresNode("visualizacion1", 2, "NVIDIA GeForce GTX 1060 6GB", nil, ocotillo,
 			func(n *state.Node) { n.NVML.GPUs[1].Name = "NVIDIA GeForce GTX 970" }),
 			status: Warn, summary: `Type=gtx970 (gres.conf:6) is not part of the NVML name "NVIDIA GeForce GTX 1060 6GB"`, devices: []int{0, 1}},
+		// Architecture names as types (Dieterichlab: --gres=gpu:turing:1):
+		// a site label, not a model, and Slurm never compares it without
+		// AutoDetect.
+		{name: "dieterichlab: Type=turing on Quadro RTX 6000", node: gresNode("gpu-g2-1", 4, "Quadro RTX 6000", nil,
+			confs{slurm: "GresTypes=gpu\nNodeName=gpu-g2-1 Gres=gpu:turing:4\n", gres: fixture(t, "unidentified_dieterichlab_arch-types_turing_ampere_pascal.txt", "gres.conf")}, nil),
+			status: Pass, summary: "AutoDetect not set; 4 File= GPUs in NVML order"},
+		// The same label under AutoDetect=nvml: slurmd matches Type= as a
+		// substring of the NVML name, and "turing" is none.
+		{name: "dieterichlab lines under AutoDetect=nvml", node: gresNode("gpu-g2-1", 4, "Quadro RTX 6000", nil,
+			confs{slurm: "GresTypes=gpu\nNodeName=gpu-g2-1 Gres=gpu:turing:4\n", gres: "AutoDetect=nvml\n" + fixture(t, "unidentified_dieterichlab_arch-types_turing_ampere_pascal.txt", "gres.conf")}, nil),
+			status: Fail, summary: `Type=turing`, devices: []int{0, 1, 2, 3}},
 		{name: "ocotillo: ibtesla", node: gresNode("ibtesla", 4, "Tesla V100-PCIE-32GB", nil, ocotillo, nil), status: Pass, summary: "4 File= GPUs in NVML order"},
 		{name: "ocotillo: ibnodo8, a CPU node", node: gresNode("ibnodo8", 0, "", nil, ocotillo, nil), status: Pass, summary: "AutoDetect not set"},
 		{name: "goedel: AutoDetect=nvml, typed File= lines, MPS", node: gresNode("goedel", 8, "NVIDIA GeForce RTX 3090", nil,

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -352,6 +353,18 @@ func TestRealGresConfigs(t *testing.T) {
 		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["base_slurm.conf"]))
 		if !c.HasGresType("gpu_mem") || len(c.Nodes) != 0 {
 			t.Errorf("base slurm.conf %+v", c)
+		}
+	})
+	t.Run("dieterichlab: architecture names as types, AutoDetect commented out", func(t *testing.T) {
+		s := sections(t, "unidentified_dieterichlab_arch-types_turing_ampere_pascal.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		if len(g.Errors) > 0 || g.AutoDetect != "" || len(g.NodeAutoDetect) != 0 || len(g.ForNode("any", "mps")) != 0 {
+			t.Errorf("errors %v autodetect %q %v", g.Errors, g.AutoDetect, g.NodeAutoDetect)
+		}
+		for node, want := range map[string]string{"gpu-g4-1": "ampere", "gpu-g3-1": "turing", "gpu-g1-2": "pascal"} {
+			if d := slurmstate.Devices(g.ForNode(node, "gpu")); len(d) == 0 || d[0].Type != want || d[len(d)-1].File != fmt.Sprintf("/dev/nvidia%d", len(d)-1) {
+				t.Errorf("%s: %+v", node, d)
+			}
 		}
 	})
 	t.Run("yyuzhongpv: no NodeName, same CPUs for both sockets' GPUs", func(t *testing.T) {
