@@ -174,8 +174,8 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 		}
 		return gresResult(&v, fmt.Sprintf("%s; %d File= devices not compared with the GPUs: %s", mode, len(devs), why))
 	}
-	checkGresDevices(&v, n, nl, devs, ad, mig)
-	return gresResult(&v, fmt.Sprintf("%s; %d File= GPUs in NVML order", mode, len(devs)))
+	note := checkGresDevices(&v, n, nl, devs, ad, mig)
+	return gresResult(&v, fmt.Sprintf("%s; %d File= GPUs in NVML order%s", mode, len(devs), note))
 }
 
 // checkGresTypes compares slurm.conf's typed gpu counts with the File=
@@ -329,7 +329,10 @@ func gresResult(v *verdict, detail string) Result {
 
 // checkGresDevices compares explicit File= devices with NVML: the count,
 // the device minor in NVML index order, Type= and Cores=.
-func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []slurmstate.GresDevice, ad string, mig bool) {
+//
+// It returns what the pass summary adds about what could not be judged.
+func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []slurmstate.GresDevice, ad string, mig bool) string {
+	unplaced := false
 	files := map[string]slurmstate.DeviceFile{}
 	for _, d := range n.Slurm.Devices {
 		files[d.Path] = d
@@ -393,9 +396,16 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 			}
 		}
 		if d.Cores != nil {
-			checkGresCores(v, n, nl, g, d)
+			unplaced = !checkGresCores(v, n, nl, g, d) || unplaced
 		}
 	}
+	if unplaced {
+		if n.Topology == nil || len(n.Topology.Cores) == 0 {
+			return "; Cores= not placed on sockets: no CPU topology collected"
+		}
+		return "; Cores= not placed on sockets: the GPUs' local CPUs are unknown"
+	}
+	return ""
 }
 
 // alnum is s lower-cased with everything but letters and digits dropped.
@@ -429,7 +439,10 @@ func deviceMinor(path string, files map[string]slurmstate.DeviceFile) (int, bool
 // indexes ("Core 0 will be the first core on the first socket, while core 1
 // will be the second core on the first socket", as hwloc's "Core L#"), not
 // OS CPU (thread) numbers. The topology's cores map them to CPUs.
-func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.GPU, d slurmstate.GresDevice) {
+//
+// It returns false when the cores could not be placed on the GPU's NUMA
+// node for want of a CPU topology.
+func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.GPU, d slurmstate.GresDevice) bool {
 	var cores []topostate.Core
 	if n.Topology != nil {
 		cores = n.Topology.Cores
@@ -445,17 +458,17 @@ func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.
 			msg += "; these look like CPU (thread) numbers, as nvidia-smi's CPU Affinity prints them"
 		}
 		v.add(Fail, g, "give Cores= as logical core numbers (lstopo -l, \"Core L#\"), or leave it to AutoDetect=nvml", msg)
-		return
+		return true
 	}
 	if total == 0 && nl.CPUs > 0 && last >= nl.CPUs {
 		v.add(Fail, g, "keep Cores= within the node's cores", fmt.Sprintf("%s=%s (%s) names core %d, beyond even the node's %d CPUs", d.CoresKey, d.CoresRaw, d.Where, last, nl.CPUs))
-		return
+		return true
 	}
 	local, _ := gpuCPUs(n, g)
 	if local == nil || len(cores) == 0 {
 		// Without the CPU topology the logical cores cannot be placed on
 		// sockets: not judged rather than compared as CPU numbers.
-		return
+		return false
 	}
 	var cpus []int
 	for _, c := range d.Cores {
@@ -475,6 +488,7 @@ func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.
 	case len(in) < len(cpus):
 		v.add(Warn, g, fix, fmt.Sprintf("%s=%s (%s) reaches beyond the GPU's NUMA node (its CPUs %s)", d.CoresKey, d.CoresRaw, d.Where, cpulist.Format(local)))
 	}
+	return true
 }
 
 func checkSlurmTopology(n *state.Node, cfg *Config) Result {
