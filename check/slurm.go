@@ -129,6 +129,11 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	mode := "AutoDetect not set"
 	if ad != "" {
 		mode = "AutoDetect=" + ad
+		// Judge what slurmd reads ("nvml:" is nvml to it), and say so.
+		if m, ok := SlurmdAutoDetect(ad); ok && m != ad {
+			mode = fmt.Sprintf("AutoDetect=%s (written %q; slurmd matches the value as a substring)", m, ad)
+			ad = m
+		}
 	}
 	switch ad {
 	case "nvml", "nvidia":

@@ -110,6 +110,7 @@ func TestSlurmGres(t *testing.T) {
 	miramar := confs{slurm: fixture(t, "miramar-labs_dgx-spark-gb10_agx-orin_autodetect-off.txt", "slurm.conf"), gres: fixture(t, "miramar-labs_dgx-spark-gb10_agx-orin_autodetect-off.txt", "gres.conf")}
 	goedel, fosc := "predictive-analytics-lab_goedel_nvml_rtx3090x8_mps.txt", "unidentified_foscsmlprd01_a100x8_nvml_count_type_flags.txt"
 	lab3 := "ashaneason_hpclab3_autodetect-nvidia_v100.txt"
+	arisu, arisuSlurm := "c4thebomb_arisu_rtx3070_shard_nvml-then-off.txt", "GresTypes=gpu,shard\nNodeName=arisu CPUs=16 Gres=gpu:rtx3070:1,shard:12\n"
 	andmax, nebius, phoebe := "andmax_second_k80x4_mps_countonly-gpu_mem.txt", "nebius_soperator_h100x8_links_cores_minor-order.txt", "unidentified_phoebe_gpu2_a100_mig-mixed_cores.txt"
 	runCases(t, checkSlurmGres, []checkCase{
 		// Real configs from slurm/testdata/gres, and the mistakes they carry.
@@ -214,6 +215,44 @@ func TestSlurmGres(t *testing.T) {
 			status: Pass, summary: "AutoDetect=nvidia (needs slurmd 24.11 or later: older ones log \"unknown autodetect flag 'nvidia'\" and use only the File= lines); 1 File= GPUs in NVML order"},
 		{name: "AutoDetect=nvidia alone", node: gresNode("gpu002", 8, h100, hgxNUMA, confs{slurm: hgxSlurm, gres: "AutoDetect=nvidia\n"}, nil),
 			status: Pass, summary: "AutoDetect=nvidia (needs slurmd 24.11 or later: older ones log \"unknown autodetect flag 'nvidia'\" and detect no GPU)"},
+		// "AutoDetect=nvml:" (a stray colon): slurmd's
+		// _handle_autodetect_flags matches "nvml" as a substring, so slurmd
+		// -G 22.05 takes it as nvml ("We were configured with nvml
+		// functionality, ..."), not as an unknown flag.
+		{name: "ultron: AutoDetect=nvml: is nvml to slurmd", node: gresNode("argon01", 2, "NVIDIA GeForce RTX 4090", nil,
+			confs{slurm: fixture(t, "saleha-abid_ultron_autodetect-nvml-colon_rtx4090x2.txt", "slurm.conf"), gres: fixture(t, "saleha-abid_ultron_autodetect-nvml-colon_rtx4090x2.txt", "gres.conf")}, nil),
+			status: Pass, summary: `AutoDetect=nvml (written "nvml:"; slurmd matches the value as a substring)`},
+		// Type=rtx3070 under AutoDetect=nvml is not a substring of
+		// nvidia_geforce_rtx_3070 (gres.conf(5) on Type); the later revision
+		// turned AutoDetect off, where the label is fine. The shards have
+		// no File= and ride on the one GPU (slurmd -G: Name=shard Count=12
+		// File=/dev/nvidia0).
+		{name: "arisu: Type=rtx3070 under AutoDetect=nvml", node: gresNode("arisu", 1, "NVIDIA GeForce RTX 3070", nil,
+			confs{slurm: arisuSlurm, gres: fixture(t, arisu, "gres.conf")}, nil),
+			status: Fail, summary: `Type=rtx3070 (gres.conf:6) is not part of the NVML name "NVIDIA GeForce RTX 3070"`, devices: []int{0}},
+		{name: "arisu: the same lines under AutoDetect=off", node: gresNode("arisu", 1, "NVIDIA GeForce RTX 3070", nil,
+			confs{slurm: arisuSlurm, gres: fixture(t, arisu, "config/gres.conf")}, nil),
+			status: Pass, summary: "AutoDetect=off; 1 File= GPUs in NVML order"},
+		// CPUs=0-5 / 6-11 on 2×6 cores without hyperthreading: each GPU its
+		// socket's cores (slurmd -G: Cores=0-5 CoreCnt=12, Cores=6-11).
+		{name: "lan496: CPUs= per socket on 2x6 cores", node: gresNode("gpu3", 2, "NVIDIA GeForce GTX 1080 Ti", []string{"0-5", "6-11"},
+			confs{slurm: fixture(t, "lan496_ansible-sandbox_5x2gpu_cpus-per-socket.txt", "slurm.conf"), gres: fixture(t, "lan496_ansible-sandbox_5x2gpu_cpus-per-socket.txt", "gres.conf")},
+			func(n *state.Node) {
+				n.Topology = &topostate.Topology{}
+				for c := 0; c < 12; c++ {
+					n.Topology.Cores = append(n.Topology.Cores, topostate.Core{Package: c / 6, CoreID: c % 6, CPUs: fmt.Sprint(c)})
+				}
+			}),
+			status: Pass, summary: "AutoDetect not set; 2 File= GPUs in NVML order"},
+		{name: "lan496: GPU 1 on socket 0", node: gresNode("gpu3", 2, "NVIDIA GeForce GTX 1080 Ti", []string{"0-5", "0-5"},
+			confs{slurm: fixture(t, "lan496_ansible-sandbox_5x2gpu_cpus-per-socket.txt", "slurm.conf"), gres: fixture(t, "lan496_ansible-sandbox_5x2gpu_cpus-per-socket.txt", "gres.conf")},
+			func(n *state.Node) {
+				n.Topology = &topostate.Topology{}
+				for c := 0; c < 12; c++ {
+					n.Topology.Cores = append(n.Topology.Cores, topostate.Core{Package: c / 6, CoreID: c % 6, CPUs: fmt.Sprint(c)})
+				}
+			}),
+			status: Fail, summary: "CPUs=6-11 (gres.conf:", devices: []int{1}},
 		{name: "miramar: DGX Spark GB10", node: gresNode("spark-79b7", 1, "NVIDIA GB10", nil, miramar, nil), status: Pass, summary: "AutoDetect=off; 1 File= GPUs in NVML order"},
 		// A Jetson (nvgpu driver) has no NVML device to compare File= with:
 		// said, not passed as matching.

@@ -367,6 +367,43 @@ func TestRealGresConfigs(t *testing.T) {
 			}
 		}
 	})
+	t.Run("ultron: AutoDetect=nvml: with a stray colon", func(t *testing.T) {
+		s := sections(t, "saleha-abid_ultron_autodetect-nvml-colon_rtx4090x2.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		if ad, _ := g.AutoDetectFor("argon02"); ad != "nvml:" || len(g.Errors) > 0 || len(g.Records) != 0 {
+			t.Errorf("autodetect %q errors %v records %v", ad, g.Errors, g.Records)
+		}
+		if p := check.LintAutoDetect(g, "argon02"); len(p) > 0 {
+			t.Errorf("slurmd reads nvml: as nvml: %s", problems(p))
+		}
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		n, ok := c.Node("argon02")
+		if cnt, _ := n.GPUCount(); !ok || cnt != 2 || n.GresSpec[0].Type != "rtx_4090" || n.Sockets != 1 || n.CoresPerSocket != 8 {
+			t.Errorf("argon02 %+v", n)
+		}
+	})
+	t.Run("arisu: shard without File= beside one typed GPU", func(t *testing.T) {
+		s := sections(t, "c4thebomb_arisu_rtx3070_shard_nvml-then-off.txt")
+		for name, ad := range map[string]string{"gres.conf": "nvml", "config/gres.conf": "off"} {
+			g := ParseGresConfData(name, []byte(s[name]))
+			sh := g.ForNode("arisu", "shard")
+			if got, _ := g.AutoDetectFor("arisu"); got != ad || len(g.Errors) > 0 || len(sh) != 1 || sh[0].Count != "12" || sh[0].Files != nil {
+				t.Errorf("%s: autodetect %q errors %v shard %+v", name, got, g.Errors, sh)
+			}
+		}
+	})
+	t.Run("lan496: CPUs= one socket per GPU on 2x6 cores", func(t *testing.T) {
+		s := sections(t, "lan496_ansible-sandbox_5x2gpu_cpus-per-socket.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		d := slurmstate.Devices(g.ForNode("gpu5", "gpu"))
+		if len(g.Errors) > 0 || len(d) != 2 || cpulist.Format(d[1].Cores) != "6-11" || d[1].CoresKey != "CPUs" {
+			t.Errorf("errors %v devices %+v", g.Errors, d)
+		}
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		if n, _ := c.Node("gpu5"); n.Sockets != 2 || n.CoresPerSocket != 6 || c.GPUNodes() != 5 {
+			t.Errorf("gpu5 %+v, %d GPU nodes", n, c.GPUNodes())
+		}
+	})
 	t.Run("yyuzhongpv: no NodeName, same CPUs for both sockets' GPUs", func(t *testing.T) {
 		s := sections(t, "yyuzhongpv_dgx1x4_cpus-10-per-gpu.txt")
 		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
