@@ -153,6 +153,27 @@ func lintEnvFlags(recs []slurmstate.GresRecord, name string) []GresProblem {
 // AutoDetect values gres.conf(5) knows.
 var autoDetectValues = []string{"nvml", "nvidia", "rsmi", "oneapi", "nrt", "off", "full"}
 
+// SlurmdAutoDetect is the AutoDetect mode slurmd reads from a gres.conf
+// value. gres.c _handle_autodetect_flags matches "nvml", "rsmi" and
+// "oneapi" as case-insensitive substrings (so "nvml:" is nvml: slurmd -G
+// 22.05 on the ultron config) and "off" whole; the values later Slurm added
+// (nvidia, nrt, full) are taken whole here. ok is false for a value slurmd
+// does not know ("unknown autodetect flag").
+func SlurmdAutoDetect(v string) (mode string, ok bool) {
+	l := strings.ToLower(strings.TrimSpace(v))
+	for _, sub := range []string{"nvml", "rsmi", "oneapi"} {
+		if strings.Contains(l, sub) {
+			return sub, true
+		}
+	}
+	for _, a := range autoDetectValues {
+		if l == a {
+			return a, true
+		}
+	}
+	return "", false
+}
+
 // LintAutoDetect finds AutoDetect= values slurmd does not know, in force on
 // node ("" = every node): the global one, node-specific ones, and those on
 // Name= lines, each naming its file and line.
@@ -164,10 +185,8 @@ func LintAutoDetect(g *slurmstate.GresConf, node string) []GresProblem {
 			return
 		}
 		seen[where] = true
-		for _, a := range autoDetectValues {
-			if strings.EqualFold(v, a) {
-				return
-			}
+		if _, ok := SlurmdAutoDetect(v); ok {
+			return
 		}
 		out = append(out, GresProblem{where, fmt.Sprintf("AutoDetect=%q is not one of %s", v, strings.Join(autoDetectValues, ", "))})
 	}

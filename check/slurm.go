@@ -104,6 +104,9 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	for _, p := range append(LintAutoDetect(g, node), LintGres(g, node, "gpu")...) {
 		v.add(Fail, nil, "fix gres.conf (see gres.conf(5))", p.String())
 	}
+	if declared {
+		checkSharedGres(&v, nl, g, node)
+	}
 	if flags, where := noCUDAEnvFlag(g, node); flags != "" && nvmlOK && len(n.NVML.GPUs) > 0 {
 		constrained := sc.UsesCgroupTasks() && c.CgroupConf != nil && c.CgroupConf.ConstrainDevices
 		what := fmt.Sprintf("Flags=%s (%s) sets no CUDA_VISIBLE_DEVICES", flags, where)
@@ -126,11 +129,26 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 	mode := "AutoDetect not set"
 	if ad != "" {
 		mode = "AutoDetect=" + ad
+		// Judge what slurmd reads ("nvml:" is nvml to it), and say so.
+		if m, ok := SlurmdAutoDetect(ad); ok && m != ad {
+			mode = fmt.Sprintf("AutoDetect=%s (written %q; slurmd matches the value as a substring)", m, ad)
+			ad = m
+		}
 	}
 	switch ad {
 	case "nvml", "nvidia":
 		if ad == "nvml" {
 			mode += checkNVMLPlugin(&v, c.Plugins, adWhere, len(devs), gpuCount, hasGres)
+		} else {
+			// gres.conf(5): "nvidia ... Added in Slurm 24.11". An older
+			// slurmd (gres.c _handle_autodetect_flags) logs "unknown
+			// autodetect flag 'nvidia'" and detects nothing (slurmd -G
+			// 22.05). Which slurmd runs is not collected: said, not judged.
+			rest := "detect no GPU"
+			if len(devs) > 0 {
+				rest = "use only the File= lines"
+			}
+			mode += fmt.Sprintf(" (needs slurmd 24.11 or later: older ones log \"unknown autodetect flag 'nvidia'\" and %s)", rest)
 		}
 		if len(devs) == 0 {
 			return gresResult(&v, fmt.Sprintf("%s (%s): slurmd takes devices, order and cores from the driver", mode, adWhere))
@@ -149,11 +167,20 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 		}
 	}
 	checkGresTypes(&v, nl, devs)
-	if len(devs) == 0 || !nvmlOK {
+	if len(devs) == 0 {
 		return gresResult(&v, mode)
 	}
-	checkGresDevices(&v, n, nl, devs, ad, mig)
-	return gresResult(&v, fmt.Sprintf("%s; %d File= GPUs in NVML order", mode, len(devs)))
+	if !nvmlOK {
+		// A Jetson (nvgpu driver) or a node whose driver is down: the File=
+		// lines are read, but there is no GPU list to hold them against.
+		why := "NVML not available"
+		if n.NVML != nil && n.NVML.Error != "" {
+			why += " (" + n.NVML.Error + ")"
+		}
+		return gresResult(&v, fmt.Sprintf("%s; %d File= devices not compared with the GPUs: %s", mode, len(devs), why))
+	}
+	note := checkGresDevices(&v, n, nl, devs, ad, mig)
+	return gresResult(&v, fmt.Sprintf("%s; %d File= GPUs in NVML order%s", mode, len(devs), note))
 }
 
 // checkGresTypes compares slurm.conf's typed gpu counts with the File=
@@ -202,6 +229,53 @@ func checkGresTypes(v *verdict, nl slurmstate.NodeLine, devs []slurmstate.GresDe
 		v.add(Fail, nil, fmt.Sprintf("give gres.conf's File= lines for these GPUs Type=%s, or slurm.conf the type gres.conf uses", g.Type),
 			fmt.Sprintf("slurm.conf Gres=gpu:%s:%d (%s), but gres.conf declares %d GPU(s) of Type=%s for this node (its types: %s): slurmctld drains the node with \"gres/gpu:%s count too low (%d < %d)\"",
 				g.Type, g.Count, nl.Where, have, g.Type, strings.Join(types, ", "), g.Type, have, g.Count))
+	}
+}
+
+// checkSharedGres compares the GPU-sharing GRES (mps, shard) that gres.conf
+// declares for node with the count slurm.conf's Gres= gives it. A line
+// without Count= counts one per file (slurmd -G 22.05: "A line in gres.conf
+// for GRES mps has 1 more configured than expected"). With none in Gres=
+// slurmd ignores the lines; with more in Gres= than File= lines hold, it
+// makes a File-less record for the rest and stops in _build_shared_list
+// (src/plugins/gres/common/gres_c_s.c): "multiple configurations with and
+// without \"File\"" (slurmd -G 22.05 on the andmax config).
+func checkSharedGres(v *verdict, nl slurmstate.NodeLine, g *slurmstate.GresConf, node string) {
+	for _, name := range []string{"mps", "shard"} {
+		recs := g.ForNode(node, name)
+		if len(recs) == 0 {
+			continue
+		}
+		var have uint64
+		files := true
+		for _, r := range recs {
+			n := uint64(len(r.Files) + len(r.MultipleFiles))
+			if n == 0 {
+				n, files = 1, false
+			}
+			if c, err := slurmstate.ParseCount(r.Count); r.Count != "" && err == nil {
+				n = c
+			}
+			have += n
+		}
+		var want uint64
+		declared := false
+		for _, s := range nl.GresSpec {
+			if strings.EqualFold(s.Name, name) {
+				want += s.Count
+				declared = true
+			}
+		}
+		switch {
+		case !declared:
+			v.add(Warn, nil, fmt.Sprintf("add %s:N to the Gres= of %s in slurm.conf, N the sum of the lines' Count= (now %d; a line without Count= is one), with %s in GresTypes; or drop the %s lines", name, node, have, name, name),
+				fmt.Sprintf("gres.conf declares %s for %s (%d lines, from %s), but slurm.conf's Gres= for it has none: slurmd ignores them (\"A line in gres.conf for GRES %s has ... more configured than expected in slurm.conf. Ignoring extra GRES.\") and no job can ask for %s",
+					name, node, len(recs), recs[0].Where, name, name))
+		case files && want > have:
+			v.add(Fail, nil, fmt.Sprintf("give each %s line Count= (the shares of its GPU, e.g. Count=100), summing to %d, or lower %s in Gres=", name, want, name),
+				fmt.Sprintf("slurm.conf Gres= declares %s:%d for %s, but gres.conf's %s lines with File= hold %d (a line without Count= is one): slurmd adds a line without File for the rest and stops with fatal: _build_shared_list: multiple configurations with and without \"File\"",
+					name, want, node, name, have))
+		}
 	}
 }
 
@@ -260,7 +334,10 @@ func gresResult(v *verdict, detail string) Result {
 
 // checkGresDevices compares explicit File= devices with NVML: the count,
 // the device minor in NVML index order, Type= and Cores=.
-func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []slurmstate.GresDevice, ad string, mig bool) {
+//
+// It returns what the pass summary adds about what could not be judged.
+func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []slurmstate.GresDevice, ad string, mig bool) string {
+	unplaced := false
 	files := map[string]slurmstate.DeviceFile{}
 	for _, d := range n.Slurm.Devices {
 		files[d.Path] = d
@@ -279,7 +356,10 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 		if f, ok := files[d.File]; ok {
 			switch {
 			case !f.Exist:
-				v.add(Fail, nil, "fix File= or load the driver", fmt.Sprintf("%s: File=%s does not exist", d.Where, d.File))
+				// gres.c _validate_file -> _my_stat: slurmd waits up to 20 s
+				// for each File= ("Waiting for gres.conf file ...") and then
+				// exits; the node goes DOWN as not responding.
+				v.add(Fail, nil, "fix File= or load the driver", fmt.Sprintf("%s: File=%s does not exist: slurmd stops (\"fatal: can't stat gres.conf file %s\")", d.Where, d.File, d.File))
 				continue
 			case !f.Char:
 				v.add(Fail, nil, "point File= at the GPU's character device", fmt.Sprintf("%s: File=%s is not a character device: slurmd ignores it and jobs get no CUDA_VISIBLE_DEVICES", d.Where, d.File))
@@ -298,17 +378,52 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 			v.add(Fail, g, fixGresOrder,
 				fmt.Sprintf("gres.conf File #%d (%s, %s) is device minor %d, but this GPU is minor %d: Slurm binds jobs to another GPU than SLURM_STEP_GPUS says", i+1, d.File, d.Where, minor, *g.Minor))
 		}
+		// gres.conf(5): Type is "an optional arbitrary string"; only "if
+		// using autodetect functionality" must it "match or be a substring of
+		// the value that is detected, using an underscore in lieu of any
+		// spaces". Without AutoDetect Slurm never compares it, so a label
+		// that names the model in other punctuation (Type=m2070q on a "Tesla
+		// M2070-Q", gtx1060 on a "GeForce GTX 1060 6GB") or names no model
+		// at all (Type=turing on a Quadro RTX 6000, Dieterichlab) is no
+		// finding; one that names another model (a100 on an H100) still is.
 		if d.Type != "" && g.Name != "" {
 			nvmlType := strings.ReplaceAll(strings.ToLower(g.Name), " ", "_")
-			if !strings.Contains(nvmlType, strings.ToLower(d.Type)) {
+			same := strings.Contains(nvmlType, strings.ToLower(d.Type))
+			if !autodetect && !same {
+				// A label without a digit names a family or a site's class
+				// (Type=turing, ampere, tesla), not a model: nothing to
+				// hold against the GPU.
+				same = strings.Contains(alnum(g.Name), alnum(d.Type)) || !strings.ContainsAny(d.Type, "0123456789")
+			}
+			if !same {
 				v.add(typeSev, g, "make Type= a substring of the NVML name, lower-case, spaces as underscores (slurmd -C prints it)",
 					fmt.Sprintf("Type=%s (%s) is not part of the NVML name %q (%s)", d.Type, d.Where, g.Name, nvmlType))
 			}
 		}
 		if d.Cores != nil {
-			checkGresCores(v, n, nl, g, d)
+			unplaced = !checkGresCores(v, n, nl, g, d) || unplaced
 		}
 	}
+	if unplaced {
+		if n.Topology == nil || len(n.Topology.Cores) == 0 {
+			return "; Cores= not placed on sockets: no CPU topology collected"
+		}
+		return "; Cores= not placed on sockets: the GPUs' local CPUs are unknown"
+	}
+	return ""
+}
+
+// alnum is s lower-cased with everything but letters and digits dropped.
+func alnum(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return -1
+	}, s)
 }
 
 // deviceMinor is the minor number of a device file: from stat when the
@@ -329,7 +444,10 @@ func deviceMinor(path string, files map[string]slurmstate.DeviceFile) (int, bool
 // indexes ("Core 0 will be the first core on the first socket, while core 1
 // will be the second core on the first socket", as hwloc's "Core L#"), not
 // OS CPU (thread) numbers. The topology's cores map them to CPUs.
-func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.GPU, d slurmstate.GresDevice) {
+//
+// It returns false when the cores could not be placed on the GPU's NUMA
+// node for want of a CPU topology.
+func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.GPU, d slurmstate.GresDevice) bool {
 	var cores []topostate.Core
 	if n.Topology != nil {
 		cores = n.Topology.Cores
@@ -345,17 +463,17 @@ func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.
 			msg += "; these look like CPU (thread) numbers, as nvidia-smi's CPU Affinity prints them"
 		}
 		v.add(Fail, g, "give Cores= as logical core numbers (lstopo -l, \"Core L#\"), or leave it to AutoDetect=nvml", msg)
-		return
+		return true
 	}
 	if total == 0 && nl.CPUs > 0 && last >= nl.CPUs {
 		v.add(Fail, g, "keep Cores= within the node's cores", fmt.Sprintf("%s=%s (%s) names core %d, beyond even the node's %d CPUs", d.CoresKey, d.CoresRaw, d.Where, last, nl.CPUs))
-		return
+		return true
 	}
 	local, _ := gpuCPUs(n, g)
 	if local == nil || len(cores) == 0 {
 		// Without the CPU topology the logical cores cannot be placed on
 		// sockets: not judged rather than compared as CPU numbers.
-		return
+		return false
 	}
 	var cpus []int
 	for _, c := range d.Cores {
@@ -375,6 +493,7 @@ func checkGresCores(v *verdict, n *state.Node, nl slurmstate.NodeLine, g *state.
 	case len(in) < len(cpus):
 		v.add(Warn, g, fix, fmt.Sprintf("%s=%s (%s) reaches beyond the GPU's NUMA node (its CPUs %s)", d.CoresKey, d.CoresRaw, d.Where, cpulist.Format(local)))
 	}
+	return true
 }
 
 func checkSlurmTopology(n *state.Node, cfg *Config) Result {

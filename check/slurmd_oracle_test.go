@@ -1,11 +1,13 @@
 package check
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,20 +23,7 @@ import (
 // the node does not have. scripts/slurm-e2e.sh runs it with slurmd installed
 // and GPUPROBE_REQUIRE_SLURMD=1, where a missing slurmd fails.
 func TestSlurmdOracle(t *testing.T) {
-	slurmd, err := exec.LookPath("slurmd")
-	if err != nil {
-		for _, p := range []string{"/usr/sbin/slurmd", "/usr/local/sbin/slurmd"} {
-			if _, e := os.Stat(p); e == nil {
-				slurmd, err = p, nil
-			}
-		}
-	}
-	if err != nil {
-		if os.Getenv("GPUPROBE_REQUIRE_SLURMD") == "1" {
-			t.Fatal("slurmd not found, and GPUPROBE_REQUIRE_SLURMD=1")
-		}
-		t.Skip("slurmd not installed: scripts/slurm-e2e.sh runs this oracle after installing it")
-	}
+	slurmd := findSlurmd(t)
 	files, _ := filepath.Glob("../slurm/testdata/gres/*.txt")
 	judged, refused := 0, 0
 	for _, f := range files {
@@ -43,10 +32,10 @@ func TestSlurmdOracle(t *testing.T) {
 			continue
 		}
 		sc := slurmstate.ParseSlurmConfData("slurm.conf", []byte(slurmConf))
-		// Every File= becomes /dev/null, a character device every machine
+		// Every File= (and MultipleFiles=) becomes /dev/null, a character device every machine
 		// has: slurmd waits for missing device files and then stops, and
 		// the files are not what this oracle asks about.
-		gresConf = fileRe.ReplaceAllString(gresConf, "File=/dev/null")
+		gresConf = fileRe.ReplaceAllString(gresConf, "$1=/dev/null")
 		gc := slurm.ParseGresConfData("gres.conf", []byte(gresConf))
 		// One slurmd -G per node a record names (or the first GPU node).
 		byNode := map[string][]slurmstate.GresRecord{}
@@ -108,7 +97,7 @@ func TestSlurmdOracle(t *testing.T) {
 	t.Logf("%d Cores= lines judged the same by slurmd -G and gpuprobe (%d refused by both)", judged, refused)
 }
 
-var fileRe = regexp.MustCompile(`File=\S+`)
+var fileRe = regexp.MustCompile(`\b((?:Multiple)?Files?)=\S+`)
 
 var invalidCores = regexp.MustCompile(`Invalid GRES data for \S+, ((?:Cores|CPUs)=\S+)`)
 
@@ -130,4 +119,113 @@ func section(t *testing.T, file, name string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestSlurmdOracleParse asks the real slurmd which lines of every captured
+// gres.conf it cannot parse ("Parse error in file gres.conf line N",
+// s_p_parse_file in src/common/parse_config.c) and requires gpuprobe to
+// refuse exactly those lines. A fixture without a slurm.conf part gets a
+// node line of its own (2×64 cores) for the first node gres.conf names.
+func TestSlurmdOracleParse(t *testing.T) {
+	slurmd := findSlurmd(t)
+	files, _ := filepath.Glob("../slurm/testdata/gres/*.txt")
+	judged := 0
+	for _, f := range files {
+		gresConf := section(t, f, "gres.conf")
+		if gresConf == "" {
+			continue
+		}
+		gresConf = fileRe.ReplaceAllString(gresConf, "$1=/dev/null")
+		gc := slurm.ParseGresConfData("gres.conf", []byte(gresConf))
+		slurmConf := section(t, f, "slurm.conf")
+		sc := slurmstate.ParseSlurmConfData("slurm.conf", []byte(slurmConf))
+		host := ""
+		for _, r := range gc.Records {
+			if hs, err := slurmstate.ExpandHostlist(r.NodeName); r.NodeName != "" && err == nil && len(hs) > 0 {
+				host = hs[0]
+				break
+			}
+		}
+		if _, ok := sc.Node(host); !ok || host == "" {
+			if host == "" {
+				host = "oracle1"
+			}
+			slurmConf += "\nGresTypes=gpu\nNodeName=" + host + " CPUs=256 Sockets=2 CoresPerSocket=64 ThreadsPerCore=2\n"
+		}
+		dir := t.TempDir()
+		run := func(slurmConf string) []byte {
+			conf := slurmConf + "\nClusterName=oracle\nSlurmctldHost=localhost\nSlurmdParameters=config_overrides\n"
+			os.WriteFile(filepath.Join(dir, "slurm.conf"), []byte(conf), 0o644)
+			os.WriteFile(filepath.Join(dir, "gres.conf"), []byte(gresConf), 0o644)
+			out, _ := exec.Command(slurmd, "-G", "-f", filepath.Join(dir, "slurm.conf"), "-N", host).CombinedOutput()
+			return out
+		}
+		out := run(slurmConf)
+		if strings.Contains(string(out), "Unable to process configuration file") {
+			// A slurm.conf setting this slurmd refuses (TaskPluginParam=Sched
+			// on 22.05, MetricsType from 25.05): keep only the lines gres.conf
+			// is read against.
+			var keep []string
+			for _, l := range strings.Split(slurmConf, "\n") {
+				if k := strings.ToLower(strings.TrimSpace(l)); strings.HasPrefix(k, "grestypes=") || strings.HasPrefix(k, "nodename=") {
+					keep = append(keep, l)
+				}
+			}
+			t.Logf("%s: slurmd refuses the slurm.conf (%s); read again with its GresTypes= and NodeName= lines only", filepath.Base(f), strings.TrimSpace(strings.Split(string(out), "\n")[0]))
+			out = run(strings.Join(keep, "\n"))
+		}
+		theirs := map[int]bool{}
+		for _, m := range parseErrRe.FindAllStringSubmatch(string(out), -1) {
+			n, _ := strconv.Atoi(m[1])
+			theirs[n] = true
+		}
+		ours := map[int]bool{}
+		for _, e := range gc.Errors {
+			ours[e.Line] = true
+		}
+		judged++
+		var missed, extra []string
+		for n := range theirs {
+			if !ours[n] {
+				missed = append(missed, strconv.Itoa(n))
+			}
+		}
+		for _, e := range gc.Errors {
+			if !theirs[e.Line] {
+				extra = append(extra, fmt.Sprintf("%d (%s)", e.Line, e.Msg))
+			}
+		}
+		slices.Sort(missed)
+		if len(missed) > 0 || len(extra) > 0 {
+			t.Errorf("%s: slurmd cannot parse gres.conf lines %v that gpuprobe reads; gpuprobe refuses lines %v that slurmd parses\nslurmd -G said:\n%s",
+				filepath.Base(f), missed, extra, out)
+		}
+	}
+	if judged == 0 {
+		t.Fatal("no gres.conf judged")
+	}
+	t.Logf("%d gres.conf files judged line by line against slurmd -G", judged)
+}
+
+var parseErrRe = regexp.MustCompile(`Parse error in file \S+ line (\d+)`)
+
+// findSlurmd is the slurmd binary, or skips (fails under
+// GPUPROBE_REQUIRE_SLURMD=1) when there is none.
+func findSlurmd(t *testing.T) string {
+	t.Helper()
+	slurmd, err := exec.LookPath("slurmd")
+	if err != nil {
+		for _, p := range []string{"/usr/sbin/slurmd", "/usr/local/sbin/slurmd"} {
+			if _, e := os.Stat(p); e == nil {
+				slurmd, err = p, nil
+			}
+		}
+	}
+	if err != nil {
+		if os.Getenv("GPUPROBE_REQUIRE_SLURMD") == "1" {
+			t.Fatal("slurmd not found, and GPUPROBE_REQUIRE_SLURMD=1")
+		}
+		t.Skip("slurmd not installed: scripts/slurm-e2e.sh runs this oracle after installing it")
+	}
+	return slurmd
 }

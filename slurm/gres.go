@@ -45,6 +45,18 @@ func addGresLine(g *slurmstate.GresConf, l slurmstate.Line) string {
 	if !hasNode && !first.Is("Name") && !first.Is("AutoDetect") {
 		return fmt.Sprintf("line starts with %s=; it must start with NodeName= or Name=", first.Key)
 	}
+	// slurmd reads a gres.conf line by its first key (s_p_parse_file in
+	// src/common/parse_config.c calls _parse_next_key once a line) against
+	// gres_g_node_config_load's table in src/common/gres.c: AutoDetect is a
+	// plain string there, NodeName= and Name= take the rest of the line. So
+	// a line that starts with AutoDetect= sets the global AutoDetect and
+	// leaves the rest unparsed: "Parse error in file gres.conf line N",
+	// then "fatal: error opening/reading gres.conf" (slurmd -G, 22.05).
+	// gres.conf(5): AutoDetect "can be on a line by itself" or "combined
+	// with NodeName", as in NodeName=tux3 AutoDetect=off Name=gpu ...
+	if first.Is("AutoDetect") && len(l.Pairs) > 1 {
+		return fmt.Sprintf("AutoDetect= starts the line, so slurmd takes it as the global AutoDetect and cannot parse the rest (\"Parse error in file gres.conf line %d\", then fatal \"error opening/reading gres.conf\"): put AutoDetect= on a line of its own, or after NodeName= (NodeName=<nodes> AutoDetect=%s Name=...)", l.Num, l.Pairs[0].Value)
+	}
 	if hasNode {
 		if _, err := slurmstate.ExpandHostlist(node); err != nil || node == "" {
 			return fmt.Sprintf("NodeName=%q is not a valid hostlist", node)

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -265,6 +266,142 @@ func TestRealGresConfigs(t *testing.T) {
 		}
 		if cpulist.Format(devs[4].Cores) != "64-127" || devs[8].Name != "VramPerGpu" || devs[8].Type != "" {
 			t.Errorf("%+v %+v", devs[4], devs[8])
+		}
+	})
+	t.Run("ocotillo: Nodename= spelled lower-case, tabs, two types on one node", func(t *testing.T) {
+		s := sections(t, "danielmc81_ocotillo_heterogeneous_nodename-lowercase.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		if len(g.Errors) > 0 {
+			t.Fatalf("slurmd -G reads every line (parameter names are case insensitive): %v", g.Errors)
+		}
+		// slurmd -G (22.05) on visualizacion1: Type=gtx970 ... File=nvidia0, Type=gtx1060 ... File=nvidia1.
+		if d := slurmstate.Devices(g.ForNode("visualizacion1", "gpu")); len(d) != 2 || d[0].Type != "gtx970" || d[1].Type != "gtx1060" || d[1].File != "/dev/nvidia1" {
+			t.Errorf("visualizacion1 %+v", d)
+		}
+		for node, want := range map[string]int{"ibnodo1": 4, "ibnodo2": 4, "ibnodo3": 0, "ibnodo8": 0, "ibtesla": 4, "visualizacion2": 1} {
+			if got := len(slurmstate.Devices(g.ForNode(node, "gpu"))); got != want {
+				t.Errorf("%s: %d devices, want %d", node, got, want)
+			}
+		}
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		n, ok := c.Node("visualizacion1")
+		if cnt, _ := n.GPUCount(); !ok || cnt != 2 || len(n.GresSpec) != 2 || n.GresSpec[1].Type != "gtx1060" || len(c.Errors) > 0 {
+			t.Errorf("visualizacion1 %+v errors %v", n, c.Errors)
+		}
+		if n, ok := c.Node("ibnodo8"); !ok || n.CPUs != 64 {
+			t.Errorf("ibnodo[8] %+v", n)
+		}
+	})
+	t.Run("goedel: AutoDetect=nvml with typed File= lines and MPS", func(t *testing.T) {
+		s := sections(t, "predictive-analytics-lab_goedel_nvml_rtx3090x8_mps.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		if ad, _ := g.AutoDetectFor("goedel"); ad != "nvml" || len(g.Errors) > 0 {
+			t.Errorf("autodetect %q errors %v", ad, g.Errors)
+		}
+		if d := slurmstate.Devices(g.ForNode("goedel", "gpu")); len(d) != 8 || d[7].Type != "nvidia_geforce_rtx_3090" {
+			t.Errorf("gpu %+v", d)
+		}
+		if m := g.ForNode("goedel", "mps"); len(m) != 8 || m[0].Count != "24" {
+			t.Errorf("mps %+v", m)
+		}
+		if p := check.LintGres(g, "goedel", "gpu"); len(p) > 0 {
+			t.Errorf("slurmd -G accepts it: %s", problems(p))
+		}
+	})
+	t.Run("soperator: a line that starts with AutoDetect= is a parse error", func(t *testing.T) {
+		s := sections(t, "nebius_soperator_h100x8_links_cores_minor-order.txt")
+		text := s["gres.conf"]
+		g := ParseGresConfData("gres.conf", []byte(text))
+		// slurmd -G (22.05): "Parse error in file gres.conf line N: \" Name=gpu ...\"" for
+		// every line, then "fatal: error opening/reading gres.conf".
+		if len(g.Errors) != 8 || g.Errors[0].Line != lineOf(t, text, "AutoDetect=off Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia4") {
+			t.Fatalf("errors %v", g.Errors)
+		}
+		if !strings.Contains(g.Errors[0].Msg, "AutoDetect=") || !strings.Contains(g.Errors[0].Msg, "Parse error") {
+			t.Errorf("message %q", g.Errors[0].Msg)
+		}
+		// With NodeName= first the same line is one gres.conf(5) documents.
+		fixed := ParseGresConfData("gres.conf", []byte(strings.ReplaceAll(text, "AutoDetect=off Name=gpu", "NodeName=worker-0 AutoDetect=off Name=gpu")))
+		d := slurmstate.Devices(fixed.ForNode("worker-0", "gpu"))
+		if len(fixed.Errors) > 0 || len(d) != 8 || d[0].File != "/dev/nvidia4" || cpulist.Format(d[4].Cores) != "64-127" {
+			t.Errorf("errors %v devices %+v", fixed.Errors, d)
+		}
+		if p := check.LintGres(fixed, "worker-0", "gpu"); len(p) > 0 {
+			t.Errorf("Links= rows and Flags= are valid: %s", problems(p))
+		}
+	})
+	t.Run("phoebe gpu2: whole GPUs and MIG MultipleFiles on one node", func(t *testing.T) {
+		s := sections(t, "unidentified_phoebe_gpu2_a100_mig-mixed_cores.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		d := slurmstate.Devices(g.ForNode("gpu2", "gpu"))
+		if len(g.Errors) > 0 || len(d) != 7 || d[6].Type != "nvidia_a100_1g.10gb" || cpulist.Format(d[6].Cores) != "40-47" {
+			t.Errorf("errors %v devices %+v", g.Errors, d)
+		}
+		if p := check.LintGres(g, "gpu2", "gpu"); len(p) > 0 {
+			t.Errorf("slurmd -G accepts it: %s", problems(p))
+		}
+	})
+	t.Run("andmax: MPS lines without Count and a count-only GRES", func(t *testing.T) {
+		s := sections(t, "andmax_second_k80x4_mps_countonly-gpu_mem.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		if len(g.Errors) > 0 || g.AutoDetect != "" || len(g.ForNode("any", "mps")) != 4 {
+			t.Errorf("errors %v autodetect %q", g.Errors, g.AutoDetect)
+		}
+		if m := g.ForNode("any", "gpu_mem"); len(m) != 1 || m[0].Count != "11441" || m[0].Files != nil {
+			t.Errorf("gpu_mem %+v", m)
+		}
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["base_slurm.conf"]))
+		if !c.HasGresType("gpu_mem") || len(c.Nodes) != 0 {
+			t.Errorf("base slurm.conf %+v", c)
+		}
+	})
+	t.Run("dieterichlab: architecture names as types, AutoDetect commented out", func(t *testing.T) {
+		s := sections(t, "unidentified_dieterichlab_arch-types_turing_ampere_pascal.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		if len(g.Errors) > 0 || g.AutoDetect != "" || len(g.NodeAutoDetect) != 0 || len(g.ForNode("any", "mps")) != 0 {
+			t.Errorf("errors %v autodetect %q %v", g.Errors, g.AutoDetect, g.NodeAutoDetect)
+		}
+		for node, want := range map[string]string{"gpu-g4-1": "ampere", "gpu-g3-1": "turing", "gpu-g1-2": "pascal"} {
+			if d := slurmstate.Devices(g.ForNode(node, "gpu")); len(d) == 0 || d[0].Type != want || d[len(d)-1].File != fmt.Sprintf("/dev/nvidia%d", len(d)-1) {
+				t.Errorf("%s: %+v", node, d)
+			}
+		}
+	})
+	t.Run("ultron: AutoDetect=nvml: with a stray colon", func(t *testing.T) {
+		s := sections(t, "saleha-abid_ultron_autodetect-nvml-colon_rtx4090x2.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		if ad, _ := g.AutoDetectFor("argon02"); ad != "nvml:" || len(g.Errors) > 0 || len(g.Records) != 0 {
+			t.Errorf("autodetect %q errors %v records %v", ad, g.Errors, g.Records)
+		}
+		if p := check.LintAutoDetect(g, "argon02"); len(p) > 0 {
+			t.Errorf("slurmd reads nvml: as nvml: %s", problems(p))
+		}
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		n, ok := c.Node("argon02")
+		if cnt, _ := n.GPUCount(); !ok || cnt != 2 || n.GresSpec[0].Type != "rtx_4090" || n.Sockets != 1 || n.CoresPerSocket != 8 {
+			t.Errorf("argon02 %+v", n)
+		}
+	})
+	t.Run("arisu: shard without File= beside one typed GPU", func(t *testing.T) {
+		s := sections(t, "c4thebomb_arisu_rtx3070_shard_nvml-then-off.txt")
+		for name, ad := range map[string]string{"gres.conf": "nvml", "config/gres.conf": "off"} {
+			g := ParseGresConfData(name, []byte(s[name]))
+			sh := g.ForNode("arisu", "shard")
+			if got, _ := g.AutoDetectFor("arisu"); got != ad || len(g.Errors) > 0 || len(sh) != 1 || sh[0].Count != "12" || sh[0].Files != nil {
+				t.Errorf("%s: autodetect %q errors %v shard %+v", name, got, g.Errors, sh)
+			}
+		}
+	})
+	t.Run("lan496: CPUs= one socket per GPU on 2x6 cores", func(t *testing.T) {
+		s := sections(t, "lan496_ansible-sandbox_5x2gpu_cpus-per-socket.txt")
+		g := ParseGresConfData("gres.conf", []byte(s["gres.conf"]))
+		d := slurmstate.Devices(g.ForNode("gpu5", "gpu"))
+		if len(g.Errors) > 0 || len(d) != 2 || cpulist.Format(d[1].Cores) != "6-11" || d[1].CoresKey != "CPUs" {
+			t.Errorf("errors %v devices %+v", g.Errors, d)
+		}
+		c := slurmstate.ParseSlurmConfData("slurm.conf", []byte(s["slurm.conf"]))
+		if n, _ := c.Node("gpu5"); n.Sockets != 2 || n.CoresPerSocket != 6 || c.GPUNodes() != 5 {
+			t.Errorf("gpu5 %+v, %d GPU nodes", n, c.GPUNodes())
 		}
 	})
 	t.Run("yyuzhongpv: no NodeName, same CPUs for both sockets' GPUs", func(t *testing.T) {
