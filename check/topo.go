@@ -38,11 +38,15 @@ type TopoConfig struct {
 	// RDMA: PIX, PXB, PHB, NODE or SYS. Default PXB, NCCL's own default on
 	// x86 (NCCL_NET_GDR_LEVEL).
 	GDRLevel string `yaml:"gdr_level"`
+	// PXN says whether NCCL may relay a GPU's network traffic through an
+	// NVLink-connected GPU whose NIC is near (PXN): yes (NCCL's default
+	// since 2.12) or no (jobs run with NCCL_PXN_DISABLE=1). Default yes.
+	PXN string `yaml:"pxn"`
 }
 
 // DefaultTopoConfig returns the documented defaults.
 func DefaultTopoConfig() TopoConfig {
-	return TopoConfig{ExpectGDR: "auto", GDRLevel: topostate.PathPXB}
+	return TopoConfig{ExpectGDR: "auto", GDRLevel: topostate.PathPXB, PXN: "yes"}
 }
 
 // topoPre is the common precondition. A topology collector that failed is
@@ -404,9 +408,10 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 		return Result{Status: Error, Summary: fmt.Sprintf("topo.gdr_level %q: want PIX, PXB, PHB, NODE or SYS", cfg.Topo.GDRLevel)}
 	}
 	type near struct {
-		nic, typ string
+		nic, bus, typ string
 	}
 	nearest := map[string]near{}
+	gpuNIC := map[[2]string]string{} // GPU bus, NIC bus -> PCIe class
 	for _, p := range t.Paths {
 		g, nicBus := p.ABusID, p.BBusID
 		if t.GPU(g) == nil {
@@ -415,12 +420,60 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 		if t.GPU(g) == nil || t.GPU(nicBus) != nil {
 			continue
 		}
+		gpuNIC[[2]string{g, nicBus}] = p.PCIe
 		if cur, ok := nearest[g]; !ok || topostate.PathRank(p.PCIe) < topostate.PathRank(cur.typ) {
-			nearest[g] = near{t.Label(nicBus), p.PCIe}
+			nearest[g] = near{t.Label(nicBus), nicBus, p.PCIe}
 		}
+	}
+	// PXN (NCCL src/graph/paths.cc, ncclTopoComputePaths): a GPU whose NIC
+	// is beyond PXB sends through a peer GPU that is NVLink-connected to it
+	// (directly or through NVSwitch, PATH_NVL) and at most PXB from the
+	// NIC; ncclTopoCheckGdr then judges the peer's distance, so GPUDirect
+	// RDMA is used, from the peer. NCCL_PXN_DISABLE=1 turns it off.
+	var pxnOn bool
+	switch strings.ToLower(cfg.Topo.PXN) {
+	case "", "yes", "true":
+		pxnOn = true
+	case "no", "false":
+	default:
+		return Result{Status: Error, Summary: fmt.Sprintf("topo.pxn %q: want yes or no", cfg.Topo.PXN)}
+	}
+	relayLevel := level
+	if topostate.PathRank(relayLevel) > topostate.PathRank(topostate.PathPXB) {
+		relayLevel = topostate.PathPXB
+	}
+	nvlinked := func(a, b string) bool {
+		for _, p := range t.Paths {
+			if (p.ABusID == a && p.BBusID == b || p.ABusID == b && p.BBusID == a) && (p.NVLinks > 0 || strings.HasPrefix(p.Type, "NV")) {
+				return true
+			}
+		}
+		return false
+	}
+	// relay names the NVLink peer with a near NIC ("GPU1 via GPU0 to
+	// mlx5_0"), the one whose NIC is nearest the GPU itself when several
+	// qualify, and says whether some other GPU has a near NIC at all.
+	relay := func(g *topostate.GPU) (string, bool) {
+		anyNear, route, best := false, "", 0
+		for i := range t.GPUs {
+			p := &t.GPUs[i]
+			nr, ok := nearest[p.BusID]
+			if p.BusID == g.BusID || !ok || topostate.PathRank(nr.typ) > topostate.PathRank(relayLevel) {
+				continue
+			}
+			anyNear = true
+			if !nvlinked(g.BusID, p.BusID) {
+				continue
+			}
+			if r := topostate.PathRank(gpuNIC[[2]string{g.BusID, nr.bus}]); route == "" || r < best {
+				route, best = fmt.Sprintf("GPU%d via GPU%d to %s", g.Index, p.Index, nr.nic), r
+			}
+		}
+		return route, anyNear
 	}
 	v := verdict{id: "topo.gpu_nic_affinity"}
 	judged, gone := 0, 0
+	var viaPeer, routes []string
 	for i := range t.GPUs {
 		g := &t.GPUs[i]
 		// A GPU NVML lost or cannot hand out is not there to use a NIC
@@ -434,16 +487,34 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 		switch {
 		case !ok || nr.typ == topostate.PathUnknown:
 			v.add(Skip, gpuOf(n, g), "", "PCIe position unknown")
+			continue
 		case topostate.PathRank(nr.typ) <= topostate.PathRank(level):
 			v.add(Pass, gpuOf(n, g), "", "")
+			continue
 		case t.Virtualization.VM():
 			v.add(Pass, gpuOf(n, g), "", "")
+			continue
+		}
+		remedy := "move a NIC behind the GPU's PCIe switch (see 'gpuprobe topo'); NCCL_NET_GDR_LEVEL=" + nr.typ + " makes NCCL use GPUDirect RDMA anyway, often slower"
+		far := fmt.Sprintf("nearest NIC is %s at %s, beyond %s", nr.nic, nr.typ, level)
+		route, someNear := relay(g)
+		switch {
+		case pxnOn && route != "":
+			v.add(Pass, gpuOf(n, g), "", "")
+			viaPeer, routes = append(viaPeer, itoa(g.Index)), append(routes, route)
+		case pxnOn && someNear && !t.NVLinkKnown:
+			// Another GPU has a near NIC, but whether NVLink joins them is
+			// not known (no NVML): NCCL's choice cannot be stated.
+			v.add(Warn, gpuOf(n, g), remedy, far+": unknown whether NCCL relays through an NVLink peer (PXN): no NVLink data (NVML); without one it will not use GPUDirect RDMA for this GPU by default")
 		default:
-			v.add(Warn, gpuOf(n, g), "move a NIC behind the GPU's PCIe switch (see 'gpuprobe topo'); NCCL_NET_GDR_LEVEL="+nr.typ+" makes NCCL use GPUDirect RDMA anyway, often slower",
-				fmt.Sprintf("nearest NIC is %s at %s, beyond %s: NCCL will not use GPUDirect RDMA for this GPU by default", nr.nic, nr.typ, level))
+			v.add(Warn, gpuOf(n, g), remedy, far+": NCCL will not use GPUDirect RDMA for this GPU by default")
 		}
 	}
 	pass := fmt.Sprintf("each of %d GPUs has a NIC within %s", judged, level)
+	if len(viaPeer) > 0 {
+		pass += fmt.Sprintf(", GPU%s %s through an NVLink peer (NCCL's PXN, on unless NCCL_PXN_DISABLE=1: %s)",
+			map[bool]string{true: "s", false: ""}[len(viaPeer) > 1], strings.Join(viaPeer, ","), strings.Join(routes, ", "))
+	}
 	if t.Virtualization.VM() {
 		pass = fmt.Sprintf("%d GPUs; in a %s the PCIe layout is the hypervisor's (NCCL_TOPO_FILE describes the real one)", judged, virtNote(t))
 	}

@@ -1,0 +1,200 @@
+package check
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
+)
+
+// The real captures of the topology corpus live with the topo package's
+// fixtures (topo/testdata/topo-m, topo/testdata/ib); each file's header
+// names its source.
+func corpusFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "topo", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// captureNode builds the topology that an `nvidia-smi topo -m` capture
+// describes, as topo.Collect would hand it to the checks: one GPU per
+// complete GPU row (NVML's index), one RDMA device per NIC column (named
+// through the NIC legend when the capture has one), a GPU-NIC path per cell
+// with the cell as its PCIe class, and each GPU's NUMA node from the NUMA
+// Affinity column (-1 where the capture has none). Bus IDs are invented: a
+// capture has none. NUMA nodes are those the rows name.
+func captureNode(t *testing.T, text string) *state.Node {
+	t.Helper()
+	isDev := regexp.MustCompile(`^(GPU\d+|NIC\d+|mlx\d_\d+)$`)
+	var cols []string
+	hasNUMA := false
+	legend := map[string]string{}
+	type row struct {
+		cells []string
+		numa  string
+	}
+	rows := map[string]row{}
+	for _, raw := range strings.Split(text, "\n") {
+		if strings.HasPrefix(raw, "#") {
+			continue
+		}
+		f := strings.Fields(raw)
+		if len(f) == 0 {
+			continue
+		}
+		if cols == nil && f[0] == "GPU0" && len(f) > 1 && f[1] != "X" {
+			for _, c := range f {
+				if !isDev.MatchString(c) {
+					break
+				}
+				cols = append(cols, c)
+			}
+			hasNUMA = strings.Contains(raw, "NUMA Affinity")
+			continue
+		}
+		if m := regexp.MustCompile(`^(NIC\d+): (\S+)$`).FindStringSubmatch(strings.TrimSpace(raw)); m != nil {
+			legend[m[1]] = m[2]
+			continue
+		}
+		if cols != nil && strings.HasPrefix(f[0], "GPU") && len(f) > 1+len(cols) {
+			r := row{cells: f[1 : 1+len(cols)]}
+			if hasNUMA && len(f) > 2+len(cols) {
+				r.numa = f[2+len(cols)]
+			}
+			rows[f[0]] = r
+		}
+	}
+	// `topo -mp` prints the PCIe-only matrix: NVLink is then not known.
+	pcieOnly := strings.Contains(text, "topo -mp")
+	tp := &topostate.Topology{GPUSource: "nvml", NVLinkKnown: !pcieOnly, Virtualization: topostate.Virtualization{Kind: "none"}}
+	nodes := map[int]bool{}
+	busOf := map[string]string{}
+	for i, c := range cols {
+		if strings.HasPrefix(c, "GPU") {
+			continue
+		}
+		name := c
+		if n, ok := legend[c]; ok {
+			name = n
+		}
+		bus := fmt.Sprintf("0000:%02x:00.0", 0x80+i)
+		busOf[c] = bus
+		tp.NICs = append(tp.NICs, topostate.NIC{Index: len(tp.NICs), Name: name, PCIFunction: topostate.PCIFunction{BusID: bus, NUMANode: -1},
+			Ports: []topostate.IBPort{{Port: 1, State: "ACTIVE", StateID: 4, PhysState: "LinkUp", PhysStateID: 5, RateGbps: 400, LinkLayer: "InfiniBand"}}})
+	}
+	for _, c := range cols {
+		r, ok := rows[c]
+		if !ok || !strings.HasPrefix(c, "GPU") {
+			continue
+		}
+		idx, _ := strconv.Atoi(strings.TrimPrefix(c, "GPU"))
+		numa := -1
+		if n, err := strconv.Atoi(r.numa); err == nil {
+			numa = n
+			nodes[n] = true
+		}
+		bus := fmt.Sprintf("0000:%02x:00.0", 0x10+idx)
+		tp.GPUs = append(tp.GPUs, topostate.GPU{Index: idx, PCIFunction: topostate.PCIFunction{BusID: bus, NUMANode: numa}})
+		for j, cell := range r.cells {
+			if nb, isNIC := busOf[cols[j]]; isNIC {
+				tp.Paths = append(tp.Paths, topostate.Path{A: c, B: tp.Label(nb), ABusID: bus, BBusID: nb, Type: cell, PCIe: cell})
+				continue
+			}
+			// GPU pairs once, with their NVLink count from NV#; the PCIe
+			// class behind an NV# cell is not in the capture.
+			peer, _ := strconv.Atoi(strings.TrimPrefix(cols[j], "GPU"))
+			if _, seen := rows[cols[j]]; !seen || peer <= idx || cell == "X" {
+				continue
+			}
+			p := topostate.Path{A: c, B: cols[j], ABusID: bus, BBusID: fmt.Sprintf("0000:%02x:00.0", 0x10+peer), Type: cell, PCIe: cell}
+			if n, err := strconv.Atoi(strings.TrimPrefix(cell, "NV")); err == nil && strings.HasPrefix(cell, "NV") {
+				p.NVLinks, p.PCIe = n, topostate.PathUnknown
+			}
+			tp.Paths = append(tp.Paths, p)
+		}
+	}
+	var ids []int
+	for n := range nodes {
+		ids = append(ids, n)
+	}
+	sort.Ints(ids)
+	for _, n := range ids {
+		tp.NUMANodes = append(tp.NUMANodes, topostate.NUMANode{ID: n})
+	}
+	if len(tp.GPUs) == 0 {
+		t.Fatal("no GPU rows in the capture")
+	}
+	return &state.Node{Topology: tp}
+}
+
+// What topo.gpu_nic_affinity concludes for the node each real capture
+// describes (partial captures: the GPUs whose rows survived).
+func TestCorpusGPUNICAffinity(t *testing.T) {
+	node := func(f string) *state.Node { return captureNode(t, corpusFile(t, "topo-m/"+f)) }
+	const noGDR = "NCCL will not use GPUDirect RDMA for this GPU by default"
+	runCases(t, checkGPUNICAffinity, []checkCase{
+		// 4x L40S, no NVLink, both NICs on socket 1: no GPU has a NIC behind
+		// its switch; GPU0/GPU1 reach one only across the sockets.
+		{name: "warpem106 L40S, NICs on the other socket", node: node("warpem106_4xL40S_nics-on-socket1_topo-m.txt"), status: Warn,
+			summary: "GPUs 0,1: nearest NIC is mlx5_0 at SYS, beyond PXB: " + noGDR + "; GPUs 2,3: nearest NIC is mlx5_0 at NODE", devices: []int{0, 1, 2, 3}},
+		{name: "warpem106 with gdr_level NODE", node: node("warpem106_4xL40S_nics-on-socket1_topo-m.txt"), cfg: func(c *Config) { c.Topo.GDRLevel = "NODE" }, status: Warn,
+			summary: "GPUs 0,1: nearest NIC is mlx5_0 at SYS, beyond NODE", devices: []int{0, 1}},
+		// The old layout: one mlx4_0, PHB to socket 0's GPUs, SYS to GPU4;
+		// GPU pairs are PCIe (PIX/PHB/SYS), so no NVLink peer relays.
+		{name: "k8s53497 one HCA for 8 GPUs", node: node("k8s53497_8gpu_mlx4_0_old-format_topo-m_PARTIAL.txt"), status: Warn,
+			summary: "GPUs 0,1,2,3: nearest NIC is mlx4_0 at PHB, beyond PXB: " + noGDR + "; GPU 4 (0000:14:00.0): nearest NIC is mlx4_0 at SYS", devices: []int{0, 1, 2, 3, 4}},
+		// -mp hides NVLink, and no GPU has a NIC within PXB: no relay could
+		// help, so the conclusion holds without NVLink data.
+		{name: "deepep55 -mp, every NIC through a host bridge", node: node("deepep55_8gpu_9nic_container_phb_topo-mp_PARTIAL.txt"), status: Warn,
+			summary: "GPUs 0,1,2,3: nearest NIC is NIC1 at PHB, beyond PXB: " + noGDR + "; GPUs 4,5: nearest NIC is NIC5 at PHB", devices: []int{0, 1, 2, 3, 4, 5}},
+		{name: "nccl1453 H100, a PIX NIC per GPU", node: node("nccl1453_8xH100_9nic_nic0-sys-to-all_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 8 GPUs has a NIC within PXB"},
+		{name: "sglang13973 H100 on 4 SNC nodes", node: node("sglang13973_8xH100_9nic_snc-4numa_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 6 GPUs has a NIC within PXB"},
+		{name: "dask1358 Slurm step, PXB", node: node("daskcuda1358_2xA100_nv12_slurm-step_numa3_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 2 GPUs has a NIC within PXB"},
+		{name: "dask1358 with gdr_level PIX", node: node("daskcuda1358_2xA100_nv12_slurm-step_numa3_topo-m_PARTIAL.txt"), cfg: func(c *Config) { c.Topo.GDRLevel = "PIX" }, status: Warn,
+			summary: "GPUs 0,1: nearest NIC is NIC0 at PXB, beyond PIX", devices: []int{0, 1}},
+		{name: "nccl2150 H100 RoCE, PXB", node: node("nccl2150_8xH100_8nic_pxb_epyc-nps1_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 6 GPUs has a NIC within PXB"},
+		{name: "deepep128 no NVLink, a PIX NIC per GPU", node: node("deepep128_8gpu_sys-pairs_10nic_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 6 GPUs has a NIC within PXB"},
+		{name: "deepep223 H20, a PIX NIC per GPU", node: node("deepep223_8xH20_10nic_container_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 5 GPUs has a NIC within PXB"},
+		{name: "nccl933 A800, a PIX NIC per GPU", node: node("nccl933_8xA800_nv8_9nic_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 7 GPUs has a NIC within PXB"},
+		// 8x H20 on NVSwitch with 5 NICs: GPUs 1, 3 and 5 have no NIC nearer
+		// than NODE, but each is NVLinked to a GPU with a PIX NIC, and NCCL
+		// sends through that GPU (PXN, src/graph/paths.cc): GPUDirect RDMA
+		// is used, from the peer. Saying it is not would be wrong.
+		{name: "deepep137 H20, NICs reached through NVLink peers", node: node("deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt"), status: Pass,
+			summary: "each of 7 GPUs has a NIC within PXB, GPUs 1,3,5 through an NVLink peer (NCCL's PXN, on unless NCCL_PXN_DISABLE=1: GPU1 via GPU0 to NIC0, GPU3 via GPU0 to NIC0, GPU5 via GPU4 to NIC2)"},
+		// With PXN off the same GPUs are what the warning says.
+		{name: "deepep137 with PXN off", node: node("deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt"), cfg: func(c *Config) { c.Topo.PXN = "no" }, status: Warn,
+			summary: "GPUs 1,3: nearest NIC is NIC0 at NODE, beyond PXB: " + noGDR, devices: []int{1, 3, 5}},
+	})
+	if r := checkGPUNICAffinity(node("deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt"), &Config{Topo: TopoConfig{GDRLevel: "PXB", PXN: "maybe"}}); r.Status != Error {
+		t.Errorf("topo.pxn maybe: %s %q", r.Status, r.Summary)
+	}
+	if DefaultConfig().Topo.PXN != "yes" {
+		t.Errorf("topo.pxn default %q, want yes (NCCL's default)", DefaultConfig().Topo.PXN)
+	}
+	// Without NVLink data a GPU whose peers have near NICs cannot be judged
+	// for PXN: the warning says so instead of stating NCCL's choice.
+	n := node("deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt")
+	n.Topology.NVLinkKnown = false
+	var keep []topostate.Path
+	for _, p := range n.Topology.Paths {
+		if p.NVLinks == 0 {
+			keep = append(keep, p)
+		}
+	}
+	n.Topology.Paths = keep
+	if r := checkGPUNICAffinity(n, DefaultConfig()); r.Status != Warn || !strings.Contains(r.Summary, "unknown whether NCCL relays through an NVLink peer (PXN): no NVLink data") ||
+		strings.Contains(r.Summary, noGDR) {
+		t.Errorf("deepep137 without NVLink data: %s %q", r.Status, r.Summary)
+	}
+}
