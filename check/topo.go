@@ -346,8 +346,34 @@ func checkIBPorts(n *state.Node, cfg *Config) Result {
 				continue
 			}
 			count++
-			where := fmt.Sprintf("%s port %d (%s)", nic.Name, p.Port, p.LinkLayer)
+			layer := p.LinkLayer
+			if layer == "" {
+				layer = "link layer unknown"
+			}
+			where := fmt.Sprintf("%s port %d (%s)", nic.Name, p.Port, layer)
 			switch {
+			case !p.Active() && p.LinkLayer == "Ethernet":
+				// A RoCE port has no subnet manager and no IB PHY states of its
+				// own: the driver reports ACTIVE/LinkUp while its network
+				// interface runs with carrier and DOWN/Disabled otherwise
+				// (irdma_query_port, ocrdma_query_port, mana_ib_query_port:
+				// netif_running && carrier ok). So the interface is what to
+				// look at.
+				cmd, ifc := "ip link show", "the port's network interface (rdma link show "+nic.Name+" names it)"
+				if len(nic.NetDevs) > 0 {
+					cmd, ifc = "ip link show "+nic.NetDevs[0], strings.Join(nic.NetDevs, ", ")
+				}
+				v.add(Fail, nil, cmd+": bring "+ifc+" up, or check its cable, transceiver and switch port; ignore a port left down on purpose with topo.ib_ignore",
+					fmt.Sprintf("%s is %s/%s: a RoCE port is up only while its network interface is up with carrier", where, p.State, p.PhysState))
+			case !p.Active() && p.PhysState == "LinkUp" && p.StateID == 1:
+				// IB: a port whose physical link comes up leaves DOWN for INIT
+				// by itself, and the subnet manager takes it on to ACTIVE. One
+				// that stays DOWN with the link up is an SR-IOV virtual
+				// function whose logical link the PF and the subnet manager
+				// hold down (network-operator#249: SM lid 1, so a subnet
+				// manager exists), or a physical port caught in transition.
+				v.add(Fail, nil, "on an SR-IOV virtual function the VF's link is held down through the PF: check its link policy and GUID and that the subnet manager has virtualization enabled; on a physical port run ibstat "+nic.Name+" again (DOWN with the link up passes to INIT)",
+					fmt.Sprintf("%s is %s with the physical link up", where, p.State))
 			case !p.Active() && p.PhysState == "LinkUp":
 				v.add(Fail, nil, "the link is up but no subnet manager activated it: check opensm/UFM and the switch (ibstat "+nic.Name+")",
 					fmt.Sprintf("%s is %s with the physical link up", where, p.State))

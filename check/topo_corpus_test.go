@@ -198,3 +198,110 @@ func TestCorpusGPUNICAffinity(t *testing.T) {
 		t.Errorf("deepep137 without NVLink data: %s %q", r.Status, r.Summary)
 	}
 }
+
+// ibstatNode reads an ibstat capture into the RDMA devices topo.Collect
+// would report for it: sysfs's "<n>: <NAME>" states (ibstat prints
+// Down/Initializing/Armed/Active and Sleep/Polling/Disabled/.../LinkUp;
+// topo/corpus_test.go reads the same captures through a sysfs tree).
+func ibstatNode(t *testing.T, text string) *state.Node {
+	t.Helper()
+	states := map[string]struct {
+		id   int
+		name string
+	}{"Down": {1, "DOWN"}, "Initializing": {2, "INIT"}, "Armed": {3, "ARMED"}, "Active": {4, "ACTIVE"}}
+	phys := map[string]int{"Sleep": 1, "Polling": 2, "Disabled": 3, "PortConfigurationTraining": 4, "LinkUp": 5, "LinkErrorRecovery": 6, "PhyTest": 7}
+	tp := &topostate.Topology{Virtualization: topostate.Virtualization{Kind: "none"}}
+	var port *topostate.IBPort
+	for _, raw := range strings.Split(text, "\n") {
+		if strings.HasPrefix(raw, "#") {
+			continue
+		}
+		line := strings.TrimSpace(raw)
+		if name, ok := strings.CutPrefix(line, "CA '"); ok {
+			tp.NICs = append(tp.NICs, topostate.NIC{Index: len(tp.NICs), Name: strings.TrimSuffix(name, "'"),
+				PCIFunction: topostate.PCIFunction{BusID: fmt.Sprintf("0000:%02x:00.0", len(tp.NICs)+1), NUMANode: 0}})
+			port = nil
+			continue
+		}
+		if len(tp.NICs) == 0 {
+			continue
+		}
+		nic := &tp.NICs[len(tp.NICs)-1]
+		if n, ok := strings.CutPrefix(line, "Port "); ok && strings.HasSuffix(n, ":") {
+			num, _ := strconv.Atoi(strings.TrimSuffix(n, ":"))
+			nic.Ports = append(nic.Ports, topostate.IBPort{Port: num})
+			port = &nic.Ports[len(nic.Ports)-1]
+			continue
+		}
+		k, v, ok := strings.Cut(line, ": ")
+		switch {
+		case !ok:
+		case k == "CA type":
+			nic.HCAType = v
+		case port == nil:
+		case k == "State":
+			s, known := states[v]
+			if !known {
+				t.Fatalf("ibstat state %q", v)
+			}
+			port.StateID, port.State = s.id, s.name
+		case k == "Physical state":
+			id, known := phys[v]
+			if !known {
+				t.Fatalf("ibstat physical state %q", v)
+			}
+			port.PhysStateID, port.PhysState = id, v
+		case k == "Rate":
+			port.RateGbps, _ = strconv.ParseFloat(v, 64)
+		case k == "Link layer":
+			port.LinkLayer = v
+		}
+	}
+	return &state.Node{Topology: tp}
+}
+
+// What ib.ports says for each port state the real ibstat captures show.
+func TestCorpusIBPorts(t *testing.T) {
+	node := func(f string) *state.Node { return ibstatNode(t, corpusFile(t, "ib/"+f)) }
+	withNetdev := func(n *state.Node, dev, netdev string) *state.Node {
+		for i := range n.Topology.NICs {
+			if n.Topology.NICs[i].Name == dev {
+				n.Topology.NICs[i].NetDevs = []string{netdev}
+			}
+		}
+		return n
+	}
+	runCases(t, checkIBPorts, []checkCase{
+		// InfiniBand, no peer: the PHY keeps training.
+		{name: "archwiki port 2 Down/Polling", node: node("archwiki_mlx4_active_and_polling_ibstat.txt"), status: Fail,
+			summary: "mlx4_0 port 2 (InfiniBand) is DOWN/Polling", remedy: "check the cable, transceiver and switch port (ibstat mlx4_0)"},
+		{name: "archwiki port 2 ignored", node: node("archwiki_mlx4_active_and_polling_ibstat.txt"), cfg: func(c *Config) { c.Topo.IBIgnore = []string{"mlx4_0:2"} },
+			status: Pass, summary: "1 RDMA ports ACTIVE/LinkUp (1× 20 Gb/s InfiniBand)"},
+		// One CA, port 1 InfiniBand Down/Polling, port 2 Ethernet
+		// Down/Disabled: the Ethernet port is a RoCE port, whose state is its
+		// network interface's (RoCE drivers report ACTIVE/LinkUp only while
+		// the netdev runs with carrier, DOWN/Disabled otherwise), so the
+		// remedy names the interface, not a subnet manager or only a cable.
+		{name: "lore mlx4 IB Polling and Ethernet Disabled", node: node("lore-linux-rdma_mlx4_ib-polling_eth-disabled_ibstat.txt"), status: Fail,
+			summary: "mlx4_0 port 1 (InfiniBand) is DOWN/Polling; mlx4_0 port 2 (Ethernet) is DOWN/Disabled: a RoCE port is up only while its network interface is up with carrier",
+			remedy:  "ip link show"},
+		{name: "mooncake2039 Ethernet ports Disabled, netdev named", node: withNetdev(node("mooncake2039_ibstat_12hca.txt"), "mlx5_1", "enp27s0f0np0"), status: Fail,
+			summary: "mlx5_1 port 1 (Ethernet) is DOWN/Disabled", remedy: "ip link show enp27s0f0np0"},
+		// SR-IOV VF in a pod: physical link up, logical state DOWN, and a
+		// subnet manager exists (SM lid 1). That is not "no subnet manager".
+		{name: "network-operator249 VF Down with LinkUp", node: node("network-operator249_sriov-vf_down-linkup_ibstat.txt"), status: Fail,
+			summary: "mlx5_7 port 1 (InfiniBand) is DOWN with the physical link up", remedy: "SR-IOV virtual function"},
+		// RoCE ConnectX-7 ports run; the partial block of mlx5_10 lost its
+		// link layer, and the summary says it is not known.
+		{name: "mooncake1999 RoCE active, CX-6 Dx disabled", node: node("mooncake1999_roce-cx7_active_cx6dx-disabled_ibstat_PARTIAL.txt"), status: Fail,
+			summary: "mlx5_10 port 1 (link layer unknown) is DOWN/Disabled"},
+		{name: "mooncake1999 CX-6 Dx ignored", node: node("mooncake1999_roce-cx7_active_cx6dx-disabled_ibstat_PARTIAL.txt"), cfg: func(c *Config) { c.Topo.IBIgnore = []string{"mlx5_10"} },
+			status: Pass, summary: "2 RDMA ports ACTIVE/LinkUp (2× 200 Gb/s Ethernet)"},
+	})
+	// A physical IB port in INIT has no subnet manager's attention: that
+	// remedy stays for INIT, and is not given to the VF above.
+	r := checkIBPorts(node("network-operator249_sriov-vf_down-linkup_ibstat.txt"), DefaultConfig())
+	if strings.Contains(r.Remedy, "no subnet manager activated it") {
+		t.Errorf("VF DOWN/LinkUp with SM lid 1: remedy %q blames a missing subnet manager", r.Remedy)
+	}
+}
