@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	sysfake "github.com/gpuprobe/gpuprobe/sim/sysfs"
 	"github.com/gpuprobe/gpuprobe/state"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
+	"github.com/gpuprobe/gpuprobe/topo"
 )
 
 // The real captures of the topology corpus live with the topo package's
@@ -303,5 +306,147 @@ func TestCorpusIBPorts(t *testing.T) {
 	r := checkIBPorts(node("network-operator249_sriov-vf_down-linkup_ibstat.txt"), DefaultConfig())
 	if strings.Contains(r.Remedy, "no subnet manager activated it") {
 		t.Errorf("VF DOWN/LinkUp with SM lid 1: remedy %q blames a missing subnet manager", r.Remedy)
+	}
+}
+
+// rebuilt lays out PCIe as a capture implies and reads it back through
+// topo.Collect, as on the node: each "host" is a root complex on a NUMA
+// node, each group below it one PCIe switch (or one root port when it holds
+// a single device). GPUs are named by index, NICs by RDMA name; NVML would
+// report 18 NVSwitch links per GPU when nvswitch is set.
+type rebuiltGroup struct {
+	gpus []int
+	nics []string // RDMA device names, one PCI function each
+}
+
+func rebuiltNode(t *testing.T, cpus map[int]string, hosts map[int][][]rebuiltGroup, nvswitch bool) *state.Node {
+	t.Helper()
+	m := sysfake.New()
+	m.NUMA(cpus)
+	var hints []topo.GPUHint
+	bus := 0x10
+	var numas []int
+	for n := range hosts {
+		numas = append(numas, n)
+	}
+	sort.Ints(numas)
+	add := func(d sysfake.PCI) {
+		if d.Class == 0 {
+			d.Class = 0x060400
+		}
+		if err := m.AddPCI(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, numa := range numas {
+		for _, groups := range hosts[numa] {
+			host := fmt.Sprintf("pci0000:%02x", bus)
+			for gi, g := range groups {
+				rp := fmt.Sprintf("0000:%02x:%02x.0", bus, gi+1)
+				add(sysfake.PCI{BusID: rp, Parent: host, NUMA: numa})
+				parent, below := rp, bus+gi*8+1
+				if len(g.gpus)+len(g.nics) > 1 { // a switch: upstream port, one downstream port per device
+					up := fmt.Sprintf("0000:%02x:00.0", below)
+					add(sysfake.PCI{BusID: up, Parent: rp, NUMA: numa})
+					parent, below = up, below+1
+				}
+				slot := 0
+				place := func(d sysfake.PCI) string {
+					at := parent
+					if parent != rp {
+						at = fmt.Sprintf("0000:%02x:%02x.0", below, slot)
+						add(sysfake.PCI{BusID: at, Parent: parent, NUMA: numa})
+					}
+					d.BusID, d.Parent, d.NUMA = fmt.Sprintf("0000:%02x:00.0", below+1+slot), at, numa
+					slot++
+					add(d)
+					return d.BusID
+				}
+				for _, gpu := range g.gpus {
+					id := place(sysfake.PCI{Vendor: 0x10de, Device: 0x2329, Class: 0x030200, Driver: "nvidia"})
+					h := topo.GPUHint{Index: gpu, BusID: id}
+					if nvswitch {
+						h.SwitchLinks = 18
+					}
+					hints = append(hints, h)
+				}
+				for _, nic := range g.nics {
+					id := place(sysfake.PCI{Vendor: 0x15b3, Device: 0x1021, Class: 0x020700})
+					if err := m.AddIB(sysfake.IB{Name: nic, BusID: id, FWVer: "28.39.1002", HCAType: "MT4129",
+						Ports: []sysfake.IBPort{{State: "4: ACTIVE", PhysState: "5: LinkUp", Rate: "400 Gb/sec (4X NDR)", LinkLayer: "InfiniBand"}}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			bus += 0x10
+		}
+	}
+	sort.Slice(hints, func(i, j int) bool { return hints[i].Index < hints[j].Index })
+	fsys, err := m.Tree.FS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := topo.Collect(context.Background(), topo.Options{FS: fsys, GPUs: hints, NVLinkKnown: true, Virt: "none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &state.Node{Topology: tp}
+}
+
+// compareWithCapture checks every GPU-GPU and GPU-NIC cell the capture has
+// against what gpuprobe derived from the rebuilt sysfs tree (NICk is
+// mlx5_k: these partial captures have no NIC legend).
+func compareWithCapture(t *testing.T, capture, rebuilt *state.Node) {
+	t.Helper()
+	got := map[[2]string]string{}
+	for _, p := range rebuilt.Topology.Paths {
+		got[[2]string{p.A, p.B}], got[[2]string{p.B, p.A}] = p.Type, p.Type
+	}
+	n := 0
+	for _, p := range capture.Topology.Paths {
+		b := p.B
+		if k, ok := strings.CutPrefix(b, "NIC"); ok {
+			b = "mlx5_" + k
+		}
+		if g := got[[2]string{p.A, b}]; g != p.Type {
+			t.Errorf("%s-%s: nvidia-smi %s, gpuprobe %s", p.A, b, p.Type, g)
+		}
+		n++
+	}
+	if n < 14 {
+		t.Errorf("only %d cells compared", n)
+	}
+}
+
+// The two nodes where a GPU and its NIC are far apart, rebuilt in sysfs:
+// gpuprobe derives nvidia-smi's cells, and the check's verdict on the
+// collected topology is the verdict on the capture.
+func TestCorpusRebuiltFarNICs(t *testing.T) {
+	// warpem106: 4x L40S, each on its own root port; both NIC functions
+	// (one dual-port card) on socket 1's last root complex.
+	warpem := rebuiltNode(t, map[int]string{0: "0-95,192-287", 1: "96-191,288-383"}, map[int][][]rebuiltGroup{
+		0: {{{gpus: []int{0}}}, {{gpus: []int{1}}}},
+		1: {{{gpus: []int{2}}}, {{gpus: []int{3}}}, {{nics: []string{"mlx5_0", "mlx5_1"}}}},
+	}, false)
+	capW := captureNode(t, corpusFile(t, "topo-m/warpem106_4xL40S_nics-on-socket1_topo-m.txt"))
+	compareWithCapture(t, capW, warpem)
+	for _, n := range []*state.Node{capW, warpem} {
+		if r := checkGPUNICAffinity(n, DefaultConfig()); r.Status != Warn || !strings.Contains(r.Summary, "GPUs 0,1: nearest NIC is mlx5_0 at SYS") || !strings.Contains(r.Summary, "GPUs 2,3: nearest NIC is mlx5_0 at NODE") {
+			t.Errorf("warpem106: %s %q", r.Status, r.Summary)
+		}
+	}
+	// deepep137: 8x H20 on NVSwitch; GPU0+NIC0, GPU2+NIC1, GPU4+NIC2 and
+	// GPU6+NIC4 share a switch, the odd GPUs sit alone, NIC3 alone on
+	// socket 1.
+	deepep := rebuiltNode(t, map[int]string{0: "0-27,56-83", 1: "28-55,84-111"}, map[int][][]rebuiltGroup{
+		0: {{{gpus: []int{0}, nics: []string{"mlx5_0"}}}, {{gpus: []int{1}}}, {{gpus: []int{2}, nics: []string{"mlx5_1"}}}, {{gpus: []int{3}}}},
+		1: {{{gpus: []int{4}, nics: []string{"mlx5_2"}}}, {{gpus: []int{5}}}, {{nics: []string{"mlx5_3"}}}, {{gpus: []int{6}, nics: []string{"mlx5_4"}}}, {{gpus: []int{7}}}},
+	}, true)
+	capD := captureNode(t, corpusFile(t, "topo-m/deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt"))
+	compareWithCapture(t, capD, deepep)
+	r := checkGPUNICAffinity(deepep, DefaultConfig())
+	if r.Status != Pass || !strings.Contains(r.Summary, "each of 8 GPUs has a NIC within PXB, GPUs 1,3,5,7 through an NVLink peer") ||
+		!strings.Contains(r.Summary, "GPU1 via GPU0 to mlx5_0") || !strings.Contains(r.Summary, "GPU7 via GPU4 to mlx5_2") {
+		t.Errorf("deepep137 rebuilt: %s %q", r.Status, r.Summary)
 	}
 }
