@@ -38,7 +38,7 @@ func corpusFile(t *testing.T, name string) string {
 // capture has none. NUMA nodes are those the rows name.
 func captureNode(t *testing.T, text string) *state.Node {
 	t.Helper()
-	isDev := regexp.MustCompile(`^(GPU\d+|NIC\d+|mlx\d_\d+)$`)
+	isDev := regexp.MustCompile(`GPU\d+|NIC\d+|mlx\d_\d+`)
 	var cols []string
 	hasNUMA := false
 	legend := map[string]string{}
@@ -56,11 +56,14 @@ func captureNode(t *testing.T, text string) *state.Node {
 			continue
 		}
 		if cols == nil && f[0] == "GPU0" && len(f) > 1 && f[1] != "X" {
+			// A field of glued names ("NIC11NIC12", vllm#31594) is that
+			// many columns: the rows keep one cell per device.
 			for _, c := range f {
-				if !isDev.MatchString(c) {
+				names := isDev.FindAllString(c, -1)
+				if len(names) == 0 || strings.Join(names, "") != c {
 					break
 				}
-				cols = append(cols, c)
+				cols = append(cols, names...)
 			}
 			hasNUMA = strings.Contains(raw, "NUMA Affinity")
 			continue
@@ -168,6 +171,9 @@ func TestCorpusGPUNICAffinity(t *testing.T) {
 		{name: "nccl2150 H100 RoCE, PXB", node: node("nccl2150_8xH100_8nic_pxb_epyc-nps1_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 6 GPUs has a NIC within PXB"},
 		{name: "deepep128 no NVLink, a PIX NIC per GPU", node: node("deepep128_8gpu_sys-pairs_10nic_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 6 GPUs has a NIC within PXB"},
 		{name: "deepep223 H20, a PIX NIC per GPU", node: node("deepep223_8xH20_10nic_container_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 5 GPUs has a NIC within PXB"},
+		{name: "vllm31594 B200, glued header", node: node("vllm31594_8xB200_13nic_glued-header_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 4 GPUs has a NIC within PXB"},
+		{name: "unsloth3872 B200 on 4 NUMA nodes", node: node("unsloth3872_8xB200_9nic_4numa_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 5 GPUs has a NIC within PXB"},
+		{name: "nccl2157 A100 NPS4, PXB", node: node("nccl2157_8xA100_18nic_epyc-nps4_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 4 GPUs has a NIC within PXB"},
 		{name: "nccl933 A800, a PIX NIC per GPU", node: node("nccl933_8xA800_nv8_9nic_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 7 GPUs has a NIC within PXB"},
 		// 8x H20 on NVSwitch with 5 NICs: GPUs 1, 3 and 5 have no NIC nearer
 		// than NODE, but each is NVLinked to a GPU with a PIX NIC, and NCCL
@@ -449,4 +455,24 @@ func TestCorpusRebuiltFarNICs(t *testing.T) {
 		!strings.Contains(r.Summary, "GPU1 via GPU0 to mlx5_0") || !strings.Contains(r.Summary, "GPU7 via GPU4 to mlx5_2") {
 		t.Errorf("deepep137 rebuilt: %s %q", r.Status, r.Summary)
 	}
+}
+
+// topo.numa on the captures whose NUMA Affinity column places the GPUs on
+// more than two nodes: sub-NUMA clustering (sglang#13973) and AMD NPS4,
+// where the GPU numbering does not follow the NUMA ids (nccl#2157).
+func TestCorpusTopoNUMA(t *testing.T) {
+	// A capture gives no NIC a NUMA node: the GPUs alone are judged.
+	node := func(f string) *state.Node {
+		n := captureNode(t, corpusFile(t, "topo-m/"+f))
+		n.Topology.NICs = nil
+		return n
+	}
+	runCases(t, checkTopoNUMA, []checkCase{
+		{name: "sglang13973 SNC", node: node("sglang13973_8xH100_9nic_snc-4numa_topo-m_PARTIAL.txt"), status: Pass,
+			summary: "GPU0,GPU1,GPU2 on node 0; GPU3 on node 1; GPU4,GPU5 on node 2"},
+		{name: "nccl2157 NPS4", node: node("nccl2157_8xA100_18nic_epyc-nps4_topo-m_PARTIAL.txt"), status: Pass,
+			summary: "GPU2,GPU3 on node 1; GPU0,GPU1 on node 3"},
+		{name: "unsloth3872 B200, 4 nodes", node: node("unsloth3872_8xB200_9nic_4numa_topo-m_PARTIAL.txt"), status: Pass,
+			summary: "GPU0,GPU1 on node 0; GPU2,GPU3 on node 1; GPU4 on node 2"},
+	})
 }

@@ -2,7 +2,6 @@ package topo
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -22,7 +21,6 @@ func topoMAffinity(t *testing.T, text string) map[string]capAffinity {
 	t.Helper()
 	out := map[string]capAffinity{}
 	ncols, hasNUMA := -1, false
-	isDev := regexp.MustCompile(`^(GPU\d+|NIC\d+|mlx\d_\d+)$`)
 	for _, raw := range strings.Split(text, "\n") {
 		if strings.HasPrefix(raw, "#") {
 			continue
@@ -32,13 +30,7 @@ func topoMAffinity(t *testing.T, text string) map[string]capAffinity {
 			continue
 		}
 		if ncols < 0 && f[0] == "GPU0" && len(f) > 1 && f[1] != "X" {
-			ncols = 0
-			for _, c := range f {
-				if !isDev.MatchString(c) {
-					break
-				}
-				ncols++
-			}
+			ncols = len(headerColumns(f))
 			hasNUMA = strings.Contains(raw, "NUMA Affinity")
 			continue
 		}
@@ -141,6 +133,21 @@ func TestCorpusTopoMCaptures(t *testing.T) {
 			cells:   map[string]string{"GPU0-GPU1": "NV8", "GPU0-NIC2": "PIX", "GPU0-NIC0": "NODE", "GPU4-NIC1": "PIX", "GPU6-NIC5": "PIX"},
 			aff:     map[string]capAffinity{"GPU0": {"0-47,96-143", "0"}, "GPU6": {"48-95,144-191", "1"}},
 			nearest: map[string]string{"GPU0": "NIC2 PIX", "GPU3": "NIC8 PIX", "GPU4": "NIC1 PIX"}},
+		// nvidia-smi glued two header names ("NIC11NIC12"): the header still
+		// has 21 device columns, as the rows have 21 cells.
+		{file: "vllm31594_8xB200_13nic_glued-header_topo-m_PARTIAL.txt", cols: 21, gpuRows: 4,
+			cells:   map[string]string{"GPU0-NIC11": "PIX", "GPU0-NIC12": "NODE", "GPU1-NIC10": "PIX", "GPU3-NIC8": "PIX", "GPU3-NIC12": "NODE", "GPU0-NIC0": "SYS"},
+			aff:     map[string]capAffinity{"GPU0": {"0-15", "0"}, "GPU3": {"0-15", "0"}},
+			nearest: map[string]string{"GPU0": "NIC11 PIX", "GPU1": "NIC10 PIX", "GPU2": "NIC9 PIX", "GPU3": "NIC8 PIX"}},
+		{file: "unsloth3872_8xB200_9nic_4numa_topo-m_PARTIAL.txt", cols: 17, gpuRows: 5,
+			cells:   map[string]string{"GPU0-NIC0": "PIX", "GPU0-NIC8": "NODE", "GPU2-NIC8": "SYS", "GPU3-NIC2": "NODE"},
+			aff:     map[string]capAffinity{"GPU0": {"0-27", "0"}, "GPU2": {"28-55", "1"}, "GPU4": {"56-83", "2"}},
+			nearest: map[string]string{"GPU0": "NIC0 PIX", "GPU3": "NIC3 PIX", "GPU4": "NIC4 PIX"}},
+		// NPS4: GPU NUMA ids 3 and 1, and the padding slips past NIC11.
+		{file: "nccl2157_8xA100_18nic_epyc-nps4_topo-m_PARTIAL.txt", cols: 26, gpuRows: 4,
+			cells:   map[string]string{"GPU0-NIC5": "PXB", "GPU0-NIC8": "PXB", "GPU0-NIC13": "SYS", "GPU2-NIC1": "PXB", "GPU2-NIC5": "SYS", "GPU3-NIC17": "SYS"},
+			aff:     map[string]capAffinity{"GPU0": {"48-63,176-191", "3"}, "GPU3": {"16-31,144-159", "1"}},
+			nearest: map[string]string{"GPU0": "NIC5 PXB", "GPU2": "NIC1 PXB"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			text := readTestdata(t, "topo-m/"+c.file)

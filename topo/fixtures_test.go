@@ -28,12 +28,7 @@ func topoM(t *testing.T, text string) (map[[2]string]string, []string) {
 			continue
 		}
 		if cols == nil && f[0] == "GPU0" && len(f) > 1 && f[1] != "X" {
-			for _, c := range f {
-				if !isDev.MatchString(c) {
-					break
-				}
-				cols = append(cols, c)
-			}
+			cols = headerColumns(f)
 			continue
 		}
 		if m := regexp.MustCompile(`^(NIC\d+): (\S+)$`).FindStringSubmatch(strings.TrimSpace(raw)); m != nil {
@@ -67,6 +62,24 @@ func topoM(t *testing.T, text string) (map[[2]string]string, []string) {
 	}
 	return cells, names
 }
+
+// headerColumns reads the device names of a capture's header row. With
+// many NICs nvidia-smi can print two names with no space between them
+// ("NIC11NIC12", vllm#31594) while the rows keep one cell per device: a
+// field made only of device names is that many columns.
+func headerColumns(fields []string) []string {
+	var cols []string
+	for _, c := range fields {
+		names := headerName.FindAllString(c, -1)
+		if len(names) == 0 || strings.Join(names, "") != c {
+			break
+		}
+		cols = append(cols, names...)
+	}
+	return cols
+}
+
+var headerName = regexp.MustCompile(`GPU\d+|NIC\d+|mlx\d_\d+`)
 
 // ourCells is the same view of a topostate.Topology.
 func ourCells(tp *topostate.Topology) map[[2]string]string {
