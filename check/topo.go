@@ -364,7 +364,7 @@ func checkIBPorts(n *state.Node, cfg *Config) Result {
 					cmd, ifc = "ip link show "+nic.NetDevs[0], strings.Join(nic.NetDevs, ", ")
 				}
 				v.add(Fail, nil, cmd+": bring "+ifc+" up, or check its cable, transceiver and switch port; ignore a port left down on purpose with topo.ib_ignore",
-					fmt.Sprintf("%s is %s/%s: a RoCE port is up only while its network interface is up with carrier", where, p.State, p.PhysState))
+					fmt.Sprintf("%s is %s: a RoCE port is up only while its network interface is up with carrier", where, p.StateText()))
 			case !p.Active() && p.PhysState == "LinkUp" && p.StateID == 1:
 				// IB: a port whose physical link comes up leaves DOWN for INIT
 				// by itself, and the subnet manager takes it on to ACTIVE. One
@@ -379,7 +379,7 @@ func checkIBPorts(n *state.Node, cfg *Config) Result {
 					fmt.Sprintf("%s is %s with the physical link up", where, p.State))
 			case !p.Active():
 				v.add(Fail, nil, "check the cable, transceiver and switch port (ibstat "+nic.Name+"); ignore a port left down on purpose with topo.ib_ignore",
-					fmt.Sprintf("%s is %s/%s", where, p.State, p.PhysState))
+					fmt.Sprintf("%s is %s", where, p.StateText()))
 			case cfg.Topo.IBRateGbps > 0 && p.RateGbps < cfg.Topo.IBRateGbps:
 				v.add(Fail, nil, "check the cable and the switch port's speed (ibstat "+nic.Name+"); reseat or replace the cable",
 					fmt.Sprintf("%s runs at %g Gb/s, expected %g", where, p.RateGbps, cfg.Topo.IBRateGbps))

@@ -307,6 +307,13 @@ func TestCorpusIBPorts(t *testing.T) {
 		{name: "mooncake1999 CX-6 Dx ignored", node: node("mooncake1999_roce-cx7_active_cx6dx-disabled_ibstat_PARTIAL.txt"), cfg: func(c *Config) { c.Topo.IBIgnore = []string{"mlx5_10"} },
 			status: Pass, summary: "2 RDMA ports ACTIVE/LinkUp (2× 200 Gb/s Ethernet)"},
 	})
+	// ibdev2netdev + ibv_devinfo: the RoCE port mlx5_3 is PORT_DOWN where
+	// its interface enp23s0f1 is Down; ibv_devinfo gives no physical state,
+	// and the message does not invent one.
+	ucx := ibvDevinfoNode(t, corpusFile(t, "ib/ucx2534_ibdev2netdev_ibv-devinfo_roce-down-with-netdev_PARTIAL.txt"))
+	runCases(t, checkIBPorts, []checkCase{{name: "ucx2534 RoCE port down with its netdev", node: ucx, status: Fail,
+		summary: "mlx5_3 port 1 (Ethernet) is DOWN (physical state not read): a RoCE port is up only while its network interface is up with carrier",
+		remedy:  "ip link show enp23s0f1"}})
 	// A physical IB port in INIT has no subnet manager's attention: that
 	// remedy stays for INIT, and is not given to the VF above.
 	r := checkIBPorts(node("network-operator249_sriov-vf_down-linkup_ibstat.txt"), DefaultConfig())
@@ -475,4 +482,49 @@ func TestCorpusTopoNUMA(t *testing.T) {
 		{name: "unsloth3872 B200, 4 nodes", node: node("unsloth3872_8xB200_9nic_4numa_topo-m_PARTIAL.txt"), status: Pass,
 			summary: "GPU0,GPU1 on node 0; GPU2,GPU3 on node 1; GPU4 on node 2"},
 	})
+}
+
+// ibvDevinfoNode reads `ibdev2netdev` and `ibv_devinfo` (no -v: no
+// physical state) into RDMA devices with their network interfaces.
+func ibvDevinfoNode(t *testing.T, text string) *state.Node {
+	t.Helper()
+	netdev := map[string]string{}
+	tp := &topostate.Topology{Virtualization: topostate.Virtualization{Kind: "none"}}
+	names := map[int]string{1: "DOWN", 2: "INIT", 3: "ARMED", 4: "ACTIVE"}
+	link := regexp.MustCompile(`^(\S+) port \d+ ==> (\S+) \((Up|Down)\)$`)
+	st := regexp.MustCompile(`^PORT_\w+ \((\d)\)$`)
+	for _, raw := range strings.Split(text, "\n") {
+		if strings.HasPrefix(raw, "#") {
+			continue
+		}
+		line := strings.TrimSpace(raw)
+		if m := link.FindStringSubmatch(line); m != nil {
+			netdev[m[1]] = m[2]
+			continue
+		}
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch {
+		case k == "hca_id":
+			tp.NICs = append(tp.NICs, topostate.NIC{Index: len(tp.NICs), Name: v, NetDevs: []string{netdev[v]},
+				PCIFunction: topostate.PCIFunction{BusID: fmt.Sprintf("0000:%02x:00.0", len(tp.NICs)+1)}})
+		case len(tp.NICs) == 0:
+		case k == "port":
+			n, _ := strconv.Atoi(v)
+			nic := &tp.NICs[len(tp.NICs)-1]
+			nic.Ports = append(nic.Ports, topostate.IBPort{Port: n})
+		case k == "state":
+			m := st.FindStringSubmatch(v)
+			if m == nil {
+				t.Fatalf("ibv_devinfo state %q", v)
+			}
+			nic := &tp.NICs[len(tp.NICs)-1]
+			id, _ := strconv.Atoi(m[1])
+			nic.Ports[len(nic.Ports)-1].StateID, nic.Ports[len(nic.Ports)-1].State = id, names[id]
+		case k == "link_layer":
+			nic := &tp.NICs[len(tp.NICs)-1]
+			nic.Ports[len(nic.Ports)-1].LinkLayer = v
+		}
+	}
+	return &state.Node{Topology: tp}
 }

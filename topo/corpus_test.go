@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -328,6 +329,71 @@ func TestCorpusIBStat(t *testing.T) {
 			}
 			if len(got) != len(c.ports) {
 				t.Errorf("%d ports read, want %d: %+v", len(got), len(c.ports), got)
+			}
+		})
+	}
+}
+
+// ibstatus prints each port's sysfs strings as the kernel wrote them: the
+// corpus's ibstatus captures are fed to sysfs verbatim and read back.
+func ibstatusDevices(t *testing.T, text string) []sysfake.IB {
+	t.Helper()
+	var out []sysfake.IB
+	head := regexp.MustCompile(`^Infiniband device '([^']+)' port (\d+) status:$`)
+	for _, raw := range strings.Split(text, "\n") {
+		if strings.HasPrefix(raw, "#") {
+			continue
+		}
+		line := strings.TrimSpace(raw)
+		if m := head.FindStringSubmatch(line); m != nil {
+			out = append(out, sysfake.IB{Name: m[1], FWVer: "unknown", Ports: []sysfake.IBPort{{}}})
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || len(out) == 0 {
+			continue
+		}
+		p := &out[len(out)-1].Ports[0]
+		switch v = strings.TrimSpace(v); k {
+		case "state":
+			p.State = v
+		case "phys state":
+			p.PhysState = v
+		case "rate":
+			p.Rate = v
+		case "link_layer":
+			p.LinkLayer = v
+		}
+	}
+	return out
+}
+
+func TestCorpusIBStatus(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		names []string
+		rate  float64
+	}{
+		{"nccl1866_roce-100g_ibstatus_PARTIAL.txt", []string{"mlx5_0", "mlx5_1"}, 100},
+		// LAG bonds keep their own RDMA names.
+		{"deepep150_roce-bond_h20_ibstatus_PARTIAL.txt", []string{"mlx5_bond_0", "mlx5_bond_1", "mlx5_bond_2"}, 200},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			devs := ibstatusDevices(t, readTestdata(t, "ib/"+c.file))
+			tp := collectMachine(t, ibCorpusMachine(t, devs), Options{})
+			var names []string
+			for i, n := range tp.NICs {
+				names = append(names, n.Name)
+				if n.Index != i || len(n.Ports) != 1 {
+					t.Fatalf("%s: index %d, %d ports", n.Name, n.Index, len(n.Ports))
+				}
+				p := n.Ports[0]
+				if p.StateID != 4 || p.State != "ACTIVE" || p.PhysStateID != 5 || p.PhysState != "LinkUp" || p.RateGbps != c.rate || p.LinkLayer != "Ethernet" || !p.Active() {
+					t.Errorf("%s port 1 = %+v", n.Name, p)
+				}
+			}
+			if strings.Join(names, " ") != strings.Join(c.names, " ") {
+				t.Errorf("devices %v, want %v", names, c.names)
 			}
 		})
 	}

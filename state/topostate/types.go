@@ -111,9 +111,21 @@ type IBPort struct {
 }
 
 // Active reports whether the port can carry traffic: the logical state is
-// ACTIVE and the physical link is up.
+// ACTIVE and the physical link is up. A physical state that was not read
+// (an ibv_devinfo capture; sysfs always has phys_state) does not count
+// against an ACTIVE port: a port reaches ACTIVE only over a LinkUp link
+// (the IB port state machine; RoCE drivers report ACTIVE only with LinkUp).
 func (p IBPort) Active() bool {
-	return p.StateID == 4 && (p.PhysStateID == 5 || p.PhysState == "LinkUp")
+	return p.StateID == 4 && (p.PhysStateID == 5 || p.PhysState == "LinkUp" || p.PhysStateID == 0 && p.PhysState == "")
+}
+
+// StateText is the port's state as the checks print it: "DOWN/Polling",
+// or "DOWN (physical state not read)" when there is no physical state.
+func (p IBPort) StateText() string {
+	if p.PhysState == "" {
+		return p.State + " (physical state not read)"
+	}
+	return p.State + "/" + p.PhysState
 }
 
 // Bridge is a PCI bridge on some GPU or NIC path.
