@@ -487,6 +487,9 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 			if p.BusID == g.BusID || !ok || topostate.PathRank(nr.typ) > topostate.PathRank(relayLevel) {
 				continue
 			}
+			if ng := gpuOf(n, p); ng.Lost || ng.Unreachable {
+				continue // a GPU that fell off the bus relays nothing
+			}
 			anyNear = true
 			if !nvlinked(g.BusID, p.BusID) {
 				continue

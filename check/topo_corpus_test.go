@@ -188,6 +188,12 @@ func TestCorpusGPUNICAffinity(t *testing.T) {
 	if r := checkGPUNICAffinity(node("deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt"), &Config{Topo: TopoConfig{GDRLevel: "PXB", PXN: "maybe"}}); r.Status != Error {
 		t.Errorf("topo.pxn maybe: %s %q", r.Status, r.Summary)
 	}
+	// A relay GPU that NVML lost relays nothing: GPU1's only PIX peers are
+	// GPU0 (NIC0) and GPU2 (NIC1); with GPU0 lost, GPU2 relays.
+	lost := withLostGPU(node("deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt"), 0)
+	if r := checkGPUNICAffinity(lost, DefaultConfig()); r.Status != Pass || !strings.Contains(r.Summary, "GPU1 via GPU2 to NIC1") || strings.Contains(r.Summary, "via GPU0") {
+		t.Errorf("deepep137 with GPU0 lost: %s %q", r.Status, r.Summary)
+	}
 	if DefaultConfig().Topo.PXN != "yes" {
 		t.Errorf("topo.pxn default %q, want yes (NCCL's default)", DefaultConfig().Topo.PXN)
 	}
