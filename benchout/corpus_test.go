@@ -59,6 +59,19 @@ var corpus = []struct {
 	{"gnosia93_dcgm339_rtxpro6000x2_r3.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Pass, "18 test(s) passed, 12 skipped", 30},
 	// JSON from DCGM 3.1.0 (NVIDIA's own fixture): all PASS on 8 GPUs.
 	{"dcgm_jsonresult_test_dcgm310_8gpu.json", "dcgmi-diag", "verify.dcgmi_diag", check.Pass, "10 test(s) passed, 0 skipped on GPU 0,1,2,3,4,5,6,7 (DCGM 3.1.0)", 17},
+	// aws-do-eks' own sample of an MPIJob with EFA left out: NCCL says
+	// "Using network Socket" and the table tops out at 2.00 GB/s at 1 GiB.
+	// No header (the sample elides it): no shape, so no expectation; the
+	// socket line is the finding, and a warning is what it earns.
+	{"awsdoeks_karpenter_socket_1gpu_2node.txt", "nccl-tests", "verify.nccl_tests", check.Warn, "TCP sockets: NCCL used Socket (line 2", 31},
+	// The same sample with EFA: "Using network AWS Libfabric", 2.83 GB/s
+	// at 1 GiB. Not sockets, no shape: the figure, no expectation.
+	{"awsdoeks_karpenter_efa_1gpu_2node.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "peak busbw 2.83 GB/s at 1 GiB; no expectation for this shape", 31},
+	// DCGM 3.3.9 on 4 A10G: Targeted Power prints "Pass - GPUs: 0, 2, 3"
+	// on the test's line and "Fail - GPU: 1" on the next (dcgmi's
+	// HelperDisplayGpuResults lists passed, then failed, warned, skipped
+	// GPUs); the warning names GPU 1's power. GPU 1 failed.
+	{"sagemaker_dcgm339_a10gx4_targeted_power_fail.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Fail, "GPU 1 failed Targeted Power: Warning: GPU 1 Max power of 224.1 did not reach desired power minimum", 20},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},
