@@ -72,6 +72,20 @@ var corpus = []struct {
 	// HelperDisplayGpuResults lists passed, then failed, warned, skipped
 	// GPUs); the warning names GPU 1's power. GPU 1 failed.
 	{"sagemaker_dcgm339_a10gx4_targeted_power_fail.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Fail, "GPU 1 failed Targeted Power: Warning: GPU 1 Max power of 224.1 did not reach desired power minimum", 20},
+	// nccl-tests#252: a RING rerun on two nodes, rows 512 MiB-8 GiB only
+	// (the excerpt starts at the column heading); the maintainer: "that
+	// looks great with ~24GB/s per NIC". No header, no shape: the figure
+	// and no expectation, and no false alarm on a good run.
+	{"nccltests252_ring_2node_excerpt.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "peak busbw 97.37 GB/s at 4 GiB; no expectation for this shape", 5},
+	// Two DGX Sparks (GB10), all_gather_perf at 16 GiB only, before the
+	// MTU change the poster proposes: 18.94 GB/s. all_gather on 2 x 1 GB10
+	// has no row: reported, not judged.
+	{"dgxspark25_gb10x2_all_gather_16g.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "all_gather_perf peak busbw 18.94 GB/s at 16 GiB; no expectation for this shape (2 rank(s) on 2 node(s), 1 GPU(s) per node, NVIDIA GB10", 1},
+	// nvbandwidth#48: device_local_copy on 8 H20-3e, ~1116 GB/s each. The
+	// GPUs are named by the output ("Device 0: NVIDIA H20-3e"), so the
+	// summary names the model it has no row for, not "an unnamed GPU";
+	// the 8 agree, so nothing stands out among them.
+	{"nvbandwidth48_h20_3e_x8_device_local_copy.txt", "nvbandwidth", "verify.d2d", check.Pass, "8 GPUs at 1115.7–1117.2 GB/s; no expectation for NVIDIA H20-3e", 8},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},
