@@ -86,6 +86,16 @@ var corpus = []struct {
 	// summary names the model it has no row for, not "an unnamed GPU";
 	// the 8 agree, so nothing stands out among them.
 	{"nvbandwidth48_h20_3e_x8_device_local_copy.txt", "nvbandwidth", "verify.d2d", check.Pass, "8 GPUs at 1115.7–1117.2 GB/s; no expectation for NVIDIA H20-3e", 8},
+	// A DGX-2 (12 of its 16 V100s), old nccl-tests format: all_gather
+	// rows have no redop and no root column. The run finished (31 rows to
+	// 8 GiB) and its own validation failed: "Out of bounds values : 4
+	// FAILED", error 1e+00 at 4 and 8 GiB. Wrong data: a failure, and the
+	// rows must be read, not called missing.
+	{"dgx2_v100x12_all_gather_oob_failed.txt", "nccl-tests", "verify.nccl_tests", check.Fail, "out of bounds values: 4 FAILED", 31},
+	// The same node's broadcast_perf, old format (root, no redop):
+	// 122.15 GB/s at 8 GiB, validation OK. No row for broadcast on 12 x
+	// V100: the figure, no expectation.
+	{"dgx2_v100x12_broadcast_oldformat.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "broadcast_perf peak busbw 122.15 GB/s at 8 GiB; no expectation for this shape (12 rank(s) on 1 node(s), 12 GPU(s) per node, Tesla V100-SXM3-32GB", 31},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},
