@@ -96,6 +96,11 @@ var corpus = []struct {
 	// 122.15 GB/s at 8 GiB, validation OK. No row for broadcast on 12 x
 	// V100: the figure, no expectation.
 	{"dgx2_v100x12_broadcast_oldformat.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "broadcast_perf peak busbw 122.15 GB/s at 8 GiB; no expectation for this shape (12 rank(s) on 1 node(s), 12 GPU(s) per node, Tesla V100-SXM3-32GB", 31},
+	// Two A3 Mega nodes x 8 H100: 338.82 GB/s at 8 GiB. The one-node
+	// H100 row is for 8 ranks on one node; this is 16 on 2, with no INFO
+	// line naming the network: no expectation, and the row is not
+	// stretched to fit.
+	{"a3mega_h100x16_2node_tcpxo.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "all_reduce_perf peak busbw 338.82 GB/s at 8 GiB; no expectation for this shape (16 rank(s) on 2 node(s), 8 GPU(s) per node, NVIDIA H100 80GB HBM3, network not shown)", 31},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},
