@@ -101,6 +101,11 @@ var corpus = []struct {
 	// line naming the network: no expectation, and the row is not
 	// stretched to fit.
 	{"a3mega_h100x16_2node_tcpxo.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "all_reduce_perf peak busbw 338.82 GB/s at 8 GiB; no expectation for this shape (16 rank(s) on 2 node(s), 8 GPU(s) per node, NVIDIA H100 80GB HBM3, network not shown)", 31},
+	// ml-engineering's "-r 2 output on a faulty node": GPU Memory rows
+	// pasted without the table's head; GPU 0 failed on thermal
+	// violations, GPUs 1-7 passed. A headless excerpt is read (and said
+	// to be one), the failure named, the 45-byte pieces rejoined.
+	{"mleng_dcgm_r2_h100_gpu0_thermal_excerpt.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Fail, "GPU 0 failed GPU Memory: Warning: GPU 0 Thermal violations totaling 13.3 seconds started at 9.7 seconds into the test for GPU 0 Verify that the cooling on this machine is functional", 9},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},

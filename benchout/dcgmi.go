@@ -44,6 +44,10 @@ var (
 	dcgmGPURe     = lazyRE(`^GPU\s?(\d+):\s*(\S.*)$`)
 	dcgmMsgRe     = lazyRE(`^(Warning|Info|Error)\b`)
 	dcgmListRe    = lazyRE(`^(Pass|Fail|Warn|Skip) - GPUs?: ([0-9][0-9, ]*)$`)
+	// A test row of the table, for an excerpt pasted without the table's
+	// head: a name, then one of dcgmi's result words (Diag.cpp's
+	// HelperDisplayDiagResult: Pass, Fail, Warn, Skip).
+	dcgmTestRowRe = lazyRE(`^\|\s*[A-Za-z][A-Za-z0-9 /&()_.-]*?\s*\|\s*(Pass|Fail|Warn|Skip)( - (All|GPUs?: [0-9][0-9, ]*))?\s*\|$`)
 )
 
 // dcgmMsgChunk is the width dcgmi cuts messages at (DATA_INFO_TAG_LEN).
@@ -83,6 +87,12 @@ func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 			d.Tables++
 			inTable, category, cur = true, "", nil
 			continue
+		case !inTable && d.Tables == 0 && dcgmTestRowRe().MatchString(l):
+			// A table's rows pasted without its head ("| Diagnostic |
+			// Result |"): read as an excerpt, said so.
+			d.Tables++
+			inTable, category, cur = true, "", nil
+			v.Notes = append(v.Notes, fmt.Sprintf("line %d: dcgmi table rows without the table's head: an excerpt (the tests before it, the versions and the GPU list are not in it)", n))
 		case !inTable:
 			if strings.HasPrefix(l, "Error") || strings.HasPrefix(l, "ERROR") {
 				d.Errors = append(d.Errors, l)

@@ -232,6 +232,8 @@ func TestVerifyFromCorpusThroughTheCommand(t *testing.T) {
 		// Old-format all_gather rows read, and its own validation failed.
 		{"dgx2_v100x12_all_gather_oob_failed.txt", 1, "verify.nccl_tests", check.Fail},
 		{"nvbandwidth48_h20_3e_x8_device_local_copy.txt", 0, "verify.d2d", check.Pass},
+		// dcgmi rows pasted without the table's head: still dcgmi's.
+		{"mleng_dcgm_r2_h100_gpu0_thermal_excerpt.txt", 1, "verify.dcgmi_diag", check.Fail},
 	} {
 		code, out, errs := runCLI(t, "verify", "--from", filepath.Join(dir, tc.file), "--format", "json")
 		if code != tc.exit {
