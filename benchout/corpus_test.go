@@ -227,3 +227,27 @@ func TestNcclTestsHeaderFacts(t *testing.T) {
 		t.Errorf("tagged row: %+v, want 64 MiB at 5.27", m)
 	}
 }
+
+// NCCL 2.4 named a ring's transport on "Ring NN :" lines, not "Channel":
+// the lines are nccl#398's (2 x 8 V100 on TCP, NCCL 2.4.8), the rows
+// around them left out. The socket must be seen.
+func TestNcclTestsOldRingLines(t *testing.T) {
+	const log = `# nThread 1 nGpus 1 minBytes 262144 maxBytes 536870912 step: 2(factor) warmup iters: 5 iters: 25 validation: 0 
+#   Rank  7 Pid   8166 on ip-172-31-0-112 device  7 [0x00] Tesla V100-SXM2-32GB
+#   Rank  8 Pid   8537 on ip-172-31-13-129 device  0 [0x00] Tesla V100-SXM2-32GB
+ip-172-31-0-112:8162:8221 [3] NCCL INFO Ring 00 : 3[3] -> 2[2] via P2P/IPC
+ip-172-31-13-129:8544:8601 [7] NCCL INFO Ring 00 : 15 -> 0 [send] via NET/Socket/0
+ip-172-31-0-112:8166:8224 [7] NCCL INFO Ring 00 : 7 -> 8 [send] via NET/Socket/0
+`
+	v, err := benchout.ParseBytes("nccl398.txt", []byte(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tr := range v.From.Collective.Transports {
+		got = append(got, tr.Kind+" "+tr.Name)
+	}
+	if strings.Join(got, ",") != "channel P2P,channel NET/Socket" {
+		t.Errorf("transports %v, want the P2P ring and the socket ring", got)
+	}
+}

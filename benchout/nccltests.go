@@ -33,7 +33,10 @@ var (
 	ncclCommRe   = lazyRE(`NCCL INFO .*\bcomm 0x[0-9a-fA-F]+ .*\b[nN][rR]anks (\d+)\b`)
 	ncclNetRe    = lazyRE(`NCCL INFO Using network (.+?)\s*$`)
 	ncclNetUseRe = lazyRE(`NCCL INFO (NET/[A-Za-z0-9_]+)\s*:\s*Using\b`)
-	ncclViaRe    = lazyRE(`NCCL INFO Channel .* via (NET/[A-Za-z0-9_]+|P2P|SHM|CollNet|NVLS)\b`)
+	// "Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0" (NCCL 2.5 on);
+	// NCCL 2.4 and before printed "Ring 00 : 15 -> 0 [send] via
+	// NET/Socket/0" (src/transport/net.cc, v2.4.8-1).
+	ncclViaRe = lazyRE(`NCCL INFO (?:Channel|Ring) .* via (NET/[A-Za-z0-9_]+|P2P|SHM|CollNet|NVLS)\b`)
 	// A tag a launcher printed inside a line ("-1[0]  366.5") when two
 	// writes of one row were interleaved.
 	ncclInlineTagRe = lazyRE(`\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?`)
