@@ -106,6 +106,12 @@ var corpus = []struct {
 	// violations, GPUs 1-7 passed. A headless excerpt is read (and said
 	// to be one), the failure named, the 45-byte pieces rejoined.
 	{"mleng_dcgm_r2_h100_gpu0_thermal_excerpt.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Fail, "GPU 0 failed GPU Memory: Warning: GPU 0 Thermal violations totaling 13.3 seconds started at 9.7 seconds into the test for GPU 0 Verify that the cooling on this machine is functional", 9},
+	// nccl-tests#264: 8 H100, GPU Memory "Fail - All", every GPU's warning
+	// "Error using CUDA API cuInit ... 'system not yet initialized'"; the
+	// thread: fixed by starting the fabric manager. dcgmi's test could
+	// not use CUDA at all (DCGM files DCGM_FR_CUDA_API under software):
+	// an error saying so, not a hardware failure of the GPUs.
+	{"nccltests264_dcgm338_h100x8_cuinit_fabricmanager.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Error, "GPU Memory could not use CUDA (Error using CUDA API cuInit", 13},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},

@@ -372,7 +372,15 @@ func checkDcgmiDiag(n *state.Node, _ *Config) Result {
 		if unknownGPU != "" {
 			fs = append(fs, fromFinding{status: Error, msg: fmt.Sprintf("%s: status %q is not one dcgmi prints (Pass/Fail/Skip/Warn): not read as a pass", name, safetext.Clean(unknownGPU))})
 		}
+		api := cudaAPIOnly(t.Messages)
 		switch {
+		case (len(failed) > 0 || overall == "fail") && api != "":
+			// Every warning is DCGM_FR_CUDA_API: the test could not use
+			// CUDA, and DCGM itself files that error under software
+			// (DCGM_FR_EC_SOFTWARE_CUDA, dcgmlib/src/dcgm_errors.c), not
+			// under a GPU's hardware.
+			fs = append(fs, fromFinding{status: Error, msg: fmt.Sprintf("%s could not use CUDA (Error using CUDA API %s on %s): dcgmi's test did not run, so it is no verdict on the GPUs%s", name, api, gpuWord(failed), withMsg(msgs)),
+				remedy: "not a GPU verdict: make CUDA work on the node first (on NVSwitch systems 'system not yet initialized' means nvidia-fabricmanager is not running; check the driver and that no other process holds the GPUs), then rerun dcgmi diag"})
 		case len(failed) > 0:
 			fs = append(fs, fromFinding{status: Fail, gpus: failed, msg: fmt.Sprintf("GPU %s failed %s%s", joinInts(failed), name, withMsg(msgs)),
 				remedy: "drain the node and hand the GPU and dcgmi's message to the vendor"})
@@ -420,6 +428,36 @@ func checkDcgmiDiag(n *state.Node, _ *Config) Result {
 		pass += " (DCGM " + safetext.Clean(d.DCGMVersion) + ")"
 	}
 	return fromResult(id, fs, pass, details)
+}
+
+// cudaAPIErrRe is DCGM_FR_CUDA_API_MSG, "Error using CUDA API %s"
+// (dcgmlib/dcgm_errors.h), the API named after it.
+var cudaAPIErrRe = regexp.MustCompile(`Error using CUDA API (\w+)`)
+
+// cudaAPIOnly is the CUDA API named when every warning of a test is
+// DCGM's "Error using CUDA API X" (info lines aside), else "".
+func cudaAPIOnly(msgs []string) string {
+	api := ""
+	for _, m := range msgs {
+		if strings.HasPrefix(m, "Info") {
+			continue
+		}
+		sub := cudaAPIErrRe.FindStringSubmatch(m)
+		if sub == nil {
+			return ""
+		}
+		if api == "" {
+			api = sub[1]
+		}
+	}
+	return api
+}
+
+func gpuWord(gpus []int) string {
+	if len(gpus) == 0 {
+		return "every GPU"
+	}
+	return "GPU " + joinInts(gpus)
 }
 
 func allSkipped(rs []state.DiagResult) bool {

@@ -234,6 +234,8 @@ func TestVerifyFromCorpusThroughTheCommand(t *testing.T) {
 		{"nvbandwidth48_h20_3e_x8_device_local_copy.txt", 0, "verify.d2d", check.Pass},
 		// dcgmi rows pasted without the table's head: still dcgmi's.
 		{"mleng_dcgm_r2_h100_gpu0_thermal_excerpt.txt", 1, "verify.dcgmi_diag", check.Fail},
+		// CUDA could not start (fabric manager down): an error, not a GPU.
+		{"nccltests264_dcgm338_h100x8_cuinit_fabricmanager.txt", 1, "verify.dcgmi_diag", check.Error},
 	} {
 		code, out, errs := runCLI(t, "verify", "--from", filepath.Join(dir, tc.file), "--format", "json")
 		if code != tc.exit {
