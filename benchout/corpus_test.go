@@ -112,6 +112,12 @@ var corpus = []struct {
 	// not use CUDA at all (DCGM files DCGM_FR_CUDA_API under software):
 	// an error saying so, not a hardware failure of the GPUs.
 	{"nccltests264_dcgm338_h100x8_cuinit_fabricmanager.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Error, "GPU Memory could not use CUDA (Error using CUDA API cuInit", 13},
+	// 8 RTX 3090 in a dcgm-exporter pod: PCIe "Fail - All", its one
+	// warning a CUDA API error ("unsupported display driver / cuda driver
+	// combination"): the container's CUDA could not talk to the driver.
+	// An error, not a failure of the GPUs; the API name, cut at 45
+	// bytes by dcgmi, reads whole.
+	{"k8sdoc_dcgm330_rtx3090x8_pcie_cuda_mismatch.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Error, "PCIe could not use CUDA (Error using CUDA API cudaDeviceGetByPCIBusId on every GPU)", 11},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},
