@@ -152,6 +152,12 @@ func gb(bytes int64) string {
 		return fmt.Sprintf("%d GiB", bytes>>30)
 	case bytes >= 1<<20 && bytes%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", bytes>>20)
+	case bytes >= 1<<30:
+		// all_gather rounds sizes to a multiple of the rank count
+		// (8589934560 B on 12 ranks): the bytes, and about how much.
+		return fmt.Sprintf("%d B (%.1f GiB)", bytes, float64(bytes)/(1<<30))
+	case bytes >= 1<<20:
+		return fmt.Sprintf("%d B (%.1f MiB)", bytes, float64(bytes)/(1<<20))
 	}
 	return fmt.Sprintf("%d B", bytes)
 }
