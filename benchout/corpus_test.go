@@ -118,6 +118,11 @@ var corpus = []struct {
 	// An error, not a failure of the GPUs; the API name, cut at 45
 	// bytes by dcgmi, reads whole.
 	{"k8sdoc_dcgm330_rtx3090x8_pcie_cuda_mismatch.txt", "dcgmi-diag", "verify.dcgmi_diag", check.Error, "PCIe could not use CUDA (Error using CUDA API cudaDeviceGetByPCIBusId on every GPU)", 11},
+	// One node, 2 A100 in Docker, NCCL_DEBUG=INFO: "Using network Socket"
+	// (NCCL sets up a net plugin even when no peer is remote) but "nNodes
+	// 1" and every channel P2P: no socket carried data, so no socket
+	// warning; 512 MiB at most, so no figure judged either.
+	{"notes_a100x2_1node_docker_socket_p2p.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "largest size 512 MiB is under 1 GiB", 3},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},
@@ -233,6 +238,10 @@ func TestNcclTestsHeaderFacts(t *testing.T) {
 	v = parseFile(t, "cscs_gh200x2_2node_slingshot.txt")
 	if v.From.Collective.Test != "all_reduce_perf" || v.Measurements[7].Bytes != 134217728 || v.Measurements[7].Value != 22.86 {
 		t.Errorf("test %q last row %+v", v.From.Collective.Test, v.Measurements[7])
+	}
+	// "comm ... nRanks 2 nNodes 1 localRanks 2" (NCCL 2.20.5).
+	if c := parseFile(t, "notes_a100x2_1node_docker_socket_p2p.txt").From.Collective; c.Nodes != 1 || len(c.CommRanks) != 1 || c.CommRanks[0] != 2 {
+		t.Errorf("nodes %d, comm ranks %v, want 1 node of 2 ranks", c.Nodes, c.CommRanks)
 	}
 	v = parseFile(t, "nccl1453_h100_3node_tagged_low.txt")
 	if m := v.Measurements[6]; m.Bytes != 67108864 || m.Value != 5.27 {

@@ -31,6 +31,7 @@ var (
 	ncclAvgRe    = lazyRE(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
 	ncclVerRe    = lazyRE(`NCCL version (\S+)`)
 	ncclCommRe   = lazyRE(`NCCL INFO .*\bcomm 0x[0-9a-fA-F]+ .*\b[nN][rR]anks (\d+)\b`)
+	ncclNodesRe  = lazyRE(`NCCL INFO .*\bcomm 0x[0-9a-fA-F]+ .*\bnNodes (\d+)\b`)
 	ncclNetRe    = lazyRE(`NCCL INFO Using network (.+?)\s*$`)
 	ncclNetUseRe = lazyRE(`NCCL INFO (NET/[A-Za-z0-9_]+)\s*:\s*Using\b`)
 	// "Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0" (NCCL 2.5 on);
@@ -159,6 +160,11 @@ func ncclInfo(c *state.CollectiveRun, l string, n int, seen map[string]bool) {
 	if m := ncclCommRe().FindStringSubmatch(l); m != nil {
 		if k, err := strconv.Atoi(m[1]); err == nil && !slices.Contains(c.CommRanks, k) && len(c.CommRanks) < 64 {
 			c.CommRanks = append(c.CommRanks, k)
+		}
+	}
+	if m := ncclNodesRe().FindStringSubmatch(l); m != nil {
+		if k, err := strconv.Atoi(m[1]); err == nil && k > c.Nodes && k <= 1<<20 {
+			c.Nodes = k
 		}
 	}
 	add := func(kind, name string) {

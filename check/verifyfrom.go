@@ -218,17 +218,39 @@ func checkNcclTests(n *state.Node, _ *Config) Result {
 		fs = append(fs, fromFinding{status: Error, msg: "no size-table rows: the run printed no figures (did it finish?)"})
 	}
 
-	// How the nodes talked.
+	// How the nodes talked. NCCL sets up a network plugin ("Using network
+	// Socket") in every communicator, one node or many; only a channel
+	// "via NET/Socket" or a run across nodes puts data on it. A run known
+	// to be on one node (its rank lines, or "nNodes 1") is not warned.
 	net, ev := network(c)
-	for _, t := range c.Transports {
-		if strings.Contains(t.Name, "Socket") && (t.Kind == "channel" || len(s.hosts) > 1 || t.Name == "Socket") {
-			fs = append(fs, fromFinding{status: Warn,
-				msg:    fmt.Sprintf("TCP sockets: NCCL used %s (line %d: %s)", t.Name, t.Line, safetext.Clean(t.Text)),
-				remedy: "NCCL fell back to TCP: check that the IB/RoCE/EFA devices and NCCL's net plugin are visible to the job (NCCL_IB_HCA, NCCL_NET, the container's devices)"})
-			break
+	nodes := len(s.hosts)
+	if nodes == 0 {
+		nodes = c.Nodes
+	}
+	var sockChan, sockNet *state.TransportLine
+	for i, t := range c.Transports {
+		switch {
+		case !strings.Contains(t.Name, "Socket"):
+		case t.Kind == "channel" && sockChan == nil:
+			sockChan = &c.Transports[i]
+		case t.Kind != "channel" && sockNet == nil:
+			sockNet = &c.Transports[i]
 		}
 	}
-	if ev != nil {
+	if t := sockChan; t != nil || sockNet != nil && nodes != 1 {
+		if t == nil {
+			t = sockNet
+		}
+		msg := fmt.Sprintf("TCP sockets: NCCL used %s (line %d: %s)", t.Name, t.Line, safetext.Clean(t.Text))
+		if t.Kind != "channel" && nodes == 0 {
+			msg += "; the output does not say how many nodes the run spanned (no rank lines, no nNodes)"
+		}
+		fs = append(fs, fromFinding{status: Warn, msg: msg,
+			remedy: "NCCL fell back to TCP: check that the IB/RoCE/EFA devices and NCCL's net plugin are visible to the job (NCCL_IB_HCA, NCCL_NET, the container's devices)"})
+	} else if sockNet != nil {
+		details = append(details, fmt.Sprintf("NCCL set up its Socket network (line %d) but the run is on one node and no channel went over it", sockNet.Line))
+	}
+	if ev != nil && (nodes != 1 || sockChan != nil || !strings.Contains(net, "Socket")) {
 		details = append(details, fmt.Sprintf("network: %s (line %d)", net, ev.Line))
 	} else if len(s.hosts) > 1 {
 		details = append(details, "network: not shown (no NCCL INFO lines; run with NCCL_DEBUG=INFO to tell IB, EFA and TCP sockets apart)")
