@@ -123,6 +123,11 @@ var corpus = []struct {
 	// 1" and every channel P2P: no socket carried data, so no socket
 	// warning; 512 MiB at most, so no figure judged either.
 	{"notes_a100x2_1node_docker_socket_p2p.txt", "nccl-tests", "verify.nccl_tests", check.Skip, "largest size 512 MiB is under 1 GiB", 3},
+	// nvbandwidth#34: 8 A100 SXM, the peer read test's own data check
+	// found a wrong value and asserted; no figure. An error that says the
+	// copy's data was wrong (not only "ASSERT"), not a pass, and no GPU
+	// named: the thread never found the cause.
+	{"nvbandwidth34_a100x8_read_ce_pattern_assert.txt", "nvbandwidth", "verify.run", check.Error, "nvbandwidth's check of the copied data found a wrong value (Invalid value when checking the pattern at 0x70a640000000), and stopped", 0},
 	// nvbandwidth: h2d/d2h/peer are judged with verify's own kinds by the
 	// measured-run checks; here the parse must give the right kinds.
 	{"aznhc_nvbandwidth_v0.10_2gpu.txt", "nvbandwidth", "", "", "", 6},
