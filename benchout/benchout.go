@@ -152,6 +152,15 @@ func detect(data []byte, lines []string) string {
 			nccl = ok
 		}
 	}
+	if !dcgm && !nvbw && !nccl {
+		// dcgmi table rows pasted without the table's head.
+		for _, l := range lines {
+			if dcgmTestRowRe().MatchString(strings.TrimSpace(stripTag(l))) {
+				dcgm = true
+				break
+			}
+		}
+	}
 	switch {
 	case dcgm:
 		return SourceDcgmiDiag

@@ -25,11 +25,50 @@ import (
 //	| software                  | Pass                                           |
 //	|                           | GPU0: Pass                                     |
 //	|                           | Warning: GPU0 ...                              |
+//
+// DCGM 3.x prints a test whose GPUs did not all agree as lists, passed
+// first, then failed, warned and skipped, each on its own line, the test's
+// name on the first only (dcgmi/Diag.cpp, Diag::HelperDisplayGpuResults,
+// DCGM v3.3.9):
+//
+//	| Targeted Power            | Pass - GPUs: 0, 2, 3                           |
+//	|                           | Fail - GPU: 1                                  |
+//
+// and splits a long message every 45 bytes, mid-word where it falls
+// (Diag::DisplayVerboseInfo, DATA_INFO_TAG_LEN 45):
+//
+//	| Warning                   | GPU 1 Max power of 224.1 did not reach desire  |
+//	|                           | d power minimum target_power_min_ratio of 224  |
 var (
 	dcgmSectionRe = lazyRE(`^[|+]-{3,}\s+(.+?)\s+-{3,}\+`)
 	dcgmGPURe     = lazyRE(`^GPU\s?(\d+):\s*(\S.*)$`)
 	dcgmMsgRe     = lazyRE(`^(Warning|Info|Error)\b`)
+	dcgmListRe    = lazyRE(`^(Pass|Fail|Warn|Skip) - GPUs?: ([0-9][0-9, ]*)$`)
+	// A test row of the table, for an excerpt pasted without the table's
+	// head: a name, then one of dcgmi's result words (Diag.cpp's
+	// HelperDisplayDiagResult: Pass, Fail, Warn, Skip).
+	dcgmTestRowRe = lazyRE(`^\|\s*[A-Za-z][A-Za-z0-9 /&()_.-]*?\s*\|\s*(Pass|Fail|Warn|Skip)( - (All|GPUs?: [0-9][0-9, ]*))?\s*\|$`)
 )
+
+// dcgmMsgChunk is the width dcgmi cuts messages at (DATA_INFO_TAG_LEN).
+const dcgmMsgChunk = 45
+
+// dcgmList reads a "Fail - GPU: 1" or "Pass - GPUs: 0, 2, 3" line into one
+// result per GPU; ok is false for anything else.
+func dcgmList(val string) (rs []state.DiagResult, ok bool, err error) {
+	m := dcgmListRe().FindStringSubmatch(strings.TrimSpace(val))
+	if m == nil {
+		return nil, false, nil
+	}
+	for _, f := range strings.FieldsFunc(m[2], func(r rune) bool { return r == ',' || r == ' ' }) {
+		g, err := strconv.Atoi(f)
+		if err != nil || g > 4096 {
+			return nil, false, fmt.Errorf("GPU number %q out of range", f)
+		}
+		rs = append(rs, state.DiagResult{GPU: g, Status: m[1]})
+	}
+	return rs, len(rs) > 0, nil
+}
 
 func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 	d := &state.DiagRun{Format: "text"}
@@ -37,6 +76,7 @@ func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 	category := ""
 	var cur *state.DiagTest
 	inTable := false
+	lastPiece := 0 // bytes of the message piece last read
 	for i, raw := range lines {
 		n := i + 1
 		l := strings.TrimSpace(stripTag(raw))
@@ -47,6 +87,12 @@ func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 			d.Tables++
 			inTable, category, cur = true, "", nil
 			continue
+		case !inTable && d.Tables == 0 && dcgmTestRowRe().MatchString(l):
+			// A table's rows pasted without its head ("| Diagnostic |
+			// Result |"): read as an excerpt, said so.
+			d.Tables++
+			inTable, category, cur = true, "", nil
+			v.Notes = append(v.Notes, fmt.Sprintf("line %d: dcgmi table rows without the table's head: an excerpt (the tests before it, the versions and the GPU list are not in it)", n))
 		case !inTable:
 			if strings.HasPrefix(l, "Error") || strings.HasPrefix(l, "ERROR") {
 				d.Errors = append(d.Errors, l)
@@ -76,6 +122,8 @@ func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 			return nil, &ParseError{File: name, Line: n, Msg: fmt.Sprintf("dcgmi table row with %d cells, want 2 (test | result)", len(cells))}
 		}
 		key, val := strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1])
+		// The message text as dcgmi cut it: one pad space before, padding after.
+		piece := strings.TrimRight(strings.TrimPrefix(cells[1], " "), " ")
 		if category == "Metadata" {
 			switch key {
 			case "DCGM Version":
@@ -87,14 +135,21 @@ func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 			}
 			continue
 		}
+		list, isList, err := dcgmList(val)
+		if err != nil {
+			return nil, &ParseError{File: name, Line: n, Msg: err.Error()}
+		}
 		switch {
 		case key != "" && key != "Warning" && key != "Info" && key != "Error":
-			d.Tests = append(d.Tests, state.DiagTest{Category: category, Name: key, Result: val, Line: n})
-			cur = &d.Tests[len(d.Tests)-1]
+			d.Tests = append(d.Tests, state.DiagTest{Category: category, Name: key, Result: val, Line: n, GPUs: list})
+			cur, lastPiece = &d.Tests[len(d.Tests)-1], 0
 		case cur == nil:
 			return nil, &ParseError{File: name, Line: n, Msg: "dcgmi table: a result line before any test"}
 		case key != "":
 			cur.Messages = append(cur.Messages, key+": "+val)
+			lastPiece = len(piece)
+		case isList:
+			cur.GPUs = append(cur.GPUs, list...)
 		case dcgmGPURe().MatchString(val):
 			m := dcgmGPURe().FindStringSubmatch(val)
 			g, err := strconv.Atoi(m[1])
@@ -104,9 +159,16 @@ func parseDcgmiText(name string, lines []string) (*state.Verify, error) {
 			cur.GPUs = append(cur.GPUs, state.DiagResult{GPU: g, Status: m[2]})
 		case dcgmMsgRe().MatchString(val) || len(cur.Messages) == 0:
 			cur.Messages = append(cur.Messages, val)
+			lastPiece = len(piece)
+		case lastPiece == dcgmMsgChunk:
+			// dcgmi cut the message here, mid-word or before a space
+			// it kept: the pieces join as they are.
+			cur.Messages[len(cur.Messages)-1] += piece
+			lastPiece = len(piece)
 		default:
 			// A message wrapped onto the next line.
 			cur.Messages[len(cur.Messages)-1] += " " + val
+			lastPiece = len(piece)
 		}
 	}
 	if d.Tables == 0 {

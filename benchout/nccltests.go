@@ -31,9 +31,13 @@ var (
 	ncclAvgRe    = lazyRE(`^#\s*Avg bus bandwidth\s*:\s*(\S+)`)
 	ncclVerRe    = lazyRE(`NCCL version (\S+)`)
 	ncclCommRe   = lazyRE(`NCCL INFO .*\bcomm 0x[0-9a-fA-F]+ .*\b[nN][rR]anks (\d+)\b`)
+	ncclNodesRe  = lazyRE(`NCCL INFO .*\bcomm 0x[0-9a-fA-F]+ .*\bnNodes (\d+)\b`)
 	ncclNetRe    = lazyRE(`NCCL INFO Using network (.+?)\s*$`)
 	ncclNetUseRe = lazyRE(`NCCL INFO (NET/[A-Za-z0-9_]+)\s*:\s*Using\b`)
-	ncclViaRe    = lazyRE(`NCCL INFO Channel .* via (NET/[A-Za-z0-9_]+|P2P|SHM|CollNet|NVLS)\b`)
+	// "Channel 00/0 : 0[0] -> 1[0] [send] via NET/Socket/0" (NCCL 2.5 on);
+	// NCCL 2.4 and before printed "Ring 00 : 15 -> 0 [send] via
+	// NET/Socket/0" (src/transport/net.cc, v2.4.8-1).
+	ncclViaRe = lazyRE(`NCCL INFO (?:Channel|Ring) .* via (NET/[A-Za-z0-9_]+|P2P|SHM|CollNet|NVLS)\b`)
 	// A tag a launcher printed inside a line ("-1[0]  366.5") when two
 	// writes of one row were interleaved.
 	ncclInlineTagRe = lazyRE(`\[\d+(?:,\d+)*\](?:<std(?:out|err)>:)?`)
@@ -41,6 +45,12 @@ var (
 )
 
 var ncclRedops = []string{"sum", "prod", "max", "min", "avg", "none", "mulsum", "premulsum"}
+
+// ncclTypes are the data types nccl-tests names in its rows (src/common.cu,
+// test_typenames, old and new). A row without a redop column (the old
+// format's all_gather and broadcast) is told from other text by its type.
+var ncclTypes = []string{"int8", "uint8", "int32", "uint32", "int64", "uint64", "half", "float", "double",
+	"bfloat16", "f8e4m3", "f8e5m2", "fp8_e4m3", "fp8_e5m2", "char", "int", "uint"}
 
 func parseNcclTests(name string, lines []string) (*state.Verify, error) {
 	c := &state.CollectiveRun{}
@@ -152,6 +162,11 @@ func ncclInfo(c *state.CollectiveRun, l string, n int, seen map[string]bool) {
 			c.CommRanks = append(c.CommRanks, k)
 		}
 	}
+	if m := ncclNodesRe().FindStringSubmatch(l); m != nil {
+		if k, err := strconv.Atoi(m[1]); err == nil && k > c.Nodes && k <= 1<<20 {
+			c.Nodes = k
+		}
+	}
 	add := func(kind, name string) {
 		key := kind + "\x00" + name
 		if seen[key] || len(c.Transports) >= 64 {
@@ -176,8 +191,16 @@ func ncclInfo(c *state.CollectiveRun, l string, n int, seen map[string]bool) {
 }
 
 // ncclRow reads one size-table row. A line that does not start as a row
-// (size, count, type, redop) is not one (ok false, no error); one that
-// does and then does not hold a row's columns is an error.
+// (size, count, type, then a redop or, in the old format, a root or the
+// time) is not one (ok false, no error); one that does and then does not
+// hold a row's columns is an error.
+//
+// The columns before the times differ by test and version: nccl-tests 2.x
+// prints "size count type redop root" for every test ("none" and -1 where
+// they do not apply); older versions printed only what the test has:
+// "size count type redop" (all_reduce, reduce_scatter), "size count type
+// root" (broadcast), "size count type redop root" (reduce), "size count
+// type" (all_gather).
 func ncclRow(l string, wrongCounted bool) (m state.Measurement, ok bool, err error) {
 	f := strings.Fields(l)
 	if len(f) < 4 {
@@ -185,18 +208,37 @@ func ncclRow(l string, wrongCounted bool) (m state.Measurement, ok bool, err err
 	}
 	size, err1 := strconv.ParseInt(f[0], 10, 64)
 	_, err2 := strconv.ParseInt(f[1], 10, 64)
-	if err1 != nil || err2 != nil || !isWord(f[2]) || !slices.Contains(ncclRedops, f[3]) {
+	if err1 != nil || err2 != nil || !isWord(f[2]) {
 		return m, false, nil
 	}
-	rest := f[4:]
-	if len(rest) == 9 || len(rest) == 5 {
+	rest := f[3:]
+	switch {
+	case slices.Contains(ncclRedops, rest[0]):
+		rest = rest[1:]
+		if len(rest) == 9 || len(rest) == 5 {
+			if _, err := strconv.Atoi(rest[0]); err != nil {
+				return m, false, fmt.Errorf("size-table row: root %q is not a number", rest[0])
+			}
+			rest = rest[1:]
+		}
+	case !slices.Contains(ncclTypes, f[2]):
+		return m, false, nil
+	case len(rest) == 9 || len(rest) == 5:
+		// Old broadcast: a root, no redop.
 		if _, err := strconv.Atoi(rest[0]); err != nil {
-			return m, false, fmt.Errorf("size-table row: root %q is not a number", rest[0])
+			return m, false, nil
 		}
 		rest = rest[1:]
+	case len(rest) == 8 || len(rest) == 4:
+		// Old all_gather: neither; the time comes next.
+		if _, err := strconv.ParseFloat(rest[0], 64); err != nil {
+			return m, false, nil
+		}
+	default:
+		return m, false, nil
 	}
 	if len(rest) != 8 && len(rest) != 4 {
-		return m, false, fmt.Errorf("size-table row with %d columns, want 12 or 13 (size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong)", len(f))
+		return m, false, fmt.Errorf("size-table row with %d columns, want 11 to 13 (size count type [redop] [root] time algbw busbw #wrong time algbw busbw #wrong)", len(f))
 	}
 	if size < 0 {
 		return m, false, fmt.Errorf("size-table row: negative size %d", size)

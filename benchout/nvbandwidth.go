@@ -52,7 +52,7 @@ type nvbwMatrix struct {
 func parseNvbandwidth(name string, lines []string) (*state.Verify, error) {
 	run := &state.NvbandwidthRun{}
 	v := &state.Verify{Source: SourceNvbandwidth, From: &state.FromRun{Nvbandwidth: run}}
-	cur := ""
+	cur, pattern := "", ""
 	var mx *nvbwMatrix
 	for i, raw := range lines {
 		n := i + 1
@@ -102,6 +102,13 @@ func parseNvbandwidth(name string, lines []string) (*state.Verify, error) {
 					break
 				}
 			}
+		case strings.HasPrefix(l, "Invalid value when checking the pattern"):
+			// nvbandwidth checks what every copy delivered against the
+			// pattern it wrote (memcpy.cpp, memcmpPatternHelper) and
+			// asserts on the first wrong value: the copy's data was wrong.
+			if pattern == "" {
+				pattern = fmt.Sprintf("line %d: nvbandwidth's check of the copied data found a wrong value (%s)", n, l)
+			}
 		case strings.Contains(l, "ASSERT") || strings.HasPrefix(l, "ERROR") || strings.HasPrefix(l, "Error"):
 			if v.Error == "" {
 				v.Error = fmt.Sprintf("line %d: %s", n, l)
@@ -122,6 +129,12 @@ func parseNvbandwidth(name string, lines []string) (*state.Verify, error) {
 	}
 	if len(run.TestCases) == 0 && run.Version == "" {
 		return nil, &ParseError{File: name, Msg: "no 'Running <testcase>.' block: not an nvbandwidth output"}
+	}
+	if pattern != "" {
+		if v.Error != "" {
+			pattern += ", and stopped (" + v.Error + ")"
+		}
+		v.Error = pattern
 	}
 	return v, nil
 }

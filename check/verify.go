@@ -69,10 +69,24 @@ func verifyGPU(n *state.Node, index int) *state.GPU {
 		}
 	}
 	g := &state.GPU{Index: index}
-	if n.Verify != nil {
+	if n.Verify == nil {
+		return g
+	}
+	for _, d := range n.Verify.Devices {
+		if d.Index == index {
+			g.Name, g.PCIBusID = d.Name, d.PCIBusID
+			return g
+		}
+	}
+	// A saved nvbandwidth output numbers its GPUs as the tool does (CUDA
+	// ordinals, "Device 0: NVIDIA H100 80GB HBM3 (00000000:19:00)"), and
+	// its figures carry that number: its device list names them by ordinal
+	// (no NVML index is known for another node's file).
+	if n.Verify.Source != "" && n.Verify.Source != "measured" {
 		for _, d := range n.Verify.Devices {
-			if d.Index == index {
+			if d.Index < 0 && d.Ordinal == index {
 				g.Name, g.PCIBusID = d.Name, d.PCIBusID
+				return g
 			}
 		}
 	}

@@ -152,6 +152,12 @@ func gb(bytes int64) string {
 		return fmt.Sprintf("%d GiB", bytes>>30)
 	case bytes >= 1<<20 && bytes%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", bytes>>20)
+	case bytes >= 1<<30:
+		// all_gather rounds sizes to a multiple of the rank count
+		// (8589934560 B on 12 ranks): the bytes, and about how much.
+		return fmt.Sprintf("%d B (%.1f GiB)", bytes, float64(bytes)/(1<<30))
+	case bytes >= 1<<20:
+		return fmt.Sprintf("%d B (%.1f MiB)", bytes, float64(bytes)/(1<<20))
 	}
 	return fmt.Sprintf("%d B", bytes)
 }
@@ -212,17 +218,39 @@ func checkNcclTests(n *state.Node, _ *Config) Result {
 		fs = append(fs, fromFinding{status: Error, msg: "no size-table rows: the run printed no figures (did it finish?)"})
 	}
 
-	// How the nodes talked.
+	// How the nodes talked. NCCL sets up a network plugin ("Using network
+	// Socket") in every communicator, one node or many; only a channel
+	// "via NET/Socket" or a run across nodes puts data on it. A run known
+	// to be on one node (its rank lines, or "nNodes 1") is not warned.
 	net, ev := network(c)
-	for _, t := range c.Transports {
-		if strings.Contains(t.Name, "Socket") && (t.Kind == "channel" || len(s.hosts) > 1 || t.Name == "Socket") {
-			fs = append(fs, fromFinding{status: Warn,
-				msg:    fmt.Sprintf("TCP sockets: NCCL used %s (line %d: %s)", t.Name, t.Line, safetext.Clean(t.Text)),
-				remedy: "NCCL fell back to TCP: check that the IB/RoCE/EFA devices and NCCL's net plugin are visible to the job (NCCL_IB_HCA, NCCL_NET, the container's devices)"})
-			break
+	nodes := len(s.hosts)
+	if nodes == 0 {
+		nodes = c.Nodes
+	}
+	var sockChan, sockNet *state.TransportLine
+	for i, t := range c.Transports {
+		switch {
+		case !strings.Contains(t.Name, "Socket"):
+		case t.Kind == "channel" && sockChan == nil:
+			sockChan = &c.Transports[i]
+		case t.Kind != "channel" && sockNet == nil:
+			sockNet = &c.Transports[i]
 		}
 	}
-	if ev != nil {
+	if t := sockChan; t != nil || sockNet != nil && nodes != 1 {
+		if t == nil {
+			t = sockNet
+		}
+		msg := fmt.Sprintf("TCP sockets: NCCL used %s (line %d: %s)", t.Name, t.Line, safetext.Clean(t.Text))
+		if t.Kind != "channel" && nodes == 0 {
+			msg += "; the output does not say how many nodes the run spanned (no rank lines, no nNodes)"
+		}
+		fs = append(fs, fromFinding{status: Warn, msg: msg,
+			remedy: "NCCL fell back to TCP: check that the IB/RoCE/EFA devices and NCCL's net plugin are visible to the job (NCCL_IB_HCA, NCCL_NET, the container's devices)"})
+	} else if sockNet != nil {
+		details = append(details, fmt.Sprintf("NCCL set up its Socket network (line %d) but the run is on one node and no channel went over it", sockNet.Line))
+	}
+	if ev != nil && (nodes != 1 || sockChan != nil || !strings.Contains(net, "Socket")) {
 		details = append(details, fmt.Sprintf("network: %s (line %d)", net, ev.Line))
 	} else if len(s.hosts) > 1 {
 		details = append(details, "network: not shown (no NCCL INFO lines; run with NCCL_DEBUG=INFO to tell IB, EFA and TCP sockets apart)")
@@ -372,7 +400,15 @@ func checkDcgmiDiag(n *state.Node, _ *Config) Result {
 		if unknownGPU != "" {
 			fs = append(fs, fromFinding{status: Error, msg: fmt.Sprintf("%s: status %q is not one dcgmi prints (Pass/Fail/Skip/Warn): not read as a pass", name, safetext.Clean(unknownGPU))})
 		}
+		api := cudaAPIOnly(t.Messages)
 		switch {
+		case (len(failed) > 0 || overall == "fail") && api != "":
+			// Every warning is DCGM_FR_CUDA_API: the test could not use
+			// CUDA, and DCGM itself files that error under software
+			// (DCGM_FR_EC_SOFTWARE_CUDA, dcgmlib/src/dcgm_errors.c), not
+			// under a GPU's hardware.
+			fs = append(fs, fromFinding{status: Error, msg: fmt.Sprintf("%s could not use CUDA (Error using CUDA API %s on %s): dcgmi's test did not run, so it is no verdict on the GPUs%s", name, api, gpuWord(failed), withMsg(msgs)),
+				remedy: "not a GPU verdict: make CUDA work on the node first (on NVSwitch systems 'system not yet initialized' means nvidia-fabricmanager is not running; check the driver and that no other process holds the GPUs), then rerun dcgmi diag"})
 		case len(failed) > 0:
 			fs = append(fs, fromFinding{status: Fail, gpus: failed, msg: fmt.Sprintf("GPU %s failed %s%s", joinInts(failed), name, withMsg(msgs)),
 				remedy: "drain the node and hand the GPU and dcgmi's message to the vendor"})
@@ -420,6 +456,36 @@ func checkDcgmiDiag(n *state.Node, _ *Config) Result {
 		pass += " (DCGM " + safetext.Clean(d.DCGMVersion) + ")"
 	}
 	return fromResult(id, fs, pass, details)
+}
+
+// cudaAPIErrRe is DCGM_FR_CUDA_API_MSG, "Error using CUDA API %s"
+// (dcgmlib/dcgm_errors.h), the API named after it.
+var cudaAPIErrRe = regexp.MustCompile(`Error using CUDA API (\w+)`)
+
+// cudaAPIOnly is the CUDA API named when every warning of a test is
+// DCGM's "Error using CUDA API X" (info lines aside), else "".
+func cudaAPIOnly(msgs []string) string {
+	api := ""
+	for _, m := range msgs {
+		if strings.HasPrefix(m, "Info") {
+			continue
+		}
+		sub := cudaAPIErrRe.FindStringSubmatch(m)
+		if sub == nil {
+			return ""
+		}
+		if api == "" {
+			api = sub[1]
+		}
+	}
+	return api
+}
+
+func gpuWord(gpus []int) string {
+	if len(gpus) == 0 {
+		return "every GPU"
+	}
+	return "GPU " + joinInts(gpus)
 }
 
 func allSkipped(rs []state.DiagResult) bool {

@@ -62,6 +62,18 @@ func TestVerifyFromNcclTests(t *testing.T) {
 		{"tcp sockets warn", state.CollectiveRun{Test: "all_reduce_perf", Headers: 1, Ranks: h100Ranks(2, 8),
 			Transports: []state.TransportLine{{Kind: "channel", Name: "NET/Socket", Line: 40, Text: "a:1:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0"}}},
 			busRows(map[int64]float64{8 * gib: 10}, 0), Warn, "TCP sockets: NCCL used NET/Socket (line 40"},
+		// "Using network Socket" on two nodes: the network NCCL chose.
+		{"socket network across nodes warns", state.CollectiveRun{Test: "all_reduce_perf", Headers: 1, Ranks: h100Ranks(2, 8),
+			Transports: []state.TransportLine{{Kind: "network", Name: "Socket", Line: 12, Text: "a:1:2 [0] NCCL INFO Using network Socket"}}},
+			busRows(map[int64]float64{8 * gib: 10}, 0), Warn, "TCP sockets: NCCL used Socket (line 12"},
+		// The same line on one node (nNodes 1, no rank lines): NCCL sets
+		// the plugin up, nothing goes over it; the one-node row judges.
+		{"socket network on one node is no finding", state.CollectiveRun{Test: "all_reduce_perf", Headers: 1, Nodes: 1,
+			Transports: []state.TransportLine{{Kind: "network", Name: "Socket", Line: 12, Text: "a:1:2 [0] NCCL INFO Using network Socket"}}},
+			busRows(map[int64]float64{8 * gib: 470}, 0), Skip, "no expectation for this shape"},
+		{"socket network on one 8 x H100 node", state.CollectiveRun{Test: "all_reduce_perf", Headers: 1, Ranks: h100Ranks(1, 8),
+			Transports: []state.TransportLine{{Kind: "network", Name: "Socket", Line: 12, Text: "a:1:2 [0] NCCL INFO Using network Socket"}}},
+			busRows(map[int64]float64{8 * gib: 470}, 0), Pass, "470.00 GB/s at 8 GiB"},
 		{"too small", state.CollectiveRun{Test: "all_reduce_perf", Headers: 1, Ranks: h100Ranks(1, 8)},
 			busRows(map[int64]float64{256 << 20: 200}, 0), Skip, "largest size 256 MiB is under 1 GiB"},
 	} {

@@ -37,6 +37,9 @@ type CollectiveRun struct {
 	// CommRanks are the distinct nranks values of the NCCL INFO "comm ...
 	// rank R nranks N ..." lines; empty without NCCL_DEBUG=INFO.
 	CommRanks []int `json:"comm_ranks,omitempty"`
+	// Nodes is the largest nNodes of the NCCL INFO "comm ... nRanks N
+	// nNodes M ..." lines (NCCL 2.12 on); 0 when none says.
+	Nodes int `json:"nodes,omitempty"`
 	// Transports are the NCCL INFO lines that name a transport: the first
 	// of each kind and name.
 	Transports []TransportLine `json:"transports,omitempty"`

@@ -224,6 +224,18 @@ func TestVerifyFromCorpusThroughTheCommand(t *testing.T) {
 		{"dcgm_jsonresult_test_dcgm310_8gpu.json", 0, "verify.dcgmi_diag", check.Pass},
 		{"nvbandwidth15_rtx4090x8_h2d_d2h.txt", 0, "verify.h2d", check.Pass},
 		{"aznhc_nvbandwidth_v0.10_2gpu.txt", 0, "verify.peer", check.Pass},
+		// A GPU that failed under a test whose first line passed
+		// (DCGM 3.x "Pass - GPUs: 0, 2, 3" / "Fail - GPU: 1").
+		{"sagemaker_dcgm339_a10gx4_targeted_power_fail.txt", 1, "verify.dcgmi_diag", check.Fail},
+		// NCCL on TCP sockets warns; a warning alone exits 0 (--strict: 1).
+		{"awsdoeks_karpenter_socket_1gpu_2node.txt", 0, "verify.nccl_tests", check.Warn},
+		// Old-format all_gather rows read, and its own validation failed.
+		{"dgx2_v100x12_all_gather_oob_failed.txt", 1, "verify.nccl_tests", check.Fail},
+		{"nvbandwidth48_h20_3e_x8_device_local_copy.txt", 0, "verify.d2d", check.Pass},
+		// dcgmi rows pasted without the table's head: still dcgmi's.
+		{"mleng_dcgm_r2_h100_gpu0_thermal_excerpt.txt", 1, "verify.dcgmi_diag", check.Fail},
+		// CUDA could not start (fabric manager down): an error, not a GPU.
+		{"nccltests264_dcgm338_h100x8_cuinit_fabricmanager.txt", 1, "verify.dcgmi_diag", check.Error},
 	} {
 		code, out, errs := runCLI(t, "verify", "--from", filepath.Join(dir, tc.file), "--format", "json")
 		if code != tc.exit {
