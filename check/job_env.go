@@ -2,11 +2,13 @@ package check
 
 import (
 	"fmt"
-	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"path"
 	"strconv"
 	"strings"
 
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 func checkExclusive(n *state.Node, cfg *Config) Result {
@@ -440,6 +442,23 @@ func checkCUDACompat(n *state.Node, cfg *Config) Result {
 	what := fmt.Sprintf("CUDA runtime %s (%s)", rt.Version, rt.From)
 	have := fmt.Sprintf("this node's driver %s supports CUDA %s", orNA(n.NVML.DriverVersion), drv)
 	fix := fmt.Sprintf("use a CUDA %d.%d or older build (module load cuda/%d.x), upgrade the driver, or put NVIDIA's cuda-compat package on LD_LIBRARY_PATH (datacenter GPUs)", dMaj, dMin, dMaj)
+	if rMaj > dMaj || rMaj == dMaj && rMin > dMin && rMaj < 11 {
+		// NVIDIA's forward compatibility (the CUDA Compatibility guide,
+		// "Forward Compatibility"): the cuda-compat package's libcuda on
+		// LD_LIBRARY_PATH runs a newer CUDA on a supported data center
+		// driver branch. Where it is on the path, the mismatch alone is no
+		// proof of cudaErrorInsufficientDriver.
+		if c := n.Container; c != nil {
+			for _, l := range c.CompatLibraries {
+				if l.OnLDLibraryPath {
+					return Result{Status: Skip, Summary: fmt.Sprintf("%s is newer than %s, and the forward-compatibility libcuda %s (driver %s) is on LD_LIBRARY_PATH: container.cuda_compat judges whether it runs on this GPU and driver", what, have, safetext.Clean(l.Path), safetext.Clean(l.Version))}
+				}
+			}
+		}
+		if dir := compatDirOnPath(n.Slurm.Env.LDLibraryPath); dir != "" {
+			return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s; LD_LIBRARY_PATH holds %s, which looks like NVIDIA's forward-compatibility package: unknown whether it runs (only on data center GPUs and the driver branches the package supports; gpuprobe did not read the library outside a container)", what, have, safetext.Clean(dir)), Remedy: fix}
+		}
+	}
 	switch {
 	case rMaj > dMaj:
 		return Result{Status: Fail, Summary: fmt.Sprintf("%s needs a CUDA %d driver; %s: cudaErrorInsufficientDriver at the first CUDA call", what, rMaj, have), Remedy: fix}
@@ -449,6 +468,19 @@ func checkCUDACompat(n *state.Node, cfg *Config) Result {
 		return Result{Status: Fail, Summary: fmt.Sprintf("%s needs a newer driver; %s (no minor-version compatibility before CUDA 11)", what, have), Remedy: fix}
 	}
 	return Result{Status: Pass, Summary: fmt.Sprintf("%s; %s", what, have)}
+}
+
+// compatDirOnPath is the first LD_LIBRARY_PATH entry that names a CUDA
+// forward-compatibility directory (cuda-compat installs to
+// /usr/local/cuda-X.Y/compat; NVIDIA's images keep /usr/local/cuda/compat),
+// or "": the job's text, untrusted, only quoted back.
+func compatDirOnPath(ld string) string {
+	for _, d := range strings.Split(ld, ":") {
+		if strings.HasPrefix(d, "/") && (path.Base(path.Clean(d)) == "compat" || strings.Contains(d, "cuda-compat")) {
+			return d
+		}
+	}
+	return ""
 }
 
 func majorMinor(v string) (int, int, bool) {

@@ -488,6 +488,21 @@ func TestCUDACompat(t *testing.T) {
 		{name: "newer minor", node: jobNode(step(0, 1), rt("12.6")), status: Warn, summary: "minor-version compatibility"},
 		{name: "pre-11 minor", node: jobNode(step(0, 1), func(n *state.Node) { rt("10.2")(n); n.NVML.CUDADriverVersion = "10.1" }), status: Fail, summary: "no minor-version compatibility"},
 		{name: "major only from libcudart.so.12", node: jobNode(step(0, 1), func(n *state.Node) { rt("12")(n); old(n) }), status: Fail},
+		// Forward compatibility: NVIDIA's cuda-compat libcuda on
+		// LD_LIBRARY_PATH runs CUDA 12 on a 470 data center driver; the
+		// mismatch alone used to fail.
+		{name: "cuda-compat on LD_LIBRARY_PATH outside a container", node: jobNode(step(0, 1, "LD_LIBRARY_PATH=/usr/local/cuda-12.2/compat:/usr/local/cuda-12.2/lib64"), func(n *state.Node) { rt("12.2")(n); old(n) }),
+			status: Warn, summary: "LD_LIBRARY_PATH holds /usr/local/cuda-12.2/compat, which looks like NVIDIA's forward-compatibility package: unknown whether it runs"},
+		{name: "compat libcuda on the path in a container: container.cuda_compat judges", node: jobNode(step(0, 1), func(n *state.Node) {
+			rt("12.2")(n)
+			old(n)
+			n.Container = &state.Container{CompatLibraries: []state.NVMLLibrary{{Path: "/usr/local/cuda/compat/libcuda.so.535.104.05", Version: "535.104.05", OnLDLibraryPath: true}}}
+		}), status: Skip, summary: "container.cuda_compat judges"},
+		{name: "compat libcuda in the image but not on the path still fails", node: jobNode(step(0, 1), func(n *state.Node) {
+			rt("12.2")(n)
+			old(n)
+			n.Container = &state.Container{CompatLibraries: []state.NVMLLibrary{{Path: "/usr/local/cuda/compat/libcuda.so.535.104.05", Version: "535.104.05"}}}
+		}), status: Fail, summary: "needs a CUDA 12 driver"},
 		// CUDA_VERSION=garbage used to be an ERROR and exit 1: the user's
 		// variable says nothing about the node.
 		{name: "garbage", node: jobNode(step(0, 1), rt("twelve")), status: Skip, summary: `is "twelve", not a CUDA version`},
