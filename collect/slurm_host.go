@@ -215,8 +215,10 @@ func statusUID(status string) (int, bool) {
 		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
 			f := strings.Fields(rest)
 			if len(f) > 0 {
-				n, err := strconv.Atoi(f[0])
-				return n, err == nil
+				// A uid is a 32-bit unsigned number; "-1" or a 20-digit
+				// figure is no owner (fuzz audit).
+				n, err := strconv.ParseUint(f[0], 10, 32)
+				return int(n), err == nil
 			}
 		}
 	}

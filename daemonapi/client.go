@@ -115,6 +115,12 @@ func (c *Client) Report(ctx context.Context) (*report.Document, error) {
 	if h.Get("X-Gpuprobe-Stale") == "true" {
 		return nil, fmt.Errorf("the daemon's last collection failed (stale data)")
 	}
+	return decodeReport(data)
+}
+
+// decodeReport reads the body of /report: a bounded, valid document or an
+// error saying which.
+func decodeReport(data []byte) (*report.Document, error) {
 	var doc report.Document
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("decoding report: %w", err)
@@ -142,6 +148,12 @@ func (c *Client) Job(ctx context.Context, id string) (*state.JobPerf, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeJob(data, id)
+}
+
+// decodeJob reads the body of a job record asked for as id: bounded, and
+// that job's, or an error saying which.
+func decodeJob(data []byte, id string) (*state.JobPerf, error) {
 	if err := jsonbound.Check(data, jsonbound.MaxArray, jsonbound.MaxDepth); err != nil {
 		return nil, fmt.Errorf("job record: %w", err)
 	}

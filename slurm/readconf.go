@@ -12,24 +12,43 @@ import (
 // ReadFile reads data from a file; tests and the collector swap it out.
 type ReadFile func(path string) ([]byte, error)
 
-// maxIncludeDepth stops Include loops.
+// maxIncludeDepth stops Include chains too deep to be a config.
 const maxIncludeDepth = 8
+
+// maxIncludedFiles bounds the files one parse reads, Includes and glob
+// matches together: before it, a 114-byte slurm.conf of six "Include
+// slurm.conf" lines made 6^8 reads (fuzz audit).
+const maxIncludedFiles = 256
 
 // ParseConfFile reads a Slurm-style config file, following Include lines
 // (relative to the including file's directory; globs allowed). Errors never
-// stop the parse: every readable line is returned with every problem.
+// stop the parse: every readable line is returned with every problem. A
+// file that includes itself (directly or through others) is an error
+// naming the Include line, as is an Include past 8 deep or past 256 files.
 func ParseConfFile(path string, read ReadFile) ([]slurmstate.Line, []slurmstate.ConfError) {
 	if read == nil {
 		read = os.ReadFile
 	}
-	return parseConfFile(path, read, 0)
+	w := &confWalk{read: read}
+	return w.file(path, 0)
 }
 
-func parseConfFile(path string, read ReadFile, depth int) ([]slurmstate.Line, []slurmstate.ConfError) {
-	data, err := read(path)
+// confWalk is one ParseConfFile: the files read so far and the chain of
+// Includes that led to the file being read.
+type confWalk struct {
+	read  ReadFile
+	files int
+	chain []string
+}
+
+func (w *confWalk) file(path string, depth int) ([]slurmstate.Line, []slurmstate.ConfError) {
+	w.files++
+	data, err := w.read(path)
 	if err != nil {
 		return nil, []slurmstate.ConfError{{File: path, Msg: err.Error()}}
 	}
+	w.chain = append(w.chain, path)
+	defer func() { w.chain = w.chain[:len(w.chain)-1] }()
 	lines, errs := slurmstate.ParseConf(path, data)
 	var out []slurmstate.Line
 	for _, l := range lines {
@@ -55,7 +74,15 @@ func parseConfFile(path string, read ReadFile, depth int) ([]slurmstate.Line, []
 			matches = m
 		}
 		for _, m := range matches {
-			sub, subErrs := parseConfFile(m, read, depth+1)
+			if w.including(m) {
+				errs = append(errs, slurmstate.ConfError{File: path, Line: l.Num, Msg: "Include " + m + ": a loop (it is being read already), skipped"})
+				continue
+			}
+			if w.files >= maxIncludedFiles {
+				errs = append(errs, slurmstate.ConfError{File: path, Line: l.Num, Msg: fmt.Sprintf("Include %s: more than %d files included, skipped", m, maxIncludedFiles)})
+				break
+			}
+			sub, subErrs := w.file(m, depth+1)
 			out = append(out, sub...)
 			for _, e := range subErrs {
 				if e.Line == 0 && e.File == m {
@@ -66,6 +93,16 @@ func parseConfFile(path string, read ReadFile, depth int) ([]slurmstate.Line, []
 		}
 	}
 	return out, errs
+}
+
+// including reports whether path is being read already (an Include loop).
+func (w *confWalk) including(path string) bool {
+	for _, p := range w.chain {
+		if filepath.Clean(p) == filepath.Clean(path) {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseGresConf parses gres.conf at path (following Include).

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"reflect"
@@ -42,11 +43,57 @@ func TestParseConfInclude(t *testing.T) {
 		t.Errorf("errors:\n%s", joined)
 	}
 	_, errs = ParseConfFile("/etc/slurm/loop/slurm.conf", read)
-	if len(errs) == 0 || !strings.Contains(errs[len(errs)-1].Error(), "nested more than 8") {
+	if len(errs) != 1 || errs[0].Error() != "/etc/slurm/loop/slurm.conf:1: Include /etc/slurm/loop/slurm.conf: a loop (it is being read already), skipped" {
 		t.Errorf("include loop: %v", errs)
 	}
 	_, errs = ParseConfFile("/nope", read)
 	if len(errs) != 1 || !errors.Is(fs.ErrNotExist, fs.ErrNotExist) || !strings.HasPrefix(errs[0].Error(), "/nope: ") {
 		t.Errorf("missing file: %v", errs)
+	}
+}
+
+// A chain of Includes deeper than 8 stops with an error on the line that
+// would go deeper; a file that includes itself many times is read once
+// (before, six "Include slurm.conf" lines made 6^8 reads: fuzz audit).
+func TestParseConfIncludeBounds(t *testing.T) {
+	reads := 0
+	read := func(p string) ([]byte, error) {
+		reads++
+		if p == "/etc/slurm/self.conf" {
+			return []byte(strings.Repeat("Include self.conf\n", 6)), nil
+		}
+		// /etc/slurm/c0.conf includes c1.conf, and so on without end.
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(p), "c%d.conf", &n); err != nil {
+			return nil, fs.ErrNotExist
+		}
+		return []byte(fmt.Sprintf("K%d=v\nInclude c%d.conf\n", n, n+1)), nil
+	}
+	lines, errs := ParseConfFile("/etc/slurm/self.conf", read)
+	if reads != 1 || len(lines) != 0 || len(errs) != 6 || errs[5].Line != 6 {
+		t.Errorf("self include: %d reads, %v, %v", reads, lines, errs)
+	}
+	reads = 0
+	lines, errs = ParseConfFile("/etc/slurm/c0.conf", read)
+	if reads != 9 || len(lines) != 9 || len(errs) != 1 || errs[0].Error() != "/etc/slurm/c8.conf:2: Include nested more than 8 deep (a loop?)" {
+		t.Errorf("deep chain: %d reads, %d lines, %v", reads, len(lines), errs)
+	}
+	// Many files, each included once: past maxIncludedFiles the rest are
+	// skipped with an error naming the line.
+	reads = 0
+	var b strings.Builder
+	for i := 0; i < maxIncludedFiles+10; i++ {
+		fmt.Fprintf(&b, "Include x%d.conf\n", i)
+	}
+	wide := func(p string) ([]byte, error) {
+		reads++
+		if p == "/etc/slurm/wide.conf" {
+			return []byte(b.String()), nil
+		}
+		return []byte("K=v\n"), nil
+	}
+	lines, errs = ParseConfFile("/etc/slurm/wide.conf", wide)
+	if reads != maxIncludedFiles || len(lines) != maxIncludedFiles-1 || len(errs) != 11 || !strings.Contains(errs[0].Error(), "more than 256 files included") {
+		t.Errorf("wide: %d reads, %d lines, %d errors: %v", reads, len(lines), len(errs), errs)
 	}
 }

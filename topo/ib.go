@@ -4,6 +4,7 @@ package topo
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -101,7 +102,9 @@ func parseIBRate(s string) float64 {
 		return 0
 	}
 	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
+	// "NaN" or "Inf" would make the report unencodable as JSON, and a
+	// negative rate is no rate: both read as unknown (fuzz audit).
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 		return 0
 	}
 	return v

@@ -104,7 +104,9 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
-	if err != nil || v <= 0 {
+	// NaN, Inf or a size past 1 PiB would wrap in int64, and one under a
+	// byte ("0.0001") would be 0 (fuzz audit).
+	if err != nil || !(v*float64(mult) >= 1) || v*float64(mult) > 1<<50 {
 		return 0, fmt.Errorf("ncclgen: bad size %q", s)
 	}
 	return int64(v * float64(mult)), nil
