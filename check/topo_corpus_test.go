@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuprobe/gpuprobe/internal/topocapture"
 	sysfake "github.com/gpuprobe/gpuprobe/sim/sysfs"
 	"github.com/gpuprobe/gpuprobe/state"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
@@ -38,46 +39,17 @@ func corpusFile(t *testing.T, name string) string {
 // capture has none. NUMA nodes are those the rows name.
 func captureNode(t *testing.T, text string) *state.Node {
 	t.Helper()
-	isDev := regexp.MustCompile(`GPU\d+|NIC\d+|mlx\d_\d+`)
-	var cols []string
-	hasNUMA := false
-	legend := map[string]string{}
+	m := topocapture.Read(text)
+	cols, legend := m.Cols, m.Legend
 	type row struct {
 		cells []string
 		numa  string
 	}
 	rows := map[string]row{}
-	for _, raw := range strings.Split(text, "\n") {
-		if strings.HasPrefix(raw, "#") {
-			continue
-		}
-		f := strings.Fields(raw)
-		if len(f) == 0 {
-			continue
-		}
-		if cols == nil && f[0] == "GPU0" && len(f) > 1 && f[1] != "X" {
-			// A field of glued names ("NIC11NIC12", vllm#31594) is that
-			// many columns: the rows keep one cell per device.
-			for _, c := range f {
-				names := isDev.FindAllString(c, -1)
-				if len(names) == 0 || strings.Join(names, "") != c {
-					break
-				}
-				cols = append(cols, names...)
-			}
-			hasNUMA = strings.Contains(raw, "NUMA Affinity")
-			continue
-		}
-		if m := regexp.MustCompile(`^(NIC\d+): (\S+)$`).FindStringSubmatch(strings.TrimSpace(raw)); m != nil {
-			legend[m[1]] = m[2]
-			continue
-		}
-		if cols != nil && strings.HasPrefix(f[0], "GPU") && len(f) > 1+len(cols) {
-			r := row{cells: f[1 : 1+len(cols)]}
-			if hasNUMA && len(f) > 2+len(cols) {
-				r.numa = f[2+len(cols)]
-			}
-			rows[f[0]] = r
+	for name, r := range m.Rows {
+		// GPU rows with their affinity columns, as this reader always took.
+		if strings.HasPrefix(name, "GPU") && r.CPU != "" {
+			rows[name] = row{cells: r.Cells, numa: r.NUMA}
 		}
 	}
 	// `topo -mp` prints the PCIe-only matrix: NVLink is then not known.

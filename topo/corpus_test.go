@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuprobe/gpuprobe/internal/topocapture"
 	sysfake "github.com/gpuprobe/gpuprobe/sim/sysfs"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
@@ -21,26 +22,9 @@ type capAffinity struct{ cpu, numa string }
 func topoMAffinity(t *testing.T, text string) map[string]capAffinity {
 	t.Helper()
 	out := map[string]capAffinity{}
-	ncols, hasNUMA := -1, false
-	for _, raw := range strings.Split(text, "\n") {
-		if strings.HasPrefix(raw, "#") {
-			continue
-		}
-		f := strings.Fields(raw)
-		if len(f) == 0 {
-			continue
-		}
-		if ncols < 0 && f[0] == "GPU0" && len(f) > 1 && f[1] != "X" {
-			ncols = len(headerColumns(f))
-			hasNUMA = strings.Contains(raw, "NUMA Affinity")
-			continue
-		}
-		if ncols > 0 && strings.HasPrefix(f[0], "GPU") && len(f) > 1+ncols {
-			a := capAffinity{cpu: f[1+ncols]}
-			if hasNUMA && len(f) > 2+ncols {
-				a.numa = f[2+ncols]
-			}
-			out[f[0]] = a
+	for name, r := range topocapture.Read(text).Rows {
+		if strings.HasPrefix(name, "GPU") && r.CPU != "" {
+			out[name] = capAffinity{cpu: r.CPU, numa: r.NUMA}
 		}
 	}
 	return out

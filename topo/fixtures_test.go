@@ -2,58 +2,29 @@ package topo
 
 import (
 	"context"
-	"github.com/gpuprobe/gpuprobe/state/topostate"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/gpuprobe/gpuprobe/internal/topocapture"
 	sysfake "github.com/gpuprobe/gpuprobe/sim/sysfs"
+	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
 // topoM reads an `nvidia-smi topo -m` capture into cells keyed by device
 // names (GPU0, mlx5_3), translating NICk through the NIC legend.
 func topoM(t *testing.T, text string) (map[[2]string]string, []string) {
 	t.Helper()
-	var cols []string
-	legend := map[string]string{}
-	rows := map[string][]string{}
-	isDev := regexp.MustCompile(`^(GPU\d+|NIC\d+|mlx\d_\d+)$`)
-	for _, raw := range strings.Split(text, "\n") {
-		if strings.HasPrefix(raw, "#") {
-			continue
-		}
-		f := strings.Fields(raw)
-		if len(f) == 0 {
-			continue
-		}
-		if cols == nil && f[0] == "GPU0" && len(f) > 1 && f[1] != "X" {
-			cols = headerColumns(f)
-			continue
-		}
-		if m := regexp.MustCompile(`^(NIC\d+): (\S+)$`).FindStringSubmatch(strings.TrimSpace(raw)); m != nil {
-			legend[m[1]] = m[2]
-			continue
-		}
-		if cols != nil && isDev.MatchString(f[0]) && len(f) > len(cols) {
-			rows[f[0]] = f[1 : 1+len(cols)]
-		}
-	}
-	name := func(c string) string {
-		if n, ok := legend[c]; ok {
-			return n
-		}
-		return c
-	}
+	m := topocapture.Read(text)
 	cells := map[[2]string]string{}
 	var names []string
-	for _, c := range cols {
-		names = append(names, name(c))
+	for _, c := range m.Cols {
+		names = append(names, m.Name(c))
 	}
-	for r, vals := range rows {
-		for i, v := range vals {
+	for r, row := range m.Rows {
+		for i, v := range row.Cells {
 			if v != "X" {
-				cells[[2]string{name(r), names[i]}] = v
+				cells[[2]string{m.Name(r), names[i]}] = v
 			}
 		}
 	}
@@ -62,24 +33,6 @@ func topoM(t *testing.T, text string) (map[[2]string]string, []string) {
 	}
 	return cells, names
 }
-
-// headerColumns reads the device names of a capture's header row. With
-// many NICs nvidia-smi can print two names with no space between them
-// ("NIC11NIC12", vllm#31594) while the rows keep one cell per device: a
-// field made only of device names is that many columns.
-func headerColumns(fields []string) []string {
-	var cols []string
-	for _, c := range fields {
-		names := headerName.FindAllString(c, -1)
-		if len(names) == 0 || strings.Join(names, "") != c {
-			break
-		}
-		cols = append(cols, names...)
-	}
-	return cols
-}
-
-var headerName = regexp.MustCompile(`GPU\d+|NIC\d+|mlx\d_\d+`)
 
 // ourCells is the same view of a topostate.Topology.
 func ourCells(tp *topostate.Topology) map[[2]string]string {
