@@ -458,24 +458,31 @@ func checkDcgmiDiag(n *state.Node, _ *Config) Result {
 	return fromResult(id, fs, pass, details)
 }
 
-// cudaAPIErrRe is DCGM_FR_CUDA_API_MSG, "Error using CUDA API %s"
-// (dcgmlib/dcgm_errors.h), the API named after it.
-var cudaAPIErrRe = regexp.MustCompile(`Error using CUDA API (\w+)`)
+// cudaAPIMsg is DCGM_FR_CUDA_API_MSG, "Error using CUDA API %s"
+// (dcgmlib/dcgm_errors.h); the API named after it is a word.
+const cudaAPIMsg = "Error using CUDA API "
 
 // cudaAPIOnly is the CUDA API named when every warning of a test is
-// DCGM's "Error using CUDA API X" (info lines aside), else "".
+// DCGM's "Error using CUDA API X" (info lines aside), else "". (Plain string
+// search: a package-level regexp would compile in every process at start.)
 func cudaAPIOnly(msgs []string) string {
 	api := ""
 	for _, m := range msgs {
 		if strings.HasPrefix(m, "Info") {
 			continue
 		}
-		sub := cudaAPIErrRe.FindStringSubmatch(m)
-		if sub == nil {
+		_, rest, ok := strings.Cut(m, cudaAPIMsg)
+		end := strings.IndexFunc(rest, func(r rune) bool {
+			return !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+		})
+		if end < 0 {
+			end = len(rest)
+		}
+		if !ok || end == 0 {
 			return ""
 		}
 		if api == "" {
-			api = sub[1]
+			api = rest[:end]
 		}
 	}
 	return api
