@@ -76,9 +76,13 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 		if !p.noIB.at.valid() {
 			p.noIB = evidence{at: at, text: string(r.msg)}
 		}
-		a.find.add("no_ibverbs", "", string(r.msg), where(p), at)
+		if !a.find.repeat("no_ibverbs", nil, at) {
+			a.find.add("no_ibverbs", "", string(r.msg), where(p), at)
+		}
 	case KindDMABuf:
-		a.find.add("dmabuf", "", string(r.msg), where(p), at)
+		if !a.find.repeat("dmabuf", nil, at) {
+			a.find.add("dmabuf", "", string(r.msg), where(p), at)
+		}
 	case KindTrace:
 		a.applyTrace(p, &ev.trace, at, r.msg)
 	case KindWarn:
@@ -202,7 +206,9 @@ func (a *Analyzer) applyGDR(p *process, g *gdrLine, at loc, msg []byte) {
 	if !slices.Contains(p.gdrWhy, code) {
 		p.gdrWhy = append(p.gdrWhy, code)
 	}
-	a.find.add(code, "", string(msg), where(p), at)
+	if !a.find.repeat(code, nil, at) {
+		a.find.add(code, "", string(msg), where(p), at)
+	}
 }
 
 // applyConn counts a connection line for its rank and for the log.
@@ -403,14 +409,17 @@ func (a *Analyzer) applyTrace(p *process, t *traceInfo, at loc, msg []byte) {
 	if len(t.thread) > 0 {
 		// The trace reached the top of an NCCL thread or of the API call's
 		// async job: the operation failed.
-		a.find.add("nccl_call_failed", rcName(t.rc),
-			"NCCL operation failed with "+rcName(t.rc)+" ("+string(t.thread)+", "+string(t.loc)+")", where(p), at)
+		if rc := rcName(t.rc); !a.find.repeat("nccl_call_failed", []byte(rc), at) {
+			a.find.add("nccl_call_failed", rc,
+				"NCCL operation failed with "+rc+" ("+string(t.thread)+", "+string(t.loc)+")", where(p), at)
+		}
 		return
 	}
 	// Each failing call prints one line per frame; one finding per result
 	// code is enough, and 052 shows such chains can be harmless.
-	a.find.add("nccl_error_path", rcName(t.rc),
-		"NCCL error path returned "+rcName(t.rc)+" (first frame "+string(t.loc)+")", where(p), at)
+	if rc := rcName(t.rc); !a.find.repeat("nccl_error_path", []byte(rc), at) {
+		a.find.add("nccl_error_path", rc, "NCCL error path returned "+rc+" (first frame "+string(t.loc)+")", where(p), at)
+	}
 }
 
 func itoa(v int64) string {

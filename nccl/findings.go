@@ -28,25 +28,45 @@ type findings struct {
 }
 
 func (f *findings) add(code, key, msg, where string, at loc) {
+	var buf [128]byte
+	kb := append(append(append(buf[:0], code...), 0), key...)
+	if f.count(kb, at) {
+		return
+	}
+	f.byKey[string(kb)] = &finding{code: code, key: key, msg: clip(msg, maxFindingTextSize), where: where, count: 1, order: len(f.byKey), at: []loc{at}}
+}
+
+// repeat is add for a caller whose finding text costs an allocation to
+// build: it counts the line and reports true when the finding exists (or
+// the table is full), and false when the caller must build the text and
+// add it. Most calls are repeats (the same WARN or error trace from every
+// rank), and building the text for each was a third of the analyzer's
+// garbage on the bench's real shape (docs/nccl.md).
+func (f *findings) repeat(code string, key []byte, at loc) bool {
+	var buf [128]byte
+	return f.count(append(append(append(buf[:0], code...), 0), key...), at)
+}
+
+// count counts a line of the finding whose map key is kb (code, 0, key)
+// and reports whether add has nothing more to do: the finding exists, or
+// the table is full and the line is counted as dropped. The key is built
+// in a stack buffer for the look: a repeat allocates nothing.
+func (f *findings) count(kb []byte, at loc) bool {
 	if f.byKey == nil {
 		f.byKey = make(map[string]*finding)
 	}
-	// The map key is built in a stack buffer for the look: a repeat (most
-	// calls) allocates nothing; only a new finding keeps its own copy.
-	var buf [128]byte
-	kb := append(append(append(buf[:0], code...), 0), key...)
 	if x := f.byKey[string(kb)]; x != nil {
 		x.count++
 		if len(x.at) < maxFindingLines {
 			x.at = append(x.at, at)
 		}
-		return
+		return true
 	}
 	if len(f.byKey) >= maxFindings {
 		f.dropped++
-		return
+		return true
 	}
-	f.byKey[string(kb)] = &finding{code: code, key: key, msg: clip(msg, maxFindingTextSize), where: where, count: 1, order: len(f.byKey), at: []loc{at}}
+	return false
 }
 
 // list returns the findings in the order they first appeared.

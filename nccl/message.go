@@ -286,7 +286,7 @@ func netName(b []byte) []byte {
 // channels, …" for the CollNet and NVLS counts.
 func parseChannels(m []byte, ev *event) {
 	ev.collnet, ev.nvls = -1, -1
-	for _, part := range bytes.Split(m, []byte(", ")) {
+	for part := range bytes.SplitSeq(m, []byte(", ")) {
 		v, n := leadingInt(part)
 		if n == 0 {
 			continue
@@ -415,14 +415,14 @@ func nRanksSuffix(m []byte) int64 {
 //	Trees [0] 1/-1/-1->0->7|7->0->1/-1/-1           2.5-2.7: down->me->up|up->me->down
 //	Trees [0] 1/8/-1->0->-1 [1] 1/-1/-1->0->8       2.8+: down->me->up
 func treeBranches(m []byte) bool {
-	for _, tok := range bytes.Fields(m) {
-		for _, part := range bytes.Split(tok, []byte("|")) {
-			for _, f := range bytes.Split(part, []byte("->")) {
+	for tok := range bytes.FieldsSeq(m) {
+		for part := range bytes.SplitSeq(tok, []byte("|")) {
+			for f := range bytes.SplitSeq(part, []byte("->")) {
 				if bytes.IndexByte(f, '/') < 0 {
 					continue
 				}
 				n := 0
-				for _, x := range bytes.Split(f, []byte("/")) {
+				for x := range bytes.SplitSeq(f, []byte("/")) {
 					if v, ok := atoi(x); ok && v >= 0 {
 						n++
 					}

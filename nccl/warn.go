@@ -28,12 +28,11 @@ var warnRules = []warnRule{
 
 func (a *Analyzer) applyWarn(p *process, r *rawRecord, at loc) {
 	m := r.msg
-	full := string(r.tag) + " NCCL WARN " + string(m)
 	if bytes.Contains(m, []byte("NET/IB")) || bytes.Contains(m, []byte("NET/IBext")) {
 		p.see(netIB, strengthInit, at, m)
 	}
 	if bytes.Contains(m, []byte("Got completion from peer")) {
-		a.ibCompletion(p, r, at, full)
+		a.ibCompletion(p, r, at)
 		return
 	}
 	for _, rule := range warnRules {
@@ -49,27 +48,40 @@ func (a *Analyzer) applyWarn(p *process, r *rawRecord, at loc) {
 				// cannot be used by this process.
 				p.noIB = evidence{at: at, text: clip(string(m), 200)}
 			}
-			a.find.add(rule.code, string(r.tag), full, where(p), at)
+			a.addWarn(rule.code, r, p, at)
 			return
 		}
 	}
-	a.find.add("nccl_warn", string(r.tag), full, where(p), at)
+	a.addWarn("nccl_warn", r, p, at)
 }
+
+// addWarn adds a WARN finding keyed by its source location; the text is
+// built only for a new one.
+func (a *Analyzer) addWarn(code string, r *rawRecord, p *process, at loc) {
+	if !a.find.repeat(code, r.tag, at) {
+		a.find.add(code, string(r.tag), warnText(r), where(p), at)
+	}
+}
+
+func warnText(r *rawRecord) string { return string(r.tag) + " NCCL WARN " + string(r.msg) }
 
 // ibCompletion handles "NET/IB : Got completion from peer … with error 4,
 // opcode …, vendor err 81 (Send)" (NCCL core) and "… with status=12
 // opcode=0 len=0 vendor err 129 (Recv) …" (HPC-X plugin). The key carries
 // the status and vendor error ("status 12 vendor 129"): the judge's remedy
 // depends on them.
-func (a *Analyzer) ibCompletion(p *process, r *rawRecord, at loc, full string) {
+func (a *Analyzer) ibCompletion(p *process, r *rawRecord, at loc) {
 	m := r.msg
 	vendor := numberAfter(m, []byte("vendor err "))
 	status := numberAfter(m, []byte("with error "))
 	if status < 0 {
 		status = numberAfter(m, []byte("status="))
 	}
-	key := "status " + itoa(status) + " vendor " + itoa(vendor)
-	a.find.add("ib_completion_error", key, full, where(p), at)
+	var buf [64]byte
+	key := append(append(append(append(buf[:0], "status "...), itoa(status)...), " vendor "...), itoa(vendor)...)
+	if !a.find.repeat("ib_completion_error", key, at) {
+		a.find.add("ib_completion_error", string(key), warnText(r), where(p), at)
+	}
 }
 
 // numberAfter returns the decimal number that follows marker in m, or -1.
