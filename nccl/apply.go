@@ -89,7 +89,13 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
 		a.applyWarn(p, r, at)
 	case KindRingOrder:
 		a.listed = max(a.listed, ev.listed)
+		if d := prefixDev(r.prefix); ev.listed > p.ring0 && d >= 0 {
+			p.ring0, p.ring0Dev = ev.listed, d
+		}
 	case KindTrees:
+		if me, ok := treesSelf(r.msg); ok {
+			p.noteTreeRank(me, prefixDev(r.prefix))
+		}
 		if n := nRanksAfter(r.msg); n > 0 {
 			a.addNRanks(n)
 		}
@@ -456,3 +462,54 @@ func isNetSocketFrame(loc []byte) bool {
 	return bytes.HasSuffix(f, []byte("transport/net_socket.cc")) &&
 		(len(f) == len("transport/net_socket.cc") || f[len(f)-len("transport/net_socket.cc")-1] == '/')
 }
+
+// maxTreeRanks bounds the ranks a process's Trees lines are remembered for.
+const maxTreeRanks = 256
+
+// noteTreeRank remembers that a thread printing with [dev] named rank me
+// as the printer of a Trees line.
+func (p *process) noteTreeRank(me, dev int64) {
+	if dev < 0 || me < 0 {
+		return
+	}
+	if p.treeDevs == nil {
+		p.treeDevs = make(map[int64]int64)
+	}
+	if _, ok := p.treeDevs[me]; ok || len(p.treeDevs) >= maxTreeRanks {
+		return
+	}
+	p.treeDevs[me] = dev
+}
+
+// prefixDev reads the [dev] of a "host:pid:tid [dev]" envelope; -1 when
+// there is none.
+func prefixDev(prefix []byte) int64 {
+	i := bytes.LastIndexByte(prefix, '[')
+	if i < 0 {
+		return -1
+	}
+	v, n := leadingInt(prefix[i+1:])
+	if n == 0 || i+1+n >= len(prefix) || prefix[i+1+n] != ']' {
+		return -1
+	}
+	return v
+}
+
+// treesSelf reads the printing rank of a Trees line: the rank between the
+// first two arrows of its first tree, in every form NCCL printed
+// ("26->25->-1/-1/-1" in 2.4, "1/-1/-1->0->7|…" in 2.5-2.7,
+// "1/8/-1->0->-1" from 2.8; the middle number is comm->rank).
+func treesSelf(m []byte) (int64, bool) {
+	i := bytes.Index(m, arrow)
+	if i < 0 {
+		return 0, false
+	}
+	rest := m[i+len(arrow):]
+	v, n := leadingInt(rest)
+	if n == 0 || !bytes.HasPrefix(rest[n:], arrow) {
+		return 0, false
+	}
+	return v, true
+}
+
+var arrow = []byte("->")

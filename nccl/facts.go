@@ -103,6 +103,16 @@ func (a *Analyzer) processFacts(p *process) state.NCCLProcess {
 			s.Net = append(s.Net, state.NCCLNetEvidence{Class: netClass(c).String(), Strength: int(e.strength), NCCLLine: *line(e.at, e.text)})
 		}
 	}
+	if p.ring0 > 0 {
+		s.RingListing, s.RingListingDev = p.ring0, p.ring0Dev
+	}
+	if len(p.treeDevs) > 0 {
+		s.TreeRanks = make([]state.NCCLRankDev, 0, len(p.treeDevs))
+		for r, d := range p.treeDevs {
+			s.TreeRanks = append(s.TreeRanks, state.NCCLRankDev{Rank: r, Dev: d})
+		}
+		sort.Slice(s.TreeRanks, func(i, j int) bool { return s.TreeRanks[i].Rank < s.TreeRanks[j].Rank })
+	}
 	for _, ci := range p.commList {
 		c := state.NCCLComm{
 			Ptr: ci.ptr, Rank: ci.rank, NRanks: ci.nranks, NNodes: ci.nnodes, LocalRanks: ci.localRanks,

@@ -77,6 +77,13 @@ type process struct {
 	commList   []*commInst // comms in order of appearance, for stable reports
 	byRank     map[int64]*commInst
 	orphan     map[int64]*rankStats // connections seen before (or without) a communicator line
+	// ring0 is the longest ring order listing this process printed (NCCL
+	// prints it from rank 0 only), ring0Dev the [dev] of the printing
+	// thread; treeDevs maps the rank each Trees line names as its printer
+	// to that thread's [dev] (at most maxTreeRanks).
+	ring0    int64
+	ring0Dev int64
+	treeDevs map[int64]int64
 }
 
 // thread is the envelope cache entry for one "host:pid:tid [dev]".

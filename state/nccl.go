@@ -173,6 +173,23 @@ type NCCLProcess struct {
 	// Orphans are connection lines no communicator line claimed, by the
 	// printing rank.
 	Orphans []NCCLRankConns `json:"orphans,omitempty"`
+	// RingListing is the longest ring order listing ("Channel 00/02 :
+	// 0   1") this process printed. NCCL prints it from rank 0 only
+	// (src/graph/rings.cc), so the process holds rank 0 of a communicator
+	// of that size; RingListingDev is the printing thread's [dev].
+	RingListing    int64 `json:"ring_listing,omitempty"`
+	RingListingDev int64 `json:"ring_listing_dev,omitempty"`
+	// TreeRanks are the ranks this process's Trees lines name as their
+	// printer ("Trees [0] 1/-1/-1->0->-1" is rank 0's), with the printing
+	// thread's [dev], in rank order.
+	TreeRanks []NCCLRankDev `json:"tree_ranks,omitempty"`
+}
+
+// NCCLRankDev is a rank and the CUDA device ([dev]) of the thread that
+// printed as it.
+type NCCLRankDev struct {
+	Rank int64 `json:"rank"`
+	Dev  int64 `json:"dev"`
 }
 
 // NCCLComm is one communicator instance: a communicator as one process

@@ -42,6 +42,10 @@ type decider struct {
 	socketBy int             // index of a process that selected Socket; -1 none
 	byPID    map[int64][]int // process indexes by pid, for alias
 	torn     map[string]bool // host names with a torn record's start glued in front
+	// netIntra counts the NET connection lines between ranks of one
+	// process (netIntraWhere, host:pid) when every NET line is one.
+	netIntra      int64
+	netIntraWhere string
 
 	extraWarnings []Finding
 }
@@ -289,12 +293,32 @@ func (d *decider) alias(i int) bool {
 		if !strings.HasSuffix(p.Host, q.Host) && !strings.HasSuffix(q.Host, p.Host) {
 			continue
 		}
-		if p.GluedOnly && !q.GluedOnly || p.GluedOnly == q.GluedOnly && j < i {
+		if p.GluedOnly != q.GluedOnly {
+			if p.GluedOnly {
+				return true
+			}
+			continue
+		}
+		// A name with a character no host name has ("6[g183" from
+		// "… -> 6[g183:161258:…", a connection line torn after its
+		// peer's bracket) is the damaged one, whichever came first.
+		if pj, qj := strings.ContainsAny(p.Host, notInHostName), strings.ContainsAny(q.Host, notInHostName); pj != qj {
+			if pj {
+				return true
+			}
+			continue
+		}
+		if j < i {
 			return true
 		}
 	}
 	return false
 }
+
+// notInHostName holds characters that no host name has (RFC 1123 allows
+// letters, digits, '-' and '.'; '_' occurs in container names) but that
+// the text of a torn record glued in front of one does.
+const notInHostName = "[]()<>{}`'\"\\ |,;=*"
 
 // tornHosts finds the host names that are another host's name with the
 // start of a record glued in front: a process's write cut off after a few
@@ -391,6 +415,12 @@ func (d *decider) proveOneNode() {
 				" ranks, and a process runs on one node"
 			break
 		}
+		if p, n := d.oneProcessListing(); p != nil {
+			d.oneNode = true
+			d.oneWhy = "one process (" + p.Host + ":" + strconv.FormatInt(p.PID, 10) + ") prints as every rank of the " + strconv.FormatInt(n, 10) +
+				"-rank ring on " + strconv.FormatInt(n, 10) + " different GPUs (the ring order listing, which NCCL prints from rank 0 only, and the Trees lines of the others), and a process runs on one node"
+			break
+		}
 		lo, other := false, false
 		for i := range f.Processes {
 			lo = lo || f.Processes[i].LoopbackIf
@@ -436,6 +466,45 @@ func (d *decider) oneProcess() (*state.NCCLProcess, int64) {
 	return nil, 0
 }
 
+// oneProcessListing is oneProcess for logs without communicator lines (or
+// with too few): a process that printed the ring order listing of an
+// N-rank communicator holds its rank 0, as NCCL prints that listing from
+// rank 0 only ("if (rank == 0) dumpLine" in src/graph/rings.cc), and a
+// Trees line names its printer ("…->me->…", comm->rank). When one process
+// prints as each of the N ranks, each from a thread of a different GPU
+// ([dev]), the whole communicator runs in it. The listing must be the
+// longest of the log, and no larger communicator or higher rank may be
+// named: the rule speaks for the largest communicator only. Distinct GPUs
+// keep one single-GPU process that is rank 0 of one communicator and rank
+// 1 of another from passing.
+func (d *decider) oneProcessListing() (*state.NCCLProcess, int64) {
+	f := d.f
+	for i := range f.Processes {
+		p := &f.Processes[i]
+		n := p.RingListing
+		if p.Kind != "" || p.Host == "" || n < 2 || n > 1<<10 || n != f.NRanksListed || d.maxNR > n || f.MaxRank >= n {
+			continue
+		}
+		devOf := map[int64]int64{0: p.RingListingDev}
+		for _, t := range p.TreeRanks {
+			if t.Rank > 0 && t.Rank < n {
+				devOf[t.Rank] = t.Dev
+			}
+		}
+		if int64(len(devOf)) != n {
+			continue
+		}
+		devs := map[int64]bool{}
+		for _, dv := range devOf {
+			devs[dv] = true
+		}
+		if int64(len(devs)) == n {
+			return p, n
+		}
+	}
+	return nil, 0
+}
+
 func (d *decider) decideInterNode() {
 	f, v := d.f, d.v
 	var total, gdr int64
@@ -446,6 +515,22 @@ func (d *decider) decideInterNode() {
 		}
 	}
 	v.NetConnections, v.GDRConnections = total, gdr
+	if total > 0 && !d.oneNode {
+		if n, p := d.netWithinProcess(); n == total {
+			// Every NET connection line joins two ranks that one process
+			// drives: GPUs of one host talking through the NIC because
+			// NCCL's P2P and SHM transports refused them, not inter-node
+			// traffic. Whether other ranks run elsewhere is for the other
+			// rules to decide.
+			d.netIntra = total
+			d.netIntraWhere = p.Host + ":" + strconv.FormatInt(p.PID, 10)
+			v.NetConnections, v.GDRConnections = 0, 0
+			d.warn("net_within_process", "NCCL used its network transport between GPUs driven by one process ("+d.netIntraWhere+", "+
+				strconv.FormatInt(total, 10)+" NET connection lines): traffic between GPUs of one node, through the NIC",
+				"P2P and SHM were not usable between these GPUs: check NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE and GPU peer access")
+			total, gdr = 0, 0
+		}
+	}
 	if d.oneNode {
 		v.InterNode = InterNone
 		if total > 0 {
@@ -476,6 +561,61 @@ func (d *decider) decideInterNode() {
 	}
 	v.InterNode = InterUnknown
 	v.Missing = d.missing()
+}
+
+// netWithinProcess counts the NET connection lines whose two ranks one
+// process drives: the printing rank and its peer both belong to the same
+// communicator (commId, else size) of one host:pid, or both to the
+// connection lines of that process that no communicator line claimed. A
+// process runs on one host, so such a line is traffic inside a node, which
+// NCCL sends through its network transport only when P2P and SHM refuse
+// the pair: selectTransport (src/transport.cc) tries p2p, shm, then net,
+// and netCanConnect (src/transport/net.cc) accepts any pair. Processes
+// without a host name are left out: "" is the same on every node. It
+// returns the count and the first process with such a line.
+func (d *decider) netWithinProcess() (int64, *state.NCCLProcess) {
+	var n int64
+	var first *state.NCCLProcess
+	for i := range d.f.Processes {
+		p := &d.f.Processes[i]
+		if p.Kind != "" || p.Host == "" {
+			continue
+		}
+		groups := map[string][]*state.NCCLRankConns{}
+		for j := range p.Comms {
+			c := &p.Comms[j]
+			key := c.CommID
+			if key == "" {
+				key = "n" + strconv.FormatInt(c.NRanks, 10)
+			}
+			groups[key] = append(groups[key], &c.Conns)
+		}
+		for j := range p.Orphans {
+			groups["orphans"] = append(groups["orphans"], &p.Orphans[j])
+		}
+		for _, g := range groups {
+			if len(g) < 2 {
+				continue
+			}
+			ranks := make(map[int64]bool, len(g))
+			for _, rc := range g {
+				if rc.Rank >= 0 {
+					ranks[rc.Rank] = true
+				}
+			}
+			for _, rc := range g {
+				for _, pl := range rc.Peers {
+					if rc.Rank >= 0 && strings.HasPrefix(pl.Transport, "NET/") && pl.Peer != rc.Rank && ranks[pl.Peer] {
+						n += pl.Lines
+						if first == nil {
+							first = p
+						}
+					}
+				}
+			}
+		}
+	}
+	return n, first
 }
 
 func (d *decider) netConns(class string, gdr bool) *state.NCCLNetConns {
@@ -670,6 +810,10 @@ func (d *decider) missing() string {
 	s := "no inter-node connection line (\"Channel … via NET/…\") is in the log"
 	if v.NetSelected != netUnknown {
 		s = "NCCL selected " + v.NetSelected + " but " + s
+	}
+	if d.netIntra > 0 {
+		s = "no line shows traffic between nodes: all " + strconv.FormatInt(d.netIntra, 10) +
+			" NET connection lines join GPUs that one process (" + d.netIntraWhere + ") drives, inside one node"
 	}
 	intra := f.Connections["P2P"] + f.Connections["SHM"]
 	if d.hasFinding("ib_completion_error") {

@@ -294,3 +294,106 @@ func TestCompletionErrorsComeAfterSetUp(t *testing.T) {
 		}
 	}
 }
+
+// TestNetWithinOneProcess: NET connection lines whose two ranks one process
+// drives are traffic inside a node (NCCL tries p2p, shm, then net for every
+// pair: selectTransport in src/transport.cc, and netCanConnect accepts
+// any), not inter-node traffic. posted/098.log (nccl#707: one process, GPUs
+// 4-7 of one machine, every line "via NET/IB/N/GDRDMA") read GDRDMA before
+// 2026-11-28.
+func TestNetWithinOneProcess(t *testing.T) {
+	v := analyzeFile(t, "../../nccl/testdata/posted/098.log")
+	if v.InterNode != InterUnknown || v.GDR != nil || v.NetConnections != 0 {
+		t.Errorf("098: inter_node %q gdr %v net_connections %d, want unknown, null, 0", v.InterNode, v.GDR, v.NetConnections)
+	}
+	if !hasCode(v.Warnings, "net_within_process") || !strings.Contains(v.Summary, "one process (10-90-43-152:120890)") {
+		t.Errorf("098: warnings %+v summary %q", v.Warnings, v.Summary)
+	}
+	for _, tc := range []struct {
+		name, log, inter string
+	}{
+		{"a line to a rank of another process keeps the verdict", lines(
+			"h:1:1 [0] NCCL INFO Channel 00 : 1[2000] -> 0[1000] [receive] via NET/IB/0/GDRDMA",
+			"h:1:2 [1] NCCL INFO Channel 00 : 1[2000] -> 0[1000] [send] via NET/IB/0/GDRDMA",
+			"g:2:3 [0] NCCL INFO Channel 00 : 2[1000] -> 0[1000] [send] via NET/IB/0/GDRDMA",
+		), InterGDRDMA},
+		{"an empty host name may be several nodes", lines(
+			":1:1 [0] NCCL INFO Channel 00 : 1[2000] -> 0[1000] [receive] via NET/IB/0",
+			":1:2 [1] NCCL INFO Channel 00 : 1[2000] -> 0[1000] [send] via NET/IB/0",
+		), InterIB},
+		{"two processes of one host are not one process", lines(
+			"h:1:1 [0] NCCL INFO Channel 00 : 1[2000] -> 0[1000] [receive] via NET/IB/0",
+			"h:2:2 [1] NCCL INFO Channel 00 : 1[2000] -> 0[1000] [send] via NET/IB/0",
+		), InterIB},
+	} {
+		if v := analyzeString(t, tc.log); v.InterNode != tc.inter || hasCode(v.Warnings, "net_within_process") {
+			t.Errorf("%s: inter_node %q (want %q), warnings %+v", tc.name, v.InterNode, tc.inter, v.Warnings)
+		}
+	}
+}
+
+// TestTornFragmentIsNoHost: a connection line torn after its peer's
+// bracket ("… -> 6[g183:161258:161696 [1] NCCL INFO Connected all rings")
+// leaves "6[g183" where the host name should be; no host name holds '[',
+// so that process is g183's, whichever name came first. posted/114.log
+// (ms-swift#3934, one node's lines) said "on 2 nodes" (hostnames) before
+// 2026-11-28.
+func TestTornFragmentIsNoHost(t *testing.T) {
+	v := analyzeFile(t, "../../nccl/testdata/posted/114.log")
+	if v.Hosts != 1 || v.NNodes != nil || v.InterNode != InterGDRDMA || strings.Contains(v.Summary, "2 nodes") {
+		t.Errorf("114: hosts %d nnodes %v inter %q summary %q", v.Hosts, v.NNodes, v.InterNode, v.Summary)
+	}
+	v = analyzeString(t, lines(
+		"g183:7:7 [7] NCCL INFO Channel 12/0 : 7[7] -> 6[g183:5:5 [1] NCCL INFO Connected all rings",
+		"g183:7:7 [7] NCCL INFO Channel 07/0 : 7[7] -> 15[7] [send] via NET/IB/8/GDRDMA",
+		"g183:5:5 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM",
+	))
+	if v.Hosts != 1 {
+		t.Errorf("torn fragment first: hosts %d, want 1", v.Hosts)
+	}
+	v = analyzeString(t, lines(
+		"node1:7:7 [0] NCCL INFO Channel 00/0 : 7[7] -> 15[7] [send] via NET/IB/8/GDRDMA",
+		"gpunode1:9:9 [0] NCCL INFO Channel 00/0 : 15[7] -> 7[7] [send] via NET/IB/8/GDRDMA",
+	))
+	if v.Hosts != 2 {
+		t.Errorf("node1/gpunode1: hosts %d, want 2 (one name ending another, other pids: two nodes)", v.Hosts)
+	}
+}
+
+// TestRingListingByRankZero: NCCL prints the ring order listing from rank
+// 0 only ("if (rank == 0) dumpLine" in src/graph/rings.cc) and a Trees
+// line names its printer, so one process printing both, for every rank of
+// the ring and from as many GPUs, holds the whole communicator: one node.
+// posted/104.log (nccl#428: all_reduce_perf -g 2, no communicator line)
+// read unknown before 2026-11-28.
+func TestRingListingByRankZero(t *testing.T) {
+	v := analyzeFile(t, "../../nccl/testdata/posted/104.log")
+	if v.InterNode != InterNone || !strings.Contains(v.Summary, "rank 0 only") {
+		t.Errorf("104: inter_node %q summary %q, want none", v.InterNode, v.Summary)
+	}
+	for _, tc := range []struct{ name, log string }{
+		{"one GPU prints both ranks (two communicators)", lines(
+			"h:1:1 [0] NCCL INFO Channel 00/02 :    0   1",
+			"h:1:1 [0] NCCL INFO Trees [0] -1/-1/-1->1->0 [1] -1/-1/-1->1->0",
+		)},
+		{"a longer listing elsewhere", lines(
+			"h:1:1 [0] NCCL INFO Channel 00/02 :    0   1",
+			"h:1:2 [1] NCCL INFO Trees [0] -1/-1/-1->1->0 [1] -1/-1/-1->1->0",
+			"g:2:3 [0] NCCL INFO Channel 00/02 :    0   1   2   3",
+		)},
+		{"rank 1 in another process", lines(
+			"h:1:1 [0] NCCL INFO Channel 00/02 :    0   1",
+			"g:2:2 [1] NCCL INFO Trees [0] -1/-1/-1->1->0 [1] -1/-1/-1->1->0",
+		)},
+		{"a rank beyond the listing", lines(
+			"h:1:1 [0] NCCL INFO Channel 00/02 :    0   1",
+			"h:1:2 [1] NCCL INFO Trees [0] -1/-1/-1->1->0 [1] -1/-1/-1->1->0",
+			"h:1:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 5[1] [send] via NET/IB/0",
+		)},
+	} {
+		if v := analyzeString(t, tc.log); v.InterNode == InterNone {
+			t.Errorf("%s: inter_node none: %s", tc.name, v.Summary)
+		}
+	}
+}
+

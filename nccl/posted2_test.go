@@ -1,0 +1,37 @@
+package nccl
+
+import "testing"
+
+// TestTreesSelf reads the printing rank of every Trees form NCCL printed
+// (the middle number is comm->rank), which check/ncclverdict uses with the
+// ring order listing (printed by rank 0 only) to place a whole ring in one
+// process.
+func TestTreesSelf(t *testing.T) {
+	for _, tc := range []struct {
+		m    string
+		want int64
+		ok   bool
+	}{
+		{"Trees [0] 26->25->-1/-1/-1", 25, true},                                           // 2.4: up->me->down
+		{"Trees [0] 1/-1/-1->0->7|7->0->1/-1/-1 [1] 1/-1/-1->0->7|7->0->1/-1/-1", 0, true}, // 2.5-2.7
+		{"Trees [0] -1/-1/-1->1->0 [1] -1/-1/-1->1->0", 1, true},                           // 2.8+
+		{"Trees [0] 3/-1/-1->2->1 [1] 3/-1/-1->2->1", 2, true},
+		{"Trees", 0, false},
+		{"Trees [0] 1/-1/-1->", 0, false},
+	} {
+		got, ok := treesSelf([]byte(tc.m))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("treesSelf(%q) = %d, %v; want %d, %v", tc.m, got, ok, tc.want, tc.ok)
+		}
+	}
+	for _, tc := range []struct {
+		p    string
+		want int64
+	}{
+		{"h:1:2 [3]", 3}, {"ai-vtraining-prd-10-193-84-3:96540:96549 [1]", 1}, {"h:1:2", -1}, {"h:1:2 [x]", -1}, {"h:1:2 [12", -1},
+	} {
+		if got := prefixDev([]byte(tc.p)); got != tc.want {
+			t.Errorf("prefixDev(%q) = %d, want %d", tc.p, got, tc.want)
+		}
+	}
+}
