@@ -146,6 +146,13 @@ func classify(m []byte, ev *event) Kind {
 		if isCommLine(m) && (ev.quick || parseComm(m, &ev.comm)) {
 			ev.kind = KindComm
 		}
+	case '[':
+		// NCCL >= 2.29 tags its Init START line with the rank: "[Rank 5]
+		// ncclCommInitRankConfig comm 0x… rank 5 nranks 8 … - Init START"
+		// (src/init.cc); the rest is the usual communicator line.
+		if rest, ok := cutRankTag(m); ok && isCommLine(rest) && (ev.quick || parseComm(rest, &ev.comm)) {
+			ev.kind = KindComm
+		}
 	case 'N':
 		classifyN(m, ev)
 	case 'U':
@@ -434,4 +441,18 @@ func treeBranches(m []byte) bool {
 		}
 	}
 	return false
+}
+
+// cutRankTag returns m without a leading "[Rank N] ".
+func cutRankTag(m []byte) ([]byte, bool) {
+	const tag = "[Rank "
+	if len(m) < len(tag)+3 || string(m[:len(tag)]) != tag {
+		return nil, false
+	}
+	_, n := leadingInt(m[len(tag):])
+	i := len(tag) + n
+	if n == 0 || i+2 > len(m) || m[i] != ']' || m[i+1] != ' ' || i+2 == len(m) {
+		return nil, false
+	}
+	return m[i+2:], true
 }

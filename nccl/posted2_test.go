@@ -35,3 +35,19 @@ func TestTreesSelf(t *testing.T) {
 		}
 	}
 }
+
+// TestRankTaggedCommLine: from NCCL 2.29 the Init START line starts with
+// the rank ("[Rank %d] %s comm %p rank %d nranks %d …" in src/init.cc).
+// posted/122.log (NeMo Automodel#3032) had no communicator size before
+// 2026-11-28.
+func TestRankTaggedCommLine(t *testing.T) {
+	v := analyzeFile(t, "testdata/posted/122.log")
+	if v.NRanks == nil || *v.NRanks != 8 || v.NRanksInferred || len(v.Communicators) != 1 || v.Communicators[0].ID != "0x673ba095326ff9de" {
+		t.Errorf("nranks %v (inferred %v), communicators %+v", v.NRanks, v.NRanksInferred, v.Communicators)
+	}
+	for _, m := range []string{"[Rank 5]", "[Rank ] comm 0x1 rank 0", "[Rank 5]comm 0x1 rank 0", "[Ranks 5] comm 0x1 rank 0"} {
+		if _, ok := cutRankTag([]byte(m)); ok {
+			t.Errorf("cutRankTag(%q) accepted", m)
+		}
+	}
+}

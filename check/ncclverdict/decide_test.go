@@ -396,4 +396,3 @@ func TestRingListingByRankZero(t *testing.T) {
 		}
 	}
 }
-
