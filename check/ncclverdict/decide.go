@@ -726,6 +726,11 @@ func (d *decider) singleHost() bool {
 		n = f.MaxRank + 1
 	}
 	d.oneWhy = "all " + strconv.FormatInt(n, 10) + " ranks print from one host (" + hostName(d.hosts[0]) + ") and only intra-node transports appear"
+	if d.maxNR <= 0 && f.NRanksListed < n {
+		// No line gives the communicator's size: n is one more than the
+		// highest rank named, not a count the log states.
+		d.oneWhy = "ranks 0–" + strconv.FormatInt(n-1, 10) + ", every rank the log names, print from one host (" + hostName(d.hosts[0]) + ") and only intra-node transports appear"
+	}
 	if d.maxNR <= 0 && !d.covers(n) {
 		d.oneWhy = "every record comes from one host (" + hostName(d.hosts[0]) + "), connections are all intra-node, and no network module is mentioned"
 	}

@@ -396,3 +396,24 @@ func TestRingListingByRankZero(t *testing.T) {
 		}
 	}
 }
+
+// TestInferredRankCountNotStated: when no line gives a communicator's size
+// (no nranks, no ring order listing), one more than the highest rank named
+// is a guess, and the single-host summary must not state it as "all N
+// ranks". posted/112.log (nccl#1705, ranks 0-6 of an 8-GPU H100 machine
+// named) said "all 7 ranks" before 2026-11-28. A log whose communicator
+// lines give the size keeps "all N ranks".
+func TestInferredRankCountNotStated(t *testing.T) {
+	v := analyzeFile(t, "../../nccl/testdata/posted/112.log")
+	if v.InterNode != InterNone || strings.Contains(v.Summary, "all 7 ranks") || !strings.Contains(v.Summary, "ranks 0–6, every rank the log names") {
+		t.Errorf("112: %q %q", v.InterNode, v.Summary)
+	}
+	v = analyzeString(t, lines(
+		"h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+		"h:2:2 [1] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 1 busId 2000 - Init COMPLETE",
+		"h:1:1 [0] NCCL INFO Channel 00 : 0[1000] -> 1[2000] via P2P/IPC",
+	))
+	if v.InterNode != InterNone || !strings.Contains(v.Summary, "all 2 ranks print from one host") {
+		t.Errorf("announced size: %q %q", v.InterNode, v.Summary)
+	}
+}
