@@ -417,3 +417,32 @@ func TestInferredRankCountNotStated(t *testing.T) {
 		t.Errorf("announced size: %q %q", v.InterNode, v.Summary)
 	}
 }
+
+// TestNetInsideNodeIsIntraInTable: when the verdict places every NET
+// connection line inside one node (a single-node proof, or every line
+// inside one process), the communicator table counts them as intra-node
+// and claims no inter-node GDR. Before 2026-11-28 posted/098.log's table
+// said "INTER-NODE NET/IB/GDRDMA×12, GDR yes" under a summary of unknown,
+// and issue13/one-process-2.4.log's "gdr": false under "none".
+func TestNetInsideNodeIsIntraInTable(t *testing.T) {
+	for _, tc := range []struct {
+		path, tr string
+		n        int64
+	}{
+		{"../../nccl/testdata/posted/098.log", "NET/IB/GDRDMA", 12},
+		{"../../nccl/testdata/issue13/one-process-2.4.log", "", 0},
+	} {
+		v := analyzeFile(t, tc.path)
+		if len(v.Communicators) == 0 {
+			t.Fatalf("%s: no communicators", tc.path)
+		}
+		for _, c := range v.Communicators {
+			if len(c.Inter) != 0 || c.GDR != nil {
+				t.Errorf("%s: communicator %s inter %v gdr %v, want none", tc.path, c.ID, c.Inter, c.GDR)
+			}
+		}
+		if tc.tr != "" && v.Communicators[0].Intra[tc.tr] != tc.n {
+			t.Errorf("%s: intra %v, want %s×%d", tc.path, v.Communicators[0].Intra, tc.tr, tc.n)
+		}
+	}
+}

@@ -183,6 +183,18 @@ func (d *decider) communicators() ([]CommSummary, int) {
 		if g.net > 0 {
 			s.GDR = ptr(g.gdr == g.net)
 		}
+		if d.netInsideNode() && len(s.Inter) > 0 {
+			// The verdict shows these NET lines join GPUs of one node (a
+			// single-node proof, or every one inside a process): they
+			// are intra-node traffic, and say nothing of inter-node GDR.
+			if s.Intra == nil {
+				s.Intra = map[string]int64{}
+			}
+			for k, n := range s.Inter {
+				s.Intra[k] += n
+			}
+			s.Inter, s.GDR = nil, nil
+		}
 		keys := make([]int64, 0, len(g.ranks))
 		for r := range g.ranks {
 			keys = append(keys, r)
@@ -281,4 +293,11 @@ func bitRanges(m uint64) string {
 		i = j + 1
 	}
 	return string(b)
+}
+
+// netInsideNode reports whether the verdict places every NET connection
+// line inside one node: a single-node proof, or every line joining ranks
+// of one process (net_within_process).
+func (d *decider) netInsideNode() bool {
+	return d.netIntra > 0 || d.oneNode
 }
