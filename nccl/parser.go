@@ -238,7 +238,7 @@ func (p *lineParser) line(b []byte, n int64) {
 		p.plain(b, n)
 		return
 	}
-	if start := sc.next.start; start > 0 {
+	if start := sc.next.start; start > 0 && couldStartTransport(b[0]) {
 		if f := bytes.TrimSpace(b[:start]); looksLikeTransport(f) {
 			p.emit(item{kind: itFragment, line: n, text: f})
 		}
@@ -394,6 +394,22 @@ func (p *lineParser) firstSight(line []byte, r *rawRecord) bool {
 // The shift in firstSight is written out for 4 ways.
 var _ [seenWays - 4]struct{} = [0]struct{}{}
 
+// couldStartTransport reports whether a text whose first byte is c could
+// pass looksLikeTransport once bytes.TrimSpace has removed what leads it:
+// the bytes looksLikeTransport accepts first, ASCII blanks, and the first
+// byte of a multi-byte Unicode space. Any other c is the trimmed text's
+// first byte, which looksLikeTransport refuses: the look is spared for
+// most lines (an envelope's host name starts the text).
+// TestCouldStartTransport holds it to looksLikeTransport.
+func couldStartTransport(c byte) bool {
+	switch {
+	case c >= 0x80, c == ' ', c == '\t', c == '\n', c == '\v', c == '\f', c == '\r',
+		c == 'N', c == 'P', c == 'S', c == 'C', c == 'd', c == '*', c == '`':
+		return true
+	}
+	return false
+}
+
 func looksLikeTransport(f []byte) bool {
 	if len(f) < 4 {
 		return false
@@ -437,15 +453,9 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	}
 	// The general path passes on the text before the first record when it
 	// looks like a transport (the tail of a torn connection line): so does
-	// this one, by declining. The first byte spares the look for most
-	// lines: what looksLikeTransport accepts starts with one of these once
-	// TrimSpace has removed ASCII blanks or a multi-byte Unicode space.
-	switch c := b[0]; {
-	case c >= 0x80, c == ' ', c == '\t', c == '\v', c == '\f', c == '\r',
-		c == 'N', c == 'P', c == 'S', c == 'C', c == 'd', c == '*', c == '`':
-		if looksLikeTransport(bytes.TrimSpace(b[:i])) {
-			return false, i
-		}
+	// this one, by declining.
+	if couldStartTransport(b[0]) && looksLikeTransport(bytes.TrimSpace(b[:i])) {
+		return false, i
 	}
 	m := trimRightBlank(b[i+info:])
 	if endsWithVia(m) {
