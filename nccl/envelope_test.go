@@ -161,7 +161,7 @@ func TestCouldStartTransport(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{"NET/IB/0", " P2P/IPC", "\u00a0SHM/direct/direct", "direct shared memory"} {
+	for _, f := range []string{"NET/IB/0", "P2P/IPC", "SHM/direct/direct", "COLLNET/IB", "direct shared memory", "*P2P/IPC*", "`SHM/direct`", " P2P/IPC", "\t\vNET/IB", "\u00a0SHM/direct/direct"} {
 		if !couldStartTransport(f[0]) || !looksLikeTransport(bytes.TrimSpace([]byte(f))) {
 			t.Errorf("%q: a transport refused", f)
 		}
