@@ -34,11 +34,9 @@ trap cleanup EXIT
 
 if ! command -v valgrind >/dev/null; then
 	echo "bench-nccl-ir: installing valgrind" >&2
-	if [ "$(id -u)" = 0 ]; then
-		apt-get install -y -qq valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
-	else
-		sudo apt-get install -y -qq valgrind >/dev/null
-	fi
+	# shellcheck source=scripts/apt.sh
+	. scripts/apt.sh
+	apt_install valgrind
 fi
 
 export CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}
