@@ -36,7 +36,7 @@ VPKG      := github.com/prometheus/common/version
 LDFLAGS   := -X $(VPKG).Version=$(VERSION) -X $(VPKG).Revision=$(REVISION) -X $(VPKG).Branch=$(BRANCH) \
              -X $(VPKG).BuildUser=$(BUILDUSER) -X $(VPKG).BuildDate=$(BUILDDATE)
 
-.PHONY: all build demo deps test lint vet unit race fuzz fuzz-brief e2e test-prometheus test-systemd test-slurm test-container test-attack bench bench-check bench-serve bench-nccl clean version pkg-version package test-package test-landing
+.PHONY: all build demo deps test lint vet unit race fuzz fuzz-brief e2e test-prometheus test-systemd test-slurm test-container test-attack bench bench-check bench-serve bench-nccl bench-nccl-ir clean version pkg-version package test-package test-landing
 
 all: build
 
@@ -126,6 +126,11 @@ bench-serve:
 
 bench-nccl:
 	bash scripts/bench-nccl.sh
+
+# Instructions the analyzer runs on 40 MB of the real shape, per git
+# revision (valgrind; the same on every run): make bench-nccl-ir REVS="main HEAD".
+bench-nccl-ir:
+	bash scripts/bench-nccl-ir.sh $(REVS)
 
 version:
 	@echo $(VERSION)

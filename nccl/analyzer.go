@@ -197,7 +197,7 @@ func (a *Analyzer) merge(src int32, b *batch) {
 		switch it.kind {
 		case itRecord:
 			if it.known {
-				a.recordItem(it)
+				a.recordItem(it, b)
 			} else {
 				a.record(&it.rec)
 			}
@@ -353,11 +353,12 @@ func (a *Analyzer) record(r *rawRecord) {
 		a.stats.Duplicates++
 		return
 	}
-	a.apply(kind, r, th, a.procOf(th))
+	a.apply(kind, r, &a.ev, th, a.procOf(th))
 }
 
-// recordItem is record for a record the parser has classified and hashed.
-func (a *Analyzer) recordItem(it *item) {
+// recordItem is record for a record the parser has classified, hashed and,
+// for a kind with fields, read into b's fields or comms.
+func (a *Analyzer) recordItem(it *item, b *batch) {
 	r := &it.rec
 	var th *thread
 	if r.prefixed {
@@ -370,17 +371,8 @@ func (a *Analyzer) recordItem(it *item) {
 		return
 	}
 	var salt uint64
-	if kind == KindConnection {
-		if th != nil && th.comm != nil {
-			salt = th.comm.ptr
-		}
-	} else if kind != KindWarn {
-		// The rare kinds: fill a.ev here. Its fields are valid only for the
-		// kind classify returns now; a different one would leave the last
-		// record's slices in a.ev, pointing into a block buffer since reused.
-		if kind = classify(r.msg, &a.ev); kind == KindOther {
-			return
-		}
+	if kind == KindConnection && th != nil && th.comm != nil {
+		salt = th.comm.ptr
 	}
 	if a.seen.dupHash(it.hash, salt) {
 		a.stats.Duplicates++
@@ -392,7 +384,14 @@ func (a *Analyzer) recordItem(it *item) {
 		a.applyConn(a.procOf(th), th, &it.conn, a.cur, r.msg)
 		return
 	}
-	a.apply(kind, r, th, a.procOf(th))
+	if it.ev > 0 {
+		if kind == KindComm {
+			a.ev.comm = b.comms[it.ev-1]
+		} else {
+			b.fields[it.ev-1].unpack(kind, &a.ev)
+		}
+	}
+	a.apply(kind, r, &a.ev, th, a.procOf(th))
 }
 
 // mergeConn is recordItem for a connItem: a connection record with an

@@ -5,9 +5,10 @@ import (
 	"slices"
 )
 
-// apply folds one classified, de-duplicated record into the state.
-func (a *Analyzer) apply(kind Kind, r *rawRecord, th *thread, p *process) {
-	ev := &a.ev
+// apply folds one classified, de-duplicated record into the state. ev is
+// what classify made of the record's message; apply reads only the fields
+// of kind.
+func (a *Analyzer) apply(kind Kind, r *rawRecord, ev *event, th *thread, p *process) {
 	at := a.cur
 	switch kind {
 	case KindVersion:

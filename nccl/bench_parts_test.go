@@ -34,11 +34,16 @@ func BenchmarkParts(b *testing.B) {
 	})
 }
 
-// BenchmarkMerge times the merger alone on the connection-heavy shape:
-// the blocks are parsed before the clock starts. The merger runs on one
-// core, so its time bounds the whole analyzer's wall time from below.
+// BenchmarkMerge times the merger alone, on the connection-heavy shape and
+// on the real one: the blocks are parsed before the clock starts. The
+// merger runs on one core, so its time bounds the whole analyzer's wall
+// time from below on any number of CPUs.
 func BenchmarkMerge(b *testing.B) {
-	log := benchInput(b, "init")
+	b.Run("init", func(b *testing.B) { benchMerge(b, benchInput(b, "init")) })
+	b.Run("real", func(b *testing.B) { benchMerge(b, benchRealInput(b)) })
+}
+
+func benchMerge(b *testing.B, log []byte) {
 	lp := newLineParser(DefaultMaxLineBytes)
 	var batches []*batch
 	for off := 0; off < len(log); off += blockSize {

@@ -19,7 +19,7 @@
 //     envelope; envMemo remembers envelopes read recently.
 //   - event and Kind: what classify makes of a record's message (the kind,
 //     and that kind's fields: a connection, a communicator, a net name).
-//   - batch, item and connItem: what a parser hands the merger. A connItem
+//   - batch, item, fields and connItem: what a parser hands the merger. A connItem
 //     is a lone connection record with an envelope, the common line of an
 //     init log, in half an item's size.
 //   - process, thread, commInst, rankStats (state.go): what the merger
@@ -36,18 +36,20 @@
 //     marker where the last line with the same first bytes had it
 //     (predictMarker), the envelope from the memo, the connection parsed
 //     in place into a connItem. Any other line goes to the general path.
-//  3. The general path scans the line's records and classifies each
-//     (quick: the kind, not the fields). A record of KindOther (most
-//     records of a large log) costs the search for markers along its line,
-//     a switch on the first byte of its message, and a look in a small
-//     table of envelopes already passed on (firstSight); only an envelope
-//     not seen recently becomes an item. A record the verdict uses becomes an item.
+//  3. The general path scans the line's records and classifies each, once
+//     and in full. A record of KindOther (most records of a job's log)
+//     costs the search for markers along its line, a switch on the first
+//     byte of its message, and a look in a small table of envelopes
+//     already passed on (firstSight); only an envelope not seen recently
+//     becomes an item. A record the verdict uses becomes an item, with
+//     what classify read from it packed beside it (fields, or the
+//     commInfo of a communicator line).
 //     A line without records is passed on only if it could complete a torn
 //     record or is a foreign error.
 //  4. Analyzer.merge takes the batches in input order, on one goroutine:
-//     each connItem and item finds its thread (by envelope memo token, else by hash in the map),
-//     is de-duplicated (dedupe), classified again in full where its
-//     fields are needed, and applied (apply.go) to the process, the
+//     each connItem and item finds its thread (by envelope memo token,
+//     else by hash in the map), is de-duplicated (dedupe), and applied
+//     (apply.go), with the fields the parser packed, to the process, the
 //     communicator and the rank counters.
 //  5. Analyzer.Facts turns the state into state.NCCLFacts.
 package nccl

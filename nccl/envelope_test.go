@@ -1,6 +1,7 @@
 package nccl
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -140,4 +141,35 @@ func envelopeStripped(line string) bool {
 		}
 	}
 	return strings.HasPrefix(l, "NCCL")
+}
+
+// TestCouldStartTransport: a text whose first byte couldStartTransport
+// refuses never looksLikeTransport once trimmed, whatever follows, so that
+// skipping the look changes nothing. Every first byte is tried before
+// transports, blanks and Unicode spaces.
+func TestCouldStartTransport(t *testing.T) {
+	tails := []string{"NET/IB/0/GDRDMA", "P2P/IPC", "SHM/direct/direct", "COLLNET/IB", "direct shared memory",
+		" NET/Socket", "\u00a0NET/IB", "\u3000P2P/IPC/read", "*P2P/CUMEM*", "`SHM`", ""}
+	for c := 0; c < 256; c++ {
+		if couldStartTransport(byte(c)) {
+			continue
+		}
+		for _, tail := range tails {
+			f := append([]byte{byte(c)}, tail...)
+			if looksLikeTransport(bytes.TrimSpace(f)) {
+				t.Errorf("%q looks like a transport, but its first byte %#x is refused", f, c)
+			}
+		}
+	}
+	for _, f := range []string{"NET/IB/0", "P2P/IPC", "SHM/direct/direct", "COLLNET/IB", "direct shared memory", "*P2P/IPC*", "`SHM/direct`", " P2P/IPC", "\t\vNET/IB", "\u00a0SHM/direct/direct"} {
+		if !couldStartTransport(f[0]) || !looksLikeTransport(bytes.TrimSpace([]byte(f))) {
+			t.Errorf("%q: a transport refused", f)
+		}
+	}
+	// Host names start with a letter or digit: all but seven are refused.
+	for _, c := range []byte("abcefghijklmnopqrstuvwxyzABDEFGHIJKLMOQRTUVWXYZ0123456789") {
+		if couldStartTransport(c) {
+			t.Errorf("%q starts a host name, and the look is not spared for it", c)
+		}
+	}
 }

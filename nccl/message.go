@@ -60,16 +60,6 @@ type event struct {
 	nvls    int64
 	listed  int64   // KindRingOrder: ranks in the listing
 	trMemo  *trMemo // recent transports; nil parses every one
-	// quick asks classify for the kind only, as far as it can be told
-	// without reading the fields: a record whose kind rests on a parse
-	// (comm, env and GDR lines) gets the kind its words point to, and no
-	// fields but a connection's. The parser classifies this way, since the
-	// merger classifies every record it keeps but a connection again, in
-	// full. Invariant: quick never turns a kind into KindOther, and it
-	// changes neither a connection's kind nor its fields
-	// (TestQuickClassify, over every record of the fixtures and the fuzz
-	// corpus); so the parser drops nothing the merger would keep.
-	quick bool
 }
 
 type traceInfo struct {
@@ -143,14 +133,14 @@ func classify(m []byte, ev *event) Kind {
 			ev.kind = KindTrees
 		}
 	case 'c', 'n', 'b', 'r', 'I':
-		if isCommLine(m) && (ev.quick || parseComm(m, &ev.comm)) {
+		if isCommLine(m) && parseComm(m, &ev.comm) {
 			ev.kind = KindComm
 		}
 	case '[':
 		// NCCL >= 2.29 tags its Init START line with the rank: "[Rank 5]
 		// ncclCommInitRankConfig comm 0x… rank 5 nranks 8 … - Init START"
 		// (src/init.cc); the rest is the usual communicator line.
-		if rest, ok := cutRankTag(m); ok && isCommLine(rest) && (ev.quick || parseComm(rest, &ev.comm)) {
+		if rest, ok := cutRankTag(m); ok && isCommLine(rest) && parseComm(rest, &ev.comm) {
 			ev.kind = KindComm
 		}
 	case 'N':
@@ -165,9 +155,7 @@ func classify(m []byte, ev *event) Kind {
 	case 'B':
 		if bytes.HasPrefix(m, msgBootstrap) {
 			if i := bytes.Index(m, msgUsing); i > 0 && i < 14 {
-				if !ev.quick {
-					ev.dev = parseDevList(m[i+len(msgUsing):])
-				}
+				ev.dev = parseDevList(m[i+len(msgUsing):])
 				ev.kind = KindBootstrap
 			}
 		}
@@ -184,7 +172,7 @@ func classify(m []byte, ev *event) Kind {
 			ev.net, ev.kind = name, KindNetPlugin
 		}
 	case 'G':
-		if (ev.quick && bytes.Contains(m, gdrMark)) || parseGDR(m, &ev.gdr) {
+		if parseGDR(m, &ev.gdr) {
 			ev.kind = KindGDR
 		}
 	case 'F':
@@ -201,9 +189,7 @@ func classify(m []byte, ev *event) Kind {
 		}
 	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		if bytes.Contains(m, msgCollChans) {
-			if !ev.quick {
-				parseChannels(m, ev)
-			}
+			parseChannels(m, ev)
 			ev.kind = KindChannels
 		}
 	}
@@ -227,7 +213,7 @@ func classifyN(m []byte, ev *event) {
 			ev.version, ev.kind = v, KindVersion
 		}
 	case bytes.HasPrefix(m, []byte("NCCL_")):
-		if ev.quick || parseEnv(m, &ev.env) {
+		if parseEnv(m, &ev.env) {
 			ev.kind = KindEnv
 		}
 	case bytes.HasPrefix(m, trNETp):
@@ -255,15 +241,13 @@ func classifyNET(m []byte, ev *event) {
 			ev.net, ev.kind = nil, KindNetPlugin
 		}
 	case bytes.Contains(rest, gdrMark):
-		if ev.quick || parseGDR(m, &ev.gdr) {
+		if parseGDR(m, &ev.gdr) {
 			ev.kind = KindGDR
 		}
 	case bytes.HasPrefix(rest, msgNoDevice):
 		ev.kind = KindNoDevice
 	case bytes.HasPrefix(rest, msgUsing) && len(rest) > len(msgUsing) && rest[len(msgUsing)] == '[':
-		if !ev.quick {
-			ev.dev = parseDevList(rest[len(msgUsing):])
-		}
+		ev.dev = parseDevList(rest[len(msgUsing):])
 		ev.kind = KindNetDevices
 	case len(rest) > 1 && rest[0] == '[' && isDigit(rest[1]):
 		// 2.3: one line per HCA, "NET/IB: [0] mlx5_1:1/IB".
@@ -455,4 +439,92 @@ func cutRankTag(m []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return m[i+2:], true
+}
+
+// fields is the part of an event that apply reads for a kind other than a
+// connection or a communicator (needsFields), copied out of the event by
+// packFields for the merger: an event is 536 bytes, and handing whole ones
+// to the merger cost more in memory traffic between the cores than the
+// second classify it spared (docs/nccl.md). The slices point into the
+// record's message. TestPackedFieldsApplyAlike holds unpack(packFields) to
+// the event it came from, kind by kind, through apply.
+type fields struct {
+	s0, s1 []byte
+	n0, n1 int64
+	dev    devList
+	flags  uint8 // KindGDR: gdrEnabled, gdrNoModule, gdrDistance
+}
+
+const (
+	gdrEnabled = 1 << iota
+	gdrNoModule
+	gdrDistance
+)
+
+// needsFields reports whether apply reads fields of kind k from the event
+// (beyond the record itself); connections and communicators travel whole.
+func needsFields(k Kind) bool {
+	switch k {
+	case KindVersion, KindNetDevices, KindNoDevice, KindNetSelected, KindNetPlugin, KindNetMention,
+		KindEnv, KindGDR, KindBootstrap, KindChannels, KindTrace, KindRingOrder:
+		return true
+	}
+	return false
+}
+
+// packFields copies what apply reads of kind k out of ev.
+func packFields(k Kind, ev *event) fields {
+	var f fields
+	switch k {
+	case KindVersion:
+		f.s0 = ev.version
+	case KindNetDevices, KindBootstrap:
+		f.s0, f.dev = ev.net, ev.dev
+	case KindNoDevice, KindNetSelected, KindNetPlugin, KindNetMention:
+		f.s0 = ev.net
+	case KindEnv:
+		f.s0, f.s1 = ev.env.name, ev.env.value
+	case KindGDR:
+		g := &ev.gdr
+		f.s0, f.n0 = g.net, g.hca
+		if g.enabled {
+			f.flags |= gdrEnabled
+		}
+		if g.noModule {
+			f.flags |= gdrNoModule
+		}
+		if g.distance {
+			f.flags |= gdrDistance
+		}
+	case KindChannels:
+		f.n0, f.n1 = ev.collnet, ev.nvls
+	case KindTrace:
+		f.s0, f.s1, f.n0 = ev.trace.loc, ev.trace.thread, ev.trace.rc
+	case KindRingOrder:
+		f.n0 = ev.listed
+	}
+	return f
+}
+
+// unpack writes f back into ev's fields of kind k.
+func (f *fields) unpack(k Kind, ev *event) {
+	switch k {
+	case KindVersion:
+		ev.version = f.s0
+	case KindNetDevices, KindBootstrap:
+		ev.net, ev.dev = f.s0, f.dev
+	case KindNoDevice, KindNetSelected, KindNetPlugin, KindNetMention:
+		ev.net = f.s0
+	case KindEnv:
+		ev.env.name, ev.env.value = f.s0, f.s1
+	case KindGDR:
+		ev.gdr = gdrLine{net: f.s0, hca: f.n0,
+			enabled: f.flags&gdrEnabled != 0, noModule: f.flags&gdrNoModule != 0, distance: f.flags&gdrDistance != 0}
+	case KindChannels:
+		ev.collnet, ev.nvls = f.n0, f.n1
+	case KindTrace:
+		ev.trace = traceInfo{loc: f.s0, thread: f.s1, rc: f.n0}
+	case KindRingOrder:
+		ev.listed = f.n0
+	}
 }

@@ -36,6 +36,9 @@ type item struct {
 	// connection it describes, and the hashes of its key and envelope.
 	cls   Kind
 	known bool // cls (and conn, hash, phash) are set
+	// ev is 1 + the index of what classify read from the record in the
+	// batch's fields (or comms, for KindComm); 0: none (see needsFields).
+	ev    int32
 	hash  uint64
 	phash uint64
 	conn  connInfo
@@ -139,7 +142,13 @@ type batch struct {
 	// chash is conns' key hashes again, packed: the merger loads their
 	// de-duplication buckets ahead by reading 8 bytes a record instead of
 	// a cache line of each connItem.
-	chash     []uint64
+	chash []uint64
+	// fields and comms hold what classify read from the records of items
+	// with an ev: the parser classifies each record once, in full, and the
+	// merger, which runs on one core, applies it without reading the
+	// message again. Their slices point into the block, like the items'.
+	fields    []fields
+	comms     []commInfo
 	lines     int64
 	records   int64
 	truncated int64
@@ -150,7 +159,7 @@ type batch struct {
 // into the block buffers, which are reused themselves, and clearing a few
 // thousand items per block cost more than the rest of the reset.
 func (b *batch) reset() {
-	*b = batch{items: b.items[:0], conns: b.conns[:0], chash: b.chash[:0]}
+	*b = batch{items: b.items[:0], conns: b.conns[:0], chash: b.chash[:0], fields: b.fields[:0], comms: b.comms[:0]}
 }
 
 // A parser remembers seenBuckets*seenWays envelopes it has passed on, as
@@ -186,7 +195,7 @@ const mpredBits = 12
 
 func newLineParser(maxLine int) *lineParser {
 	return &lineParser{maxLine: maxLine, seed: maphash.MakeSeed(), seen: make([]uint32, seenWays*seenBuckets),
-		ev: event{trMemo: new(trMemo), quick: true}, sc: lineScanner{envMemo: new(envMemo)}}
+		ev: event{trMemo: new(trMemo)}, sc: lineScanner{envMemo: new(envMemo)}}
 }
 
 // block parses every line of buf into out. buf holds whole lines; the last
@@ -229,7 +238,7 @@ func (p *lineParser) line(b []byte, n int64) {
 		p.plain(b, n)
 		return
 	}
-	if start := sc.next.start; start > 0 {
+	if start := sc.next.start; start > 0 && couldStartTransport(b[0]) {
 		if f := bytes.TrimSpace(b[:start]); looksLikeTransport(f) {
 			p.emit(item{kind: itFragment, line: n, text: f})
 		}
@@ -255,11 +264,9 @@ func (p *lineParser) line(b []byte, n int64) {
 			cls = classify(r.msg, &p.ev)
 		}
 		if cls != KindOther {
-			// The merger classifies the finished (trimmed) message again for
-			// the rare kinds and reads its event: classify what it will see.
-			// "Using network " is a net selection before the trim and nothing
-			// after it, and a kind without its event made the merger read the
-			// previous record's net name from a reused block buffer.
+			// The kind and the event are those of the finished (trimmed)
+			// message, which the merger applies: "Using network " is a net
+			// selection before the trim and nothing after it.
 			raw := len(r.msg)
 			sc.finish(&r)
 			if len(r.msg) != raw && r.level != levelWarn {
@@ -271,8 +278,15 @@ func (p *lineParser) line(b []byte, n int64) {
 			it := p.next()
 			*it = item{kind: itRecord, conns: int32(len(p.out.conns)), line: n, rec: r, cls: cls, known: true}
 			it.hashes()
-			if cls == KindConnection {
+			switch {
+			case cls == KindConnection:
 				it.conn = p.ev.conn
+			case cls == KindComm:
+				p.out.comms = append(p.out.comms, p.ev.comm)
+				it.ev = int32(len(p.out.comms))
+			case needsFields(cls):
+				p.out.fields = append(p.out.fields, packFields(cls, &p.ev))
+				it.ev = int32(len(p.out.fields))
 			}
 			continue
 		}
@@ -343,11 +357,7 @@ func (p *lineParser) plain(b []byte, n int64) {
 		return
 	}
 	p.out.foreign++
-	// In full: the merger reads a plain line's kind only to complete a
-	// torn record, and a line emitted for nothing would still be offered.
-	p.ev.quick = false
 	k := classify(t, &p.ev)
-	p.ev.quick = true
 	if k != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0 {
 		p.emit(item{kind: itPlain, line: n, text: t})
 	}
@@ -383,6 +393,22 @@ func (p *lineParser) firstSight(line []byte, r *rawRecord) bool {
 
 // The shift in firstSight is written out for 4 ways.
 var _ [seenWays - 4]struct{} = [0]struct{}{}
+
+// couldStartTransport reports whether a text whose first byte is c could
+// pass looksLikeTransport once bytes.TrimSpace has removed what leads it:
+// the bytes looksLikeTransport accepts first, ASCII blanks, and the first
+// byte of a multi-byte Unicode space. Any other c is the trimmed text's
+// first byte, which looksLikeTransport refuses: the look is spared for
+// most lines (an envelope's host name starts the text).
+// TestCouldStartTransport holds it to looksLikeTransport.
+func couldStartTransport(c byte) bool {
+	switch {
+	case c >= 0x80, c == ' ', c == '\t', c == '\n', c == '\v', c == '\f', c == '\r',
+		c == 'N', c == 'P', c == 'S', c == 'C', c == 'd', c == '*', c == '`':
+		return true
+	}
+	return false
+}
 
 func looksLikeTransport(f []byte) bool {
 	if len(f) < 4 {
@@ -427,15 +453,9 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	}
 	// The general path passes on the text before the first record when it
 	// looks like a transport (the tail of a torn connection line): so does
-	// this one, by declining. The first byte spares the look for most
-	// lines: what looksLikeTransport accepts starts with one of these once
-	// TrimSpace has removed ASCII blanks or a multi-byte Unicode space.
-	switch c := b[0]; {
-	case c >= 0x80, c == ' ', c == '\t', c == '\v', c == '\f', c == '\r',
-		c == 'N', c == 'P', c == 'S', c == 'C', c == 'd', c == '*', c == '`':
-		if looksLikeTransport(bytes.TrimSpace(b[:i])) {
-			return false, i
-		}
+	// this one, by declining.
+	if couldStartTransport(b[0]) && looksLikeTransport(bytes.TrimSpace(b[:i])) {
+		return false, i
 	}
 	m := trimRightBlank(b[i+info:])
 	if endsWithVia(m) {

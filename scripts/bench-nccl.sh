@@ -50,11 +50,9 @@ trap cleanup EXIT
 
 if [ ! -x /usr/bin/time ]; then
 	echo "bench-nccl: installing GNU time for peak RSS" >&2
-	if [ "$(id -u)" = 0 ]; then
-		apt-get install -y -qq time >/dev/null || { apt-get update -qq && apt-get install -y -qq time >/dev/null; }
-	else
-		sudo apt-get install -y -qq time >/dev/null
-	fi
+	# shellcheck source=scripts/apt.sh
+	. scripts/apt.sh
+	apt_install time
 fi
 
 export CGO_CFLAGS=${CGO_CFLAGS:--O2 -g -Wno-deprecated-declarations}
