@@ -108,3 +108,47 @@ func TestRealScontrolJobOutputs(t *testing.T) {
 		t.Errorf("listpids: %v %v", got, err)
 	}
 }
+
+// Real `scontrol -d show job` outputs of the Hebrew University's clusters,
+// 2019 to 2025 (testdata/scontrol-job.SOURCE): Slurm 18.08's GRES_IDX=,
+// 19.05's untyped "gpu(IDX:5)", a CPU_IDs list scontrol cut at 126
+// characters, and a count-only GRES beside a GPU.
+func TestRealScontrolJobOutputsHUJI(t *testing.T) {
+	data, err := os.ReadFile("testdata/scontrol-show-job-d-huji.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]string{}
+	for _, block := range strings.Split(string(data), "\n\n") {
+		if id, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(block), "JobId="), " "); ok {
+			jobs[id] = block
+		}
+	}
+	for _, c := range []struct {
+		job, node string
+		found     bool
+		gpus      []int
+		cpus      []int
+		cut       bool
+	}{
+		// 18.08: "GRES_IDX=gpu(IDX:0,2-3,5)" used to read as no GPU at all.
+		{job: "153291", node: "node-06", found: true, gpus: []int{0, 2, 3, 5}, cpus: []int{10, 11, 15, 21}},
+		{job: "1", node: "node-64", found: true, cpus: []int{0, 4, 5, 6, 7}},
+		{job: "2423559", node: "cortex-08", found: true, gpus: []int{5}, cpus: []int{20}},
+		// "CPU_IDs=...,112,115-": cut by scontrol, not a bad list; it used
+		// to fail the whole record.
+		{job: "1306093", node: "node-12", found: true, cut: true},
+		{job: "25686416", node: "node-005", found: true, gpus: []int{3}, cpus: []int{14, 15}},
+		{job: "25687666", node: "node-001", found: true, gpus: []int{1}, cpus: []int{2, 3}},
+		{job: "134238037", node: "node-06", found: false},
+	} {
+		out, ok := jobs[c.job]
+		if !ok {
+			t.Fatalf("job %s not in the fixture", c.job)
+		}
+		jn, found, err := ParseJobNode(out, c.node)
+		if err != nil || found != c.found || !reflect.DeepEqual(jn.GPUs, c.gpus) || !reflect.DeepEqual(jn.CPUIDs, c.cpus) || jn.CPUIDsCut != c.cut {
+			t.Errorf("job %s on %s: %+v found=%v err=%v, want GPUs %v CPUs %v cut=%v found=%v", c.job, c.node, jn, found, err, c.gpus, c.cpus, c.cut, c.found)
+		}
+	}
+}
