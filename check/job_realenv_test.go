@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,12 +33,17 @@ const realEnvDir = "../state/slurmstate/testdata/realenv"
 type realEnvNode struct {
 	model string
 	gpus  int // GPUs NVML sees from inside the step
-	// cgroupGPU is the one GPU (global index) a device cgroup lets the
-	// step open, renumbered 0 inside it (ConstrainDevices); -1 for none.
-	cgroupGPU  int
+	// cgroupGPUs are the GPUs (global indexes) a device cgroup lets the
+	// step open, renumbered from 0 inside it (ConstrainDevices); nil for
+	// no device cgroup.
+	cgroupGPUs []int
 	nodeGPUs   int // device files on the node
 	memoryGiB  uint64
 	driverCUDA string
+	// localCPUs are the CPUs local to each GPU (global index), where the
+	// report shows them (nvidia-smi topo -m's CPU Affinity); nil: unknown,
+	// and job.numa_affinity skips.
+	localCPUs map[int][]int
 }
 
 var (
@@ -47,18 +53,25 @@ var (
 	// 8 device files is plausible and changes no verdict (the others are
 	// denied).
 	sherlockH200 = func(global int) realEnvNode {
-		return realEnvNode{model: "NVIDIA H200", gpus: 1, cgroupGPU: global, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "12.4"}
+		return realEnvNode{model: "NVIDIA H200", gpus: 1, cgroupGPUs: []int{global}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "12.4"}
 	}
 	sherlockH100 = func(global int) realEnvNode {
-		return realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, cgroupGPU: global, nodeGPUs: 8, memoryGiB: 80, driverCUDA: "12.4"}
+		return realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, cgroupGPUs: []int{global}, nodeGPUs: 8, memoryGiB: 80, driverCUDA: "12.4"}
 	}
 	// awslabs #71 does not name the instance; its --gres=gpu:a100:4 on a
 	// node with more than four A100s reads as a p4d (8 × A100), and
 	// nothing says the GPUs were constrained.
-	p4d = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 8, cgroupGPU: -1, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "12.2"}
+	p4d = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 8, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "12.2"}
 	// Chimera's report: "GPU: 1x NVIDIA H100 80GB HBM3" seen by the
 	// process; the node's other GPUs (if any) are not in the report.
-	chimeraH100 = realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, cgroupGPU: -1, nodeGPUs: 1, memoryGiB: 80, driverCUDA: "12.6"}
+	chimeraH100 = realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, nodeGPUs: 1, memoryGiB: 80, driverCUDA: "12.6"}
+	// The same cluster's GPUC960 report: "1x NVIDIA H100 80GB HBM3",
+	// CUDA 12.2 (driver 535); the node's other GPUs are not in it.
+	chimeraGPUC960 = realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, nodeGPUs: 1, memoryGiB: 80, driverCUDA: "12.2"}
+	// NCHC Nano4's 25a-hgpn026: eight H200s (the guide's topo -m), the
+	// step's two (global 1 and 3) behind a device cgroup (its salloc +
+	// ssh nvidia-smi lists one GPU of the node's eight).
+	nano4 = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
 )
 
 type realEnvWant struct {
@@ -121,7 +134,39 @@ func TestRealEnvCorpus(t *testing.T) {
 		chimera[id] = realEnvWant{Skip, []string{"not a task Slurm started", "SLURM_JOB_ID=2308582"}, []string{"salloc's shell, which runs where salloc was started", "allocated no GPUs"}}
 	}
 
+	// NCHC Nano4: srun -n 1 --gres=gpu:2 printenv | grep SLURM. The grep
+	// hides CUDA_VISIBLE_DEVICES; read literally (unset), CUDA sees what
+	// the device cgroup lets through, the two allocated GPUs. One CPU for
+	// two GPUs is below the 4 per GPU the default asks.
+	nano4Want := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0,1, as allocated (SLURM_STEP_GPUS=1,3)", "device cgroup"}, nil},
+		"job.gpu_sharing":     {Pass, []string{"1 task(s) on this node (SLURM_STEP_TASKS_PER_NODE=1) = 1 GPU processes on 2 GPU(s) (SLURM_GPUS_ON_NODE)"}, nil},
+		"job.numa_affinity":   {Skip, []string{"NUMA locality unknown"}, nil},
+		"job.cpus_per_gpu":    {Warn, []string{"0.5 CPUs per GPU (SLURM_CPUS_ON_NODE=1 / SLURM_GPUS_ON_NODE=2)"}, nil},
+		"job.exclusive":       {Pass, nil, nil},
+		"job.master_addr":     {Skip, nil, nil},
+		"job.nccl_env":        {Pass, nil, nil},
+		"job.cuda_compat":     {Skip, nil, nil},
+		"job.gpu_memory":      {Skip, nil, nil},
+	}
+	// Chimera GPUC960: salloc's interactive step, which Slurm gives the
+	// job's GPU as SLURM_JOB_GPUS (no SLURM_STEP_GPUS) and one task,
+	// though the job's SLURM_TASKS_PER_NODE is 8.
+	gpuc960 := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0, as allocated (SLURM_JOB_GPUS=0)"}, nil},
+		"job.gpu_sharing":     {Pass, []string{"the interactive step (SLURM_STEP_ID=4294967290) is one process", "on 1 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1"}, []string{"8 task"}},
+		"job.numa_affinity":   {Skip, []string{"CPU mask was not collected"}, nil},
+		"job.cpus_per_gpu":    {Pass, []string{"8.0 CPUs per GPU (SLURM_CPUS_ON_NODE=8 / SLURM_GPUS_ON_NODE=1)"}, nil},
+		"job.exclusive":       {Pass, nil, nil},
+		"job.master_addr":     {Skip, nil, nil},
+		"job.nccl_env":        {Pass, nil, nil},
+		"job.cuda_compat":     {Skip, nil, nil},
+		"job.gpu_memory":      {Skip, nil, nil},
+	}
+
 	cases := []realEnvCase{
+		{file: "nchc-nano4-srun-gres2-printenv.env", node: nano4, want: nano4Want},
+		{file: "chimera-gpuc960-interactive-step.env", node: chimeraGPUC960, want: gpuc960},
 		{file: "sherlock-h200-step-gpu7.env", node: sherlockH200(7), want: sherlock("7", "4", "4.0")},
 		{file: "sherlock-h200-step-gpu1.env", node: sherlockH200(1), want: sherlock("1", "4", "4.0")},
 		{file: "sherlock-h200-step-gpu4-nohup.env", node: sherlockH200(4), want: sherlock("4", "4", "4.0")},
@@ -216,8 +261,8 @@ func readRealEnv(t *testing.T, path string) []string {
 func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 	n := &state.Node{SchemaVersion: state.SchemaVersion, NVML: &state.NVML{Available: true, DriverVersion: "550.54.15", CUDADriverVersion: m.driverCUDA}}
 	global := func(i int) int {
-		if m.cgroupGPU >= 0 {
-			return m.cgroupGPU
+		if m.cgroupGPUs != nil {
+			return m.cgroupGPUs[i]
 		}
 		return i
 	}
@@ -230,16 +275,22 @@ func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 			ProcessesKnown: true,
 		})
 	}
+	var gpuCPUs []slurmstate.GPUCPUs
+	for _, g := range n.NVML.GPUs {
+		if cpus, ok := m.localCPUs[*g.Minor]; ok {
+			gpuCPUs = append(gpuCPUs, slurmstate.GPUCPUs{PCIBusID: g.PCIBusID, CPUs: cpus})
+		}
+	}
 	n.NVML.DeviceCount = m.gpus
 	e := slurmstate.ParseEnv(env)
 	in, why := e.InJobStep()
 	node := e.NodeName
 	n.Slurm = &slurmstate.State{NodeName: node, NodeNameFrom: "SLURMD_NODENAME", InJob: in, JobReason: why, Env: e,
 		Task: &slurmstate.Task{PID: 4242, UID: 1000, CPUs: bindListCPUs(env)},
-		Host: &slurmstate.Host{NetInterfaces: []string{"lo", "eth0"}}}
+		Host: &slurmstate.Host{NetInterfaces: []string{"lo", "eth0"}}, GPUCPUs: gpuCPUs}
 	for i := 0; i < m.nodeGPUs; i++ {
 		d := slurmstate.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i, Access: "ok"}
-		if m.cgroupGPU >= 0 && i != m.cgroupGPU {
+		if m.cgroupGPUs != nil && !slices.Contains(m.cgroupGPUs, i) {
 			d.Access, d.Error = "denied", "operation not permitted (device cgroup)"
 		}
 		n.Slurm.Devices = append(n.Slurm.Devices, d)
