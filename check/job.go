@@ -160,6 +160,10 @@ func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 	if s.Task != nil && len(s.Task.DeviceRules) > 0 && !containsStr(s.Task.DeviceRules, "a *:* rwm") {
 		return true, "device cgroup: devices.list allows only listed devices"
 	}
+	if present, ok := partialDeviceFiles(s); ok {
+		return true, "renumbered: this task has only " + strings.Join(present, ", ") +
+			" of the GPU device files (a container or namespace that shows it some of the node's GPUs, which NVML and CUDA number from 0)"
+	}
 	if okFiles > 0 {
 		return false, fmt.Sprintf("no device cgroup: all %d GPU device files open; indexes are global", okFiles)
 	}
@@ -170,6 +174,40 @@ func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 		return false, "no ConstrainDevices in the configuration; indexes are global"
 	}
 	return false, "no device cgroup seen; indexes taken as global"
+}
+
+// partialDeviceFiles reports a task that sees only some of the node's GPU
+// device files, all of which it may open: /dev/nvidia2 alone, where the
+// node has /dev/nvidia0 and /dev/nvidia1 too. The driver makes one
+// /dev/nvidiaN per GPU, numbered from 0 by minor; a container runtime that
+// exposes the allocated GPUs alone (libnvidia-container's --device, as
+// enroot's 98-nvidia.sh passes it NVIDIA_VISIBLE_DEVICES) creates only
+// theirs. NVML there numbers what it sees from 0, as under a device
+// cgroup. Real case: NVIDIA/pyxis#47, a 1-GPU step whose container had
+// /dev/nvidia2 only and CUDA_VISIBLE_DEVICES=2. It returns the files.
+func partialDeviceFiles(s *slurmstate.State) ([]string, bool) {
+	var present []string
+	minors := map[int]bool{}
+	for _, d := range s.Devices {
+		base := strings.TrimPrefix(d.Path, "/dev/nvidia")
+		if base == d.Path || base == "" || strings.Trim(base, "0123456789") != "" {
+			continue
+		}
+		if !d.Exist || !d.Char {
+			continue
+		}
+		if d.Access != "ok" {
+			return nil, false
+		}
+		present = append(present, d.Path)
+		minors[d.Minor] = true
+	}
+	for i := range len(present) {
+		if !minors[i] {
+			return present, true
+		}
+	}
+	return nil, false
 }
 
 // gpuCPUs returns the CPUs local to a GPU and where that came from: the

@@ -46,6 +46,11 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		switch {
 		case r.Unverifiable:
 		case r.GPU < 0:
+			if g := globalIndexHere(n, r.Ref, constrained); g != nil {
+				v.add(Fail, g, fixGlobalIndexHere, fmt.Sprintf("CUDA_VISIBLE_DEVICES entry %s is the node's number of /dev/nvidia%d, but this task's GPUs are numbered from 0 (its GPU %d is /dev/nvidia%d): CUDA has no device %s here",
+					r.Ref.Raw, *g.Minor, g.Index, *g.Minor, r.Ref.Raw))
+				continue
+			}
 			v.add(Fail, nil, "fix CUDA_VISIBLE_DEVICES or the job script that sets it", "CUDA_VISIBLE_DEVICES entry "+r.Ref.Raw+": "+r.Err)
 		case seen[r.GPU] != "":
 			v.add(Warn, gpuByIndex(n, r.GPU), "list each GPU once", fmt.Sprintf("listed twice in CUDA_VISIBLE_DEVICES (%s and %s)", seen[r.GPU], r.Ref.Raw))
@@ -189,6 +194,29 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		r.Details = append(r.Details, "Ray on Slurm: "+strings.Join(ev, "; "))
 	}
 	return r
+}
+
+// fixGlobalIndexHere: Slurm numbers CUDA_VISIBLE_DEVICES from 0 only when
+// it constrains devices itself (src/interfaces/gres.c,
+// gres_use_local_device_index: TaskPlugin task/cgroup and cgroup.conf
+// ConstrainDevices=yes), else it writes the node's indexes.
+const fixGlobalIndexHere = "Slurm wrote the node's GPU index because it does not constrain devices itself: set ConstrainDevices=yes in cgroup.conf with TaskPlugin=task/cgroup (Slurm then numbers CUDA_VISIBLE_DEVICES from 0), or let the container show every GPU (NVIDIA_VISIBLE_DEVICES=all, as enroot/pyxis expect) so the node's numbers hold"
+
+// globalIndexHere finds the GPU a CUDA_VISIBLE_DEVICES index names by the
+// node's numbering where this task's GPUs are numbered from 0 (a device
+// cgroup or a container showing some GPUs): the GPU whose device file's
+// minor is that index, beyond the GPUs the task sees. nil otherwise.
+func globalIndexHere(n *state.Node, ref slurmstate.DeviceRef, local bool) *state.GPU {
+	if !local || ref.Kind != slurmstate.RefIndex || ref.Index < len(n.NVML.GPUs) {
+		return nil
+	}
+	for i := range n.NVML.GPUs {
+		g := &n.NVML.GPUs[i]
+		if g.Minor != nil && *g.Minor == ref.Index && g.Index != ref.Index {
+			return g
+		}
+	}
+	return nil
 }
 
 // noCUDAEnv says why Slurm set no CUDA_VISIBLE_DEVICES for a step it gave

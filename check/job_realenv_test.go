@@ -38,6 +38,9 @@ type realEnvNode struct {
 	// no device cgroup.
 	cgroupGPUs []int
 	nodeGPUs   int // device files on the node
+	// devFiles, when set, are the only /dev/nvidiaN the task has (a
+	// container that exposes the allocated GPUs alone); nil: 0..nodeGPUs-1.
+	devFiles []int
 	memoryGiB  uint64
 	driverCUDA string
 	// localCPUs are the CPUs local to each GPU (global index), where the
@@ -71,6 +74,11 @@ var (
 	// NCHC Nano4's 25a-hgpn026: eight H200s (the guide's topo -m), the
 	// step's two (global 1 and 3) behind a device cgroup (its salloc +
 	// ssh nvidia-smi lists one GPU of the node's eight).
+	// pyxis#47: an A100 node without ConstrainDevices whose container
+	// had /dev/nvidia2 alone for a 1-GPU step: NVML there sees one GPU,
+	// numbered 0. How many the node has the thread does not say; the
+	// maintainer asked for /dev/nvidia{0..7}.
+	pyxis47 = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 1, devFiles: []int{2}, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "11.2"}
 	nano4 = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
 )
 
@@ -164,7 +172,22 @@ func TestRealEnvCorpus(t *testing.T) {
 		"job.gpu_memory":      {Skip, nil, nil},
 	}
 
+	// pyxis#47: CUDA_VISIBLE_DEVICES=2, the node's number, in a container
+	// that shows only /dev/nvidia2, which NVML and CUDA number 0: "no
+	// CUDA-capable device is detected", fixed by ConstrainDevices=yes
+	// (Slurm then writes indexes from 0). It used to blame the job script
+	// ("fix CUDA_VISIBLE_DEVICES or the job script that sets it") and call
+	// the indexes global.
+	noGPU := realEnvWant{Skip, nil, nil}
+	pyxis47Want := map[string]realEnvWant{
+		"job.visible_devices": {Fail, []string{"entry 2 is the node's number of /dev/nvidia2", "CUDA has no device 2 here", "renumbered: this task has only /dev/nvidia2", "ConstrainDevices=yes"},
+			[]string{"the job script that sets it", "indexes are global"}},
+		"job.gpu_sharing": noGPU, "job.numa_affinity": noGPU, "job.cpus_per_gpu": noGPU, "job.exclusive": noGPU,
+		"job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
 	cases := []realEnvCase{
+		{file: "pyxis47-container-one-devfile-cvd2.env", node: pyxis47, job: true, want: pyxis47Want},
 		{file: "nchc-nano4-srun-gres2-printenv.env", node: nano4, want: nano4Want},
 		{file: "chimera-gpuc960-interactive-step.env", node: chimeraGPUC960, want: gpuc960},
 		{file: "sherlock-h200-step-gpu7.env", node: sherlockH200(7), want: sherlock("7", "4", "4.0")},
@@ -264,6 +287,9 @@ func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 		if m.cgroupGPUs != nil {
 			return m.cgroupGPUs[i]
 		}
+		if m.devFiles != nil {
+			return m.devFiles[i]
+		}
 		return i
 	}
 	for i := 0; i < m.gpus; i++ {
@@ -288,7 +314,13 @@ func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 	n.Slurm = &slurmstate.State{NodeName: node, NodeNameFrom: "SLURMD_NODENAME", InJob: in, JobReason: why, Env: e,
 		Task: &slurmstate.Task{PID: 4242, UID: 1000, CPUs: bindListCPUs(env)},
 		Host: &slurmstate.Host{NetInterfaces: []string{"lo", "eth0"}}, GPUCPUs: gpuCPUs}
-	for i := 0; i < m.nodeGPUs; i++ {
+	files := m.devFiles
+	if files == nil {
+		for i := 0; i < m.nodeGPUs; i++ {
+			files = append(files, i)
+		}
+	}
+	for _, i := range files {
 		d := slurmstate.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i, Access: "ok"}
 		if m.cgroupGPUs != nil && !slices.Contains(m.cgroupGPUs, i) {
 			d.Access, d.Error = "denied", "operation not permitted (device cgroup)"

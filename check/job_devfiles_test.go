@@ -1,0 +1,51 @@
+package check
+
+import (
+	"strings"
+	"testing"
+)
+
+// A task that sees only some of the node's /dev/nvidiaN, all of which it may
+// open, has its GPUs numbered from 0 (a container exposing the allocated
+// GPUs: NVIDIA/pyxis#47). Slurm without ConstrainDevices still writes the
+// node's index (gres.c gres_use_local_device_index), which CUDA cannot find.
+func TestPartialDeviceFilesRenumber(t *testing.T) {
+	slurmEnv := func(cvd string) []string {
+		return []string{"SLURM_JOB_ID=77", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURMD_NODENAME=nodeGPU01",
+			"SLURM_STEP_TASKS_PER_NODE=1", "SLURM_STEP_GPUS=2", "SLURM_GPUS_ON_NODE=1", "GPU_DEVICE_ORDINAL=2", "CUDA_VISIBLE_DEVICES=" + cvd}
+	}
+	a100 := realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 1, devFiles: []int{2}, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "11.2"}
+	full := realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 8, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "11.2"}
+	for _, c := range []struct {
+		name   string
+		env    []string
+		node   realEnvNode
+		status Status
+		has    []string
+		hasNot []string
+	}{
+		{"Slurm's global index in a one-GPU container", slurmEnv("2"), a100, Fail,
+			[]string{"entry 2 is the node's number of /dev/nvidia2", "ConstrainDevices=yes", "renumbered"}, []string{"job script"}},
+		{"the container's own number", slurmEnv("0"), a100, Pass,
+			[]string{"sees GPU 0, as allocated (SLURM_STEP_GPUS=2)", "renumbered: this task has only /dev/nvidia2"}, nil},
+		// All eight files: the node's numbering, whatever the minors.
+		{"whole node", slurmEnv("2"), full, Pass, []string{"indexes are global"}, []string{"renumbered"}},
+	} {
+		n := realEnvStateNode(c.env, c.node)
+		r := checkVisibleDevices(n, DefaultConfig())
+		text := r.Summary + " | " + strings.Join(r.Details, " | ") + " | " + r.Remedy
+		if r.Status != c.status {
+			t.Errorf("%s: %s %q, want %s", c.name, r.Status, text, c.status)
+		}
+		for _, s := range c.has {
+			if !strings.Contains(text, s) {
+				t.Errorf("%s: %q lacks %q", c.name, text, s)
+			}
+		}
+		for _, s := range c.hasNot {
+			if strings.Contains(text, s) {
+				t.Errorf("%s: %q states %q", c.name, text, s)
+			}
+		}
+	}
+}
