@@ -40,7 +40,7 @@ type realEnvNode struct {
 	nodeGPUs   int // device files on the node
 	// devFiles, when set, are the only /dev/nvidiaN the task has (a
 	// container that exposes the allocated GPUs alone); nil: 0..nodeGPUs-1.
-	devFiles []int
+	devFiles   []int
 	memoryGiB  uint64
 	driverCUDA string
 	// localCPUs are the CPUs local to each GPU (global index), where the
@@ -79,7 +79,7 @@ var (
 	// numbered 0. How many the node has the thread does not say; the
 	// maintainer asked for /dev/nvidia{0..7}.
 	pyxis47 = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 1, devFiles: []int{2}, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "11.2"}
-	nano4 = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
+	nano4   = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
 )
 
 type realEnvWant struct {
