@@ -474,6 +474,16 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 		capacity = procs
 		shared = fmt.Sprintf("shared as requested (SLURM_SHARDS_ON_NODE=%d: GPU shards are meant to be shared)", *env.ShardsOnNode)
 	}
+	// gres/mps: Slurm sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in the job and
+	// every step it gives MPS shares (src/plugins/gres/mps/gres_mps.c,
+	// _set_env; gres.html "MPS Management"), and SLURM_GPUS_ON_NODE counts
+	// the one GPU they sit on (gres_common_gpu_set_env counts its bitmap):
+	// several tasks on it is what MPS is for. It used to fail "2 GPU
+	// processes on 1 GPU".
+	if env.MPSThreadPercent != nil && *env.MPSThreadPercent > 0 && shared == "" {
+		capacity = procs
+		shared = fmt.Sprintf("shared as requested (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d: MPS clients, each given a share of the GPU)", *env.MPSThreadPercent)
+	}
 	if procs > capacity {
 		sev := Fail
 		if !gpusKnown {
