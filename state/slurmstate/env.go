@@ -325,6 +325,13 @@ func (e *Env) InJobStep() (bool, string) {
 	switch e.ScriptContext {
 	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
 		return false, "running as Slurm " + e.ScriptContext + ", outside the job step"
+	case "prolog_srun", "epilog_srun":
+		// SrunProlog/SrunEpilog and srun --prolog/--epilog run on "the srun
+		// invocation node", by srun, before the step is launched or after
+		// it ends (doc/html/prolog_epilog.shtml; src/srun/srun_job.c,
+		// _run_srun_prolog/_run_srun_epilog set the context): not a task
+		// of the step, and maybe not on its nodes.
+		return false, "running as srun's " + strings.TrimSuffix(e.ScriptContext, "_srun") + " (SLURM_SCRIPT_CONTEXT=" + e.ScriptContext + ") on the node srun runs on, outside the job step: use srun's --task-prolog or run gpuprobe as the step"
 	}
 	if e.StepID == "" && e.NodeName == "" && e.ProcID == nil && e.ScriptContext == "" {
 		// salloc(1) starts the user's shell where salloc runs (a login
