@@ -28,6 +28,14 @@ func TestPartialDeviceFilesRenumber(t *testing.T) {
 			[]string{"entry 2 is the node's number of /dev/nvidia2", "ConstrainDevices=yes", "renumbered"}, []string{"job script"}},
 		{"the container's own number", slurmEnv("0"), a100, Pass,
 			[]string{"sees GPU 0, as allocated (SLURM_STEP_GPUS=2)", "renumbered: this task has only /dev/nvidia2"}, nil},
+		// A device cgroup (the others' open() is EPERM): Slurm numbers from
+		// 0 itself there, so an index past the task's GPUs is no node
+		// number and ConstrainDevices is no fix (deepops#1102's 21.08
+		// task of --gpu-bind=single:1 got local_list=1).
+		{"device cgroup, index past the task's GPUs", []string{"SLURM_JOB_ID=77", "SLURM_STEP_ID=0", "SLURM_PROCID=0", "SLURMD_NODENAME=n1",
+			"SLURM_STEP_TASKS_PER_NODE=2", "SLURM_STEP_GPUS=1", "SLURM_GPUS_ON_NODE=2", "CUDA_VISIBLE_DEVICES=1"},
+			realEnvNode{model: "NVIDIA RTX A5000", gpus: 1, cgroupGPUs: []int{1}, nodeGPUs: 4, memoryGiB: 24, driverCUDA: "11.4"}, Fail,
+			[]string{"index 1, but NVML sees only 1 GPUs", "device cgroup"}, []string{"ConstrainDevices=yes", "node's number"}},
 		// All eight files: the node's numbering, whatever the minors.
 		{"whole node", slurmEnv("2"), full, Pass, []string{"indexes are global"}, []string{"renumbered"}},
 	} {

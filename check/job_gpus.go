@@ -46,7 +46,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		switch {
 		case r.Unverifiable:
 		case r.GPU < 0:
-			if g := globalIndexHere(n, r.Ref, constrained); g != nil {
+			if g := globalIndexHere(n, r.Ref); g != nil {
 				v.add(Fail, g, fixGlobalIndexHere, fmt.Sprintf("CUDA_VISIBLE_DEVICES entry %s is the node's number of /dev/nvidia%d, but this task's GPUs are numbered from 0 (its GPU %d is /dev/nvidia%d): CUDA has no device %s here",
 					r.Ref.Raw, *g.Minor, g.Index, *g.Minor, r.Ref.Raw))
 				continue
@@ -203,11 +203,13 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 const fixGlobalIndexHere = "Slurm wrote the node's GPU index because it does not constrain devices itself: set ConstrainDevices=yes in cgroup.conf with TaskPlugin=task/cgroup (Slurm then numbers CUDA_VISIBLE_DEVICES from 0), or let the container show every GPU (NVIDIA_VISIBLE_DEVICES=all, as enroot/pyxis expect) so the node's numbers hold"
 
 // globalIndexHere finds the GPU a CUDA_VISIBLE_DEVICES index names by the
-// node's numbering where this task's GPUs are numbered from 0 (a device
-// cgroup or a container showing some GPUs): the GPU whose device file's
-// minor is that index, beyond the GPUs the task sees. nil otherwise.
-func globalIndexHere(n *state.Node, ref slurmstate.DeviceRef, local bool) *state.GPU {
-	if !local || ref.Kind != slurmstate.RefIndex || ref.Index < len(n.NVML.GPUs) {
+// node's numbering where a container shows this task some of the node's
+// GPUs, numbered from 0 (partialDeviceFiles): the GPU whose device file's
+// minor is that index, beyond the GPUs the task sees. nil otherwise. Under
+// a device cgroup Slurm itself numbers from 0, so an index beyond the
+// task's GPUs there is not the node's and is judged as any bad entry.
+func globalIndexHere(n *state.Node, ref slurmstate.DeviceRef) *state.GPU {
+	if _, ok := partialDeviceFiles(n.Slurm); !ok || ref.Kind != slurmstate.RefIndex || ref.Index < len(n.NVML.GPUs) {
 		return nil
 	}
 	for i := range n.NVML.GPUs {
