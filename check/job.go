@@ -167,6 +167,9 @@ func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 	if okFiles > 0 {
 		return false, fmt.Sprintf("no device cgroup: all %d GPU device files open; indexes are global", okFiles)
 	}
+	if why := slurmNumberedFromZero(s.Env); why != "" {
+		return true, why
+	}
 	if c := s.Conf; c != nil && c.SlurmConf != nil {
 		if c.SlurmConf.UsesCgroupTasks() && c.CgroupConf != nil && c.CgroupConf.ConstrainDevices {
 			return true, "ConstrainDevices=yes with TaskPlugin=task/cgroup (per the configuration)"
@@ -174,6 +177,45 @@ func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 		return false, "no ConstrainDevices in the configuration; indexes are global"
 	}
 	return false, "no device cgroup seen; indexes taken as global"
+}
+
+// slurmNumberedFromZero reads Slurm's own numbering when no device file
+// says whether a device cgroup confines the task: Slurm writes
+// CUDA_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL from one list
+// (gres_common.c, gres_common_gpu_set_env), which counts the step's GPUs
+// from 0 only when it constrains devices (src/interfaces/gres.c,
+// gres_use_local_device_index: task/cgroup with ConstrainDevices=yes;
+// common_gres_set_env, local_inx) and is the node's indexes otherwise. So
+// a CUDA_VISIBLE_DEVICES that GPU_DEVICE_ORDINAL (or ROCR_VISIBLE_DEVICES)
+// repeats, counting 0..n-1 for n allocated GPUs that are not 0..n-1, is
+// Slurm's local numbering: "SLURM_JOB_GPUS=1,2,3,5",
+// "CUDA_VISIBLE_DEVICES=0,1,2,3" as a Mila batch script noted them
+// (realenv/mila-batch-jobgpus-1235-local.env). It returns why, or "".
+func slurmNumberedFromZero(e *slurmstate.Env) string {
+	if e == nil || e.CUDAVisible == nil || !e.CUDAVisible.Set || e.CUDAVisible.Truncated {
+		return ""
+	}
+	slurm, by := e.SlurmVisible()
+	if slurm == "" || strings.TrimSpace(e.CUDAVisible.Raw) != slurm {
+		return ""
+	}
+	alloc, from := e.AllocatedGPUs()
+	ents := e.CUDAVisible.Entries
+	if len(alloc) == 0 || len(ents) != len(alloc) {
+		return ""
+	}
+	same := true
+	for i, r := range ents {
+		if r.Kind != slurmstate.RefIndex || r.Index != i {
+			return ""
+		}
+		same = same && alloc[i] == i
+	}
+	if same {
+		return ""
+	}
+	return fmt.Sprintf("Slurm numbered CUDA_VISIBLE_DEVICES from 0 (%s, as %s) for its GPUs %s (%s), which it does only when it constrains devices (task/cgroup, ConstrainDevices=yes)",
+		e.CUDAVisible.Raw, by, cpulist.Format(alloc), from)
 }
 
 // partialDeviceFiles reports a task that sees only some of the node's GPU

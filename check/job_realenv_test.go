@@ -79,7 +79,11 @@ var (
 	// numbered 0. How many the node has the thread does not say; the
 	// maintainer asked for /dev/nvidia{0..7}.
 	pyxis47 = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 1, devFiles: []int{2}, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "11.2"}
-	nano4   = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
+	// Mila's batch job: four GPUs (NVML's 0-3 are the node's 1,2,3,5
+	// behind ConstrainDevices). The note names no model and no device
+	// files: none are collected here, so Slurm's numbering decides.
+	milaNode = realEnvNode{model: "NVIDIA A100-SXM4-80GB", gpus: 4, cgroupGPUs: []int{1, 2, 3, 5}, memoryGiB: 80, driverCUDA: "12.2"}
+	nano4    = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
 )
 
 type realEnvWant struct {
@@ -186,7 +190,19 @@ func TestRealEnvCorpus(t *testing.T) {
 		"job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
 	}
 
+	// Mila: SLURM_JOB_GPUS=1,2,3,5 with CUDA_VISIBLE_DEVICES and
+	// GPU_DEVICE_ORDINAL 0,1,2,3, no device files collected. It used to
+	// take the indexes as global and fail "GPU 0 visible but not
+	// allocated" and "Slurm allocated GPU 5, NVML sees only 4 GPUs".
+	milaWant := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0-3, as allocated (SLURM_JOB_GPUS=1-3,5)", "Slurm numbered CUDA_VISIBLE_DEVICES from 0 (0,1,2,3, as GPU_DEVICE_ORDINAL)"}, []string{"not allocated", "indexes taken as global"}},
+		"job.gpu_sharing":     {Pass, []string{"one task assumed", "on 4 GPU(s)"}, nil},
+		"job.numa_affinity":   noGPU, "job.cpus_per_gpu": {Skip, []string{"CPU count is unknown"}, nil},
+		"job.exclusive": {Pass, nil, nil}, "job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
 	cases := []realEnvCase{
+		{file: "mila-batch-jobgpus-1235-local.env", node: milaNode, job: true, want: milaWant},
 		{file: "pyxis47-container-one-devfile-cvd2.env", node: pyxis47, job: true, want: pyxis47Want},
 		{file: "nchc-nano4-srun-gres2-printenv.env", node: nano4, want: nano4Want},
 		{file: "chimera-gpuc960-interactive-step.env", node: chimeraGPUC960, want: gpuc960},
