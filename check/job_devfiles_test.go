@@ -57,3 +57,29 @@ func TestPartialDeviceFilesRenumber(t *testing.T) {
 		}
 	}
 }
+
+// Slurm's numbering from 0 is read only where Slurm wrote it (the same
+// list in GPU_DEVICE_ORDINAL) and it differs from the allocation.
+func TestSlurmNumberedFromZero(t *testing.T) {
+	for _, c := range []struct {
+		env  []string
+		want bool
+	}{
+		{[]string{"SLURM_JOB_ID=1", "SLURM_JOB_GPUS=1,2,3,5", "GPU_DEVICE_ORDINAL=0,1,2,3", "CUDA_VISIBLE_DEVICES=0,1,2,3"}, true},
+		{[]string{"SLURM_JOB_ID=1", "SLURM_STEP_ID=0", "SLURM_STEP_GPUS=4", "ROCR_VISIBLE_DEVICES=0", "CUDA_VISIBLE_DEVICES=0"}, true},
+		// The job rewrote it: GPU_DEVICE_ORDINAL keeps Slurm's list.
+		{[]string{"SLURM_JOB_ID=1", "SLURM_JOB_GPUS=4,5", "GPU_DEVICE_ORDINAL=4,5", "CUDA_VISIBLE_DEVICES=0,1"}, false},
+		// Nothing repeats it: who wrote it is unknown.
+		{[]string{"SLURM_JOB_ID=1", "SLURM_JOB_GPUS=4,5", "CUDA_VISIBLE_DEVICES=0,1"}, false},
+		// The node's indexes, or a list that reads the same either way.
+		{[]string{"SLURM_JOB_ID=1", "SLURM_JOB_GPUS=4,5", "GPU_DEVICE_ORDINAL=4,5", "CUDA_VISIBLE_DEVICES=4,5"}, false},
+		{[]string{"SLURM_JOB_ID=1", "SLURM_JOB_GPUS=0,1", "GPU_DEVICE_ORDINAL=0,1", "CUDA_VISIBLE_DEVICES=0,1"}, false},
+		// Fewer entries than GPUs: per-task binding, not a renumbering to judge.
+		{[]string{"SLURM_JOB_ID=1", "SLURM_JOB_GPUS=4,5", "GPU_DEVICE_ORDINAL=0", "CUDA_VISIBLE_DEVICES=0"}, false},
+	} {
+		n := realEnvStateNode(c.env, realEnvNode{model: "NVIDIA A100-SXM4-80GB", gpus: 4, memoryGiB: 80, driverCUDA: "12.2"})
+		if got := slurmNumberedFromZero(n.Slurm.Env) != ""; got != c.want {
+			t.Errorf("%v: %v, want %v", c.env, got, c.want)
+		}
+	}
+}
