@@ -83,7 +83,13 @@ var (
 	// behind ConstrainDevices). The note names no model and no device
 	// files: none are collected here, so Slurm's numbering decides.
 	milaNode = realEnvNode{model: "NVIDIA A100-SXM4-80GB", gpus: 4, cgroupGPUs: []int{1, 2, 3, 5}, memoryGiB: 80, driverCUDA: "12.2"}
-	nano4    = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
+	// UVA's udc-an38-13: RTX A6000s, the job's behind ConstrainDevices
+	// (SLURM_JOB_GPUS=0,4 read as CUDA_VISIBLE_DEVICES=0,1); eight is
+	// plausible, the report does not count them.
+	uvaA6000 = func(global ...int) realEnvNode {
+		return realEnvNode{model: "NVIDIA RTX A6000", gpus: len(global), cgroupGPUs: global, nodeGPUs: 8, memoryGiB: 48, driverCUDA: "12.4"}
+	}
+	nano4 = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
 )
 
 type realEnvWant struct {
@@ -201,7 +207,19 @@ func TestRealEnvCorpus(t *testing.T) {
 		"job.exclusive": {Pass, nil, nil}, "job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
 	}
 
+	// UVA: grep'd environments of a batch script and of an srun step.
+	uvaWant := func(seen string) map[string]realEnvWant {
+		return map[string]realEnvWant{
+			"job.visible_devices": {Pass, []string{seen, "device cgroup"}, nil},
+			"job.gpu_sharing":     {Pass, []string{"one task assumed"}, nil},
+			"job.numa_affinity":   noGPU, "job.cpus_per_gpu": {Skip, []string{"CPU count is unknown"}, nil},
+			"job.exclusive": {Pass, nil, nil}, "job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+		}
+	}
+
 	cases := []realEnvCase{
+		{file: "uva-batch-gres-a6000x2-grep.env", node: uvaA6000(0, 4), job: true, want: uvaWant("sees GPU 0,1, as allocated (SLURM_JOB_GPUS=0,4)")},
+		{file: "uva-srun-gpus-per-task-grep-gpu.env", node: uvaA6000(0), job: true, want: uvaWant("sees GPU 0, as allocated (SLURM_STEP_GPUS=0)")},
 		{file: "mila-batch-jobgpus-1235-local.env", node: milaNode, job: true, want: milaWant},
 		{file: "pyxis47-container-one-devfile-cvd2.env", node: pyxis47, job: true, want: pyxis47Want},
 		{file: "nchc-nano4-srun-gres2-printenv.env", node: nano4, want: nano4Want},
