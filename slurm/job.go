@@ -52,6 +52,11 @@ type JobNode struct {
 	GPUs      []int
 	CPUIDs    []int
 	CPUIDsCut bool
+	// SharedGPU: the job holds shares of GPUs here (gres/shard, gres/mps),
+	// which scontrol prints per GPU as "allocated/available", not as IDX
+	// (src/stepmgr/gres_stepmgr.c, _build_shared_gres_details:
+	// "shard:2(2/8,0/8)"): which GPUs they sit on is not read from it.
+	SharedGPU bool
 }
 
 // cutCPUIDs are the lengths of a CPU_IDs list scontrol may have cut short.
@@ -90,11 +95,12 @@ func ParseJobNode(out, node string) (jn JobNode, found bool, err error) {
 			switch {
 			case strings.HasPrefix(kv, "GRES=") || strings.HasPrefix(kv, "GRES_IDX="):
 				_, v, _ := strings.Cut(kv, "=")
-				idx, err := gresIndexes(v)
+				idx, shared, err := gresIndexes(v)
 				if err != nil {
 					return JobNode{}, true, fmt.Errorf("scontrol show job: line %d: %w", i+1, err)
 				}
 				jn.GPUs = append(jn.GPUs, idx...)
+				jn.SharedGPU = jn.SharedGPU || shared
 			case strings.HasPrefix(kv, "CPU_IDs="):
 				v := strings.TrimPrefix(kv, "CPU_IDs=")
 				if cutCPUIDs(v) {
@@ -115,9 +121,11 @@ func ParseJobNode(out, node string) (jn JobNode, found bool, err error) {
 	return jn, found, nil
 }
 
-// gresIndexes takes the gpu entries of "gpu:h100:2(IDX:0-1),gpu:a100:1(IDX:4)".
-func gresIndexes(s string) ([]int, error) {
+// gresIndexes takes the gpu entries of "gpu:h100:2(IDX:0-1),gpu:a100:1(IDX:4)",
+// and says whether a shard or mps entry ("shard:2(2/8,0/8)") is there too.
+func gresIndexes(s string) ([]int, bool, error) {
 	var out []int
+	shared := false
 	for s != "" {
 		end := strings.IndexByte(s, ')')
 		entry := s
@@ -128,6 +136,9 @@ func gresIndexes(s string) ([]int, error) {
 		}
 		open := strings.Index(entry, "(IDX:")
 		if open < 0 {
+			if name, _, _ := strings.Cut(entry, ":"); name == "shard" || name == "mps" {
+				shared = true
+			}
 			continue
 		}
 		name, _, _ := strings.Cut(entry[:open], ":")
@@ -137,11 +148,11 @@ func gresIndexes(s string) ([]int, error) {
 		list := strings.TrimSuffix(entry[open+len("(IDX:"):], ")")
 		idx, err := cpulist.Parse(list)
 		if err != nil {
-			return nil, fmt.Errorf("GRES %s: IDX list: %w", trunc(entry), err)
+			return nil, false, fmt.Errorf("GRES %s: IDX list: %w", trunc(entry), err)
 		}
 		out = append(out, idx...)
 	}
-	return out, nil
+	return out, shared, nil
 }
 
 // trunc quotes a field of scontrol's output for an error message.

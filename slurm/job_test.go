@@ -38,7 +38,7 @@ func TestParseJobNode(t *testing.T) {
 	for _, c := range []struct {
 		name, out, node string
 		want            []int
-		found           bool
+		found, shared   bool
 		err             string
 	}{
 		{name: "one node", node: "gpu01", found: true, want: []int{0, 1},
@@ -49,6 +49,11 @@ func TestParseJobNode(t *testing.T) {
 		{name: "no GPU on the node", node: "gpu01", found: true, want: nil, out: "     Nodes=gpu01 CPU_IDs=0-7 Mem=1024 GRES=\n"},
 		{name: "not on the node", node: "gpu09", found: false, out: "     Nodes=gpu[01-02] CPU_IDs=0-7 Mem=0 GRES=gpu:2(IDX:0-1)\n"},
 		{name: "bad IDX", node: "gpu01", found: true, err: "IDX list", out: "     Nodes=gpu01 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:x)\n"},
+		// Shared GRES print per GPU "allocated/available"
+		// (gres_stepmgr.c _build_shared_gres_details): no IDX, and not
+		// "no GPU" either.
+		{name: "shards", node: "gpu01", found: true, want: nil, shared: true, out: "     Nodes=gpu01 CPU_IDs=0-1 Mem=0 GRES=shard:2(2/8,0/8)\n"},
+		{name: "gpu and shard", node: "gpu01", found: true, want: []int{1}, shared: true, out: "     Nodes=gpu01 CPU_IDs=0-1 Mem=0 GRES=gpu:1(IDX:1),shard:2(0/8,2/8)\n"},
 	} {
 		jn, found, err := ParseJobNode(c.out, c.node)
 		got := jn.GPUs
@@ -58,8 +63,8 @@ func TestParseJobNode(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || found != c.found || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: %v %v %v, want %v %v", c.name, got, found, err, c.want, c.found)
+		if err != nil || found != c.found || !reflect.DeepEqual(got, c.want) || jn.SharedGPU != c.shared {
+			t.Errorf("%s: %v %v %v shared=%v, want %v %v shared=%v", c.name, got, found, err, jn.SharedGPU, c.want, c.found, c.shared)
 		}
 	}
 }
