@@ -162,7 +162,7 @@ func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 	}
 	if present, ok := partialDeviceFiles(s); ok {
 		return true, "renumbered: this task has only " + strings.Join(present, ", ") +
-			" of the GPU device files (a container or namespace that shows it some of the node's GPUs, which NVML and CUDA number from 0)"
+			" of the GPU device files (a container or namespace that shows it some of the node's GPUs, or GPUs the driver made no file for): NVML and CUDA number what is there from 0"
 	}
 	if okFiles > 0 {
 		return false, fmt.Sprintf("no device cgroup: all %d GPU device files open; indexes are global", okFiles)
