@@ -43,6 +43,9 @@ type realEnvNode struct {
 	devFiles   []int
 	memoryGiB  uint64
 	driverCUDA string
+	// procs are the compute processes NVML lists on the node's GPUs, as
+	// the report names them (owner, command, memory, cgroup's job).
+	procs []realEnvProc
 	// localCPUs are the CPUs local to each GPU (global index), where the
 	// report shows them (nvidia-smi topo -m's CPU Affinity); nil: unknown,
 	// and job.numa_affinity skips.
@@ -89,8 +92,24 @@ var (
 	uvaA6000 = func(global ...int) realEnvNode {
 		return realEnvNode{model: "NVIDIA RTX A6000", gpus: len(global), cgroupGPUs: global, nodeGPUs: 8, memoryGiB: 48, driverCUDA: "12.4"}
 	}
+	// ACCRE's dgx03: eight A100-80GB, ConstrainDevices (one GPU opens in
+	// the job), and on the job's GPU 3 a PyTorch process of another user
+	// from an SSH session, outside any job.
+	accreDGX03 = realEnvNode{model: "NVIDIA A100-SXM4-80GB", gpus: 1, cgroupGPUs: []int{3}, nodeGPUs: 8, memoryGiB: 80, driverCUDA: "12.4",
+		procs: []realEnvProc{{gpu: 3, pid: 930652, uid: 934717, user: "wut18", comm: "pt_main_thread", memMiB: 50846}}}
 	nano4 = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
 )
+
+// realEnvProc is a process a report saw on a GPU (global index).
+type realEnvProc struct {
+	gpu    int
+	pid    uint32
+	uid    int
+	user   string
+	comm   string
+	memMiB uint64
+	jobID  string // "" outside any job (its cgroup names none)
+}
 
 type realEnvWant struct {
 	status Status
@@ -217,7 +236,17 @@ func TestRealEnvCorpus(t *testing.T) {
 		}
 	}
 
+	// ACCRE dgx03: another user's process outside Slurm on this job's GPU.
+	accreWant := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0, as allocated (SLURM_JOB_GPUS=3)", "device cgroup"}, nil},
+		"job.gpu_sharing":     {Pass, []string{"the batch script (no SLURM_STEP_ID) is one process"}, nil},
+		"job.numa_affinity":   noGPU, "job.cpus_per_gpu": {Skip, []string{"CPU count is unknown"}, nil},
+		"job.exclusive":   {Fail, []string{"pid 930652 (wut18, pt_main_thread) is not part of job 12450379"}, nil},
+		"job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
 	cases := []realEnvCase{
+		{file: "accre-dgx03-rogue-ssh-process.env", node: accreDGX03, want: accreWant},
 		{file: "uva-batch-gres-a6000x2-grep.env", node: uvaA6000(0, 4), job: true, want: uvaWant("sees GPU 0,1, as allocated (SLURM_JOB_GPUS=0,4)")},
 		{file: "uva-srun-gpus-per-task-grep-gpu.env", node: uvaA6000(0), job: true, want: uvaWant("sees GPU 0, as allocated (SLURM_STEP_GPUS=0)")},
 		{file: "mila-batch-jobgpus-1235-local.env", node: milaNode, job: true, want: milaWant},
@@ -335,6 +364,19 @@ func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 			ProcessesKnown: true,
 		})
 	}
+	var procs []slurmstate.Process
+	for i := range n.NVML.GPUs {
+		g := &n.NVML.GPUs[i]
+		for _, p := range m.procs {
+			if p.gpu != *g.Minor {
+				continue
+			}
+			g.Processes = append(g.Processes, state.Process{PID: p.pid, UsedMemoryBytes: p.memMiB << 20, User: p.user, Command: p.comm})
+			g.Memory.UsedBytes += p.memMiB << 20
+			uid := p.uid
+			procs = append(procs, slurmstate.Process{GPU: g.Index, PID: p.pid, UsedMemoryBytes: p.memMiB << 20, UID: &uid, User: p.user, Command: p.comm, JobID: p.jobID, JobFrom: "cgroup"})
+		}
+	}
 	var gpuCPUs []slurmstate.GPUCPUs
 	for _, g := range n.NVML.GPUs {
 		if cpus, ok := m.localCPUs[*g.Minor]; ok {
@@ -347,7 +389,7 @@ func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 	node := e.NodeName
 	n.Slurm = &slurmstate.State{NodeName: node, NodeNameFrom: "SLURMD_NODENAME", InJob: in, JobReason: why, Env: e,
 		Task: &slurmstate.Task{PID: 4242, UID: 1000, CPUs: bindListCPUs(env)},
-		Host: &slurmstate.Host{NetInterfaces: []string{"lo", "eth0"}}, GPUCPUs: gpuCPUs}
+		Host: &slurmstate.Host{NetInterfaces: []string{"lo", "eth0"}}, GPUCPUs: gpuCPUs, Processes: procs}
 	files := m.devFiles
 	if files == nil {
 		for i := 0; i < m.nodeGPUs; i++ {
