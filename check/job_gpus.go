@@ -109,6 +109,23 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 			v.add(Warn, nil, "request GPUs (--gres=gpu:N, --gpus-per-task) or set ConstrainDevices=yes in cgroup.conf so GPU-less steps cannot touch them",
 				fmt.Sprintf("%s, yet CUDA can use all %d GPUs of the node (CUDA_VISIBLE_DEVICES unset; %s)", none, nvmlCount, how))
 		}
+		// Slurm sets CUDA_VISIBLE_DEVICES only beside SLURM_STEP_GPUS or
+		// SLURM_JOB_GPUS and SLURM_GPUS_ON_NODE (gres_common.c,
+		// gres_common_gpu_set_env): one set in a step Slurm gave no GPU was
+		// set by the job, and without a device cgroup the GPUs it names are
+		// reachable though nothing allocated them (a hard-coded
+		// "export CUDA_VISIBLE_DEVICES=0" in a CPU step).
+		// A step's inherited SLURM_JOB_GPUS (InheritedJobGPUs) still names
+		// the job's own GPUs: CUDA_VISIBLE_DEVICES left from the batch
+		// script (Slurm before it unset it in GPU-less steps) points there.
+		var jobs []int
+		if env.JobGPUs != nil {
+			jobs = env.JobGPUs.Indexes
+		}
+		if extra := cpulist.Subtract(visible, jobs); cvd.Set && len(extra) > 0 && !constrained {
+			v.add(Warn, nil, "request the GPUs (--gres=gpu:N, --gpus-per-task) instead of setting CUDA_VISIBLE_DEVICES, or set ConstrainDevices=yes in cgroup.conf",
+				fmt.Sprintf("%s, yet %s gives this task GPU %s, which no device cgroup keeps it off: another job's, maybe (%s)", none, cvdWords(cvd), listOr(extra), how))
+		}
 	case alloc == nil:
 		if len(visible) > *onNode {
 			v.add(Fail, nil, "let Slurm bind the GPUs (drop --gpu-bind=none, or set CUDA_VISIBLE_DEVICES from SLURM_LOCALID)",

@@ -136,6 +136,11 @@ func TestVisibleDevices(t *testing.T) {
 			status: Fail, summary: "SLURM_GPUS_ON_NODE=2, no index list), but this task can use 8"},
 		{name: "unset, global list known", node: jobNode(step(0, 1, "SLURM_STEP_GPUS=0"), nil), status: Fail, summary: "not allocated", devices: []int{1, 2, 3, 4, 5, 6, 7}},
 		{name: "no GPUs requested, none constrained", node: jobNode(step(0, 1), nil), status: Warn, summary: "Slurm allocated no GPUs to this step, yet CUDA can use all 8"},
+		// A CPU step whose script exports CUDA_VISIBLE_DEVICES=0 by hand:
+		// Slurm set no GPU variable, nothing keeps it off GPU 0. It passed
+		// as "sees GPU 0, no GPUs allocated".
+		{name: "no GPUs requested, CUDA_VISIBLE_DEVICES set by hand", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), nil), status: Warn,
+			summary: "Slurm allocated no GPUs to this step, yet CUDA_VISIBLE_DEVICES=0 gives this task GPU 0, which no device cgroup keeps it off"},
 		{name: "no GPUs requested, cgroup hides them", node: jobNode(step(0, 1), func(n *state.Node) { denied(n); n.NVML.GPUs = nil }), status: Pass, summary: "no GPUs allocated"},
 		{name: "invalid entry hides the rest", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,-1,1", "SLURM_STEP_GPUS=0,1"), nil),
 			status: Fail, summary: `entry "-1" is invalid, so CUDA ignores it and the 1 after it`},
