@@ -160,8 +160,15 @@ func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 	if s.Task != nil && len(s.Task.DeviceRules) > 0 && !containsStr(s.Task.DeviceRules, "a *:* rwm") {
 		return true, "device cgroup: devices.list allows only listed devices"
 	}
+	if present, ok := partialDeviceFiles(s); ok {
+		return true, "renumbered: this task has only " + strings.Join(present, ", ") +
+			" of the GPU device files (a container or namespace that shows it some of the node's GPUs, or GPUs the driver made no file for): NVML and CUDA number what is there from 0"
+	}
 	if okFiles > 0 {
 		return false, fmt.Sprintf("no device cgroup: all %d GPU device files open; indexes are global", okFiles)
+	}
+	if why := slurmNumberedFromZero(s.Env); why != "" {
+		return true, why
 	}
 	if c := s.Conf; c != nil && c.SlurmConf != nil {
 		if c.SlurmConf.UsesCgroupTasks() && c.CgroupConf != nil && c.CgroupConf.ConstrainDevices {
@@ -170,6 +177,79 @@ func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 		return false, "no ConstrainDevices in the configuration; indexes are global"
 	}
 	return false, "no device cgroup seen; indexes taken as global"
+}
+
+// slurmNumberedFromZero reads Slurm's own numbering when no device file
+// says whether a device cgroup confines the task: Slurm writes
+// CUDA_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL from one list
+// (gres_common.c, gres_common_gpu_set_env), which counts the step's GPUs
+// from 0 only when it constrains devices (src/interfaces/gres.c,
+// gres_use_local_device_index: task/cgroup with ConstrainDevices=yes;
+// common_gres_set_env, local_inx) and is the node's indexes otherwise. So
+// a CUDA_VISIBLE_DEVICES that GPU_DEVICE_ORDINAL (or ROCR_VISIBLE_DEVICES)
+// repeats, counting 0..n-1 for n allocated GPUs that are not 0..n-1, is
+// Slurm's local numbering: "SLURM_JOB_GPUS=1,2,3,5",
+// "CUDA_VISIBLE_DEVICES=0,1,2,3" as a Mila batch script noted them
+// (realenv/mila-batch-jobgpus-1235-local.env). It returns why, or "".
+func slurmNumberedFromZero(e *slurmstate.Env) string {
+	if e == nil || e.CUDAVisible == nil || !e.CUDAVisible.Set || e.CUDAVisible.Truncated {
+		return ""
+	}
+	slurm, by := e.SlurmVisible()
+	if slurm == "" || strings.TrimSpace(e.CUDAVisible.Raw) != slurm {
+		return ""
+	}
+	alloc, from := e.AllocatedGPUs()
+	ents := e.CUDAVisible.Entries
+	if len(alloc) == 0 || len(ents) != len(alloc) {
+		return ""
+	}
+	same := true
+	for i, r := range ents {
+		if r.Kind != slurmstate.RefIndex || r.Index != i {
+			return ""
+		}
+		same = same && alloc[i] == i
+	}
+	if same {
+		return ""
+	}
+	return fmt.Sprintf("Slurm numbered CUDA_VISIBLE_DEVICES from 0 (%s, as %s) for its GPUs %s (%s), which it does only when it constrains devices (task/cgroup, ConstrainDevices=yes)",
+		e.CUDAVisible.Raw, by, cpulist.Format(alloc), from)
+}
+
+// partialDeviceFiles reports a task that sees only some of the node's GPU
+// device files, all of which it may open: /dev/nvidia2 alone, where the
+// node has /dev/nvidia0 and /dev/nvidia1 too. The driver makes one
+// /dev/nvidiaN per GPU, numbered from 0 by minor; a container runtime that
+// exposes the allocated GPUs alone (libnvidia-container's --device, as
+// enroot's 98-nvidia.sh passes it NVIDIA_VISIBLE_DEVICES) creates only
+// theirs. NVML there numbers what it sees from 0, as under a device
+// cgroup. Real case: NVIDIA/pyxis#47, a 1-GPU step whose container had
+// /dev/nvidia2 only and CUDA_VISIBLE_DEVICES=2. It returns the files.
+func partialDeviceFiles(s *slurmstate.State) ([]string, bool) {
+	var present []string
+	minors := map[int]bool{}
+	for _, d := range s.Devices {
+		base := strings.TrimPrefix(d.Path, "/dev/nvidia")
+		if base == d.Path || base == "" || strings.Trim(base, "0123456789") != "" {
+			continue
+		}
+		if !d.Exist || !d.Char {
+			continue
+		}
+		if d.Access != "ok" {
+			return nil, false
+		}
+		present = append(present, d.Path)
+		minors[d.Minor] = true
+	}
+	for i := range len(present) {
+		if !minors[i] {
+			return present, true
+		}
+	}
+	return nil, false
 }
 
 // gpuCPUs returns the CPUs local to a GPU and where that came from: the

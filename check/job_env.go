@@ -69,7 +69,7 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 			}
 		}
 		if m := g.Memory; m != nil && !mineUnknown && cfg.Job.UsedMemoryWarnMiB > 0 && m.UsedBytes > mine && (m.UsedBytes-mine)>>20 >= cfg.Job.UsedMemoryWarnMiB {
-			v.add(Warn, g, "the memory belongs to a process this job cannot see (another container, or a leftover): ask for exclusive GPUs or report the node",
+			v.add(Warn, g, "the memory belongs to a process this job cannot see (another container, or a leftover): ask for exclusive GPUs or report the node; if the GPU's previous job has just ended, its memory frees within seconds as its context tears down, so check again first",
 				fmt.Sprintf("%d MiB of memory already in use by something other than this job", (m.UsedBytes-mine)>>20))
 		}
 	}

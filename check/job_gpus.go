@@ -46,6 +46,11 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		switch {
 		case r.Unverifiable:
 		case r.GPU < 0:
+			if g := globalIndexHere(n, r.Ref); g != nil {
+				v.add(Fail, g, fixGlobalIndexHere, fmt.Sprintf("CUDA_VISIBLE_DEVICES entry %s is the node's number of /dev/nvidia%d, but this task's GPUs are numbered from 0 (its GPU %d is /dev/nvidia%d): CUDA has no device %s here",
+					r.Ref.Raw, *g.Minor, g.Index, *g.Minor, r.Ref.Raw))
+				continue
+			}
 			v.add(Fail, nil, "fix CUDA_VISIBLE_DEVICES or the job script that sets it", "CUDA_VISIBLE_DEVICES entry "+r.Ref.Raw+": "+r.Err)
 		case seen[r.GPU] != "":
 			v.add(Warn, gpuByIndex(n, r.GPU), "list each GPU once", fmt.Sprintf("listed twice in CUDA_VISIBLE_DEVICES (%s and %s)", seen[r.GPU], r.Ref.Raw))
@@ -103,6 +108,23 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		if !cvd.Set && nvmlCount > 0 && !constrained {
 			v.add(Warn, nil, "request GPUs (--gres=gpu:N, --gpus-per-task) or set ConstrainDevices=yes in cgroup.conf so GPU-less steps cannot touch them",
 				fmt.Sprintf("%s, yet CUDA can use all %d GPUs of the node (CUDA_VISIBLE_DEVICES unset; %s)", none, nvmlCount, how))
+		}
+		// Slurm sets CUDA_VISIBLE_DEVICES only beside SLURM_STEP_GPUS or
+		// SLURM_JOB_GPUS and SLURM_GPUS_ON_NODE (gres_common.c,
+		// gres_common_gpu_set_env): one set in a step Slurm gave no GPU was
+		// set by the job, and without a device cgroup the GPUs it names are
+		// reachable though nothing allocated them (a hard-coded
+		// "export CUDA_VISIBLE_DEVICES=0" in a CPU step).
+		// A step's inherited SLURM_JOB_GPUS (InheritedJobGPUs) still names
+		// the job's own GPUs: CUDA_VISIBLE_DEVICES left from the batch
+		// script (Slurm before it unset it in GPU-less steps) points there.
+		var jobs []int
+		if env.JobGPUs != nil {
+			jobs = env.JobGPUs.Indexes
+		}
+		if extra := cpulist.Subtract(visible, jobs); cvd.Set && len(extra) > 0 && !constrained {
+			v.add(Warn, nil, "request the GPUs (--gres=gpu:N, --gpus-per-task) instead of setting CUDA_VISIBLE_DEVICES, or set ConstrainDevices=yes in cgroup.conf",
+				fmt.Sprintf("%s, yet %s gives this task GPU %s, which no device cgroup keeps it off: another job's, maybe (%s)", none, cvdWords(cvd), listOr(extra), how))
 		}
 	case alloc == nil:
 		if len(visible) > *onNode {
@@ -189,6 +211,31 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		r.Details = append(r.Details, "Ray on Slurm: "+strings.Join(ev, "; "))
 	}
 	return r
+}
+
+// fixGlobalIndexHere: Slurm numbers CUDA_VISIBLE_DEVICES from 0 only when
+// it constrains devices itself (src/interfaces/gres.c,
+// gres_use_local_device_index: TaskPlugin task/cgroup and cgroup.conf
+// ConstrainDevices=yes), else it writes the node's indexes.
+const fixGlobalIndexHere = "Slurm wrote the node's GPU index because it does not constrain devices itself: set ConstrainDevices=yes in cgroup.conf with TaskPlugin=task/cgroup (Slurm then numbers CUDA_VISIBLE_DEVICES from 0), or let the container show every GPU (NVIDIA_VISIBLE_DEVICES=all, as enroot/pyxis expect) so the node's numbers hold"
+
+// globalIndexHere finds the GPU a CUDA_VISIBLE_DEVICES index names by the
+// node's numbering where a container shows this task some of the node's
+// GPUs, numbered from 0 (partialDeviceFiles): the GPU whose device file's
+// minor is that index, beyond the GPUs the task sees. nil otherwise. Under
+// a device cgroup Slurm itself numbers from 0, so an index beyond the
+// task's GPUs there is not the node's and is judged as any bad entry.
+func globalIndexHere(n *state.Node, ref slurmstate.DeviceRef) *state.GPU {
+	if _, ok := partialDeviceFiles(n.Slurm); !ok || ref.Kind != slurmstate.RefIndex || ref.Index < len(n.NVML.GPUs) {
+		return nil
+	}
+	for i := range n.NVML.GPUs {
+		g := &n.NVML.GPUs[i]
+		if g.Minor != nil && *g.Minor == ref.Index && g.Index != ref.Index {
+			return g
+		}
+	}
+	return nil
 }
 
 // noCUDAEnv says why Slurm set no CUDA_VISIBLE_DEVICES for a step it gave
@@ -445,6 +492,16 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	if env.ShardsOnNode != nil && *env.ShardsOnNode > 0 {
 		capacity = procs
 		shared = fmt.Sprintf("shared as requested (SLURM_SHARDS_ON_NODE=%d: GPU shards are meant to be shared)", *env.ShardsOnNode)
+	}
+	// gres/mps: Slurm sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE in the job and
+	// every step it gives MPS shares (src/plugins/gres/mps/gres_mps.c,
+	// _set_env; gres.html "MPS Management"), and SLURM_GPUS_ON_NODE counts
+	// the one GPU they sit on (gres_common_gpu_set_env counts its bitmap):
+	// several tasks on it is what MPS is for. It used to fail "2 GPU
+	// processes on 1 GPU".
+	if env.MPSThreadPercent != nil && *env.MPSThreadPercent > 0 && shared == "" {
+		capacity = procs
+		shared = fmt.Sprintf("shared as requested (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d: MPS clients, each given a share of the GPU)", *env.MPSThreadPercent)
 	}
 	if procs > capacity {
 		sev := Fail

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,12 +33,23 @@ const realEnvDir = "../state/slurmstate/testdata/realenv"
 type realEnvNode struct {
 	model string
 	gpus  int // GPUs NVML sees from inside the step
-	// cgroupGPU is the one GPU (global index) a device cgroup lets the
-	// step open, renumbered 0 inside it (ConstrainDevices); -1 for none.
-	cgroupGPU  int
+	// cgroupGPUs are the GPUs (global indexes) a device cgroup lets the
+	// step open, renumbered from 0 inside it (ConstrainDevices); nil for
+	// no device cgroup.
+	cgroupGPUs []int
 	nodeGPUs   int // device files on the node
+	// devFiles, when set, are the only /dev/nvidiaN the task has (a
+	// container that exposes the allocated GPUs alone); nil: 0..nodeGPUs-1.
+	devFiles   []int
 	memoryGiB  uint64
 	driverCUDA string
+	// procs are the compute processes NVML lists on the node's GPUs, as
+	// the report names them (owner, command, memory, cgroup's job).
+	procs []realEnvProc
+	// localCPUs are the CPUs local to each GPU (global index), where the
+	// report shows them (nvidia-smi topo -m's CPU Affinity); nil: unknown,
+	// and job.numa_affinity skips.
+	localCPUs map[int][]int
 }
 
 var (
@@ -47,19 +59,57 @@ var (
 	// 8 device files is plausible and changes no verdict (the others are
 	// denied).
 	sherlockH200 = func(global int) realEnvNode {
-		return realEnvNode{model: "NVIDIA H200", gpus: 1, cgroupGPU: global, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "12.4"}
+		return realEnvNode{model: "NVIDIA H200", gpus: 1, cgroupGPUs: []int{global}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "12.4"}
 	}
 	sherlockH100 = func(global int) realEnvNode {
-		return realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, cgroupGPU: global, nodeGPUs: 8, memoryGiB: 80, driverCUDA: "12.4"}
+		return realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, cgroupGPUs: []int{global}, nodeGPUs: 8, memoryGiB: 80, driverCUDA: "12.4"}
 	}
 	// awslabs #71 does not name the instance; its --gres=gpu:a100:4 on a
 	// node with more than four A100s reads as a p4d (8 × A100), and
 	// nothing says the GPUs were constrained.
-	p4d = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 8, cgroupGPU: -1, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "12.2"}
+	p4d = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 8, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "12.2"}
 	// Chimera's report: "GPU: 1x NVIDIA H100 80GB HBM3" seen by the
 	// process; the node's other GPUs (if any) are not in the report.
-	chimeraH100 = realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, cgroupGPU: -1, nodeGPUs: 1, memoryGiB: 80, driverCUDA: "12.6"}
+	chimeraH100 = realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, nodeGPUs: 1, memoryGiB: 80, driverCUDA: "12.6"}
+	// The same cluster's GPUC960 report: "1x NVIDIA H100 80GB HBM3",
+	// CUDA 12.2 (driver 535); the node's other GPUs are not in it.
+	chimeraGPUC960 = realEnvNode{model: "NVIDIA H100 80GB HBM3", gpus: 1, nodeGPUs: 1, memoryGiB: 80, driverCUDA: "12.2"}
+	// NCHC Nano4's 25a-hgpn026: eight H200s (the guide's topo -m), the
+	// step's two (global 1 and 3) behind a device cgroup (its salloc +
+	// ssh nvidia-smi lists one GPU of the node's eight).
+	// pyxis#47: an A100 node without ConstrainDevices whose container
+	// had /dev/nvidia2 alone for a 1-GPU step: NVML there sees one GPU,
+	// numbered 0. How many the node has the thread does not say; the
+	// maintainer asked for /dev/nvidia{0..7}.
+	pyxis47 = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 1, devFiles: []int{2}, nodeGPUs: 8, memoryGiB: 40, driverCUDA: "11.2"}
+	// Mila's batch job: four GPUs (NVML's 0-3 are the node's 1,2,3,5
+	// behind ConstrainDevices). The note names no model and no device
+	// files: none are collected here, so Slurm's numbering decides.
+	milaNode = realEnvNode{model: "NVIDIA A100-SXM4-80GB", gpus: 4, cgroupGPUs: []int{1, 2, 3, 5}, memoryGiB: 80, driverCUDA: "12.2"}
+	// UVA's udc-an38-13: RTX A6000s, the job's behind ConstrainDevices
+	// (SLURM_JOB_GPUS=0,4 read as CUDA_VISIBLE_DEVICES=0,1); eight is
+	// plausible, the report does not count them.
+	uvaA6000 = func(global ...int) realEnvNode {
+		return realEnvNode{model: "NVIDIA RTX A6000", gpus: len(global), cgroupGPUs: global, nodeGPUs: 8, memoryGiB: 48, driverCUDA: "12.4"}
+	}
+	// ACCRE's dgx03: eight A100-80GB, ConstrainDevices (one GPU opens in
+	// the job), and on the job's GPU 3 a PyTorch process of another user
+	// from an SSH session, outside any job.
+	accreDGX03 = realEnvNode{model: "NVIDIA A100-SXM4-80GB", gpus: 1, cgroupGPUs: []int{3}, nodeGPUs: 8, memoryGiB: 80, driverCUDA: "12.4",
+		procs: []realEnvProc{{gpu: 3, pid: 930652, uid: 934717, user: "wut18", comm: "pt_main_thread", memMiB: 50846}}}
+	nano4 = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
 )
+
+// realEnvProc is a process a report saw on a GPU (global index).
+type realEnvProc struct {
+	gpu    int
+	pid    uint32
+	uid    int
+	user   string
+	comm   string
+	memMiB uint64
+	jobID  string // "" outside any job (its cgroup names none)
+}
 
 type realEnvWant struct {
 	status Status
@@ -121,7 +171,88 @@ func TestRealEnvCorpus(t *testing.T) {
 		chimera[id] = realEnvWant{Skip, []string{"not a task Slurm started", "SLURM_JOB_ID=2308582"}, []string{"salloc's shell, which runs where salloc was started", "allocated no GPUs"}}
 	}
 
+	// NCHC Nano4: srun -n 1 --gres=gpu:2 printenv | grep SLURM. The grep
+	// hides CUDA_VISIBLE_DEVICES; read literally (unset), CUDA sees what
+	// the device cgroup lets through, the two allocated GPUs. One CPU for
+	// two GPUs is below the 4 per GPU the default asks.
+	nano4Want := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0,1, as allocated (SLURM_STEP_GPUS=1,3)", "device cgroup"}, nil},
+		"job.gpu_sharing":     {Pass, []string{"1 task(s) on this node (SLURM_STEP_TASKS_PER_NODE=1) = 1 GPU processes on 2 GPU(s) (SLURM_GPUS_ON_NODE)"}, nil},
+		"job.numa_affinity":   {Skip, []string{"NUMA locality unknown"}, nil},
+		"job.cpus_per_gpu":    {Warn, []string{"0.5 CPUs per GPU (SLURM_CPUS_ON_NODE=1 / SLURM_GPUS_ON_NODE=2)"}, nil},
+		"job.exclusive":       {Pass, nil, nil},
+		"job.master_addr":     {Skip, nil, nil},
+		"job.nccl_env":        {Pass, nil, nil},
+		"job.cuda_compat":     {Skip, nil, nil},
+		"job.gpu_memory":      {Skip, nil, nil},
+	}
+	// Chimera GPUC960: salloc's interactive step, which Slurm gives the
+	// job's GPU as SLURM_JOB_GPUS (no SLURM_STEP_GPUS) and one task,
+	// though the job's SLURM_TASKS_PER_NODE is 8.
+	gpuc960 := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0, as allocated (SLURM_JOB_GPUS=0)"}, nil},
+		"job.gpu_sharing":     {Pass, []string{"the interactive step (SLURM_STEP_ID=4294967290) is one process", "on 1 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1"}, []string{"8 task"}},
+		"job.numa_affinity":   {Skip, []string{"CPU mask was not collected"}, nil},
+		"job.cpus_per_gpu":    {Pass, []string{"8.0 CPUs per GPU (SLURM_CPUS_ON_NODE=8 / SLURM_GPUS_ON_NODE=1)"}, nil},
+		"job.exclusive":       {Pass, nil, nil},
+		"job.master_addr":     {Skip, nil, nil},
+		"job.nccl_env":        {Pass, nil, nil},
+		"job.cuda_compat":     {Skip, nil, nil},
+		"job.gpu_memory":      {Skip, nil, nil},
+	}
+
+	// pyxis#47: CUDA_VISIBLE_DEVICES=2, the node's number, in a container
+	// that shows only /dev/nvidia2, which NVML and CUDA number 0: "no
+	// CUDA-capable device is detected", fixed by ConstrainDevices=yes
+	// (Slurm then writes indexes from 0). It used to blame the job script
+	// ("fix CUDA_VISIBLE_DEVICES or the job script that sets it") and call
+	// the indexes global.
+	noGPU := realEnvWant{Skip, nil, nil}
+	pyxis47Want := map[string]realEnvWant{
+		"job.visible_devices": {Fail, []string{"entry 2 is the node's number of /dev/nvidia2", "CUDA has no device 2 here", "renumbered: this task has only /dev/nvidia2", "ConstrainDevices=yes"},
+			[]string{"the job script that sets it", "indexes are global"}},
+		"job.gpu_sharing": noGPU, "job.numa_affinity": noGPU, "job.cpus_per_gpu": noGPU, "job.exclusive": noGPU,
+		"job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
+	// Mila: SLURM_JOB_GPUS=1,2,3,5 with CUDA_VISIBLE_DEVICES and
+	// GPU_DEVICE_ORDINAL 0,1,2,3, no device files collected. It used to
+	// take the indexes as global and fail "GPU 0 visible but not
+	// allocated" and "Slurm allocated GPU 5, NVML sees only 4 GPUs".
+	milaWant := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0-3, as allocated (SLURM_JOB_GPUS=1-3,5)", "Slurm numbered CUDA_VISIBLE_DEVICES from 0 (0,1,2,3, as GPU_DEVICE_ORDINAL)"}, []string{"not allocated", "indexes taken as global"}},
+		"job.gpu_sharing":     {Pass, []string{"one task assumed", "on 4 GPU(s)"}, nil},
+		"job.numa_affinity":   noGPU, "job.cpus_per_gpu": {Skip, []string{"CPU count is unknown"}, nil},
+		"job.exclusive": {Pass, nil, nil}, "job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
+	// UVA: grep'd environments of a batch script and of an srun step.
+	uvaWant := func(seen string) map[string]realEnvWant {
+		return map[string]realEnvWant{
+			"job.visible_devices": {Pass, []string{seen, "device cgroup"}, nil},
+			"job.gpu_sharing":     {Pass, []string{"one task assumed"}, nil},
+			"job.numa_affinity":   noGPU, "job.cpus_per_gpu": {Skip, []string{"CPU count is unknown"}, nil},
+			"job.exclusive": {Pass, nil, nil}, "job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+		}
+	}
+
+	// ACCRE dgx03: another user's process outside Slurm on this job's GPU.
+	accreWant := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0, as allocated (SLURM_JOB_GPUS=3)", "device cgroup"}, nil},
+		"job.gpu_sharing":     {Pass, []string{"the batch script (no SLURM_STEP_ID) is one process"}, nil},
+		"job.numa_affinity":   noGPU, "job.cpus_per_gpu": {Skip, []string{"CPU count is unknown"}, nil},
+		"job.exclusive":   {Fail, []string{"pid 930652 (wut18, pt_main_thread) is not part of job 12450379"}, nil},
+		"job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
 	cases := []realEnvCase{
+		{file: "accre-dgx03-rogue-ssh-process.env", node: accreDGX03, want: accreWant},
+		{file: "uva-batch-gres-a6000x2-grep.env", node: uvaA6000(0, 4), job: true, want: uvaWant("sees GPU 0,1, as allocated (SLURM_JOB_GPUS=0,4)")},
+		{file: "uva-srun-gpus-per-task-grep-gpu.env", node: uvaA6000(0), job: true, want: uvaWant("sees GPU 0, as allocated (SLURM_STEP_GPUS=0)")},
+		{file: "mila-batch-jobgpus-1235-local.env", node: milaNode, job: true, want: milaWant},
+		{file: "pyxis47-container-one-devfile-cvd2.env", node: pyxis47, job: true, want: pyxis47Want},
+		{file: "nchc-nano4-srun-gres2-printenv.env", node: nano4, want: nano4Want},
+		{file: "chimera-gpuc960-interactive-step.env", node: chimeraGPUC960, want: gpuc960},
 		{file: "sherlock-h200-step-gpu7.env", node: sherlockH200(7), want: sherlock("7", "4", "4.0")},
 		{file: "sherlock-h200-step-gpu1.env", node: sherlockH200(1), want: sherlock("1", "4", "4.0")},
 		{file: "sherlock-h200-step-gpu4-nohup.env", node: sherlockH200(4), want: sherlock("4", "4", "4.0")},
@@ -216,8 +347,11 @@ func readRealEnv(t *testing.T, path string) []string {
 func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 	n := &state.Node{SchemaVersion: state.SchemaVersion, NVML: &state.NVML{Available: true, DriverVersion: "550.54.15", CUDADriverVersion: m.driverCUDA}}
 	global := func(i int) int {
-		if m.cgroupGPU >= 0 {
-			return m.cgroupGPU
+		if m.cgroupGPUs != nil {
+			return m.cgroupGPUs[i]
+		}
+		if m.devFiles != nil {
+			return m.devFiles[i]
 		}
 		return i
 	}
@@ -230,16 +364,41 @@ func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 			ProcessesKnown: true,
 		})
 	}
+	var procs []slurmstate.Process
+	for i := range n.NVML.GPUs {
+		g := &n.NVML.GPUs[i]
+		for _, p := range m.procs {
+			if p.gpu != *g.Minor {
+				continue
+			}
+			g.Processes = append(g.Processes, state.Process{PID: p.pid, UsedMemoryBytes: p.memMiB << 20, User: p.user, Command: p.comm})
+			g.Memory.UsedBytes += p.memMiB << 20
+			uid := p.uid
+			procs = append(procs, slurmstate.Process{GPU: g.Index, PID: p.pid, UsedMemoryBytes: p.memMiB << 20, UID: &uid, User: p.user, Command: p.comm, JobID: p.jobID, JobFrom: "cgroup"})
+		}
+	}
+	var gpuCPUs []slurmstate.GPUCPUs
+	for _, g := range n.NVML.GPUs {
+		if cpus, ok := m.localCPUs[*g.Minor]; ok {
+			gpuCPUs = append(gpuCPUs, slurmstate.GPUCPUs{PCIBusID: g.PCIBusID, CPUs: cpus})
+		}
+	}
 	n.NVML.DeviceCount = m.gpus
 	e := slurmstate.ParseEnv(env)
 	in, why := e.InJobStep()
 	node := e.NodeName
 	n.Slurm = &slurmstate.State{NodeName: node, NodeNameFrom: "SLURMD_NODENAME", InJob: in, JobReason: why, Env: e,
 		Task: &slurmstate.Task{PID: 4242, UID: 1000, CPUs: bindListCPUs(env)},
-		Host: &slurmstate.Host{NetInterfaces: []string{"lo", "eth0"}}}
-	for i := 0; i < m.nodeGPUs; i++ {
+		Host: &slurmstate.Host{NetInterfaces: []string{"lo", "eth0"}}, GPUCPUs: gpuCPUs, Processes: procs}
+	files := m.devFiles
+	if files == nil {
+		for i := 0; i < m.nodeGPUs; i++ {
+			files = append(files, i)
+		}
+	}
+	for _, i := range files {
 		d := slurmstate.DeviceFile{Path: fmt.Sprintf("/dev/nvidia%d", i), Exist: true, Char: true, Major: 195, Minor: i, Access: "ok"}
-		if m.cgroupGPU >= 0 && i != m.cgroupGPU {
+		if m.cgroupGPUs != nil && !slices.Contains(m.cgroupGPUs, i) {
 			d.Access, d.Error = "denied", "operation not permitted (device cgroup)"
 		}
 		n.Slurm.Devices = append(n.Slurm.Devices, d)

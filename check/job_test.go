@@ -136,6 +136,11 @@ func TestVisibleDevices(t *testing.T) {
 			status: Fail, summary: "SLURM_GPUS_ON_NODE=2, no index list), but this task can use 8"},
 		{name: "unset, global list known", node: jobNode(step(0, 1, "SLURM_STEP_GPUS=0"), nil), status: Fail, summary: "not allocated", devices: []int{1, 2, 3, 4, 5, 6, 7}},
 		{name: "no GPUs requested, none constrained", node: jobNode(step(0, 1), nil), status: Warn, summary: "Slurm allocated no GPUs to this step, yet CUDA can use all 8"},
+		// A CPU step whose script exports CUDA_VISIBLE_DEVICES=0 by hand:
+		// Slurm set no GPU variable, nothing keeps it off GPU 0. It passed
+		// as "sees GPU 0, no GPUs allocated".
+		{name: "no GPUs requested, CUDA_VISIBLE_DEVICES set by hand", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0"), nil), status: Warn,
+			summary: "Slurm allocated no GPUs to this step, yet CUDA_VISIBLE_DEVICES=0 gives this task GPU 0, which no device cgroup keeps it off"},
 		{name: "no GPUs requested, cgroup hides them", node: jobNode(step(0, 1), func(n *state.Node) { denied(n); n.NVML.GPUs = nil }), status: Pass, summary: "no GPUs allocated"},
 		{name: "invalid entry hides the rest", node: jobNode(step(0, 1, "CUDA_VISIBLE_DEVICES=0,-1,1", "SLURM_STEP_GPUS=0,1"), nil),
 			status: Fail, summary: `entry "-1" is invalid, so CUDA ignores it and the 1 after it`},
@@ -250,6 +255,13 @@ func TestGPUSharing(t *testing.T) {
 		// (src/plugins/gres/shard/gres_shard.c). It warned "4 GPU processes on 1".
 		{name: "shards: shared as requested", node: jobNode(step(1, 4, "CUDA_VISIBLE_DEVICES=0", "SLURM_SHARDS_ON_NODE=4"), nil),
 			status: Pass, summary: "shared as requested (SLURM_SHARDS_ON_NODE=4: GPU shards are meant to be shared)"},
+		// srun -n 2 --gres=mps:50: gres/mps sets CUDA_VISIBLE_DEVICES,
+		// SLURM_STEP_GPUS and SLURM_GPUS_ON_NODE of the one GPU
+		// (gres_common_gpu_set_env) and CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
+		// (src/plugins/gres/mps/gres_mps.c, _set_env). It failed "2 GPU
+		// processes on 1 GPU(s)".
+		{name: "gres/mps: shared as requested", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0", "SLURM_GPUS_ON_NODE=1", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"), nil),
+			status: Pass, summary: "= 2 GPU processes on 1 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1; shared as requested (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25: MPS clients, each given a share of the GPU)"},
 		// sbatch --ntasks=4 --gpus-per-task=1: the batch script gets the job's
 		// SLURM_TASKS_PER_NODE=4, all four GPUs, SLURM_TRES_PER_TASK
 		// (env.c env_array_for_batch_job) and no SLURM_STEP_ID

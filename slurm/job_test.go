@@ -38,7 +38,7 @@ func TestParseJobNode(t *testing.T) {
 	for _, c := range []struct {
 		name, out, node string
 		want            []int
-		found           bool
+		found, shared   bool
 		err             string
 	}{
 		{name: "one node", node: "gpu01", found: true, want: []int{0, 1},
@@ -49,6 +49,11 @@ func TestParseJobNode(t *testing.T) {
 		{name: "no GPU on the node", node: "gpu01", found: true, want: nil, out: "     Nodes=gpu01 CPU_IDs=0-7 Mem=1024 GRES=\n"},
 		{name: "not on the node", node: "gpu09", found: false, out: "     Nodes=gpu[01-02] CPU_IDs=0-7 Mem=0 GRES=gpu:2(IDX:0-1)\n"},
 		{name: "bad IDX", node: "gpu01", found: true, err: "IDX list", out: "     Nodes=gpu01 CPU_IDs=0 Mem=0 GRES=gpu:1(IDX:x)\n"},
+		// Shared GRES print per GPU "allocated/available"
+		// (gres_stepmgr.c _build_shared_gres_details): no IDX, and not
+		// "no GPU" either.
+		{name: "shards", node: "gpu01", found: true, want: nil, shared: true, out: "     Nodes=gpu01 CPU_IDs=0-1 Mem=0 GRES=shard:2(2/8,0/8)\n"},
+		{name: "gpu and shard", node: "gpu01", found: true, want: []int{1}, shared: true, out: "     Nodes=gpu01 CPU_IDs=0-1 Mem=0 GRES=gpu:1(IDX:1),shard:2(0/8,2/8)\n"},
 	} {
 		jn, found, err := ParseJobNode(c.out, c.node)
 		got := jn.GPUs
@@ -58,8 +63,8 @@ func TestParseJobNode(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || found != c.found || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: %v %v %v, want %v %v", c.name, got, found, err, c.want, c.found)
+		if err != nil || found != c.found || !reflect.DeepEqual(got, c.want) || jn.SharedGPU != c.shared {
+			t.Errorf("%s: %v %v %v shared=%v, want %v %v shared=%v", c.name, got, found, err, jn.SharedGPU, c.want, c.found, c.shared)
 		}
 	}
 }
@@ -106,5 +111,49 @@ func TestRealScontrolJobOutputs(t *testing.T) {
 	got, err := ParseListPIDs(string(pids), "43")
 	if err != nil || !reflect.DeepEqual(got, []int32{22311, 22314, 22315}) {
 		t.Errorf("listpids: %v %v", got, err)
+	}
+}
+
+// Real `scontrol -d show job` outputs of the Hebrew University's clusters,
+// 2019 to 2025 (testdata/scontrol-job.SOURCE): Slurm 18.08's GRES_IDX=,
+// 19.05's untyped "gpu(IDX:5)", a CPU_IDs list scontrol cut at 126
+// characters, and a count-only GRES beside a GPU.
+func TestRealScontrolJobOutputsHUJI(t *testing.T) {
+	data, err := os.ReadFile("testdata/scontrol-show-job-d-huji.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := map[string]string{}
+	for _, block := range strings.Split(string(data), "\n\n") {
+		if id, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(block), "JobId="), " "); ok {
+			jobs[id] = block
+		}
+	}
+	for _, c := range []struct {
+		job, node string
+		found     bool
+		gpus      []int
+		cpus      []int
+		cut       bool
+	}{
+		// 18.08: "GRES_IDX=gpu(IDX:0,2-3,5)" used to read as no GPU at all.
+		{job: "153291", node: "node-06", found: true, gpus: []int{0, 2, 3, 5}, cpus: []int{10, 11, 15, 21}},
+		{job: "1", node: "node-64", found: true, cpus: []int{0, 4, 5, 6, 7}},
+		{job: "2423559", node: "cortex-08", found: true, gpus: []int{5}, cpus: []int{20}},
+		// "CPU_IDs=...,112,115-": cut by scontrol, not a bad list; it used
+		// to fail the whole record.
+		{job: "1306093", node: "node-12", found: true, cut: true},
+		{job: "25686416", node: "node-005", found: true, gpus: []int{3}, cpus: []int{14, 15}},
+		{job: "25687666", node: "node-001", found: true, gpus: []int{1}, cpus: []int{2, 3}},
+		{job: "134238037", node: "node-06", found: false},
+	} {
+		out, ok := jobs[c.job]
+		if !ok {
+			t.Fatalf("job %s not in the fixture", c.job)
+		}
+		jn, found, err := ParseJobNode(out, c.node)
+		if err != nil || found != c.found || !reflect.DeepEqual(jn.GPUs, c.gpus) || !reflect.DeepEqual(jn.CPUIDs, c.cpus) || jn.CPUIDsCut != c.cut {
+			t.Errorf("job %s on %s: %+v found=%v err=%v, want GPUs %v CPUs %v cut=%v found=%v", c.job, c.node, jn, found, err, c.gpus, c.cpus, c.cut, c.found)
+		}
 	}
 }

@@ -203,6 +203,10 @@ func (c *cli) jobGPUs(ctx context.Context, f *jobFlags, jo *collect.JobOptions, 
 		switch {
 		case err != nil:
 			c.log.Info("scontrol show job gave no GPU list", zap.Error(scontrolFailure(err)))
+		case found && jn.GPUs == nil && jn.SharedGPU:
+			// Shard or MPS shares: scontrol says how many, not on which
+			// GPU; the step's variables or the job's processes say it.
+			jo.AllocatedCPUs = jn.CPUIDs
 		case found:
 			jo.GPUs, jo.GPUsFrom = jn.GPUs, "scontrol show job -d"
 			if jn.GPUs == nil {

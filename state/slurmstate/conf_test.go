@@ -102,6 +102,12 @@ func TestCgroupConf(t *testing.T) {
 	if !c.ConstrainDevices || c.ConstrainCores || len(c.Errors) != 1 || c.Errors[0].Line != 3 {
 		t.Errorf("cgroup = %+v", c)
 	}
+	// slurmd's booleans (parse_value.c s_p_handle_boolean) take up/down too;
+	// "ConstrainDevices=Up" was an error and read as no device cgroup.
+	c = ParseCgroupConfData("cgroup.conf", []byte("ConstrainDevices=Up\nConstrainCores=down\n"))
+	if !c.ConstrainDevices || c.ConstrainCores || len(c.Errors) != 0 {
+		t.Errorf("up/down: %+v", c)
+	}
 }
 
 func FuzzParseConf(f *testing.F) {

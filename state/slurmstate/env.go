@@ -67,9 +67,16 @@ type Env struct {
 	NTasksPerGPUVar string `json:"ntasks_per_gpu_var,omitempty"`
 	// ShardsOnNode is SLURM_SHARDS_ON_NODE, the GPU shards of the step on
 	// this node (gres/shard, src/plugins/gres/shard/gres_shard.c).
-	ShardsOnNode    *int            `json:"shards_on_node,omitempty"`
-	CUDAVisible     *VisibleDevices `json:"cuda_visible_devices"`
-	CUDADeviceOrder string          `json:"cuda_device_order,omitempty"`
+	ShardsOnNode *int `json:"shards_on_node,omitempty"`
+	// MPSThreadPercent is CUDA_MPS_ACTIVE_THREAD_PERCENTAGE: Slurm's
+	// gres/mps sets it in every job and step it allocates MPS shares to,
+	// the share of the GPU's threads (src/plugins/gres/mps/gres_mps.c,
+	// _set_env), and an MPS client set up by hand has it too (NVIDIA's MPS
+	// guide, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"). Either way the GPU is
+	// shared through MPS on purpose.
+	MPSThreadPercent *int            `json:"mps_thread_percent,omitempty"`
+	CUDAVisible      *VisibleDevices `json:"cuda_visible_devices"`
+	CUDADeviceOrder  string          `json:"cuda_device_order,omitempty"`
 
 	// Launchers: torchrun (TORCHELASTIC_RUN_ID marks a torchrun worker) and Open MPI.
 	Rank           *int `json:"rank,omitempty"`
@@ -229,6 +236,7 @@ func ParseEnv(environ []string) *Env {
 		}
 	}
 	e.ShardsOnNode = num("SLURM_SHARDS_ON_NODE")
+	e.MPSThreadPercent = num("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
 	cvd, set := vars["CUDA_VISIBLE_DEVICES"]
 	e.CUDAVisible = ParseVisibleDevices(cvd, set)
 	e.CUDADeviceOrder = get("CUDA_DEVICE_ORDER")
@@ -317,6 +325,13 @@ func (e *Env) InJobStep() (bool, string) {
 	switch e.ScriptContext {
 	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
 		return false, "running as Slurm " + e.ScriptContext + ", outside the job step"
+	case "prolog_srun", "epilog_srun":
+		// SrunProlog/SrunEpilog and srun --prolog/--epilog run on "the srun
+		// invocation node", by srun, before the step is launched or after
+		// it ends (doc/html/prolog_epilog.shtml; src/srun/srun_job.c,
+		// _run_srun_prolog/_run_srun_epilog set the context): not a task
+		// of the step, and maybe not on its nodes.
+		return false, "running as srun's " + strings.TrimSuffix(e.ScriptContext, "_srun") + " (SLURM_SCRIPT_CONTEXT=" + e.ScriptContext + ") on the node srun runs on, outside the job step: use srun's --task-prolog or run gpuprobe as the step"
 	}
 	if e.StepID == "" && e.NodeName == "" && e.ProcID == nil && e.ScriptContext == "" {
 		// salloc(1) starts the user's shell where salloc runs (a login

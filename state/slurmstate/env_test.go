@@ -74,6 +74,12 @@ func TestInJobStepContexts(t *testing.T) {
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=prolog_slurmd"}, false},
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=epilog_slurmd"}, false},
 		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=prolog_task"}, true},
+		{[]string{"SLURM_JOB_ID=3", "SLURM_SCRIPT_CONTEXT=epilog_task", "SLURMD_NODENAME=vm"}, true},
+		// srun --prolog/--epilog (SrunProlog/SrunEpilog) run by srun on the
+		// node srun runs on (prolog_epilog.shtml), with the step's
+		// variables: not a task of the step.
+		{[]string{"SLURM_JOB_ID=3", "SLURM_STEP_ID=0", "SLURM_SCRIPT_CONTEXT=prolog_srun"}, false},
+		{[]string{"SLURM_JOB_ID=3", "SLURM_STEP_ID=0", "SLURMD_NODENAME=vm", "SLURM_SCRIPT_CONTEXT=epilog_srun"}, false},
 		{[]string{"SLURM_JOB_ID=3", "SLURMD_NODENAME=vm"}, true},
 		{[]string{"SLURM_JOB_ID=3", "SLURM_PROCID=0"}, true},
 		{[]string{"SLURM_JOB_ID=3", "SLURM_STEP_ID=0"}, true},

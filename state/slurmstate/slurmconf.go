@@ -323,11 +323,14 @@ func CgroupFromLines(path string, lines []Line, errs []ConfError) *CgroupConf {
 	return c
 }
 
+// parseYesNo reads a cgroup.conf boolean as slurmd does
+// (src/common/parse_value.c, s_p_handle_boolean: yes, up, true or 1; no,
+// down, false or 0; case-insensitive).
 func parseYesNo(v string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "yes", "true", "1":
+	case "yes", "up", "true", "1":
 		return true, nil
-	case "no", "false", "0":
+	case "no", "down", "false", "0":
 		return false, nil
 	}
 	return false, fmt.Errorf("%q is not yes or no", v)
