@@ -300,6 +300,8 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 	for _, c := range root.kids {
 		if r.xml && c.key == "gpu" || !r.xml && strings.HasPrefix(c.key, "GPU ") && c.val == "" {
 			blocks = append(blocks, c)
+		} else if !r.xml && handleFailure.MatchString(c.key) {
+			blocks = append(blocks, c)
 		}
 	}
 	attached := r.get(root, "Attached GPUs", "attached_gpus")
@@ -352,7 +354,11 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 	for i, b := range blocks {
 		g := state.GPU{Index: i}
 		r.gpu = &g
-		r.fillGPU(b)
+		if m := handleFailure.FindStringSubmatch(b.key); m != nil && !r.xml {
+			r.unreachable(b, m[1], m[2])
+		} else {
+			r.fillGPU(b)
+		}
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -362,7 +368,7 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 			}
 			seen[g.PCIBusID] = i
 		}
-		if !hasAny(&g) {
+		if !hasAny(&g) && !g.Unreachable && !g.Denied {
 			return nil, &ParseError{File: r.file, Line: b.line, Msg: fmt.Sprintf("GPU block %s holds nothing gpuprobe reads (no name, UUID, memory, ECC, PCIe or temperature): truncated?", blockName(b))}
 		}
 		nv.GPUs = append(nv.GPUs, g)
@@ -375,6 +381,43 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 		return nil, &ParseError{File: r.file, Msg: "the state read from it is not valid: " + err.Error()}
 	}
 	return n, nil
+}
+
+// handleFailure is the line nvidia-smi prints in place of a GPU whose
+// handle NVML would not give (nvmlDeviceGetHandleByIndex failed): "Unable
+// to determine the device handle for GPU 0000:09:00.0: Unknown Error"
+// (older drivers, with or without the space after "GPU"), "... for
+// GPU1: 0000:34:00.0: Unknown Error" (newer ones name the index), "...:
+// GPU is lost. Reboot the system to recover this GPU". The bus ID is
+// group 1, NVML's error string group 2.
+var handleFailure = regexp.MustCompile(`^Unable to determine the device handle for GPU\s*(?:\d+:\s*)?([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]):\s*(.*)$`)
+
+// unreachable records the GPU a handleFailure line names as NVML's
+// collector records a GPU whose handle it could not get (nvml/collect.go):
+// Unreachable, with the call's error; Lost too when the error is NVML's
+// GPU_IS_LOST ("GPU is lost": nvml.h NVML_ERROR_GPU_IS_LOST, "The GPU has
+// fallen off the bus or has otherwise become inaccessible"); Denied, and
+// nothing else, for NO_PERMISSION ("Insufficient Permissions": a device
+// cgroup, which says nothing about the GPU). Nothing else about the GPU is
+// in the capture.
+func (r *reader) unreachable(b *item, bus, msg string) {
+	g := r.gpu
+	id, err := busid.Parse(bus)
+	if err != nil {
+		r.fail(b, "%v", err)
+		return
+	}
+	g.PCIBusID = id.String()
+	low := strings.ToLower(msg)
+	switch {
+	case strings.Contains(low, "insufficient permissions") || strings.Contains(low, "no permission"):
+		g.Denied = true
+		return
+	case strings.HasPrefix(low, "gpu is lost"):
+		g.Lost = true
+	}
+	g.Unreachable = true
+	g.Errors = append(g.Errors, state.CallError{Call: "nvmlDeviceGetHandleByIndex", Error: msg})
 }
 
 func blockName(b *item) string {

@@ -162,6 +162,12 @@ var kernelLogCorpus = []struct {
 		xids:   map[string]int{"79@0000:05:00": 1, "14@0000:03:00": 1, "0@0000:18:00": 1, "0@0000:29:00": 1},
 		nvidia: map[int]string{79: "RESTART_BM", 14: "IGNORE"}, want: check.Fail, sxid: check.Pass,
 		also: []string{"PCI 0000:18:00: GPU has fallen off the bus", "PCI 0000:29:00: GPU has fallen off the bus", "Xid 14 ROBUST_CHANNEL_FAKE_ERROR ×1"}},
+	// hw3's hunt.
+	{file: "kernel-logs/akash209-dmesg-T-xid79-crashdump.txt",
+		// One loss, and the crash-dump notice after it is no Xid.
+		xids:   map[string]int{"79@0000:a1:00": 1, "0@0000:a1:00": 1},
+		nvidia: map[int]string{79: "RESTART_BM"}, dated: 2, want: check.Fail, sxid: check.Pass,
+		also: []string{"drain and reboot the node"}, unlike: []string{"(2 times)"}},
 	{file: "kernel-log-rtx4080-xid79.txt",
 		// Issue 26: its "Check failed: GPU lost from the bus
 		// [NV_ERR_GPU_IS_LOST]" line is read (0@, no GPU named) and folded
