@@ -618,7 +618,16 @@ func pcieFatal(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 		switch {
 		case w.gpu != nil:
 			w.dev, w.port = "", ""
-		case ev.Driver == "nvidia":
+		case ev.Driver == "nvidia", ev.DeviceDriver == "nvidia":
+			w.port = "" // the nvidia function's own line and its port's: one finding
+		case ev.Driver != "pcieport" && ev.Driver != "":
+			// Another driver's device (hw3: a USB controller's, a
+			// Thunderbolt bridge's, a SATA card's, the GPU board's HDMI
+			// audio): its own line names its driver, and it is no GPU.
+			// It was failed as "(nvidia)" in a saved log.
+			continue
+		case ev.DeviceDriver != "":
+			continue // the port failed on another driver's device
 		case ev.Device != "" && n.NVML != nil && n.NVML.Available && len(n.NVML.GPUs) > 0:
 			continue // another device's error: not a GPU of this node
 		}
@@ -635,16 +644,16 @@ func pcieFatal(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 		const fix = "drain and reboot the node (the device stays unusable until reset); check the GPU's seating, riser and PCIe switch; RMA if it recurs"
 		switch {
 		case w.gpu != nil:
-			v.add(Fail, w.gpu, fix, "uncorrectable (fatal) PCIe error and the kernel's AER recovery failed"+times)
+			v.add(Fail, w.gpu, fix, "uncorrectable PCIe error and the kernel's AER recovery failed"+times)
 		case w.dev != "" && w.port == "":
-			v.add(Fail, nil, fix, "PCI "+w.dev+" (nvidia): uncorrectable (fatal) PCIe error and the kernel's AER recovery failed"+times)
+			v.add(Fail, nil, fix, "PCI "+w.dev+" (nvidia): uncorrectable PCIe error and the kernel's AER recovery failed"+times)
 		case w.dev != "":
 			// No GPU list to tell (a saved log): it may be a NIC's.
 			v.add(Warn, nil, "if PCI "+w.dev+" is a GPU (lspci -s "+w.dev+"), drain and reboot the node",
-				"PCI "+w.dev+" behind port "+w.port+": uncorrectable (fatal) PCIe error and the kernel's AER recovery failed; whether it is a GPU is not known here"+times)
+				"PCI "+w.dev+" behind port "+w.port+": uncorrectable PCIe error and the kernel's AER recovery failed; whether it is a GPU is not known here"+times)
 		default:
 			v.add(Warn, nil, "find the device behind the port (lspci -t); if it is a GPU, drain and reboot the node",
-				"port "+w.port+": uncorrectable (fatal) PCIe error and the kernel's AER recovery failed; the log does not name the device (a GPU's?)"+times)
+				"port "+w.port+": uncorrectable PCIe error and the kernel's AER recovery failed; the log does not name the device (a GPU's?)"+times)
 		}
 	}
 }

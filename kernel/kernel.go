@@ -271,6 +271,11 @@ type Log struct {
 	// function it last reported a fatal error from.
 	PCIeFatal []state.PCIeFatalEvent
 	fatalFrom map[string]string
+	// unrecovered are the functions whose "can't recover" lines came
+	// since the last port's verdict, with their drivers: Linux's
+	// pcie_do_recovery (drivers/pci/pcie/err.c) reports each device below
+	// the port, then the port's "device recovery failed".
+	unrecovered [][2]string
 }
 
 // add reads one record or line. Each event records how many driver loads
@@ -310,6 +315,25 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		ev := state.PCIeFatalEvent{Device: dev, Driver: drv, Message: msg, DriverLoad: l.DriverLoads}
 		if drv == "pcieport" {
 			ev.Port, ev.Device = dev, l.fatalFrom[dev]
+			// The devices the port failed on are the ones whose own
+			// lines came just before: the nvidia one if any, else the
+			// first, with its driver when it is the function named.
+			pick := -1
+			for i, u := range l.unrecovered {
+				if u[1] == "nvidia" {
+					pick = i
+					break
+				}
+			}
+			if pick < 0 && len(l.unrecovered) > 0 && (ev.Device == "" || ev.Device == l.unrecovered[0][0]) {
+				pick = 0
+			}
+			if pick >= 0 {
+				ev.Device, ev.DeviceDriver = l.unrecovered[pick][0], l.unrecovered[pick][1]
+			}
+			l.unrecovered = l.unrecovered[:0]
+		} else {
+			l.unrecovered = append(l.unrecovered, [2]string{dev, drv})
 		}
 		if boot.IsZero() {
 			ev.Time = lineTime(rec)

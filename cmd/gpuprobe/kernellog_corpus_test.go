@@ -37,10 +37,15 @@ var kernelLogCorpus = []struct {
 	sxids    map[string]int // "code@bus severity" -> events
 	nvswitch map[int]string // SXid code -> NVIDIA's action (CSV text)
 	dated    int            // events dated from a wall-clock time with a year on their line
-	want     check.Status   // gpu.xid
-	sxid     check.Status   // fabric.sxid
-	also     []string       // further text the report must hold
-	unlike   []string       // text it must not
+	// aer: failed AER recoveries read, as "driver device" (a port's
+	// line: "pcieport device<port device-driver", what it failed on) ->
+	// lines. A device of the nvidia driver is a GPU lost to the error
+	// (docs/checks.md, "A lost GPU without an Xid line").
+	aer    map[string]int
+	want   check.Status // gpu.xid
+	sxid   check.Status // fabric.sxid
+	also   []string     // further text the report must hold
+	unlike []string     // text it must not
 }{
 	{file: "kernel-logs/nvsentinel155-dmesg-fallen-off-bus-3line.txt",
 		xids: map[string]int{"0@0000:b3:00": 1}, want: check.Fail, sxid: check.Pass,
@@ -163,6 +168,24 @@ var kernelLogCorpus = []struct {
 		nvidia: map[int]string{79: "RESTART_BM", 14: "IGNORE"}, want: check.Fail, sxid: check.Pass,
 		also: []string{"PCI 0000:18:00: GPU has fallen off the bus", "PCI 0000:29:00: GPU has fallen off the bus", "Xid 14 ROBUST_CHANNEL_FAKE_ERROR ×1"}},
 	// hw3's hunt.
+	{file: "kernel-logs/returnn1500-dmesg-H-aer-nvidia-cant-recover.txt",
+		// The GPU's HDMI audio function is snd_hda_intel's: no "(nvidia)"
+		// finding of its own; the port's lines name the GPU before them.
+		aer:  map[string]int{"nvidia 0000:03:00.0": 2, "snd_hda_intel 0000:03:00.1": 2, "pcieport 0000:03:00.0<0000:00:03.0 nvidia": 2},
+		want: check.Fail, sxid: check.Pass,
+		also:   []string{"PCI 0000:03:00.0 (nvidia): uncorrectable PCIe error and the kernel's AER recovery failed (4 lines)", "drain and reboot the node"},
+		unlike: []string{"0000:03:00.1", "does not name the device"}},
+	{file: "kernel-logs/ms02ultra10-journalctl-aer-xhci-thunderbolt-no-gpu.txt",
+		// No NVIDIA device at all: a USB controller and a Thunderbolt
+		// bridge. It failed as "(nvidia)".
+		aer: map[string]int{"xhci_hcd 0000:97:00.0": 2, "thunderbolt 0000:84:00.0": 1,
+			"pcieport 0000:97:00.0<0000:80:1b.4 xhci_hcd": 1, "pcieport 0000:84:00.0<0000:80:1b.4 thunderbolt": 1},
+		want: check.Skip, sxid: check.Pass,
+		unlike: []string{"nvidia", "fatal"}},
+	{file: "kernel-logs/rpi600-dmesg-aer-ahci-no-gpu.txt",
+		aer:  map[string]int{"ahci 0000:01:00.0": 2, "pcieport 0000:01:00.0<0000:00:00.0 ahci": 2},
+		want: check.Skip, sxid: check.Pass,
+		unlike: []string{"nvidia"}},
 	{file: "kernel-logs/akash209-dmesg-T-xid79-crashdump.txt",
 		// One loss, and the crash-dump notice after it is no Xid.
 		xids:   map[string]int{"79@0000:a1:00": 1, "0@0000:a1:00": 1},
@@ -243,6 +266,19 @@ func derivedXIDStatus(xids map[string]int, actions map[int]string, driverLoaded 
 	return st
 }
 
+// derivedAER adds docs/checks.md's rule for failed AER recoveries to the
+// Xids' verdict: one on a device the nvidia driver printed, or a port's
+// whose device was the nvidia driver's, fails; another driver's device is
+// no GPU and no finding.
+func derivedAER(aer map[string]int, st check.Status) check.Status {
+	for k := range aer {
+		if strings.HasPrefix(k, "nvidia ") || strings.HasSuffix(k, " nvidia") {
+			return check.Fail
+		}
+	}
+	return st
+}
+
 // Every real log in the corpus goes through `check --kernel-log`, the path a
 // support ticket's log takes: the reader finds the events the log holds, and
 // gpu.xid and fabric.sxid say what NVIDIA's catalogue says they should.
@@ -277,7 +313,7 @@ func TestKernelLogCorpus(t *testing.T) {
 			for _, l := range strings.Split(string(raw), "\n") {
 				loaded = loaded || kernel.IsDriverLoad([]byte(l))
 			}
-			if d := derivedXIDStatus(c.xids, actions, loaded); d != c.want {
+			if d := derivedXIDStatus(c.xids, actions, loaded); derivedAER(c.aer, d) != c.want {
 				t.Fatalf("want says gpu.xid %s, NVIDIA's labels give %s", c.want, d)
 			}
 			for code, label := range c.nvswitch {
@@ -328,6 +364,17 @@ func TestKernelLogCorpus(t *testing.T) {
 			}
 			if !sameCounts(gotX, c.xids) {
 				t.Errorf("XIDs read %v, want %v", gotX, c.xids)
+			}
+			gotA := map[string]int{}
+			for _, ev := range k.PCIeFatal {
+				key := ev.Driver + " " + ev.Device
+				if ev.Port != "" {
+					key += "<" + ev.Port + " " + ev.DeviceDriver
+				}
+				gotA[key]++
+			}
+			if !sameCounts(gotA, c.aer) {
+				t.Errorf("AER recovery failures read %v, want %v", gotA, c.aer)
 			}
 			if !sameCounts(gotS, c.sxids) {
 				t.Errorf("SXids read %v, want %v", gotS, c.sxids)
