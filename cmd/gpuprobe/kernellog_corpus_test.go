@@ -168,6 +168,13 @@ var kernelLogCorpus = []struct {
 		nvidia: map[int]string{79: "RESTART_BM", 14: "IGNORE"}, want: check.Fail, sxid: check.Pass,
 		also: []string{"PCI 0000:18:00: GPU has fallen off the bus", "PCI 0000:29:00: GPU has fallen off the bus", "Xid 14 ROBUST_CHANNEL_FAKE_ERROR ×1"}},
 	// hw3's hunt.
+	{file: "kernel-logs/akash244-dmesg-T-xid43-31-94-contained.txt",
+		// A contained error the driver says needs no reset ("RST: No,
+		// D-RST: No"), an MMU fault and two 43s on three GPUs: the jobs'.
+		xids:   map[string]int{"43@0000:00:05": 2, "31@0000:00:07": 1, "94@0000:00:08": 1},
+		nvidia: map[int]string{43: "IGNORE", 31: "RESTART_APP", 94: "RESTART_APP"}, dated: 4, want: check.Warn, sxid: check.Pass,
+		also:   []string{"Xid 43 ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR ×2", "Xid 94: contained ECC error"},
+		unlike: []string{"drain", "recurring"}},
 	{file: "kernel-logs/returnn1500-dmesg-H-aer-nvidia-cant-recover.txt",
 		// The GPU's HDMI audio function is snd_hda_intel's: no "(nvidia)"
 		// finding of its own; the port's lines name the GPU before them.
