@@ -39,6 +39,8 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		bus  string
 		code int
 		lost bool
+		// reset: the driver's NV_ERR_RESET_REQUIRED lines (no Xid).
+		reset bool
 		// sub separates an NVLink 5 Xid's (144-150) lines by what NVIDIA's
 		// decode sheet makes of them: "subcode action", or "undecoded".
 		sub string
@@ -65,6 +67,18 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			with79[ev.BusID] = true
 		}
 		namedLost = namedLost || ev.BusID != "" && fellOffBus(ev)
+	}
+	// A recovery an Xid 154 line asks for (a reset or more), a GPU the log
+	// names as lost, or a named GPU's Xid whose action is a reset or more
+	// (62 PMU_HALT_ERROR before "Check failed: Reset required" in a real
+	// journal) is what the driver's unnamed NV_ERR_RESET_REQUIRED lines are
+	// about: they join it rather than make a finding of their own.
+	explained := namedLost
+	for _, a := range recovery {
+		explained = explained || a.code != 0
+	}
+	for _, ev := range k.XIDs {
+		explained = explained || ev.BusID != "" && ev.Code != 0 && XIDLookup(ev.Code, cfg.XID.Critical).Severity == XIDCritical
 	}
 	for i, ev := range k.XIDs {
 		// Xid 154 says what recovery the driver now requires; its latest
@@ -97,7 +111,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		if ev.Code == 0 && ev.BusID == "" && gpuIsLost(ev) && namedLost {
 			continue
 		}
-		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev)}
+		if resetRequired(ev) && ev.BusID == "" && explained {
+			continue
+		}
+		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev), reset: resetRequired(ev)}
 		notice := false
 		if kk.lost && with79[ev.BusID] {
 			kk.code, kk.lost, notice = 79, false, true
@@ -200,6 +217,16 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			}
 			v.add(Fail, g, "drain and reboot the node; check PCIe power and seating; RMA if it recurs",
 				where+what+times)
+			continue
+		}
+		if kk.reset {
+			// nvml.h NVML_ERROR_RESET_REQUIRED: "The GPU requires a reset
+			// before it can be used again"; the driver's own line says so.
+			if where == "" && g == nil {
+				where = "a GPU the line does not name: "
+			}
+			v.add(Fail, g, "drain and reset the GPU (nvidia-smi -r), or reboot the node when the line names no GPU; contact NVIDIA support if it recurs",
+				where+"the driver says the GPU requires a reset before it can be used again (NV_ERR_RESET_REQUIRED, no Xid line)"+times)
 			continue
 		}
 		if d, ok := decoded[kk]; ok && d.row != nil {
@@ -500,6 +527,9 @@ func clearedByDriverLoad(k *state.Kernel, ev state.XIDEvent, cfg *Config) bool {
 	if !beforeDriverLoad(k, ev.DriverLoad) || fellOffBus(ev) || slices.Contains(cfg.XID.Critical, ev.Code) {
 		return false
 	}
+	if resetRequired(ev) {
+		return true // the load reset the GPU the line asked to reset
+	}
 	return resetClass(XIDLookup(ev.Code, nil).Action)
 }
 
@@ -568,6 +598,14 @@ func fellOffBus(ev state.XIDEvent) bool {
 // a lost GPU can log without any Xid line (issue 26).
 func gpuIsLost(ev state.XIDEvent) bool {
 	return strings.Contains(ev.Message, "NV_ERR_GPU_IS_LOST") || strings.Contains(ev.Message, "GPU lost from the bus")
+}
+
+// resetRequired: the driver's assertion that a GPU must be reset before it
+// is used again ("Assertion failed: Reset required [NV_ERR_RESET_REQUIRED]";
+// nvml.h's NVML_ERROR_RESET_REQUIRED, "The GPU requires a reset before it
+// can be used again"), logged with no Xid line (hw3).
+func resetRequired(ev state.XIDEvent) bool {
+	return ev.Code == 0 && strings.Contains(ev.Message, "NV_ERR_RESET_REQUIRED")
 }
 
 // beforeDriverLoad: a line logged after `load` driver loads has a later one

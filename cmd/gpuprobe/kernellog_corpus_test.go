@@ -151,9 +151,11 @@ var kernelLogCorpus = []struct {
 		unlike: []string{"(2 times)"}},
 	{file: "kernel-logs/ogkm1045-journalctl-truncated-xid69-62.txt",
 		// journalctl's pager cut two lines (">" at the end).
-		xids:   map[string]int{"69@0000:01:00": 1, "62@0000:01:00": 1},
+		// hw3: its "Check failed: Reset required [NV_ERR_RESET_REQUIRED]"
+		// line is read (0@) and joins the Xid 62 that asked for the reset.
+		xids:   map[string]int{"69@0000:01:00": 1, "62@0000:01:00": 1, "0@": 1},
 		nvidia: map[int]string{69: "RESTART_APP", 62: "RESET_GPU"}, want: check.Fail, sxid: check.Pass,
-		also: []string{"Xid 62: internal micro-controller halt", "last by gnome-shell (pid 6572)"}},
+		also: []string{"Xid 62: internal micro-controller halt", "last by gnome-shell (pid 6572)"}, unlike: []string{"NV_ERR_RESET_REQUIRED"}},
 	{file: "kernel-logs/cmpunlocker4-dmesg-rminitadapter-no-xid.txt",
 		// RmInitAdapter failures are no Xid: nothing to judge in a saved log.
 		want: check.Skip, sxid: check.Pass,
@@ -175,6 +177,14 @@ var kernelLogCorpus = []struct {
 		nvidia: map[int]string{43: "IGNORE", 31: "RESTART_APP", 94: "RESTART_APP"}, dated: 4, want: check.Warn, sxid: check.Pass,
 		also:   []string{"Xid 43 ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR ×2", "Xid 94: contained ECC error"},
 		unlike: []string{"drain", "recurring"}},
+	{file: "kernel-logs/dra982-dmesg-reset-required-assert-gb200.txt",
+		// The driver's NV_ERR_RESET_REQUIRED with no Xid line: it was not
+		// read, and the log skipped as holding no Xid.
+		xids: map[string]int{"0@": 1}, want: check.Fail, sxid: check.Pass,
+		also: []string{"a GPU the line does not name: the driver says the GPU requires a reset", "drain and reset the GPU"}},
+	{file: "kernel-logs/sichek51-dmesg-T-reset-required-gsp-alloc.txt",
+		xids: map[string]int{"0@": 1}, dated: 1, want: check.Fail, sxid: check.Pass,
+		also: []string{"NV_ERR_RESET_REQUIRED, no Xid line"}, unlike: []string{"(2 times)"}},
 	{file: "kernel-logs/returnn1500-dmesg-H-aer-nvidia-cant-recover.txt",
 		// The GPU's HDMI audio function is snd_hda_intel's: no "(nvidia)"
 		// finding of its own; the port's lines name the GPU before them.
@@ -248,7 +258,8 @@ func derivedSXIDStatus(sxids map[string]int, actions map[int]string) check.Statu
 // derivedXIDStatus is docs/checks.md's rule from NVIDIA's action to the
 // verdict: IGNORE is no finding; restart the application (and Xid 45's
 // cleanup, unified-memory checks) warns; every action on the GPU, the node or
-// the fabric fails, as does a GPU that fell off the bus. Xid 154 fails unless
+// the fabric fails, as does a GPU that fell off the bus, or one the driver
+// says must be reset (code 0: a line with no Xid number). Xid 154 fails unless
 // its line says the recovery is done (none of the corpus's does). Nothing
 // found on a node with no GPUs to judge (this machine, reading a file) skips,
 // unless the log shows the NVIDIA driver loading: then it is a clean log and
