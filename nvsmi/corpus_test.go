@@ -178,6 +178,12 @@ var corpus = []corpusCase{
 			"capture; before issue 26 it was refused",
 		want:  map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}},
 		count: "4 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 3 not in the capture (not judged)"},
+	{file: "netdata_a100-mig-vm_510.47.03_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why: "hw3: a whole (attached_gpus 1) A100 in MIG mode in a VM, two instances idle, MIG current = pending (nothing to apply). " +
+			"Under MIG NVML answers the volatile ECC counters, utilisation and remapped rows N/A (nvidia-smi prints N/A): whether an " +
+			"uncorrectable error happened since the last reset is not in the capture, so gpu.ecc and gpu.row_remap skip, never pass; " +
+			"the lifetime counts are 0. P0 with no clock event reason and 67 of 400 W: no slowdown; persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
 	// Handle failures (hw3): nvidia-smi prints "Unable to determine the
 	// device handle for GPU <bus>: <NVML error>" in place of a GPU NVML
 	// would not open. These captures were refused ("no Attached GPUs line
