@@ -185,6 +185,13 @@ var kernelLogCorpus = []struct {
 	{file: "kernel-logs/sichek51-dmesg-T-reset-required-gsp-alloc.txt",
 		xids: map[string]int{"0@": 1}, dated: 1, want: check.Fail, sxid: check.Pass,
 		also: []string{"NV_ERR_RESET_REQUIRED, no Xid line"}, unlike: []string{"(2 times)"}},
+	{file: "kernel-logs/ogkm446-talos-dmesg-xid154-reset-then-reset-required.txt",
+		// talosctl dmesg; the later NV_ERR_RESET_REQUIRED line is the reset
+		// the Xid 154 asked for, not a second finding.
+		xids:   map[string]int{"154@0000:0b:00": 1, "0@": 1},
+		nvidia: map[int]string{154: "Follow guidance as it aapplies to another Xid"}, want: check.Fail, sxid: check.Pass,
+		also:   []string{"Xid 154: the driver now requires a GPU reset", "drain and reset the GPU (nvidia-smi -r)"},
+		unlike: []string{"NV_ERR_RESET_REQUIRED", "does not name"}},
 	{file: "kernel-logs/returnn1500-dmesg-H-aer-nvidia-cant-recover.txt",
 		// The GPU's HDMI audio function is snd_hda_intel's: no "(nvidia)"
 		// finding of its own; the port's lines name the GPU before them.
