@@ -102,6 +102,13 @@ func checkCount(n *state.Node, cfg *Config) Result {
 				msg += ": " + g.Errors[0].Call + ": " + g.Errors[0].Error
 			}
 			v.add(Fail, g, "check dmesg for NVRM/Xid errors; reset the GPU or reboot the node", msg)
+		case g.ResetRequired:
+			// nvml.h NVML_ERROR_RESET_REQUIRED: "The GPU requires a reset
+			// before it can be used again" (nvidia-smi: "[GPU requires
+			// reset]"). The GPU answers its handle but no work: CUDA calls
+			// it unavailable. Each value it refused stays "not read".
+			v.add(Fail, g, "drain and reset the GPU (nvidia-smi -r), or reboot the node; check dmesg for the Xid that led to it",
+				"the driver requires a reset before the GPU can be used again (NVML: GPU requires reset)")
 		}
 	}
 	seen, denied := len(n.NVML.GPUs), 0

@@ -601,3 +601,22 @@ func TestCollectMemoryTemperatureAndSRAM(t *testing.T) {
 		})
 	}
 }
+
+// hw3: a GPU whose calls answer NVML_ERROR_RESET_REQUIRED ("The GPU requires
+// a reset before it can be used again", nvml.h) is recorded as such, so
+// gpu.count can fail it with the reset it needs; before, each call was an
+// error and the GPU counted as reachable.
+func TestCollectResetRequired(t *testing.T) {
+	srv := bareH100(func(i int, d *server.Device) {
+		if i == 2 {
+			d.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { return 0, gonvml.ERROR_RESET_REQUIRED }
+		}
+	})
+	st := Collect(context.Background(), srv, Options{})
+	if !st.GPUs[2].ResetRequired || st.GPUs[1].ResetRequired {
+		t.Fatalf("reset required: GPU 2 %v, GPU 1 %v", st.GPUs[2].ResetRequired, st.GPUs[1].ResetRequired)
+	}
+	if e := st.GPUs[2].ErrorFor("nvmlDeviceGetTemperature"); e == nil || !strings.Contains(e.Error, "reset") {
+		t.Errorf("errors = %+v", st.GPUs[2].Errors)
+	}
+}

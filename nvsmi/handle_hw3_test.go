@@ -72,3 +72,44 @@ func TestHandleFailureAmongBlocks(t *testing.T) {
 		}
 	}
 }
+
+// hw3: nvidia-smi prints "[GPU requires reset]" for every value NVML refused
+// with NVML_ERROR_RESET_REQUIRED (real posts: `nvidia-smi --query-gpu` showing
+// pstate "[GPU requires reset]" while CUDA finds no device). Each value stays
+// unknown, and the GPU's state is read: gpu.count fails it. Before, a GPU
+// answering only that was all "unknown" and the capture passed. The capture
+// is the real idle H100's with two of its values so replaced (no real -q
+// capture of the state is at hand).
+func TestGPURequiresResetInACapture(t *testing.T) {
+	raw, err := os.ReadFile("testdata/realgpu_h100_580.159.04_nvidia-smi-q.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	for _, k := range []string{"    Performance State", "        GPU Current Temp"} {
+		i := strings.Index(s, k)
+		if i < 0 {
+			t.Fatalf("no %q in the capture", k)
+		}
+		j := i + strings.Index(s[i:], ": ") + 2
+		e := j + strings.IndexByte(s[j:], '\n')
+		s = s[:j] + "[GPU requires reset]" + s[e:]
+	}
+	n, err := nvsmi.Parse("x", []byte(s), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := n.NVML.GPUs[0]; !g.ResetRequired || g.Thermal != nil && g.Thermal.TemperatureC != 0 {
+		t.Fatalf("reset required %v, thermal %+v", g.ResetRequired, g.Thermal)
+	}
+	checks, _ := check.Select([]string{"gpu.count"}, nil)
+	r := check.Run(context.Background(), n, check.DefaultConfig(), checks)[0]
+	if r.Status != check.Fail || !strings.Contains(r.Summary, "requires a reset") || !strings.Contains(r.Remedy, "nvidia-smi -r") {
+		t.Errorf("gpu.count %s: %s (%s), want a fail naming the reset", r.Status, r.Summary, r.Remedy)
+	}
+	// The real capture as captured: no reset required.
+	n, _ = nvsmi.Parse("x", raw, time.Now())
+	if n.NVML.GPUs[0].ResetRequired {
+		t.Error("the healthy H100 read as requiring a reset")
+	}
+}

@@ -487,6 +487,22 @@ func (r *reader) fillGPU(b *item) {
 	r.performanceState(b)
 	r.processes(b)
 	r.fabric(b)
+	g.ResetRequired = printsResetRequired(b)
+}
+
+// printsResetRequired: nvidia-smi printed "[GPU requires reset]" for one
+// of the block's values, its text for NVML_ERROR_RESET_REQUIRED (nvml.h:
+// "The GPU requires a reset before it can be used again"). Each such value
+// stays unknown; the GPU's state is a fact of its own (hw3: gpuprobe read
+// a GPU answering nothing but that as all skipped, a pass).
+func printsResetRequired(it *item) bool {
+	for _, c := range it.kids {
+		v := strings.ToLower(strings.Trim(c.val, "[] "))
+		if v == "gpu requires reset" || v == "gpu requires a reset" || printsResetRequired(c) {
+			return true
+		}
+	}
+	return false
 }
 
 const mib = 1 << 20

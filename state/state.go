@@ -169,6 +169,11 @@ type GPU struct {
 	Lost bool `json:"lost,omitempty"`
 	// Unreachable is set when NVML could not even hand out a handle.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// ResetRequired is set when NVML answered NVML_ERROR_RESET_REQUIRED to
+	// any call on the GPU (nvml.h: "The GPU requires a reset before it can
+	// be used again"); in a capture, when nvidia-smi printed "[GPU requires
+	// reset]" for one of its values.
+	ResetRequired bool `json:"reset_required,omitempty"`
 	// Denied is set when NVML refused the handle with NO_PERMISSION: the
 	// device file is closed to this process (a job's device cgroup,
 	// ConstrainDevices), which says nothing about the GPU.
