@@ -102,6 +102,18 @@ func checkCount(n *state.Node, cfg *Config) Result {
 				msg += ": " + g.Errors[0].Call + ": " + g.Errors[0].Error
 			}
 			v.add(Fail, g, "check dmesg for NVRM/Xid errors; reset the GPU or reboot the node", msg)
+		case g.RecoveryAction != nil && *g.RecoveryAction != 0:
+			// The driver's own verdict on the GPU (nvml.h
+			// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, nvidia-smi's "GPU Recovery
+			// Action"; NVIDIA's memory error management guide: Reset
+			// "requires a reset to recover", Reboot "may have left the OS in
+			// an inconsistent state", Drain P2P, Drain and Reset). What an Xid
+			// 154 line says in the kernel log, read live.
+			words, fix := fmt.Sprintf("recovery action %d (not in nvml.h's list known here)", *g.RecoveryAction), "drain; find the driver's recovery action in nvml.h and follow it"
+			if a, ok := recoveryActions[uint64(*g.RecoveryAction)]; ok {
+				words, fix = a[0], a[1]
+			}
+			v.add(Fail, g, fix, fmt.Sprintf("the driver requires %s before the GPU is used again (GPU recovery action %d)", words, *g.RecoveryAction))
 		case g.ResetRequired:
 			// nvml.h NVML_ERROR_RESET_REQUIRED: "The GPU requires a reset
 			// before it can be used again" (nvidia-smi: "[GPU requires

@@ -487,7 +487,53 @@ func (r *reader) fillGPU(b *item) {
 	r.performanceState(b)
 	r.processes(b)
 	r.fabric(b)
+	r.recoveryAction(b)
 	g.ResetRequired = printsResetRequired(b)
+}
+
+// recoveryActions are nvidia-smi's words for nvml.h's
+// nvmlDeviceGpuRecoveryAction_t, as NVIDIA's memory error management guide
+// names them ("Recovery action flag": None, Reset, Reboot, Drain P2P, Drain
+// and Reset) and as the enum does (GPU_RESET, NODE_REBOOT, ...), lower-case
+// with spaces, '_' and '-' dropped.
+var recoveryActions = map[string]int{
+	"none": 0, "reset": 1, "gpureset": 1, "reboot": 2, "nodereboot": 2, "drainp2p": 3,
+	"drainandreset": 4, "drainp2pandreset": 4, "recoverimexdomain": 5, "busreset": 6, "pciebusreset": 6, "systemreboot": 7,
+}
+
+// recoveryAction reads "GPU Recovery Action" (R570 and later; XML
+// <gpu_recovery_action>) or, before it, "GPU Reset Status" (R535–R565:
+// "Reset Required" and "Drain and Reset Recommended", the deprecated
+// NVML_FI_DEV_RESET_STATUS and _DRAIN_AND_RESET_STATUS fields that nvml.h
+// says NVML_FI_DEV_GET_GPU_RECOVERY_ACTION replaces): Yes is a GPU reset
+// (1) or a drain and reset (4). Not printed, "Requested functionality has
+// been deprecated" or a word not known here: not read.
+func (r *reader) recoveryAction(b *item) {
+	const call = "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION"
+	if it := r.get(b, "GPU Recovery Action", "gpu_recovery_action"); it != nil {
+		w := strings.NewReplacer(" ", "", "_", "", "-", "").Replace(strings.ToLower(it.val))
+		if a, ok := recoveryActions[w]; ok {
+			r.gpu.RecoveryAction = &a
+			return
+		}
+	}
+	st := r.get(b, "GPU Reset Status", "gpu_reset_status")
+	reset, ok1 := r.flag(r.get(st, "Reset Required", "reset_required"))
+	drain, ok2 := r.flag(r.get(st, "Drain and Reset Recommended", "drain_and_reset_recommended"))
+	if ok1 || ok2 {
+		a := 0
+		switch {
+		case drain:
+			a = 4
+		case reset:
+			a = 1
+		}
+		r.gpu.RecoveryAction = &a
+		return
+	}
+	if !slices.Contains(r.gpu.Unsupported, call) {
+		r.gpu.Unsupported = append(r.gpu.Unsupported, call)
+	}
 }
 
 // printsResetRequired: nvidia-smi printed "[GPU requires reset]" for one
