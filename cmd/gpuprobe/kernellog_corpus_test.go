@@ -192,6 +192,10 @@ var kernelLogCorpus = []struct {
 		nvidia: map[int]string{154: "Follow guidance as it aapplies to another Xid"}, want: check.Fail, sxid: check.Pass,
 		also:   []string{"Xid 154: the driver now requires a GPU reset", "drain and reset the GPU (nvidia-smi -r)"},
 		unlike: []string{"NV_ERR_RESET_REQUIRED", "does not name"}},
+	{file: "kernel-logs/ogkm1045-dmesg-T-3090-xid62-pmu-halt-154.txt",
+		xids:   map[string]int{"62@0000:3e:00": 1, "154@0000:3e:00": 1},
+		nvidia: map[int]string{62: "RESET_GPU", 154: "Follow guidance as it aapplies to another Xid"}, dated: 2, want: check.Fail, sxid: check.Pass,
+		also: []string{"Xid 62: internal micro-controller halt", "last by nvtop (pid 213710)", "Xid 154: the driver now requires a GPU reset"}},
 	{file: "kernel-logs/returnn1500-dmesg-H-aer-nvidia-cant-recover.txt",
 		// The GPU's HDMI audio function is snd_hda_intel's: no "(nvidia)"
 		// finding of its own; the port's lines name the GPU before them.
