@@ -39,3 +39,27 @@ func TestResetRequiredWithoutXid(t *testing.T) {
 		}
 	}
 }
+
+// hw3: an error-containment Xid's own flags. The driver prints "RST: Yes"
+// and "D-RST: Yes" from the flags it marks the GPU with (open-gpu-kernel-
+// modules kern_gpu_ga100.c, _gpuGenerateErrorLog_GA100): a contained Xid
+// 94 so marked needs the reset, whatever RESTART_APP says for the usual
+// "RST: No, D-RST: No" (NVIDIA's own example lines, the same file).
+func TestContainmentResetFlags(t *testing.T) {
+	line := func(code int, msg string) state.XIDEvent {
+		return state.XIDEvent{Code: code, BusID: "0000:11:00", PID: 7062, Message: msg}
+	}
+	with := func(evs ...state.XIDEvent) *state.Node {
+		return healthy(func(n *state.Node) { n.Kernel = kernelState(86400, evs) })
+	}
+	runCases(t, checkXID, []checkCase{
+		{name: "NVIDIA's example 94, RST: No: the application's", node: with(line(94, "Contained: CE User Channel (0x9). RST: No, D-RST: No")),
+			status: Warn, summary: "Xid 94", devices: []int{1}},
+		{name: "a 94 the driver marked for reset fails", node: with(line(94, "Contained: CE User Channel (0x9). RST: Yes, D-RST: No")),
+			status: Fail, summary: "the driver marked the GPU for reset (RST: Yes)", remedy: "nvidia-smi -r", devices: []int{1}},
+		{name: "a 94 marked for drain and reset fails", node: with(line(94, "Contained: SM (0x1). RST: No, D-RST: Yes")),
+			status: Fail, summary: "drain and reset (D-RST: Yes)", remedy: "drain the GPU", devices: []int{1}},
+		{name: "NVIDIA's example 95 keeps its own remedy", node: with(line(95, "Uncontained: LTC TAG (0x2,0x1). RST: Yes, D-RST: No")),
+			status: Fail, summary: "RST: Yes", remedy: "RMA", devices: []int{1}},
+	})
+}

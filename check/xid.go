@@ -51,6 +51,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	notices := map[key]int{}
 	gpuOf := map[key]*state.GPU{} // by identity: an index is not a position in a scoped state
 	last := map[key]state.XIDEvent{}
+	// marked: the strongest reset the error-containment lines (Xid 94/95)
+	// of a key said the driver marked the GPU for ("RST: Yes", "D-RST:
+	// Yes"), whatever the code's catalogue row.
+	marked := map[key]string{}
 	var keys []key
 	cleared := 0
 	var appFaults []appFault // RESTART_APP-class events, for recurrence
@@ -157,7 +161,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			}
 		}
 		last[kk] = ev
-		if info := XIDLookup(ev.Code, cfg.XID.Critical); kk.sub == "" && info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost {
+		if m := containmentReset(ev.Message); m != "" && (marked[kk] == "" || m == "D-RST") {
+			marked[kk] = m
+		}
+		if info := XIDLookup(ev.Code, cfg.XID.Critical); kk.sub == "" && info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost && containmentReset(ev.Message) == "" {
 			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time, pid: ev.PID, process: ev.Process})
 		}
 	}
@@ -254,6 +261,22 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		remedy := info.Remedy
 		if d, ok := decoded[kk]; ok {
 			msg += "; not decoded: " + d.why
+		}
+		// The line's own reset flags outrank a RESTART_APP row; a code that
+		// already fails keeps its remedy and says the flag.
+		switch m := marked[kk]; {
+		case m == "RST":
+			msg += "; the driver marked the GPU for reset (RST: Yes)"
+			if sev != Fail {
+				remedy = "drain and reset the GPU (nvidia-smi -r): the driver marked it for reset; gpu.row_remap says whether a remap is pending"
+			}
+			sev = Fail
+		case m == "D-RST":
+			msg += "; the driver marked the GPU for drain and reset (D-RST: Yes)"
+			if sev != Fail {
+				remedy = "drain the GPU (stop every job on it) and reset it (nvidia-smi -r): the driver marked it for drain and reset"
+			}
+			sev = Fail
 		}
 		if a, ok := recovery[kk.bus]; ok && kk.code == 154 {
 			msg = fmt.Sprintf("%sXid 154: the driver now requires %s (%s)%s", where, a.words, a.raw, times)
@@ -598,6 +621,27 @@ func fellOffBus(ev state.XIDEvent) bool {
 // a lost GPU can log without any Xid line (issue 26).
 func gpuIsLost(ev state.XIDEvent) bool {
 	return strings.Contains(ev.Message, "NV_ERR_GPU_IS_LOST") || strings.Contains(ev.Message, "GPU lost from the bus")
+}
+
+// containmentReset reads the reset an error-containment Xid line (94
+// contained, 95 uncontained) says the driver marked the GPU for: "...
+// RST: Yes, D-RST: No" is gpuMarkDeviceForReset, "D-RST: Yes"
+// gpuMarkDeviceForDrainAndReset (open-gpu-kernel-modules,
+// src/nvidia/src/kernel/gpu/arch/ampere/kern_gpu_ga100.c,
+// _gpuGenerateErrorLog_GA100 prints bGpuResetReqd and bGpuDrainAndResetReqd
+// so, and gpuUpdateErrorContainmentState_GA100 marks the device by the same
+// flags; commit 448d5cc65624d3aa69015efa0d3fb50fd9729f41). "D-RST" when
+// drain and reset is marked, "RST" for a reset, "" for neither (hw3: a
+// contained Xid 94 the driver marked for reset only warned, as its
+// catalogue row RESTART_APP says for the usual "RST: No, D-RST: No").
+func containmentReset(msg string) string {
+	switch {
+	case strings.Contains(msg, "D-RST: Yes"):
+		return "D-RST"
+	case strings.Contains(msg, "RST: Yes"):
+		return "RST"
+	}
+	return ""
 }
 
 // resetRequired: the driver's assertion that a GPU must be reset before it

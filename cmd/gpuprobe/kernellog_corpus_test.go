@@ -196,6 +196,11 @@ var kernelLogCorpus = []struct {
 		xids:   map[string]int{"62@0000:3e:00": 1, "154@0000:3e:00": 1},
 		nvidia: map[int]string{62: "RESET_GPU", 154: "Follow guidance as it aapplies to another Xid"}, dated: 2, want: check.Fail, sxid: check.Pass,
 		also: []string{"Xid 62: internal micro-controller halt", "last by nvtop (pid 213710)", "Xid 154: the driver now requires a GPU reset"}},
+	{file: "kernel-logs/ogkm-source-errcont-examples-xid94-mig-95.txt",
+		// NVIDIA's own example lines; "RST: Yes" is the driver's mark.
+		xids:   map[string]int{"94@0000:01:00": 2, "95@0000:01:00": 1},
+		nvidia: map[int]string{94: "RESTART_APP", 95: "RESET_GPU"}, want: check.Fail, sxid: check.Pass,
+		also: []string{"Xid 95", "the driver marked the GPU for reset (RST: Yes)", "Xid 94: contained ECC error"}},
 	{file: "kernel-logs/returnn1500-dmesg-H-aer-nvidia-cant-recover.txt",
 		// The GPU's HDMI audio function is snd_hda_intel's: no "(nvidia)"
 		// finding of its own; the port's lines name the GPU before them.
