@@ -291,7 +291,7 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		ev.DriverVersion = l.driver
 		l.XIDs = append(l.XIDs, ev)
 	} else if ev, ok := ParseSXidKmsg(rec, boot); ok {
-		if n := len(l.SXIDs); n > 0 && sxidDetail(l.SXIDs[n-1], ev) {
+		if l.sxidDetailOfHead(ev) {
 			return
 		}
 		if boot.IsZero() && ev.Time.IsZero() {
@@ -379,6 +379,22 @@ func lineTime(line []byte) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// sxidDetailOfHead: ev is a detail record of the last SXid its switch
+// logged. The switches of a node log side by side, so that head need not be
+// the record just before: a real log (hw3) has four switches' heads, then
+// their "Severity" records, then their "Data" records, interleaved; read
+// against the previous record only, twelve details became SXids of their
+// own ("the line has no severity word"). The look-back is bounded.
+func (l *Log) sxidDetailOfHead(ev state.SXIDEvent) bool {
+	for i, n := len(l.SXIDs)-1, 0; i >= 0 && n < 64; i, n = i-1, n+1 {
+		head := l.SXIDs[i]
+		if head.Device == ev.Device && head.BusID == ev.BusID {
+			return sxidDetail(head, ev)
+		}
+	}
+	return false
 }
 
 // sxidDetail: ev is one of the records the nvswitch driver logs after an

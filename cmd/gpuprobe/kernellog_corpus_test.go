@@ -201,6 +201,15 @@ var kernelLogCorpus = []struct {
 		xids:   map[string]int{"94@0000:01:00": 2, "95@0000:01:00": 1},
 		nvidia: map[int]string{94: "RESTART_APP", 95: "RESET_GPU"}, want: check.Fail, sxid: check.Pass,
 		also: []string{"Xid 95", "the driver marked the GPU for reset (RST: Yes)", "Xid 94: contained ECC error"}},
+	{file: "kernel-logs/note-dmesg-sxid11004-acl-4switches-interleaved.txt",
+		// Four switches' heads, then their details interleaved: each
+		// detail folds into its own switch's head (they were 12 SXids of
+		// their own, "no severity word", failed by the table).
+		sxids: map[string]int{"11004@0000:00:07.0 non-fatal": 1, "11004@0000:00:08.0 non-fatal": 1,
+			"11004@0000:00:09.0 non-fatal": 1, "11004@0000:00:0a.0 non-fatal": 1},
+		nvswitch: map[int]string{11004: "CHECK_FM_CONFIG"}, want: check.Skip, sxid: check.Warn,
+		also:   []string{"SXid 11004 printed Non-fatal: Link 40 ingress invalid ACL (First)", "Fabric Manager configuration and partition"},
+		unlike: []string{"no severity word", "Data {"}},
 	{file: "kernel-logs/returnn1500-dmesg-H-aer-nvidia-cant-recover.txt",
 		// The GPU's HDMI audio function is snd_hda_intel's: no "(nvidia)"
 		// finding of its own; the port's lines name the GPU before them.
@@ -256,19 +265,28 @@ func nvidiaActions(t *testing.T, path string) map[int]string {
 	return out
 }
 
-// derivedSXIDStatus is docs/checks.md's fabric.sxid rule: an SXid fails when
-// NVIDIA's table gives its code an action other than IGNORE (every such row
-// is FATAL there) or when the driver printed Fatal on its line; a code the
-// table lacks keeps its line's word. No SXid, or only IGNORE/non-fatal ones,
-// passes.
+// derivedSXIDStatus is docs/checks.md's fabric.sxid rule: the driver's
+// severity word decides when the line has one (Fatal fails; Non-fatal never
+// fails, and warns on a code NVIDIA's table gives an action other than
+// IGNORE); a line with no word takes the table (every non-IGNORE row is
+// FATAL there: it fails). No SXid, or only IGNORE/non-fatal ones, passes.
 func derivedSXIDStatus(sxids map[string]int, actions map[int]string) check.Status {
+	st := check.Pass
 	for k := range sxids {
 		code, _ := strconv.Atoi(k[:strings.IndexByte(k, '@')])
-		if a, ok := actions[code]; ok && a != "IGNORE" || strings.HasSuffix(k, " fatal") {
+		a, ok := actions[code]
+		switch {
+		case strings.HasSuffix(k, " fatal"):
+			return check.Fail
+		case strings.HasSuffix(k, " non-fatal"):
+			if ok && a != "IGNORE" {
+				st = check.Warn
+			}
+		case ok && a != "IGNORE":
 			return check.Fail
 		}
 	}
-	return check.Pass
+	return st
 }
 
 // derivedXIDStatus is docs/checks.md's rule from NVIDIA's action to the
