@@ -12,8 +12,23 @@ import (
 func init() {
 	register(Check{ID: "gpu.driver", Title: "NVML loads; driver version (optional minimum)", Run: checkDriver})
 	register(Check{ID: "gpu.count", Title: "every GPU is reachable and the count is as expected", Run: checkCount})
-	register(Check{ID: "gpu.ecc", Title: "no uncorrectable ECC errors since the last reset", Run: checkECC})
-	register(Check{ID: "gpu.row_remap", Title: "no row remap pending or failed", Run: checkRowRemap})
+	register(Check{ID: "gpu.ecc", Title: "no uncorrectable ECC errors since the last reset", Run: onReachableGPUs(checkECC)})
+	register(Check{ID: "gpu.row_remap", Title: "no row remap pending or failed", Run: onReachableGPUs(checkRowRemap)})
+}
+
+// onReachableGPUs wraps a check that judges each reachable GPU: when NVML lists GPUs
+// and none of them can be judged (every one lost, unreachable or closed to
+// this process), the check skips and says so. It passed "on 0 GPUs" before:
+// a capture that holds only nvidia-smi's "Unable to determine the device
+// handle for GPU ..." (the GPU off the bus) read as ECC, row remaps, power
+// and temperature all fine. Whether the GPUs are there is gpu.count's.
+func onReachableGPUs(run func(*state.Node, *Config) Result) func(*state.Node, *Config) Result {
+	return func(n *state.Node, cfg *Config) Result {
+		if n.NVML != nil && n.NVML.Available && len(n.NVML.GPUs) > 0 && len(usable(n)) == 0 {
+			return Result{Status: Skip, Summary: fmt.Sprintf("no GPU to judge: all %d GPU(s) NVML lists are lost, unreachable or closed to this process (gpu.count judges them)", len(n.NVML.GPUs))}
+		}
+		return run(n, cfg)
+	}
 }
 
 // nvmlSkip is the common precondition: without NVML a GPU check has nothing
@@ -73,7 +88,13 @@ func checkCount(n *state.Node, cfg *Config) Result {
 		g := &n.NVML.GPUs[i]
 		switch {
 		case g.Lost:
-			v.add(Fail, g, "drain the node and reset the GPU (nvidia-smi -r) or reboot; if it recurs, reseat or RMA the GPU",
+			// NVML's GPU_IS_LOST is the GPU off the bus (nvml.h: "The GPU
+			// has fallen off the bus or has otherwise become
+			// inaccessible"); NVIDIA's Xid catalogue gives its Xid 79
+			// RESTART_BM, and nvidia-smi says "Reboot the system to recover
+			// this GPU". The remedy said "reset the GPU (nvidia-smi -r)"
+			// first, which a GPU off the bus does not take.
+			v.add(Fail, g, "drain and reboot the node (a GPU off the bus does not come back with nvidia-smi -r); check PCIe power and seating; RMA if it recurs",
 				"GPU is lost (fell off the bus)")
 		case g.Unreachable:
 			msg := "NVML cannot open the GPU"
@@ -81,6 +102,25 @@ func checkCount(n *state.Node, cfg *Config) Result {
 				msg += ": " + g.Errors[0].Call + ": " + g.Errors[0].Error
 			}
 			v.add(Fail, g, "check dmesg for NVRM/Xid errors; reset the GPU or reboot the node", msg)
+		case g.RecoveryAction != nil && *g.RecoveryAction != 0:
+			// The driver's own verdict on the GPU (nvml.h
+			// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, nvidia-smi's "GPU Recovery
+			// Action"; NVIDIA's memory error management guide: Reset
+			// "requires a reset to recover", Reboot "may have left the OS in
+			// an inconsistent state", Drain P2P, Drain and Reset). What an Xid
+			// 154 line says in the kernel log, read live.
+			words, fix := fmt.Sprintf("recovery action %d (not in nvml.h's list known here)", *g.RecoveryAction), "drain; find the driver's recovery action in nvml.h and follow it"
+			if a, ok := recoveryActions[uint64(*g.RecoveryAction)]; ok {
+				words, fix = a[0], a[1]
+			}
+			v.add(Fail, g, fix, fmt.Sprintf("the driver requires %s before the GPU is used again (GPU recovery action %d)", words, *g.RecoveryAction))
+		case g.ResetRequired:
+			// nvml.h NVML_ERROR_RESET_REQUIRED: "The GPU requires a reset
+			// before it can be used again" (nvidia-smi: "[GPU requires
+			// reset]"). The GPU answers its handle but no work: CUDA calls
+			// it unavailable. Each value it refused stays "not read".
+			v.add(Fail, g, "drain and reset the GPU (nvidia-smi -r), or reboot the node; check dmesg for the Xid that led to it",
+				"the driver requires a reset before the GPU can be used again (NVML: GPU requires reset)")
 		}
 	}
 	seen, denied := len(n.NVML.GPUs), 0
@@ -95,6 +135,13 @@ func checkCount(n *state.Node, cfg *Config) Result {
 	unseen := 0
 	if c := n.Capture; c != nil && c.Partial != "" {
 		if c.AttachedGPUs == 0 {
+			// How many GPUs the node has is not in a fragment, but a GPU
+			// it shows as lost or unreachable (nvidia-smi's "Unable to
+			// determine the device handle for GPU ...") is a finding of its
+			// own: skipping it passed a capture of a GPU off the bus.
+			if len(v.findings) > 0 {
+				return v.result("")
+			}
 			return Result{ID: "gpu.count", Status: Skip, Devices: []Device{},
 				Summary: fmt.Sprintf("how many GPUs the node has is not in the capture: a fragment of %d GPU block(s) without the Attached GPUs line", seen)}
 		}

@@ -12,14 +12,14 @@ import (
 )
 
 func init() {
-	register(Check{ID: "gpu.retired_pages", Title: "no pending page retirement; retired pages under the RMA threshold", Run: checkRetiredPages})
-	register(Check{ID: "gpu.throttle", Title: "no hardware slowdown, thermal slowdown or power brake", Run: checkThrottle})
-	register(Check{ID: "gpu.pcie_link", Title: "PCIe link at full width (and generation when busy); replay rate low", Run: checkPCIeLink})
-	register(Check{ID: "gpu.persistence", Title: "persistence mode on", Run: checkPersistence})
-	register(Check{ID: "gpu.temperature", Title: "temperature below the GPU's slowdown threshold", Run: checkTemperature})
-	register(Check{ID: "gpu.power", Title: "power limit not capped; draw within the limit", Run: checkPower})
-	register(Check{ID: "gpu.processes", Title: "no leftover compute processes or memory on idle GPUs", Run: checkProcesses})
-	register(Check{ID: "gpu.mig", Title: "no MIG mode change pending; MIG mode as expected", Run: checkMIG})
+	register(Check{ID: "gpu.retired_pages", Title: "no pending page retirement; retired pages under the RMA threshold", Run: onReachableGPUs(checkRetiredPages)})
+	register(Check{ID: "gpu.throttle", Title: "no hardware slowdown, thermal slowdown or power brake", Run: onReachableGPUs(checkThrottle)})
+	register(Check{ID: "gpu.pcie_link", Title: "PCIe link at full width (and generation when busy); replay rate low", Run: onReachableGPUs(checkPCIeLink)})
+	register(Check{ID: "gpu.persistence", Title: "persistence mode on", Run: onReachableGPUs(checkPersistence)})
+	register(Check{ID: "gpu.temperature", Title: "temperature below the GPU's slowdown threshold", Run: onReachableGPUs(checkTemperature)})
+	register(Check{ID: "gpu.power", Title: "power limit not capped; draw within the limit", Run: onReachableGPUs(checkPower)})
+	register(Check{ID: "gpu.processes", Title: "no leftover compute processes or memory on idle GPUs", Run: onReachableGPUs(checkProcesses)})
+	register(Check{ID: "gpu.mig", Title: "no MIG mode change pending; MIG mode as expected", Run: onReachableGPUs(checkMIG)})
 }
 
 func checkRetiredPages(n *state.Node, cfg *Config) Result {

@@ -39,6 +39,8 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		bus  string
 		code int
 		lost bool
+		// reset: the driver's NV_ERR_RESET_REQUIRED lines (no Xid).
+		reset bool
 		// sub separates an NVLink 5 Xid's (144-150) lines by what NVIDIA's
 		// decode sheet makes of them: "subcode action", or "undecoded".
 		sub string
@@ -49,6 +51,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	notices := map[key]int{}
 	gpuOf := map[key]*state.GPU{} // by identity: an index is not a position in a scoped state
 	last := map[key]state.XIDEvent{}
+	// marked: the strongest reset the error-containment lines (Xid 94/95)
+	// of a key said the driver marked the GPU for ("RST: Yes", "D-RST:
+	// Yes"), whatever the code's catalogue row.
+	marked := map[key]string{}
 	var keys []key
 	cleared := 0
 	var appFaults []appFault // RESTART_APP-class events, for recurrence
@@ -65,6 +71,18 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			with79[ev.BusID] = true
 		}
 		namedLost = namedLost || ev.BusID != "" && fellOffBus(ev)
+	}
+	// A recovery an Xid 154 line asks for (a reset or more), a GPU the log
+	// names as lost, or a named GPU's Xid whose action is a reset or more
+	// (62 PMU_HALT_ERROR before "Check failed: Reset required" in a real
+	// journal) is what the driver's unnamed NV_ERR_RESET_REQUIRED lines are
+	// about: they join it rather than make a finding of their own.
+	explained := namedLost
+	for _, a := range recovery {
+		explained = explained || a.code != 0
+	}
+	for _, ev := range k.XIDs {
+		explained = explained || ev.BusID != "" && ev.Code != 0 && XIDLookup(ev.Code, cfg.XID.Critical).Severity == XIDCritical
 	}
 	for i, ev := range k.XIDs {
 		// Xid 154 says what recovery the driver now requires; its latest
@@ -97,7 +115,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		if ev.Code == 0 && ev.BusID == "" && gpuIsLost(ev) && namedLost {
 			continue
 		}
-		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev)}
+		if resetRequired(ev) && ev.BusID == "" && explained {
+			continue
+		}
+		kk := key{gpu: -1, bus: ev.BusID, code: ev.Code, lost: ev.Code == 0 && fellOffBus(ev), reset: resetRequired(ev)}
 		notice := false
 		if kk.lost && with79[ev.BusID] {
 			kk.code, kk.lost, notice = 79, false, true
@@ -140,7 +161,10 @@ func checkXID(n *state.Node, cfg *Config) Result {
 			}
 		}
 		last[kk] = ev
-		if info := XIDLookup(ev.Code, cfg.XID.Critical); kk.sub == "" && info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost {
+		if m := containmentReset(ev.Message); m != "" && (marked[kk] == "" || m == "D-RST") {
+			marked[kk] = m
+		}
+		if info := XIDLookup(ev.Code, cfg.XID.Critical); kk.sub == "" && info.Action == ActionRestartApp && info.Severity == XIDWarning && !kk.lost && containmentReset(ev.Message) == "" {
 			appFaults = append(appFaults, appFault{gpu: kk.gpu, bus: kk.bus, at: ev.Time, pid: ev.PID, process: ev.Process})
 		}
 	}
@@ -202,6 +226,16 @@ func checkXID(n *state.Node, cfg *Config) Result {
 				where+what+times)
 			continue
 		}
+		if kk.reset {
+			// nvml.h NVML_ERROR_RESET_REQUIRED: "The GPU requires a reset
+			// before it can be used again"; the driver's own line says so.
+			if where == "" && g == nil {
+				where = "a GPU the line does not name: "
+			}
+			v.add(Fail, g, "drain and reset the GPU (nvidia-smi -r), or reboot the node when the line names no GPU; contact NVIDIA support if it recurs",
+				where+"the driver says the GPU requires a reset before it can be used again (NV_ERR_RESET_REQUIRED, no Xid line)"+times)
+			continue
+		}
 		if d, ok := decoded[kk]; ok && d.row != nil {
 			// Decoded: NVIDIA's action decides. RESET_GPU fails; XID_154_EVAL
 			// without a later Xid 154 is RESTART_APP, the job's business.
@@ -227,6 +261,22 @@ func checkXID(n *state.Node, cfg *Config) Result {
 		remedy := info.Remedy
 		if d, ok := decoded[kk]; ok {
 			msg += "; not decoded: " + d.why
+		}
+		// The line's own reset flags outrank a RESTART_APP row; a code that
+		// already fails keeps its remedy and says the flag.
+		switch m := marked[kk]; {
+		case m == "RST":
+			msg += "; the driver marked the GPU for reset (RST: Yes)"
+			if sev != Fail {
+				remedy = "drain and reset the GPU (nvidia-smi -r): the driver marked it for reset; gpu.row_remap says whether a remap is pending"
+			}
+			sev = Fail
+		case m == "D-RST":
+			msg += "; the driver marked the GPU for drain and reset (D-RST: Yes)"
+			if sev != Fail {
+				remedy = "drain the GPU (stop every job on it) and reset it (nvidia-smi -r): the driver marked it for drain and reset"
+			}
+			sev = Fail
 		}
 		if a, ok := recovery[kk.bus]; ok && kk.code == 154 {
 			msg = fmt.Sprintf("%sXid 154: the driver now requires %s (%s)%s", where, a.words, a.raw, times)
@@ -500,6 +550,9 @@ func clearedByDriverLoad(k *state.Kernel, ev state.XIDEvent, cfg *Config) bool {
 	if !beforeDriverLoad(k, ev.DriverLoad) || fellOffBus(ev) || slices.Contains(cfg.XID.Critical, ev.Code) {
 		return false
 	}
+	if resetRequired(ev) {
+		return true // the load reset the GPU the line asked to reset
+	}
 	return resetClass(XIDLookup(ev.Code, nil).Action)
 }
 
@@ -570,6 +623,35 @@ func gpuIsLost(ev state.XIDEvent) bool {
 	return strings.Contains(ev.Message, "NV_ERR_GPU_IS_LOST") || strings.Contains(ev.Message, "GPU lost from the bus")
 }
 
+// containmentReset reads the reset an error-containment Xid line (94
+// contained, 95 uncontained) says the driver marked the GPU for: "...
+// RST: Yes, D-RST: No" is gpuMarkDeviceForReset, "D-RST: Yes"
+// gpuMarkDeviceForDrainAndReset (open-gpu-kernel-modules,
+// src/nvidia/src/kernel/gpu/arch/ampere/kern_gpu_ga100.c,
+// _gpuGenerateErrorLog_GA100 prints bGpuResetReqd and bGpuDrainAndResetReqd
+// so, and gpuUpdateErrorContainmentState_GA100 marks the device by the same
+// flags; commit 448d5cc65624d3aa69015efa0d3fb50fd9729f41). "D-RST" when
+// drain and reset is marked, "RST" for a reset, "" for neither (hw3: a
+// contained Xid 94 the driver marked for reset only warned, as its
+// catalogue row RESTART_APP says for the usual "RST: No, D-RST: No").
+func containmentReset(msg string) string {
+	switch {
+	case strings.Contains(msg, "D-RST: Yes"):
+		return "D-RST"
+	case strings.Contains(msg, "RST: Yes"):
+		return "RST"
+	}
+	return ""
+}
+
+// resetRequired: the driver's assertion that a GPU must be reset before it
+// is used again ("Assertion failed: Reset required [NV_ERR_RESET_REQUIRED]";
+// nvml.h's NVML_ERROR_RESET_REQUIRED, "The GPU requires a reset before it
+// can be used again"), logged with no Xid line (hw3).
+func resetRequired(ev state.XIDEvent) bool {
+	return ev.Code == 0 && strings.Contains(ev.Message, "NV_ERR_RESET_REQUIRED")
+}
+
 // beforeDriverLoad: a line logged after `load` driver loads has a later one
 // after it in the same log ("NVRM: loading NVIDIA UNIX ... Kernel Module"),
 // which re-initialised every GPU. The kernel collector records the order;
@@ -618,7 +700,16 @@ func pcieFatal(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 		switch {
 		case w.gpu != nil:
 			w.dev, w.port = "", ""
-		case ev.Driver == "nvidia":
+		case ev.Driver == "nvidia", ev.DeviceDriver == "nvidia":
+			w.port = "" // the nvidia function's own line and its port's: one finding
+		case ev.Driver != "pcieport" && ev.Driver != "":
+			// Another driver's device (hw3: a USB controller's, a
+			// Thunderbolt bridge's, a SATA card's, the GPU board's HDMI
+			// audio): its own line names its driver, and it is no GPU.
+			// It was failed as "(nvidia)" in a saved log.
+			continue
+		case ev.DeviceDriver != "":
+			continue // the port failed on another driver's device
 		case ev.Device != "" && n.NVML != nil && n.NVML.Available && len(n.NVML.GPUs) > 0:
 			continue // another device's error: not a GPU of this node
 		}
@@ -635,16 +726,16 @@ func pcieFatal(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 		const fix = "drain and reboot the node (the device stays unusable until reset); check the GPU's seating, riser and PCIe switch; RMA if it recurs"
 		switch {
 		case w.gpu != nil:
-			v.add(Fail, w.gpu, fix, "uncorrectable (fatal) PCIe error and the kernel's AER recovery failed"+times)
+			v.add(Fail, w.gpu, fix, "uncorrectable PCIe error and the kernel's AER recovery failed"+times)
 		case w.dev != "" && w.port == "":
-			v.add(Fail, nil, fix, "PCI "+w.dev+" (nvidia): uncorrectable (fatal) PCIe error and the kernel's AER recovery failed"+times)
+			v.add(Fail, nil, fix, "PCI "+w.dev+" (nvidia): uncorrectable PCIe error and the kernel's AER recovery failed"+times)
 		case w.dev != "":
 			// No GPU list to tell (a saved log): it may be a NIC's.
 			v.add(Warn, nil, "if PCI "+w.dev+" is a GPU (lspci -s "+w.dev+"), drain and reboot the node",
-				"PCI "+w.dev+" behind port "+w.port+": uncorrectable (fatal) PCIe error and the kernel's AER recovery failed; whether it is a GPU is not known here"+times)
+				"PCI "+w.dev+" behind port "+w.port+": uncorrectable PCIe error and the kernel's AER recovery failed; whether it is a GPU is not known here"+times)
 		default:
 			v.add(Warn, nil, "find the device behind the port (lspci -t); if it is a GPU, drain and reboot the node",
-				"port "+w.port+": uncorrectable (fatal) PCIe error and the kernel's AER recovery failed; the log does not name the device (a GPU's?)"+times)
+				"port "+w.port+": uncorrectable PCIe error and the kernel's AER recovery failed; the log does not name the device (a GPU's?)"+times)
 		}
 	}
 }

@@ -271,6 +271,11 @@ type Log struct {
 	// function it last reported a fatal error from.
 	PCIeFatal []state.PCIeFatalEvent
 	fatalFrom map[string]string
+	// unrecovered are the functions whose "can't recover" lines came
+	// since the last port's verdict, with their drivers: Linux's
+	// pcie_do_recovery (drivers/pci/pcie/err.c) reports each device below
+	// the port, then the port's "device recovery failed".
+	unrecovered [][2]string
 }
 
 // add reads one record or line. Each event records how many driver loads
@@ -286,7 +291,7 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		ev.DriverVersion = l.driver
 		l.XIDs = append(l.XIDs, ev)
 	} else if ev, ok := ParseSXidKmsg(rec, boot); ok {
-		if n := len(l.SXIDs); n > 0 && sxidDetail(l.SXIDs[n-1], ev) {
+		if l.sxidDetailOfHead(ev) {
 			return
 		}
 		if boot.IsZero() && ev.Time.IsZero() {
@@ -310,6 +315,25 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		ev := state.PCIeFatalEvent{Device: dev, Driver: drv, Message: msg, DriverLoad: l.DriverLoads}
 		if drv == "pcieport" {
 			ev.Port, ev.Device = dev, l.fatalFrom[dev]
+			// The devices the port failed on are the ones whose own
+			// lines came just before: the nvidia one if any, else the
+			// first, with its driver when it is the function named.
+			pick := -1
+			for i, u := range l.unrecovered {
+				if u[1] == "nvidia" {
+					pick = i
+					break
+				}
+			}
+			if pick < 0 && len(l.unrecovered) > 0 && (ev.Device == "" || ev.Device == l.unrecovered[0][0]) {
+				pick = 0
+			}
+			if pick >= 0 {
+				ev.Device, ev.DeviceDriver = l.unrecovered[pick][0], l.unrecovered[pick][1]
+			}
+			l.unrecovered = l.unrecovered[:0]
+		} else {
+			l.unrecovered = append(l.unrecovered, [2]string{dev, drv})
 		}
 		if boot.IsZero() {
 			ev.Time = lineTime(rec)
@@ -355,6 +379,22 @@ func lineTime(line []byte) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// sxidDetailOfHead: ev is a detail record of the last SXid its switch
+// logged. The switches of a node log side by side, so that head need not be
+// the record just before: a real log (hw3) has four switches' heads, then
+// their "Severity" records, then their "Data" records, interleaved; read
+// against the previous record only, twelve details became SXids of their
+// own ("the line has no severity word"). The look-back is bounded.
+func (l *Log) sxidDetailOfHead(ev state.SXIDEvent) bool {
+	for i, n := len(l.SXIDs)-1, 0; i >= 0 && n < 64; i, n = i-1, n+1 {
+		head := l.SXIDs[i]
+		if head.Device == ev.Device && head.BusID == ev.BusID {
+			return sxidDetail(head, ev)
+		}
+	}
+	return false
 }
 
 // sxidDetail: ev is one of the records the nvswitch driver logs after an

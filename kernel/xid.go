@@ -51,6 +51,15 @@ func Parse(line []byte) (state.XIDEvent, bool) {
 	if strings.Contains(msg, "GPU lost from the bus") || strings.Contains(msg, "NV_ERR_GPU_IS_LOST") {
 		return state.XIDEvent{BusID: firstBusID(msg), Message: msg}, true
 	}
+	// "NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required
+	// [NV_ERR_RESET_REQUIRED] (0x00000062) returned from status @
+	// kernel_channel.c:2827" (hw3: a GB200's and an 8-GPU node's bad GPU,
+	// which CUDA then called "busy or unavailable"): the driver refusing
+	// work on a GPU until it is reset, often with no Xid line. Like the
+	// lost-GPU assertion it names no GPU.
+	if strings.Contains(msg, "NV_ERR_RESET_REQUIRED") {
+		return state.XIDEvent{BusID: firstBusID(msg), Message: msg}, true
+	}
 	return state.XIDEvent{}, false
 }
 

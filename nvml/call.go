@@ -101,6 +101,13 @@ func (g *guard) classify(name string, ret gonvml.Return) outcome {
 		}
 		g.stop(name, "GPU is lost (fell off the bus)", false)
 		return failed
+	case gonvml.ERROR_RESET_REQUIRED:
+		// nvml.h: "The GPU requires a reset before it can be used again".
+		if g.gpu != nil {
+			g.gpu.ResetRequired = true
+		}
+		g.fail(name, returnString(ret), false)
+		return failed
 	default:
 		g.fail(name, returnString(ret), false)
 		return failed

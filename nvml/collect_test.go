@@ -601,3 +601,53 @@ func TestCollectMemoryTemperatureAndSRAM(t *testing.T) {
 		})
 	}
 }
+
+// hw3: a GPU whose calls answer NVML_ERROR_RESET_REQUIRED ("The GPU requires
+// a reset before it can be used again", nvml.h) is recorded as such, so
+// gpu.count can fail it with the reset it needs; before, each call was an
+// error and the GPU counted as reachable.
+func TestCollectResetRequired(t *testing.T) {
+	srv := bareH100(func(i int, d *server.Device) {
+		if i == 2 {
+			d.GetTemperatureFunc = func(gonvml.TemperatureSensors) (uint32, gonvml.Return) { return 0, gonvml.ERROR_RESET_REQUIRED }
+		}
+	})
+	st := Collect(context.Background(), srv, Options{})
+	if !st.GPUs[2].ResetRequired || st.GPUs[1].ResetRequired {
+		t.Fatalf("reset required: GPU 2 %v, GPU 1 %v", st.GPUs[2].ResetRequired, st.GPUs[1].ResetRequired)
+	}
+	if e := st.GPUs[2].ErrorFor("nvmlDeviceGetTemperature"); e == nil || !strings.Contains(e.Error, "reset") {
+		t.Errorf("errors = %+v", st.GPUs[2].Errors)
+	}
+}
+
+// hw3: NVML_FI_DEV_GET_GPU_RECOVERY_ACTION is read (nvml.h
+// nvmlDeviceGpuRecoveryAction_t); a driver that does not know the field
+// leaves it unread and says so.
+func TestCollectRecoveryAction(t *testing.T) {
+	srv := bareH100(func(i int, d *server.Device) {
+		d.GetFieldValuesFunc = func(vals []gonvml.FieldValue) gonvml.Return {
+			for k := range vals {
+				vals[k].NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
+				if vals[k].FieldId == gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION && i != 7 {
+					vals[k].ValueType = uint32(gonvml.VALUE_TYPE_UNSIGNED_INT)
+					if i == 3 {
+						vals[k].Value[0] = 1 // GPU_RECOVERY_ACTION_GPU_RESET
+					}
+					vals[k].NvmlReturn = uint32(gonvml.SUCCESS)
+				}
+			}
+			return gonvml.SUCCESS
+		}
+	})
+	st := Collect(context.Background(), srv, Options{})
+	if a := st.GPUs[3].RecoveryAction; a == nil || *a != 1 {
+		t.Errorf("GPU 3 recovery action %v, want 1 (GPU reset)", a)
+	}
+	if a := st.GPUs[0].RecoveryAction; a == nil || *a != 0 {
+		t.Errorf("GPU 0 recovery action %v, want 0 (none)", a)
+	}
+	if g := st.GPUs[7]; g.RecoveryAction != nil || !slices.Contains(g.Unsupported, "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION") {
+		t.Errorf("GPU 7: recovery action %v, unsupported %v; want unread and said", g.RecoveryAction, g.Unsupported)
+	}
+}

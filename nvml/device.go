@@ -50,6 +50,40 @@ func (d *device) collect() {
 	d.affinity()
 	d.nvlinks()
 	d.fabric()
+	d.recoveryAction()
+}
+
+// recoveryAction reads NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230; nvml.h
+// nvmlDeviceGpuRecoveryAction_t): what the driver says the GPU needs before
+// it is used again (NVIDIA's memory error management guide, "Recovery
+// action flag": None, Reset, Reboot, Drain P2P, Drain and Reset). A driver
+// without the field answers in the value's nvmlReturn; it is then filed as
+// unsupported under the field's name.
+func (d *device) recoveryAction() {
+	if d.g.stopped != "" {
+		return
+	}
+	const name = "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION"
+	vals := []gonvml.FieldValue{{FieldId: gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION}}
+	if !d.fieldValues(vals) {
+		return
+	}
+	switch ret := gonvml.Return(vals[0].NvmlReturn); ret {
+	case gonvml.SUCCESS:
+	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
+		d.gpu.Unsupported = append(d.gpu.Unsupported, name)
+		return
+	default:
+		d.g.fail(name, returnString(ret), false)
+		return
+	}
+	a, known := fieldUint(vals[0])
+	if !known || a > 1000 {
+		d.g.fail(name, fmt.Sprintf("field value of unknown type %d or out of range", vals[0].ValueType), false)
+		return
+	}
+	i := int(a)
+	d.gpu.RecoveryAction = &i
 }
 
 func (d *device) identity() {

@@ -178,6 +178,33 @@ var corpus = []corpusCase{
 			"capture; before issue 26 it was refused",
 		want:  map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}},
 		count: "4 GPUs attached (the capture's Attached GPUs); 1 shown and judged, 3 not in the capture (not judged)"},
+	{file: "netdata_a100-mig-vm_510.47.03_nvidia-smi-q-x.xml", gpus: 1, healthy: true,
+		why: "hw3: a whole (attached_gpus 1) A100 in MIG mode in a VM, two instances idle, MIG current = pending (nothing to apply). " +
+			"Under MIG NVML answers the volatile ECC counters, utilisation and remapped rows N/A (nvidia-smi prints N/A): whether an " +
+			"uncorrectable error happened since the last reset is not in the capture, so gpu.ecc and gpu.row_remap skip, never pass; " +
+			"the lifetime counts are 0. P0 with no clock event reason and 67 of 400 W: no slowdown; persistence off (policy warn)",
+		want: map[string]verdict{"gpu.persistence": {check.Warn, []int{0}}}},
+	// Handle failures (hw3): nvidia-smi prints "Unable to determine the
+	// device handle for GPU <bus>: <NVML error>" in place of a GPU NVML
+	// would not open. These captures were refused ("no Attached GPUs line
+	// and no GPU block"), and a GPU off the bus was no finding at all.
+	{file: "nvdocker1553_gpu0_nvidia-smi-a-i0_handle-unknown-error.txt", gpus: 1,
+		why: "nvidia-smi -a -i 0 of a GPU that dropped off the bus (its owner): nvmlDeviceGetHandleByIndex failed with NVML_ERROR_UNKNOWN " +
+			"for 0000:09:00.0. nvml.h: a GPU without a handle cannot be queried at all; the node must not take jobs on it. What else is " +
+			"wrong (lost or another fault) the capture cannot say, so it is 'NVML cannot open the GPU', not 'fell off the bus'",
+		want:  map[string]verdict{"gpu.count": {check.Fail, []int{0}}},
+		count: "NVML cannot open the GPU: nvmlDeviceGetHandleByIndex: Unknown Error"},
+	{file: "owod81_nvidia-smi_handle-gpu-is-lost.txt", gpus: 1,
+		why: "the handle failure with NVML_ERROR_GPU_IS_LOST (nvml.h: 'The GPU has fallen off the bus or has otherwise become " +
+			"inaccessible'); nvidia-smi adds 'Reboot the system to recover this GPU', as NVIDIA's Xid catalogue gives Xid 79 (fallen off " +
+			"the bus) RESTART_BM",
+		want:  map[string]verdict{"gpu.count": {check.Fail, []int{0}}},
+		count: "GPU is lost (fell off the bus)"},
+	{file: "akash209_rtx4090_nvidia-smi_handle-unknown-error-nospace.txt", gpus: 1,
+		why: "R535's form without a space after 'GPU', upper-case hex; the same post's dmesg shows Xid 79 on 0000:a1:00 (kernel-logs/" +
+			"akash209-...): NVML cannot open the GPU",
+		want:  map[string]verdict{"gpu.count": {check.Fail, []int{0}}},
+		count: "NVML cannot open the GPU"},
 }
 
 // TestCorpus judges every real capture with the real checks: healthy ones

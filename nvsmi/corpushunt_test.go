@@ -177,6 +177,17 @@ func TestCorpusFields(t *testing.T) {
 			eq(t, "reasons", strings.Join(g.ClockEvents.Reasons, ","), "sw_power_cap") // at P8, 0 %: idle by gpuIdle's utilisation rule
 			eq(t, "pstate", *g.PerformanceState, 8)
 		},
+		"netdata_a100-mig-vm_510.47.03_nvidia-smi-q-x.xml": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "mig", *g.MIG, state.MIG{Current: true, Pending: true})
+			eq(t, "ecc on", g.ECC == nil || g.ECC.EnabledCurrent, true)
+			eq(t, "remapped rows unknown", g.RemappedRows == nil, true)
+			eq(t, "pcie", pcie(g), "Gen4 x16 of Gen4 x16")
+			eq(t, "persistence", *g.PersistenceMode, false)
+			eq(t, "limit", *g.Power.LimitWatts, 400.0)
+			eq(t, "slowdown", *g.Thermal.SlowdownC, 89)
+			eq(t, "clock events", strings.Join(g.ClockEvents.Reasons, ","), "")
+		},
 	}
 	for file, check := range cases {
 		t.Run(file, func(t *testing.T) { check(t, parse(t, file)) })

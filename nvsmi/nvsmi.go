@@ -300,6 +300,8 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 	for _, c := range root.kids {
 		if r.xml && c.key == "gpu" || !r.xml && strings.HasPrefix(c.key, "GPU ") && c.val == "" {
 			blocks = append(blocks, c)
+		} else if !r.xml && handleFailure.MatchString(c.key) {
+			blocks = append(blocks, c)
 		}
 	}
 	attached := r.get(root, "Attached GPUs", "attached_gpus")
@@ -352,7 +354,11 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 	for i, b := range blocks {
 		g := state.GPU{Index: i}
 		r.gpu = &g
-		r.fillGPU(b)
+		if m := handleFailure.FindStringSubmatch(b.key); m != nil && !r.xml {
+			r.unreachable(b, m[1], m[2])
+		} else {
+			r.fillGPU(b)
+		}
 		if r.err != nil {
 			return nil, r.err
 		}
@@ -362,7 +368,7 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 			}
 			seen[g.PCIBusID] = i
 		}
-		if !hasAny(&g) {
+		if !hasAny(&g) && !g.Unreachable && !g.Denied {
 			return nil, &ParseError{File: r.file, Line: b.line, Msg: fmt.Sprintf("GPU block %s holds nothing gpuprobe reads (no name, UUID, memory, ECC, PCIe or temperature): truncated?", blockName(b))}
 		}
 		nv.GPUs = append(nv.GPUs, g)
@@ -375,6 +381,43 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 		return nil, &ParseError{File: r.file, Msg: "the state read from it is not valid: " + err.Error()}
 	}
 	return n, nil
+}
+
+// handleFailure is the line nvidia-smi prints in place of a GPU whose
+// handle NVML would not give (nvmlDeviceGetHandleByIndex failed): "Unable
+// to determine the device handle for GPU 0000:09:00.0: Unknown Error"
+// (older drivers, with or without the space after "GPU"), "... for
+// GPU1: 0000:34:00.0: Unknown Error" (newer ones name the index), "...:
+// GPU is lost. Reboot the system to recover this GPU". The bus ID is
+// group 1, NVML's error string group 2.
+var handleFailure = regexp.MustCompile(`^Unable to determine the device handle for GPU\s*(?:\d+:\s*)?([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]):\s*(.*)$`)
+
+// unreachable records the GPU a handleFailure line names as NVML's
+// collector records a GPU whose handle it could not get (nvml/collect.go):
+// Unreachable, with the call's error; Lost too when the error is NVML's
+// GPU_IS_LOST ("GPU is lost": nvml.h NVML_ERROR_GPU_IS_LOST, "The GPU has
+// fallen off the bus or has otherwise become inaccessible"); Denied, and
+// nothing else, for NO_PERMISSION ("Insufficient Permissions": a device
+// cgroup, which says nothing about the GPU). Nothing else about the GPU is
+// in the capture.
+func (r *reader) unreachable(b *item, bus, msg string) {
+	g := r.gpu
+	id, err := busid.Parse(bus)
+	if err != nil {
+		r.fail(b, "%v", err)
+		return
+	}
+	g.PCIBusID = id.String()
+	low := strings.ToLower(msg)
+	switch {
+	case strings.Contains(low, "insufficient permissions") || strings.Contains(low, "no permission"):
+		g.Denied = true
+		return
+	case strings.HasPrefix(low, "gpu is lost"):
+		g.Lost = true
+	}
+	g.Unreachable = true
+	g.Errors = append(g.Errors, state.CallError{Call: "nvmlDeviceGetHandleByIndex", Error: msg})
 }
 
 func blockName(b *item) string {
@@ -444,6 +487,68 @@ func (r *reader) fillGPU(b *item) {
 	r.performanceState(b)
 	r.processes(b)
 	r.fabric(b)
+	r.recoveryAction(b)
+	g.ResetRequired = printsResetRequired(b)
+}
+
+// recoveryActions are nvidia-smi's words for nvml.h's
+// nvmlDeviceGpuRecoveryAction_t, as NVIDIA's memory error management guide
+// names them ("Recovery action flag": None, Reset, Reboot, Drain P2P, Drain
+// and Reset) and as the enum does (GPU_RESET, NODE_REBOOT, ...), lower-case
+// with spaces, '_' and '-' dropped.
+var recoveryActions = map[string]int{
+	"none": 0, "reset": 1, "gpureset": 1, "reboot": 2, "nodereboot": 2, "drainp2p": 3,
+	"drainandreset": 4, "drainp2pandreset": 4, "recoverimexdomain": 5, "busreset": 6, "pciebusreset": 6, "systemreboot": 7,
+}
+
+// recoveryAction reads "GPU Recovery Action" (R570 and later; XML
+// <gpu_recovery_action>) or, before it, "GPU Reset Status" (R535–R565:
+// "Reset Required" and "Drain and Reset Recommended", the deprecated
+// NVML_FI_DEV_RESET_STATUS and _DRAIN_AND_RESET_STATUS fields that nvml.h
+// says NVML_FI_DEV_GET_GPU_RECOVERY_ACTION replaces): Yes is a GPU reset
+// (1) or a drain and reset (4). Not printed, "Requested functionality has
+// been deprecated" or a word not known here: not read.
+func (r *reader) recoveryAction(b *item) {
+	const call = "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION"
+	if it := r.get(b, "GPU Recovery Action", "gpu_recovery_action"); it != nil {
+		w := strings.NewReplacer(" ", "", "_", "", "-", "").Replace(strings.ToLower(it.val))
+		if a, ok := recoveryActions[w]; ok {
+			r.gpu.RecoveryAction = &a
+			return
+		}
+	}
+	st := r.get(b, "GPU Reset Status", "gpu_reset_status")
+	reset, ok1 := r.flag(r.get(st, "Reset Required", "reset_required"))
+	drain, ok2 := r.flag(r.get(st, "Drain and Reset Recommended", "drain_and_reset_recommended"))
+	if ok1 || ok2 {
+		a := 0
+		switch {
+		case drain:
+			a = 4
+		case reset:
+			a = 1
+		}
+		r.gpu.RecoveryAction = &a
+		return
+	}
+	if !slices.Contains(r.gpu.Unsupported, call) {
+		r.gpu.Unsupported = append(r.gpu.Unsupported, call)
+	}
+}
+
+// printsResetRequired: nvidia-smi printed "[GPU requires reset]" for one
+// of the block's values, its text for NVML_ERROR_RESET_REQUIRED (nvml.h:
+// "The GPU requires a reset before it can be used again"). Each such value
+// stays unknown; the GPU's state is a fact of its own (hw3: gpuprobe read
+// a GPU answering nothing but that as all skipped, a pass).
+func printsResetRequired(it *item) bool {
+	for _, c := range it.kids {
+		v := strings.ToLower(strings.Trim(c.val, "[] "))
+		if v == "gpu requires reset" || v == "gpu requires a reset" || printsResetRequired(c) {
+			return true
+		}
+	}
+	return false
 }
 
 const mib = 1 << 20

@@ -96,16 +96,23 @@ type SXIDEvent struct {
 // the device, "AER: device recovery failed" on the port that reported it).
 type PCIeFatalEvent struct {
 	// Device is the function the error was on ("0000:01:00.0"): the line's
-	// own when a device driver printed it, else the one the port last
-	// reported ("AER: Uncorrected (Fatal) error received: 0000:01:00.0");
-	// empty when the log does not say.
+	// own when a device driver printed it; on a port's line, the device
+	// whose "can't recover" line came just before it (the nvidia one when
+	// there are several), else the one the port last reported ("AER:
+	// Uncorrected (Fatal) error received: 0000:01:00.0"); empty when the
+	// log does not say.
 	Device string `json:"device,omitempty"`
 	// Port is the reporting port when the line was the port's.
 	Port string `json:"port,omitempty"`
 	// Driver is the driver name the kernel printed the line with
-	// ("nvidia", "pcieport").
-	Driver  string `json:"driver,omitempty"`
-	Message string `json:"message"`
+	// ("nvidia", "pcieport", "snd_hda_intel", "xhci_hcd").
+	Driver string `json:"driver,omitempty"`
+	// DeviceDriver, on a port's line, is the driver of the device the port
+	// failed on, from that device's own "can't recover" line just before
+	// it (Linux reports each device below the port, then the port's
+	// verdict: drivers/pci/pcie/err.c); empty when no such line names it.
+	DeviceDriver string `json:"device_driver,omitempty"`
+	Message      string `json:"message"`
 	// DriverLoad is how many NVIDIA driver loads the log showed before it.
 	DriverLoad int       `json:"driver_load,omitempty"`
 	Time       time.Time `json:"time,omitempty"`

@@ -169,6 +169,20 @@ type GPU struct {
 	Lost bool `json:"lost,omitempty"`
 	// Unreachable is set when NVML could not even hand out a handle.
 	Unreachable bool `json:"unreachable,omitempty"`
+	// ResetRequired is set when NVML answered NVML_ERROR_RESET_REQUIRED to
+	// any call on the GPU (nvml.h: "The GPU requires a reset before it can
+	// be used again"); in a capture, when nvidia-smi printed "[GPU requires
+	// reset]" for one of its values.
+	ResetRequired bool `json:"reset_required,omitempty"`
+	// RecoveryAction is the action the driver says the GPU needs before it
+	// is used again: the field value NVML_FI_DEV_GET_GPU_RECOVERY_ACTION,
+	// nvml.h's nvmlDeviceGpuRecoveryAction_t (0 none, 1 GPU reset, 2 node
+	// reboot, 3 drain P2P, 4 drain P2P and reset, 5 recover the IMEX domain,
+	// 6 PCIe bus reset, 7 system reboot). A capture: nvidia-smi's "GPU
+	// Recovery Action", or the older "GPU Reset Status" (Reset Required: 1,
+	// Drain and Reset Recommended: 4). Nil when not read (the field is then
+	// in Unsupported: drivers before it, a capture without it).
+	RecoveryAction *int `json:"recovery_action,omitempty"`
 	// Denied is set when NVML refused the handle with NO_PERMISSION: the
 	// device file is closed to this process (a job's device cgroup,
 	// ConstrainDevices), which says nothing about the GPU.

@@ -37,10 +37,15 @@ var kernelLogCorpus = []struct {
 	sxids    map[string]int // "code@bus severity" -> events
 	nvswitch map[int]string // SXid code -> NVIDIA's action (CSV text)
 	dated    int            // events dated from a wall-clock time with a year on their line
-	want     check.Status   // gpu.xid
-	sxid     check.Status   // fabric.sxid
-	also     []string       // further text the report must hold
-	unlike   []string       // text it must not
+	// aer: failed AER recoveries read, as "driver device" (a port's
+	// line: "pcieport device<port device-driver", what it failed on) ->
+	// lines. A device of the nvidia driver is a GPU lost to the error
+	// (docs/checks.md, "A lost GPU without an Xid line").
+	aer    map[string]int
+	want   check.Status // gpu.xid
+	sxid   check.Status // fabric.sxid
+	also   []string     // further text the report must hold
+	unlike []string     // text it must not
 }{
 	{file: "kernel-logs/nvsentinel155-dmesg-fallen-off-bus-3line.txt",
 		xids: map[string]int{"0@0000:b3:00": 1}, want: check.Fail, sxid: check.Pass,
@@ -146,9 +151,11 @@ var kernelLogCorpus = []struct {
 		unlike: []string{"(2 times)"}},
 	{file: "kernel-logs/ogkm1045-journalctl-truncated-xid69-62.txt",
 		// journalctl's pager cut two lines (">" at the end).
-		xids:   map[string]int{"69@0000:01:00": 1, "62@0000:01:00": 1},
+		// hw3: its "Check failed: Reset required [NV_ERR_RESET_REQUIRED]"
+		// line is read (0@) and joins the Xid 62 that asked for the reset.
+		xids:   map[string]int{"69@0000:01:00": 1, "62@0000:01:00": 1, "0@": 1},
 		nvidia: map[int]string{69: "RESTART_APP", 62: "RESET_GPU"}, want: check.Fail, sxid: check.Pass,
-		also: []string{"Xid 62: internal micro-controller halt", "last by gnome-shell (pid 6572)"}},
+		also: []string{"Xid 62: internal micro-controller halt", "last by gnome-shell (pid 6572)"}, unlike: []string{"NV_ERR_RESET_REQUIRED"}},
 	{file: "kernel-logs/cmpunlocker4-dmesg-rminitadapter-no-xid.txt",
 		// RmInitAdapter failures are no Xid: nothing to judge in a saved log.
 		want: check.Skip, sxid: check.Pass,
@@ -162,6 +169,70 @@ var kernelLogCorpus = []struct {
 		xids:   map[string]int{"79@0000:05:00": 1, "14@0000:03:00": 1, "0@0000:18:00": 1, "0@0000:29:00": 1},
 		nvidia: map[int]string{79: "RESTART_BM", 14: "IGNORE"}, want: check.Fail, sxid: check.Pass,
 		also: []string{"PCI 0000:18:00: GPU has fallen off the bus", "PCI 0000:29:00: GPU has fallen off the bus", "Xid 14 ROBUST_CHANNEL_FAKE_ERROR ×1"}},
+	// hw3's hunt.
+	{file: "kernel-logs/akash244-dmesg-T-xid43-31-94-contained.txt",
+		// A contained error the driver says needs no reset ("RST: No,
+		// D-RST: No"), an MMU fault and two 43s on three GPUs: the jobs'.
+		xids:   map[string]int{"43@0000:00:05": 2, "31@0000:00:07": 1, "94@0000:00:08": 1},
+		nvidia: map[int]string{43: "IGNORE", 31: "RESTART_APP", 94: "RESTART_APP"}, dated: 4, want: check.Warn, sxid: check.Pass,
+		also:   []string{"Xid 43 ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR ×2", "Xid 94: contained ECC error"},
+		unlike: []string{"drain", "recurring"}},
+	{file: "kernel-logs/dra982-dmesg-reset-required-assert-gb200.txt",
+		// The driver's NV_ERR_RESET_REQUIRED with no Xid line: it was not
+		// read, and the log skipped as holding no Xid.
+		xids: map[string]int{"0@": 1}, want: check.Fail, sxid: check.Pass,
+		also: []string{"a GPU the line does not name: the driver says the GPU requires a reset", "drain and reset the GPU"}},
+	{file: "kernel-logs/sichek51-dmesg-T-reset-required-gsp-alloc.txt",
+		xids: map[string]int{"0@": 1}, dated: 1, want: check.Fail, sxid: check.Pass,
+		also: []string{"NV_ERR_RESET_REQUIRED, no Xid line"}, unlike: []string{"(2 times)"}},
+	{file: "kernel-logs/ogkm446-talos-dmesg-xid154-reset-then-reset-required.txt",
+		// talosctl dmesg; the later NV_ERR_RESET_REQUIRED line is the reset
+		// the Xid 154 asked for, not a second finding.
+		xids:   map[string]int{"154@0000:0b:00": 1, "0@": 1},
+		nvidia: map[int]string{154: "Follow guidance as it aapplies to another Xid"}, want: check.Fail, sxid: check.Pass,
+		also:   []string{"Xid 154: the driver now requires a GPU reset", "drain and reset the GPU (nvidia-smi -r)"},
+		unlike: []string{"NV_ERR_RESET_REQUIRED", "does not name"}},
+	{file: "kernel-logs/ogkm1045-dmesg-T-3090-xid62-pmu-halt-154.txt",
+		xids:   map[string]int{"62@0000:3e:00": 1, "154@0000:3e:00": 1},
+		nvidia: map[int]string{62: "RESET_GPU", 154: "Follow guidance as it aapplies to another Xid"}, dated: 2, want: check.Fail, sxid: check.Pass,
+		also: []string{"Xid 62: internal micro-controller halt", "last by nvtop (pid 213710)", "Xid 154: the driver now requires a GPU reset"}},
+	{file: "kernel-logs/ogkm-source-errcont-examples-xid94-mig-95.txt",
+		// NVIDIA's own example lines; "RST: Yes" is the driver's mark.
+		xids:   map[string]int{"94@0000:01:00": 2, "95@0000:01:00": 1},
+		nvidia: map[int]string{94: "RESTART_APP", 95: "RESET_GPU"}, want: check.Fail, sxid: check.Pass,
+		also: []string{"Xid 95", "the driver marked the GPU for reset (RST: Yes)", "Xid 94: contained ECC error"}},
+	{file: "kernel-logs/note-dmesg-sxid11004-acl-4switches-interleaved.txt",
+		// Four switches' heads, then their details interleaved: each
+		// detail folds into its own switch's head (they were 12 SXids of
+		// their own, "no severity word", failed by the table).
+		sxids: map[string]int{"11004@0000:00:07.0 non-fatal": 1, "11004@0000:00:08.0 non-fatal": 1,
+			"11004@0000:00:09.0 non-fatal": 1, "11004@0000:00:0a.0 non-fatal": 1},
+		nvswitch: map[int]string{11004: "CHECK_FM_CONFIG"}, want: check.Skip, sxid: check.Warn,
+		also:   []string{"SXid 11004 printed Non-fatal: Link 40 ingress invalid ACL (First)", "Fabric Manager configuration and partition"},
+		unlike: []string{"no severity word", "Data {"}},
+	{file: "kernel-logs/returnn1500-dmesg-H-aer-nvidia-cant-recover.txt",
+		// The GPU's HDMI audio function is snd_hda_intel's: no "(nvidia)"
+		// finding of its own; the port's lines name the GPU before them.
+		aer:  map[string]int{"nvidia 0000:03:00.0": 2, "snd_hda_intel 0000:03:00.1": 2, "pcieport 0000:03:00.0<0000:00:03.0 nvidia": 2},
+		want: check.Fail, sxid: check.Pass,
+		also:   []string{"PCI 0000:03:00.0 (nvidia): uncorrectable PCIe error and the kernel's AER recovery failed (4 lines)", "drain and reboot the node"},
+		unlike: []string{"0000:03:00.1", "does not name the device"}},
+	{file: "kernel-logs/ms02ultra10-journalctl-aer-xhci-thunderbolt-no-gpu.txt",
+		// No NVIDIA device at all: a USB controller and a Thunderbolt
+		// bridge. It failed as "(nvidia)".
+		aer: map[string]int{"xhci_hcd 0000:97:00.0": 2, "thunderbolt 0000:84:00.0": 1,
+			"pcieport 0000:97:00.0<0000:80:1b.4 xhci_hcd": 1, "pcieport 0000:84:00.0<0000:80:1b.4 thunderbolt": 1},
+		want: check.Skip, sxid: check.Pass,
+		unlike: []string{"nvidia", "fatal"}},
+	{file: "kernel-logs/rpi600-dmesg-aer-ahci-no-gpu.txt",
+		aer:  map[string]int{"ahci 0000:01:00.0": 2, "pcieport 0000:01:00.0<0000:00:00.0 ahci": 2},
+		want: check.Skip, sxid: check.Pass,
+		unlike: []string{"nvidia"}},
+	{file: "kernel-logs/akash209-dmesg-T-xid79-crashdump.txt",
+		// One loss, and the crash-dump notice after it is no Xid.
+		xids:   map[string]int{"79@0000:a1:00": 1, "0@0000:a1:00": 1},
+		nvidia: map[int]string{79: "RESTART_BM"}, dated: 2, want: check.Fail, sxid: check.Pass,
+		also: []string{"drain and reboot the node"}, unlike: []string{"(2 times)"}},
 	{file: "kernel-log-rtx4080-xid79.txt",
 		// Issue 26: its "Check failed: GPU lost from the bus
 		// [NV_ERR_GPU_IS_LOST]" line is read (0@, no GPU named) and folded
@@ -194,25 +265,35 @@ func nvidiaActions(t *testing.T, path string) map[int]string {
 	return out
 }
 
-// derivedSXIDStatus is docs/checks.md's fabric.sxid rule: an SXid fails when
-// NVIDIA's table gives its code an action other than IGNORE (every such row
-// is FATAL there) or when the driver printed Fatal on its line; a code the
-// table lacks keeps its line's word. No SXid, or only IGNORE/non-fatal ones,
-// passes.
+// derivedSXIDStatus is docs/checks.md's fabric.sxid rule: the driver's
+// severity word decides when the line has one (Fatal fails; Non-fatal never
+// fails, and warns on a code NVIDIA's table gives an action other than
+// IGNORE); a line with no word takes the table (every non-IGNORE row is
+// FATAL there: it fails). No SXid, or only IGNORE/non-fatal ones, passes.
 func derivedSXIDStatus(sxids map[string]int, actions map[int]string) check.Status {
+	st := check.Pass
 	for k := range sxids {
 		code, _ := strconv.Atoi(k[:strings.IndexByte(k, '@')])
-		if a, ok := actions[code]; ok && a != "IGNORE" || strings.HasSuffix(k, " fatal") {
+		a, ok := actions[code]
+		switch {
+		case strings.HasSuffix(k, " fatal"):
+			return check.Fail
+		case strings.HasSuffix(k, " non-fatal"):
+			if ok && a != "IGNORE" {
+				st = check.Warn
+			}
+		case ok && a != "IGNORE":
 			return check.Fail
 		}
 	}
-	return check.Pass
+	return st
 }
 
 // derivedXIDStatus is docs/checks.md's rule from NVIDIA's action to the
 // verdict: IGNORE is no finding; restart the application (and Xid 45's
 // cleanup, unified-memory checks) warns; every action on the GPU, the node or
-// the fabric fails, as does a GPU that fell off the bus. Xid 154 fails unless
+// the fabric fails, as does a GPU that fell off the bus, or one the driver
+// says must be reset (code 0: a line with no Xid number). Xid 154 fails unless
 // its line says the recovery is done (none of the corpus's does). Nothing
 // found on a node with no GPUs to judge (this machine, reading a file) skips,
 // unless the log shows the NVIDIA driver loading: then it is a clean log and
@@ -231,6 +312,19 @@ func derivedXIDStatus(xids map[string]int, actions map[int]string, driverLoaded 
 		case a == "RESTART_APP", a == "WORKFLOW_XID_45", a == "CHECK_UVM":
 			st = check.Warn
 		default:
+			return check.Fail
+		}
+	}
+	return st
+}
+
+// derivedAER adds docs/checks.md's rule for failed AER recoveries to the
+// Xids' verdict: one on a device the nvidia driver printed, or a port's
+// whose device was the nvidia driver's, fails; another driver's device is
+// no GPU and no finding.
+func derivedAER(aer map[string]int, st check.Status) check.Status {
+	for k := range aer {
+		if strings.HasPrefix(k, "nvidia ") || strings.HasSuffix(k, " nvidia") {
 			return check.Fail
 		}
 	}
@@ -271,7 +365,7 @@ func TestKernelLogCorpus(t *testing.T) {
 			for _, l := range strings.Split(string(raw), "\n") {
 				loaded = loaded || kernel.IsDriverLoad([]byte(l))
 			}
-			if d := derivedXIDStatus(c.xids, actions, loaded); d != c.want {
+			if d := derivedXIDStatus(c.xids, actions, loaded); derivedAER(c.aer, d) != c.want {
 				t.Fatalf("want says gpu.xid %s, NVIDIA's labels give %s", c.want, d)
 			}
 			for code, label := range c.nvswitch {
@@ -322,6 +416,17 @@ func TestKernelLogCorpus(t *testing.T) {
 			}
 			if !sameCounts(gotX, c.xids) {
 				t.Errorf("XIDs read %v, want %v", gotX, c.xids)
+			}
+			gotA := map[string]int{}
+			for _, ev := range k.PCIeFatal {
+				key := ev.Driver + " " + ev.Device
+				if ev.Port != "" {
+					key += "<" + ev.Port + " " + ev.DeviceDriver
+				}
+				gotA[key]++
+			}
+			if !sameCounts(gotA, c.aer) {
+				t.Errorf("AER recovery failures read %v, want %v", gotA, c.aer)
 			}
 			if !sameCounts(gotS, c.sxids) {
 				t.Errorf("SXids read %v, want %v", gotS, c.sxids)

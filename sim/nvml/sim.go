@@ -162,6 +162,14 @@ func (m model) dress(d *server.Device, i int) {
 				vals[i].NvmlReturn = uint32(gonvml.SUCCESS)
 				continue
 			}
+			// No recovery action: the real H100 and H200 print "GPU
+			// Recovery Action : None" (nvsmi/testdata/realgpu_*_580.159.04).
+			if vals[i].FieldId == gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION {
+				vals[i].ValueType = uint32(gonvml.VALUE_TYPE_UNSIGNED_INT)
+				putU32(vals[i].Value[:], 0)
+				vals[i].NvmlReturn = uint32(gonvml.SUCCESS)
+				continue
+			}
 			vals[i].NvmlReturn = uint32(gonvml.ERROR_NOT_SUPPORTED)
 		}
 		return gonvml.SUCCESS
