@@ -20,9 +20,16 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	env := n.Slurm.Env
 	cvd := env.CUDAVisible
 	v := verdict{id: "job.visible_devices"}
-	constrained, how := deviceMode(n.Slurm)
+	constrained, how := deviceMode(n)
 	t := visibleGPUs(n)
-	nvmlCount := len(n.NVML.GPUs)
+	// The GPUs NVML reaches: one whose handle it was refused (a device
+	// cgroup, state.GPU.Denied) is no GPU this task can use.
+	nvmlCount := 0
+	for _, g := range n.NVML.GPUs {
+		if !g.Denied {
+			nvmlCount++
+		}
+	}
 
 	switch {
 	case cvd.NoDevFiles:
