@@ -63,13 +63,21 @@ type taskGPUs struct {
 	unverifiable int
 }
 
+// idents are the GPUs CUDA can number, in NVML's order: a GPU whose handle
+// NVML was refused (NO_PERMISSION, a device cgroup: state.GPU.Denied) is
+// none of CUDA's, which counts the devices it can open from 0, so
+// CUDA_VISIBLE_DEVICES=1 is the second GPU the task reaches, not NVML's 1.
 func idents(n *state.Node) []slurmstate.GPUIdent {
-	out := make([]slurmstate.GPUIdent, len(n.NVML.GPUs))
-	for i, g := range n.NVML.GPUs {
-		out[i] = slurmstate.GPUIdent{Index: g.Index, UUID: g.UUID}
-		for _, m := range g.MIGDevices {
-			out[i].MIGUUIDs = append(out[i].MIGUUIDs, m.UUID)
+	out := make([]slurmstate.GPUIdent, 0, len(n.NVML.GPUs))
+	for _, g := range n.NVML.GPUs {
+		if g.Denied {
+			continue
 		}
+		id := slurmstate.GPUIdent{Index: g.Index, UUID: g.UUID}
+		for _, m := range g.MIGDevices {
+			id.MIGUUIDs = append(id.MIGUUIDs, m.UUID)
+		}
+		out = append(out, id)
 	}
 	return out
 }
@@ -96,7 +104,9 @@ func visibleGPUs(n *state.Node) taskGPUs {
 	cvd := n.Slurm.Env.CUDAVisible
 	if cvd == nil || !cvd.Set {
 		for i := range n.NVML.GPUs {
-			t.visible = append(t.visible, &n.NVML.GPUs[i])
+			if !n.NVML.GPUs[i].Denied { // closed to this task (idents)
+				t.visible = append(t.visible, &n.NVML.GPUs[i])
+			}
 		}
 		return t
 	}

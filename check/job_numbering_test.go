@@ -60,8 +60,9 @@ func TestVisibleDevicesWithoutDeviceFiles(t *testing.T) {
 		// 0 and 1, and GPU 1 is not the job's.
 		{"NVML reaches all eight", uva, whole, nil, Fail,
 			[]string{"NVML reaches 8 GPUs, more than the 2 allocated", "visible to this task but not allocated"}, nil},
+		// CUDA numbers the two it can open 0 and 1: NVML's 0 and 4.
 		{"NVML refused six (NO_PERMISSION)", uva, whole, denied, Pass,
-			[]string{"NVML was refused GPU 1-3,5-7 (NO_PERMISSION) and reaches 2"}, []string{"lets this task reach"}},
+			[]string{"sees GPU 0,4, as allocated", "NVML was refused GPU 1-3,5-7 (NO_PERMISSION) and reaches 2"}, []string{"lets this task reach"}},
 		// "ConstrainDevices = yes" is slurmd's too (parse_config.c); read
 		// as no device cgroup it failed a whole-node view as global.
 		{"cgroup.conf with blanks around '=', every GPU reachable", uva, whole, conf("ConstrainDevices = yes\n"), Fail,
