@@ -87,9 +87,12 @@ func ParseConf(name string, data []byte) ([]Line, []ConfError) {
 		l := Line{File: name, Num: num}
 		pairs, rest := splitPairs(text)
 		if strings.TrimLeft(rest, spaceChars) != "" {
-			bad := strings.Fields(rest)[0]
+			bad := strings.FieldsFunc(rest, func(r rune) bool { return strings.ContainsRune(spaceChars, r) })[0]
 			errs = append(errs, ConfError{File: name, Line: num, Msg: fmt.Sprintf("%q is not Key=Value", truncate(bad, 60))})
 			continue
+		}
+		if len(pairs) == 0 {
+			continue // blanks slurmd's isspace() knows and splitFields does not ("\v")
 		}
 		l.Pairs = pairs
 		out = append(out, l)

@@ -150,7 +150,7 @@ func TestCgroupConf(t *testing.T) {
 }
 
 func FuzzParseConf(f *testing.F) {
-	for _, s := range []string{"NodeName=a Gres=gpu:1\n", "Key=\"x y\" # c\n", "a \\\nb=c", "Include x\n", "x"} {
+	for _, s := range []string{"NodeName=a Gres=gpu:1\n", "Key=\"x y\" # c\n", "a \\\nb=c", "Include x\n", "x", "\v", "\u2000", "A = b C= \"d e\" F=\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
