@@ -5,6 +5,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -226,8 +227,8 @@ const (
 )
 
 // nvmlNumbering reads which numbering CUDA_VISIBLE_DEVICES's indexes are in
-// from the GPUs NVML reaches in this task, where no device file was probed
-// and Slurm's own numbering (GPU_DEVICE_ORDINAL) is not in the environment
+// from the GPUs NVML reaches in this task, where no device file decided it
+// and Slurm's own numbering (GPU_DEVICE_ORDINAL) does not show it
 // (a gres.conf that sets CUDA_VISIBLE_DEVICES alone, as UVA's; a dump of
 // a few variables). NVML inside the task sees what its device cgroup lets
 // through: either only those GPUs, or every GPU with the others' handles
@@ -262,25 +263,22 @@ func nvmlNumbering(n *state.Node) (numbering, string) {
 	alloc, from := env.AllocatedGPUs()
 	if len(alloc) == 0 || migEntries(env.CUDAVisible) > 0 {
 		if reach > 0 && len(alloc) == 0 {
-			return numberedGlobal, fmt.Sprintf("no device cgroup keeps this task off the GPUs: NVML reaches %d (no device files probed)", reach)
+			return numberedGlobal, fmt.Sprintf("no device cgroup keeps this task off the GPUs: NVML reaches %d (no device file decided)", reach)
 		}
-		return numberedUnknown, "no device files probed, no GPU_DEVICE_ORDINAL, and no GPU index list to hold NVML's view against"
+		return numberedUnknown, "no device file decided, and no GPU index list to hold NVML's view against"
 	}
-	top := alloc[len(alloc)-1]
-	for _, i := range alloc {
-		top = max(top, i)
-	}
+	top := slices.Max(alloc)
 	switch {
 	case reach <= len(alloc) && top >= reach:
 		how := fmt.Sprintf("renumbered: NVML reaches %d GPU(s), as many as allocated, and cannot be the node's numbering (%s=%s names GPU %d)", reach, from, cpulist.Format(alloc), top)
 		if reach < len(alloc) {
 			how = fmt.Sprintf("renumbered: NVML reaches %d GPU(s), fewer than the %d allocated (%s=%s; a device cgroup per task, or allocated GPUs this task cannot reach)", reach, len(alloc), from, cpulist.Format(alloc))
 		}
-		return numberedLocal, how + ": CUDA numbers this task's GPUs from 0 (no device files probed, no GPU_DEVICE_ORDINAL)"
+		return numberedLocal, how + ": CUDA numbers this task's GPUs from 0 (no device file decided)"
 	case reach > len(alloc):
-		return numberedGlobal, fmt.Sprintf("NVML reaches %d GPUs, more than the %d allocated: no device cgroup confines this task, so CUDA numbers the node's GPUs (no device files probed)", reach, len(alloc))
+		return numberedGlobal, fmt.Sprintf("NVML reaches %d GPUs, more than the %d allocated: no device cgroup confines this task, so CUDA numbers the node's GPUs (no device file decided)", reach, len(alloc))
 	default:
-		return numberedAlike, fmt.Sprintf("NVML reaches exactly the %d allocated GPUs, %s=%s, which the node's numbering and the task's name alike (no device files probed)", reach, from, cpulist.Format(alloc))
+		return numberedAlike, fmt.Sprintf("NVML reaches exactly the %d allocated GPUs, %s=%s, which the node's numbering and the task's name alike (no device file decided)", reach, from, cpulist.Format(alloc))
 	}
 }
 
