@@ -177,13 +177,7 @@ func slurmNumbersOnMIG(ctx context.Context, o *JobOptions) (note string, initFai
 	if !o.SlurmGPUNumbers || len(o.GPUs) == 0 {
 		return "", nil
 	}
-	nopts := nvml.Options{CallTimeout: o.CallTimeout}
-	open := o.Sources.OpenNVML
-	if open == nil {
-		nopts.Library = "nvml"
-		open = func() (gonvml.Interface, error) { return nvml.Open() }
-	}
-	lib, err := open()
+	lib, nopts, err := openNVML(o.Options)
 	if err != nil {
 		return "", err
 	}
@@ -206,6 +200,16 @@ func slurmNumbersOnMIG(ctx context.Context, o *JobOptions) (note string, initFai
 // openSampler opens NVML once for the window (the daemon's own handle is
 // not shared: a job run is its own short process).
 func openSampler(ctx context.Context, o JobOptions) (*nvml.Sampler, error) {
+	lib, nopts, err := openNVML(o.Options)
+	if err != nil {
+		return nil, err
+	}
+	return nvml.NewSampler(ctx, lib, nopts, o.GPUs)
+}
+
+// openNVML is the source's NVML (a simulated node's fresh mock), else the
+// driver's library.
+func openNVML(o Options) (gonvml.Interface, nvml.Options, error) {
 	nopts := nvml.Options{CallTimeout: o.CallTimeout}
 	open := o.Sources.OpenNVML
 	if open == nil {
@@ -213,10 +217,7 @@ func openSampler(ctx context.Context, o JobOptions) (*nvml.Sampler, error) {
 		open = func() (gonvml.Interface, error) { return nvml.Open() }
 	}
 	lib, err := open()
-	if err != nil {
-		return nil, err
-	}
-	return nvml.NewSampler(ctx, lib, nopts, o.GPUs)
+	return lib, nopts, err
 }
 
 // attribute records which of the job's processes run on each GPU and, when
