@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,13 +64,21 @@ type taskGPUs struct {
 	unverifiable int
 }
 
+// idents are the GPUs CUDA can number, in NVML's order: a GPU whose handle
+// NVML was refused (NO_PERMISSION, a device cgroup: state.GPU.Denied) is
+// none of CUDA's, which counts the devices it can open from 0, so
+// CUDA_VISIBLE_DEVICES=1 is the second GPU the task reaches, not NVML's 1.
 func idents(n *state.Node) []slurmstate.GPUIdent {
-	out := make([]slurmstate.GPUIdent, len(n.NVML.GPUs))
-	for i, g := range n.NVML.GPUs {
-		out[i] = slurmstate.GPUIdent{Index: g.Index, UUID: g.UUID}
-		for _, m := range g.MIGDevices {
-			out[i].MIGUUIDs = append(out[i].MIGUUIDs, m.UUID)
+	out := make([]slurmstate.GPUIdent, 0, len(n.NVML.GPUs))
+	for _, g := range n.NVML.GPUs {
+		if g.Denied {
+			continue
 		}
+		id := slurmstate.GPUIdent{Index: g.Index, UUID: g.UUID}
+		for _, m := range g.MIGDevices {
+			id.MIGUUIDs = append(id.MIGUUIDs, m.UUID)
+		}
+		out = append(out, id)
 	}
 	return out
 }
@@ -95,7 +105,9 @@ func visibleGPUs(n *state.Node) taskGPUs {
 	cvd := n.Slurm.Env.CUDAVisible
 	if cvd == nil || !cvd.Set {
 		for i := range n.NVML.GPUs {
-			t.visible = append(t.visible, &n.NVML.GPUs[i])
+			if !n.NVML.GPUs[i].Denied { // closed to this task (idents)
+				t.visible = append(t.visible, &n.NVML.GPUs[i])
+			}
 		}
 		return t
 	}
@@ -146,8 +158,10 @@ func listOr(l []int) string {
 // ConstrainDevices): then NVML sees only the allocated GPUs and
 // CUDA_VISIBLE_DEVICES is renumbered from 0; otherwise indexes are global.
 // The open() probe of the device files is the strongest evidence, the
-// cgroup's devices.list next, the configuration last.
-func deviceMode(s *slurmstate.State) (constrained bool, how string) {
+// cgroup's devices.list next, Slurm's own numbering next, then NVML's view
+// where it leaves one reading (nvmlNumbering), the configuration last.
+func deviceMode(n *state.Node) (constrained bool, how string) {
+	s := n.Slurm
 	okFiles := 0
 	for _, d := range s.Devices {
 		if d.Access == "denied" && strings.Contains(d.Error, "cgroup") {
@@ -170,13 +184,102 @@ func deviceMode(s *slurmstate.State) (constrained bool, how string) {
 	if why := slurmNumberedFromZero(s.Env); why != "" {
 		return true, why
 	}
-	if c := s.Conf; c != nil && c.SlurmConf != nil {
+	nm, nwhy := nvmlNumbering(n)
+	if nm == numberedLocal {
+		return true, nwhy
+	}
+	if c := s.Conf; c != nil && c.SlurmConf != nil && confDecides(c) {
 		if c.SlurmConf.UsesCgroupTasks() && c.CgroupConf != nil && c.CgroupConf.ConstrainDevices {
 			return true, "ConstrainDevices=yes with TaskPlugin=task/cgroup (per the configuration)"
 		}
 		return false, "no ConstrainDevices in the configuration; indexes are global"
 	}
-	return false, "no device cgroup seen; indexes taken as global"
+	if nm != numberedUnknown {
+		return false, nwhy
+	}
+	return false, "unknown: " + nwhy
+}
+
+// confDecides: the configuration read says what slurmd does with devices
+// only when cgroup.conf was read without an error (a line slurmd would
+// refuse, or a file that could not be read, says nothing of what the
+// running slurmd uses). A cgroup.conf that is absent is slurmd's defaults
+// (ConstrainDevices=no).
+func confDecides(c *slurmstate.Conf) bool {
+	if c.CgroupConf != nil && len(c.CgroupConf.Errors) > 0 {
+		return false
+	}
+	for _, u := range c.Unreadable {
+		if filepath.Base(u.Path) == "cgroup.conf" || u.Path == c.SlurmConfPath {
+			return false
+		}
+	}
+	return true
+}
+
+type numbering int
+
+const (
+	numberedUnknown numbering = iota
+	numberedLocal             // the task's GPUs are numbered from 0
+	numberedGlobal            // the node's numbering
+	numberedAlike             // both read the same here
+)
+
+// nvmlNumbering reads which numbering CUDA_VISIBLE_DEVICES's indexes are in
+// from the GPUs NVML reaches in this task, where no device file decided it
+// and Slurm's own numbering (GPU_DEVICE_ORDINAL) does not show it
+// (a gres.conf that sets CUDA_VISIBLE_DEVICES alone, as UVA's; a dump of
+// a few variables). NVML inside the task sees what its device cgroup lets
+// through: either only those GPUs, or every GPU with the others' handles
+// refused NO_PERMISSION (state.GPU.Denied). CUDA numbers the GPUs it can
+// open from 0, so:
+//   - a GPU NVML was refused: a device cgroup, numbered from 0;
+//   - NVML reaches no more GPUs than were allocated, and an allocated
+//     node index is beyond what it reaches: the node's numbering cannot
+//     name that GPU here, so the task's GPUs are numbered from 0 (a device
+//     cgroup, or a container that shows only them; with fewer than were
+//     allocated, a cgroup per task or a GPU this task cannot reach);
+//   - NVML reaches more GPUs than were allocated: nothing confines the
+//     task to them, and CUDA numbers the GPUs it reaches as NVML does, the
+//     node's numbering, whatever Slurm meant to write;
+//   - NVML reaches exactly the allocated GPUs 0..n-1: both numberings name
+//     the same GPUs.
+//
+// Anything else (MIG instances, no index list) is unknown, and why.
+func nvmlNumbering(n *state.Node) (numbering, string) {
+	env := n.Slurm.Env
+	reach, denied := 0, []int{}
+	for _, g := range n.NVML.GPUs {
+		if g.Denied {
+			denied = append(denied, g.Index)
+			continue
+		}
+		reach++
+	}
+	if len(denied) > 0 {
+		return numberedLocal, fmt.Sprintf("device cgroup: NVML was refused GPU %s (NO_PERMISSION) and reaches %d: CUDA numbers those from 0", cpulist.Format(denied), reach)
+	}
+	alloc, from := env.AllocatedGPUs()
+	if len(alloc) == 0 || migEntries(env.CUDAVisible) > 0 {
+		if reach > 0 && len(alloc) == 0 {
+			return numberedGlobal, fmt.Sprintf("no device cgroup keeps this task off the GPUs: NVML reaches %d (no device file decided)", reach)
+		}
+		return numberedUnknown, "no device file decided, and no GPU index list to hold NVML's view against"
+	}
+	top := slices.Max(alloc)
+	switch {
+	case reach <= len(alloc) && top >= reach:
+		how := fmt.Sprintf("renumbered: NVML reaches %d GPU(s), as many as allocated, and cannot be the node's numbering (%s=%s names GPU %d)", reach, from, cpulist.Format(alloc), top)
+		if reach < len(alloc) {
+			how = fmt.Sprintf("renumbered: NVML reaches %d GPU(s), fewer than the %d allocated (%s=%s; a device cgroup per task, or allocated GPUs this task cannot reach)", reach, len(alloc), from, cpulist.Format(alloc))
+		}
+		return numberedLocal, how + ": CUDA numbers this task's GPUs from 0 (no device file decided)"
+	case reach > len(alloc):
+		return numberedGlobal, fmt.Sprintf("NVML reaches %d GPUs, more than the %d allocated: no device cgroup confines this task, so CUDA numbers the node's GPUs (no device file decided)", reach, len(alloc))
+	default:
+		return numberedAlike, fmt.Sprintf("NVML reaches exactly the %d allocated GPUs, %s=%s, which the node's numbering and the task's name alike (no device file decided)", reach, from, cpulist.Format(alloc))
+	}
 }
 
 // slurmNumberedFromZero reads Slurm's own numbering when no device file

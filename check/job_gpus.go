@@ -20,9 +20,16 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	env := n.Slurm.Env
 	cvd := env.CUDAVisible
 	v := verdict{id: "job.visible_devices"}
-	constrained, how := deviceMode(n.Slurm)
+	constrained, how := deviceMode(n)
 	t := visibleGPUs(n)
-	nvmlCount := len(n.NVML.GPUs)
+	// The GPUs NVML reaches: one whose handle it was refused (a device
+	// cgroup, state.GPU.Denied) is no GPU this task can use.
+	nvmlCount := 0
+	for _, g := range n.NVML.GPUs {
+		if !g.Denied {
+			nvmlCount++
+		}
+	}
 
 	switch {
 	case cvd.NoDevFiles:
@@ -503,6 +510,20 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 		capacity = procs
 		shared = fmt.Sprintf("shared as requested (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d: MPS clients, each given a share of the GPU)", *env.MPSThreadPercent)
 	}
+	mps := mpsEvidence(n, t)
+	if procs > capacity && shared == "" && len(mps) > 0 {
+		// An MPS daemon started by hand or by a site's prolog (Jean Zay's
+		// "-C mps": 40 ranks on a node's 4 GPUs) is sharing as its admins
+		// mean it, and failing it is a false alarm. But what shows it here
+		// is the job's own: its environment, and the name of a program on
+		// the GPU (the basename of /proc/PID/exe, which is any file the
+		// user names so; the MPS server runs as its client's user). Neither
+		// may pass a step that may be time-slicing its GPUs, so the verdict
+		// is unknown, with the evidence.
+		v.add(Skip, nil, "", fmt.Sprintf("unknown: %s, more than one per GPU unless an MPS daemon serves them, as %s suggest(s); gpuprobe does not take that for MPS (the job's user controls its environment and the names of its programs), so whether the GPUs are time-sliced is not judged",
+			arith, strings.Join(mps, " and ")))
+		return v.result(arith)
+	}
 	if procs > capacity {
 		sev := Fail
 		if !gpusKnown {
@@ -533,6 +554,35 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 		summary += fmt.Sprintf("; its srun steps bind %d GPU(s) per task (%s)", n, from)
 	}
 	return v.result(summary)
+}
+
+// mpsEvidence lists what suggests that an MPS daemon the job or the site
+// started (not Slurm's gres/mps, which sets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)
+// serves this task's GPUs: CUDA_MPS_PIPE_DIRECTORY in the environment (the
+// MPS client finds its control daemon there; NVIDIA's MPS guide), and an
+// nvidia-cuda-mps-server among the processes NVML lists on a GPU this task
+// sees (under MPS the server holds the GPU's context for its clients; the
+// name is the executable's, or the first 15 characters of comm,
+// "nvidia-cuda-mps", where the executable cannot be read). Both are
+// evidence the job's user controls, for a verdict of unknown, never a
+// pass.
+func mpsEvidence(n *state.Node, t taskGPUs) []string {
+	var out []string
+	if d := n.Slurm.Env.MPSPipeDirectory; d != "" {
+		out = append(out, "CUDA_MPS_PIPE_DIRECTORY="+safetext.Clean(d))
+	}
+	for _, g := range t.visible {
+		for _, p := range g.Processes {
+			if p.Command == "nvidia-cuda-mps-server" || p.Command == "nvidia-cuda-mps" {
+				who := ""
+				if p.User != "" {
+					who = ", " + safetext.Clean(p.User)
+				}
+				out = append(out, fmt.Sprintf("%s (pid %d%s) on GPU %d", safetext.Clean(p.Command), p.PID, who, g.Index))
+			}
+		}
+	}
+	return out
 }
 
 // launcherLocalSize is the number of processes a launcher says it started

@@ -262,6 +262,20 @@ func TestGPUSharing(t *testing.T) {
 		// processes on 1 GPU(s)".
 		{name: "gres/mps: shared as requested", node: jobNode(step(1, 2, "CUDA_VISIBLE_DEVICES=0", "SLURM_STEP_GPUS=0", "SLURM_GPUS_ON_NODE=1", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"), nil),
 			status: Pass, summary: "= 2 GPU processes on 1 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 1; shared as requested (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25: MPS clients, each given a share of the GPU)"},
+		// Jean Zay's "-C mps" (idris.fr, "Usage of CUDA MPS"): 40 tasks on a
+		// node's 4 GPUs, each seeing all four, with an MPS daemon the
+		// site's prolog starts. It failed "40 GPU processes on 4 GPU(s)".
+		// What shows MPS is the job's own (its environment, a program's
+		// name), so the verdict is unknown, never a pass.
+		{name: "hand-started MPS: CUDA_MPS_PIPE_DIRECTORY", node: jobNode(oneNode(step(7, 40, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4", "CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps_100")), nil),
+			status: Skip, summary: "unknown: 40 task(s) on this node (SLURM_STEP_TASKS_PER_NODE=40) = 40 GPU processes on 4 GPU(s) (SLURM_GPUS_ON_NODE), more than one per GPU unless an MPS daemon serves them, as CUDA_MPS_PIPE_DIRECTORY=/tmp/nvidia-mps_100 suggest(s)"},
+		{name: "hand-started MPS: the MPS server on the GPU", node: jobNode(oneNode(step(7, 40, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4")), func(n *state.Node) {
+			n.NVML.GPUs[2].Processes = []state.Process{{PID: 5150, User: "alice", Command: "nvidia-cuda-mps-server", UsedMemoryBytes: 300 << 20}}
+		}), status: Skip, summary: "as nvidia-cuda-mps-server (pid 5150, alice) on GPU 2 suggest(s)"},
+		// The server on a GPU this task does not see is no evidence.
+		{name: "MPS server on another GPU", node: jobNode(oneNode(step(7, 40, "CUDA_VISIBLE_DEVICES=0,1,2,3", "SLURM_STEP_GPUS=0,1,2,3", "SLURM_GPUS_ON_NODE=4")), func(n *state.Node) {
+			n.NVML.GPUs[5].Processes = []state.Process{{PID: 5150, User: "bob", Command: "nvidia-cuda-mps-server"}}
+		}), status: Fail, summary: "= 40 GPU processes on 4 GPU(s)"},
 		// sbatch --ntasks=4 --gpus-per-task=1: the batch script gets the job's
 		// SLURM_TASKS_PER_NODE=4, all four GPUs, SLURM_TRES_PER_TASK
 		// (env.c env_array_for_batch_job) and no SLURM_STEP_ID

@@ -29,6 +29,10 @@ type JobOptions struct {
 	// run the job's processes.
 	GPUs     []int
 	GPUsFrom string
+	// SlurmGPUNumbers: GPUs are Slurm's numbers (scontrol's IDX, the
+	// step's SLURM_STEP_GPUS), which count GRES records: on a node with MIG
+	// on, one record per MIG instance, not GPUs. Job then asks NVML first.
+	SlurmGPUNumbers bool
 	// ListPIDs lists the job's processes when it has no cgroup of its own
 	// (`scontrol listpids`); nil: none.
 	ListPIDs func(ctx context.Context, jobID string) ([]int32, error)
@@ -58,7 +62,12 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 	p := &state.JobPerf{Start: time.Now().UTC(), IntervalSeconds: o.Interval.Seconds()}
 	host.Describe(p)
 
-	sampler, gpuErr := openSampler(ctx, o)
+	migNote, initFailed := slurmNumbersOnMIG(ctx, &o)
+	var sampler *nvml.Sampler
+	gpuErr := initFailed
+	if initFailed == nil {
+		sampler, gpuErr = openSampler(ctx, o)
+	}
 	if gpuErr != nil {
 		p.Errors = append(p.Errors, "GPUs: "+gpuErr.Error())
 	}
@@ -120,6 +129,9 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 		}
 		p.GPUsFrom = o.GPUsFrom
 		attribute(p, pidsOnGPU, o.GPUs == nil)
+		if migNote != "" {
+			p.GPUsFrom = "processes (" + migNote + ")"
+		}
 		containerOf := o.Sources.ProcessContainer
 		if containerOf == nil {
 			containerOf = hostProcessContainers(o.Options)
@@ -150,9 +162,54 @@ func Job(ctx context.Context, o JobOptions) (*state.JobPerf, error) {
 	return p, nil
 }
 
+// slurmNumbersOnMIG keeps Slurm's GPU numbers only where they are GPUs.
+// Slurm numbers GRES records (gres_common.c common_gres_set_env writes each
+// record's index), and on a node with MIG on each MIG instance is a record
+// of its own (gres.conf(5) "MultipleFiles", AutoDetect=nvml's one record
+// per MIG instance): scontrol's IDX:12 is the thirteenth MIG instance, not
+// GPU 12 (real records: "gpu:a100.MIG.20gb:5(IDX:0,3,5-7)",
+// "gpu:a100.MIG.10gb:2(IDX:8,9)" on one node). Which GPU a record sits on
+// Slurm does not say, so the job's GPUs are then those running its
+// processes, and the note says why. Where whether MIG is on cannot be read,
+// the numbers are not taken either. initFailed is nvmlInit's failure: NVML
+// is not called again.
+func slurmNumbersOnMIG(ctx context.Context, o *JobOptions) (note string, initFailed error) {
+	if !o.SlurmGPUNumbers || len(o.GPUs) == 0 {
+		return "", nil
+	}
+	lib, nopts, err := openNVML(o.Options)
+	if err != nil {
+		return "", err
+	}
+	from := o.GPUsFrom
+	mig, initialised, err := nvml.MIGEnabled(ctx, lib, nopts)
+	switch {
+	case !initialised:
+		return "", err
+	case len(mig) > 0:
+		note = fmt.Sprintf("%s numbers Slurm's GRES records, and MIG is on for GPU %s here, one record per MIG instance: they are not GPU numbers", from, cpulist.Format(mig))
+	case err != nil:
+		note = fmt.Sprintf("%s numbers Slurm's GRES records, and whether MIG is on here was not read (%v): they are not taken as GPU numbers", from, err)
+	default:
+		return "", nil
+	}
+	o.GPUs = nil
+	return note, nil
+}
+
 // openSampler opens NVML once for the window (the daemon's own handle is
 // not shared: a job run is its own short process).
 func openSampler(ctx context.Context, o JobOptions) (*nvml.Sampler, error) {
+	lib, nopts, err := openNVML(o.Options)
+	if err != nil {
+		return nil, err
+	}
+	return nvml.NewSampler(ctx, lib, nopts, o.GPUs)
+}
+
+// openNVML is the source's NVML (a simulated node's fresh mock), else the
+// driver's library.
+func openNVML(o Options) (gonvml.Interface, nvml.Options, error) {
 	nopts := nvml.Options{CallTimeout: o.CallTimeout}
 	open := o.Sources.OpenNVML
 	if open == nil {
@@ -160,10 +217,7 @@ func openSampler(ctx context.Context, o JobOptions) (*nvml.Sampler, error) {
 		open = func() (gonvml.Interface, error) { return nvml.Open() }
 	}
 	lib, err := open()
-	if err != nil {
-		return nil, err
-	}
-	return nvml.NewSampler(ctx, lib, nopts, o.GPUs)
+	return lib, nopts, err
 }
 
 // attribute records which of the job's processes run on each GPU and, when

@@ -392,3 +392,55 @@ func dedupeErrors(l []state.CallError) []state.CallError {
 	}
 	return out
 }
+
+// MIGEnabled initialises lib, lists the GPUs whose current MIG mode is
+// enabled (nvmlDeviceGetMigMode), and shuts it down. `gpuprobe job` asks
+// before it takes Slurm's GPU numbers: on a node with MIG on, Slurm numbers
+// GRES records, one per MIG instance, not GPUs. A GPU that answers
+// NOT_SUPPORTED (before Ampere) has no MIG. An error says which call
+// failed; what was listed before it is returned with it. initialised is
+// false when nvmlInit failed: the library must not be called again.
+func MIGEnabled(ctx context.Context, lib gonvml.Interface, opts Options) (enabled []int, initialised bool, err error) {
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	libName := opts.Library
+	if libName == "" {
+		libName = fmt.Sprintf("nvml#%d", collections.Add(1))
+	}
+	var errs []state.CallError
+	sys := &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &errs, lib: libName}
+	ret, o := call(sys, "nvmlInit", func() (gonvml.Return, gonvml.Return) {
+		r := lib.Init()
+		return r, r
+	})
+	if o != ok {
+		return nil, false, fmt.Errorf("NVML: %s", initError(ret, errs))
+	}
+	count, o := call(sys, "nvmlDeviceGetCount", lib.DeviceGetCount)
+	for i := 0; o == ok && i < count; i++ {
+		gpu := state.GPU{Index: i}
+		g := &guard{ctx: ctx, timeout: opts.CallTimeout, gpu: &gpu, errs: &errs, unsupp: &gpu.Unsupported, lib: libName}
+		dev, o := call(g, "nvmlDeviceGetHandleByIndex", func() (gonvml.Device, gonvml.Return) { return lib.DeviceGetHandleByIndex(i) })
+		if o != ok {
+			continue
+		}
+		if v, o := call(g, "nvmlDeviceGetMigMode", two(dev.GetMigMode)); o == ok && v.a == gonvml.DEVICE_MIG_ENABLE {
+			enabled = append(enabled, i)
+		}
+	}
+	hung := false
+	for _, e := range errs {
+		hung = hung || e.Timeout
+	}
+	if !hung { // after a hung call Shutdown would hang too
+		call(sys, "nvmlShutdown", func() (gonvml.Return, gonvml.Return) {
+			r := lib.Shutdown()
+			return r, r
+		})
+	}
+	if len(errs) > 0 {
+		return enabled, true, fmt.Errorf("NVML: %s: %s", errs[0].Call, errs[0].Error)
+	}
+	return enabled, true, nil
+}

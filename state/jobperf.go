@@ -31,7 +31,8 @@ type JobPerf struct {
 
 	// GPUsFrom says how the job's GPUs were found: "scontrol" (the job's
 	// GRES index list), "step-env" (SLURM_STEP_GPUS/CUDA_VISIBLE_DEVICES of
-	// the step gpuprobe runs in), "processes" (GPUs running the job's PIDs).
+	// the step gpuprobe runs in), "processes" (GPUs running the job's PIDs;
+	// "processes (...)" with why Slurm's numbers were not taken: MIG on).
 	GPUsFrom string   `json:"gpus_from,omitempty"`
 	GPUs     []JobGPU `json:"gpus"`
 

@@ -184,7 +184,9 @@ func (c *cli) sampleJob(ctx context.Context, f *jobFlags, jo *collect.JobOptions
 // Slurm's record of the job on this node (scontrol show job -d, IDX); the
 // step's own variables; else (nil) the GPUs that run the job's processes.
 // Slurm's indexes are taken as NVML's, as job.visible_devices does without
-// a device cgroup (docs/job.md says when they differ).
+// a device cgroup (docs/job.md says when they differ), except on a node
+// with MIG on, where they number MIG GRES records: they are marked
+// SlurmGPUNumbers and collect.Job asks NVML first.
 func (c *cli) jobGPUs(ctx context.Context, f *jobFlags, jo *collect.JobOptions, scenario *simulate.JobScenario, sc *slurm.Scontrol, host string) error {
 	switch {
 	case f.gpus != "":
@@ -208,7 +210,7 @@ func (c *cli) jobGPUs(ctx context.Context, f *jobFlags, jo *collect.JobOptions, 
 			// GPU; the step's variables or the job's processes say it.
 			jo.AllocatedCPUs = jn.CPUIDs
 		case found:
-			jo.GPUs, jo.GPUsFrom = jn.GPUs, "scontrol show job -d"
+			jo.GPUs, jo.GPUsFrom, jo.SlurmGPUNumbers = jn.GPUs, "scontrol show job -d", true
 			if jn.GPUs == nil {
 				jo.GPUs = []int{}
 			}
@@ -225,7 +227,7 @@ func (c *cli) jobGPUs(ctx context.Context, f *jobFlags, jo *collect.JobOptions, 
 		}
 		env := slurmstate.ParseEnv(environ)
 		if gpus, from := env.AllocatedGPUs(); gpus != nil {
-			jo.GPUs, jo.GPUsFrom = gpus, from
+			jo.GPUs, jo.GPUsFrom, jo.SlurmGPUNumbers = gpus, from, true
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package slurmstate
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -84,21 +85,57 @@ func ParseConf(name string, data []byte) ([]Line, []ConfError) {
 			continue
 		}
 		l := Line{File: name, Num: num}
-		bad := false
-		for _, f := range fields {
-			k, v, ok := strings.Cut(f, "=")
-			if !ok || k == "" {
-				errs = append(errs, ConfError{File: name, Line: num, Msg: fmt.Sprintf("%q is not Key=Value", truncate(f, 60))})
-				bad = true
-				break
-			}
-			l.Pairs = append(l.Pairs, KV{Key: k, Value: unquote(v)})
+		pairs, rest := splitPairs(text)
+		if strings.TrimLeft(rest, spaceChars) != "" {
+			bad := strings.FieldsFunc(rest, func(r rune) bool { return strings.ContainsRune(spaceChars, r) })[0]
+			errs = append(errs, ConfError{File: name, Line: num, Msg: fmt.Sprintf("%q is not Key=Value", truncate(bad, 60))})
+			continue
 		}
-		if !bad {
-			out = append(out, l)
+		if len(pairs) == 0 {
+			continue // blanks slurmd's isspace() knows and splitFields does not ("\v")
 		}
+		l.Pairs = pairs
+		out = append(out, l)
 	}
 	return out, errs
+}
+
+// spaceChars is what POSIX's [[:space:]] matches in the C locale.
+const spaceChars = " \t\n\v\f\r"
+
+// keyValueRe is slurmd's own pattern for one pair (src/common/parse_config.c,
+// keyvalue_pattern, unchanged since 2015): a key of letters, digits, '_' and
+// '.', blanks allowed on either side of '=' (an optional operator
+// [-*+/] before it), and a value that is either double-quoted (blanks
+// inside) or runs to the next blank. slurmd reads "ConstrainDevices = yes"
+// and "Name= gpu" as any other pair, and "Type= File=/dev/x" as Type whose
+// value is "File=/dev/x"; a "Key=" with nothing after it matches nothing
+// and is slurmd's "Parse error in file ... line N" (slurmd -G 22.05).
+var keyValueRe = regexp.MustCompile(`^[ \t\n\v\f\r]*([[:alnum:]_.]+)[ \t\n\v\f\r]*([-*+/]?)=[ \t\n\v\f\r]*(?:"([^"]*)"|([^ \t\n\v\f\r]+))(?:[ \t\n\v\f\r]|$)`)
+
+// splitPairs takes pairs from the start of s as slurmd's s_p_parse_line does
+// (_keyvalue_regex in a loop, each match resuming after the value) and
+// returns them with what no pair matched; slurmd fails a line whose rest is
+// not blank. A key written with an operator ("Key+=1") keeps it ("Key+"), so
+// it is no known key rather than silently the plain one.
+func splitPairs(s string) ([]KV, string) {
+	var out []KV
+	for {
+		m := keyValueRe.FindStringSubmatchIndex(s)
+		if m == nil {
+			return out, s
+		}
+		key := s[m[2]:m[3]] + s[m[4]:m[5]]
+		var value string
+		end := 0
+		if m[6] >= 0 {
+			value, end = s[m[6]:m[7]], m[7]+1 // past the closing quote
+		} else {
+			value, end = s[m[8]:m[9]], m[9]
+		}
+		out = append(out, KV{Key: key, Value: strings.ReplaceAll(value, `\#`, "#")})
+		s = s[end:]
+	}
 }
 
 func stripComment(s string) string {

@@ -37,6 +37,39 @@ func TestParseConfSyntax(t *testing.T) {
 	}
 }
 
+// slurmd reads a pair with blanks around '=' (parse_config.c,
+// keyvalue_pattern: "[[:space:]]*([-*+/]?)=[[:space:]]*"), and slurmd -G
+// (22.05) agrees on each line below: "Name = gpu File = /dev/null" is a GPU,
+// "Type= File=/dev/random" is a Type whose value is "File=/dev/random" (the
+// node then fails "some records have File specification while others do
+// not"), and "Type=" at the end of a line is "Parse error in file gres.conf
+// line 3: \" Type=\"". gpuprobe read the first as not Key=Value.
+func TestParseConfBlanksAroundEquals(t *testing.T) {
+	data := "Name = gpu File = /dev/null\n" +
+		"Name= gpu\tFile =/dev/zero Type = \"a b\"\n" +
+		"Name=gpu File=/dev/full Type=\n" +
+		"Name=gpu Type= File=/dev/random\n" +
+		"Count+=2\n" +
+		"Name =\n"
+	lines, errs := ParseConf("gres.conf", []byte(data))
+	var got [][]KV
+	for _, l := range lines {
+		got = append(got, l.Pairs)
+	}
+	want := [][]KV{
+		{{"Name", "gpu"}, {"File", "/dev/null"}},
+		{{"Name", "gpu"}, {"File", "/dev/zero"}, {"Type", "a b"}},
+		{{"Name", "gpu"}, {"Type", "File=/dev/random"}},
+		{{"Count+", "2"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("pairs = %q\nwant %q", got, want)
+	}
+	if len(errs) != 2 || errs[0].Line != 3 || errs[0].Msg != `"Type=" is not Key=Value` || errs[1].Line != 6 {
+		t.Errorf("errors = %v", errs)
+	}
+}
+
 func TestParseSlurmConf(t *testing.T) {
 	data := `ClusterName=c
 GresTypes=gpu,mps
@@ -108,10 +141,16 @@ func TestCgroupConf(t *testing.T) {
 	if !c.ConstrainDevices || c.ConstrainCores || len(c.Errors) != 0 {
 		t.Errorf("up/down: %+v", c)
 	}
+	// Blanks around '=' are slurmd's too (parse_config.c keyvalue_pattern);
+	// "ConstrainDevices = yes" was an error and read as no device cgroup.
+	c = ParseCgroupConfData("cgroup.conf", []byte("CgroupPlugin = cgroup/v2\nConstrainDevices = yes\nConstrainCores= yes\n"))
+	if !c.ConstrainDevices || !c.ConstrainCores || c.CgroupPlugin != "cgroup/v2" || len(c.Errors) != 0 {
+		t.Errorf("blanks around '=': %+v", c)
+	}
 }
 
 func FuzzParseConf(f *testing.F) {
-	for _, s := range []string{"NodeName=a Gres=gpu:1\n", "Key=\"x y\" # c\n", "a \\\nb=c", "Include x\n", "x"} {
+	for _, s := range []string{"NodeName=a Gres=gpu:1\n", "Key=\"x y\" # c\n", "a \\\nb=c", "Include x\n", "x", "\v", "\u2000", "A = b C= \"d e\" F=\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -74,7 +74,13 @@ type Env struct {
 	// _set_env), and an MPS client set up by hand has it too (NVIDIA's MPS
 	// guide, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"). Either way the GPU is
 	// shared through MPS on purpose.
-	MPSThreadPercent *int            `json:"mps_thread_percent,omitempty"`
+	MPSThreadPercent *int `json:"mps_thread_percent,omitempty"`
+	// MPSPipeDirectory is CUDA_MPS_PIPE_DIRECTORY: where an MPS client
+	// looks for its control daemon (NVIDIA's MPS guide; /tmp/nvidia-mps
+	// when unset). Set by hand, by a module or by a site's prolog, it says
+	// an MPS daemon was meant, not that one runs: it is the job's own
+	// environment. Empty when unset.
+	MPSPipeDirectory string          `json:"mps_pipe_directory,omitempty"`
 	CUDAVisible      *VisibleDevices `json:"cuda_visible_devices"`
 	CUDADeviceOrder  string          `json:"cuda_device_order,omitempty"`
 
@@ -237,6 +243,7 @@ func ParseEnv(environ []string) *Env {
 	}
 	e.ShardsOnNode = num("SLURM_SHARDS_ON_NODE")
 	e.MPSThreadPercent = num("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
+	e.MPSPipeDirectory = get("CUDA_MPS_PIPE_DIRECTORY")
 	cvd, set := vars["CUDA_VISIBLE_DEVICES"]
 	e.CUDAVisible = ParseVisibleDevices(cvd, set)
 	e.CUDADeviceOrder = get("CUDA_DEVICE_ORDER")
