@@ -152,6 +152,7 @@ var guardedSymbols = []string{
 	"nvmlDeviceGetRemappedRows",
 	"nvmlDeviceGetViolationStatus",
 	"nvmlDeviceGetSramEccErrorStatus",
+	mpsCall,
 }
 
 func lookupSymbols(lib gonvml.Interface) symbols {

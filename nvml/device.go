@@ -3,6 +3,7 @@ package nvml
 import (
 	"fmt"
 	"github.com/gpuprobe/gpuprobe/internal/cpulist"
+	"slices"
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
@@ -543,6 +544,46 @@ func (d *device) processes() {
 			proc.UsedMemoryBytes, proc.UsedMemoryUnknown = 0, true
 		}
 		d.gpu.Processes = append(d.gpu.Processes, proc)
+	}
+	d.mpsProcesses()
+}
+
+// mpsCall is the entry point go-nvml binds for GetMPSComputeRunningProcesses
+// (_v3, _v2 or the unversioned v1, whichever the library has); the
+// unversioned one is looked up, as older drivers lack it altogether.
+const mpsCall = "nvmlDeviceGetMPSComputeRunningProcesses"
+
+// mpsProcesses is nvmlDeviceGetMPSComputeRunningProcesses: the processes
+// with an MPS compute context on the GPU (nvml.h: "Get information about
+// processes with a MPS compute context on a device"; nvidia-smi types them
+// M, or M+C where the compute list names them too). Each is marked
+// MPSClient in Processes, and one the compute list did not name is added.
+// An error leaves MPSProcessesKnown false (the call in Errors) and a
+// library without the entry point or a NOT_SUPPORTED answer files the call
+// as unsupported: neither says "no MPS clients".
+func (d *device) mpsProcesses() {
+	if !d.sym[mpsCall] {
+		if d.g.stopped == "" {
+			d.gpu.Unsupported = append(d.gpu.Unsupported, mpsCall)
+		}
+		return
+	}
+	ps, o := call(d.g, mpsCall, d.dev.GetMPSComputeRunningProcesses)
+	if o != ok {
+		return
+	}
+	d.gpu.MPSProcessesKnown = true
+	for _, p := range ps {
+		i := slices.IndexFunc(d.gpu.Processes, func(q state.Process) bool { return q.PID == p.Pid })
+		if i < 0 {
+			proc := state.Process{PID: p.Pid, UsedMemoryBytes: p.UsedGpuMemory}
+			if p.UsedGpuMemory == valueNotAvailable {
+				proc.UsedMemoryBytes, proc.UsedMemoryUnknown = 0, true
+			}
+			d.gpu.Processes = append(d.gpu.Processes, proc)
+			i = len(d.gpu.Processes) - 1
+		}
+		d.gpu.Processes[i].MPSClient = true
 	}
 }
 

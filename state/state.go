@@ -210,6 +210,12 @@ type GPU struct {
 	PerformanceState *int      `json:"performance_state,omitempty"`
 	Processes        []Process `json:"processes,omitempty"`
 	ProcessesKnown   bool      `json:"processes_known,omitempty"`
+	// MPSProcessesKnown: nvmlDeviceGetMPSComputeRunningProcesses answered,
+	// so each process's MPSClient is the driver's word (false there: not
+	// an MPS client). False: the list was not read (the call is in
+	// Unsupported or Errors, or a capture holds no such list), and no
+	// MPSClient means anything: not "no MPS clients".
+	MPSProcessesKnown bool `json:"mps_processes_known,omitempty"`
 	// GraphicsProcesses are the graphics-only (type G) processes an
 	// nvidia-smi capture lists (nvmlDeviceGetGraphicsRunningProcesses):
 	// desktop clients such as Xorg, which hold memory without a compute
@@ -377,6 +383,12 @@ type Process struct {
 	// nvidia-smi prints "N/A" or "Not available in WDDM driver model").
 	// UsedMemoryBytes is then 0 and means nothing.
 	UsedMemoryUnknown bool `json:"used_memory_unknown,omitempty"`
+	// MPSClient: NVML lists the process as an MPS client of this GPU
+	// (nvmlDeviceGetMPSComputeRunningProcesses: "processes with a MPS
+	// compute context"). A client the compute list does not name is in
+	// Processes all the same. Meaningful only where the GPU's
+	// MPSProcessesKnown is true.
+	MPSClient bool `json:"mps_client,omitempty"`
 	// User and Command come from the process table (empty when the process
 	// is in another PID namespace or already gone). Command is the
 	// executable's name ("python3"), never its arguments: any user's

@@ -177,6 +177,19 @@ func init() {
 			s.Owners[424242] = Owner{User: "alice", Command: "python train.py --epochs 90"}
 			return perGPU(leftover)(s, f)
 		})
+	// MPS (NVIDIA's MPS guide): the control daemon starts a server with its
+	// client's UID; the server holds a plain compute context (nvidia-smi
+	// type C) and its clients are listed by
+	// nvmlDeviceGetMPSComputeRunningProcesses (type M+C: the compute list
+	// names them too).
+	register("mps", "GPU", "an MPS server (pid 424300, nvidia-cuda-mps-server) and two MPS clients of it (pids 424301-424302, alice's python) on the GPU",
+		func(s *System, f simulate.Fault) error {
+			s.Owners[mpsServerPID] = Owner{User: "alice", Command: "nvidia-cuda-mps-server"}
+			for _, pid := range mpsClientPIDs {
+				s.Owners[pid] = Owner{User: "alice", Command: "python train.py"}
+			}
+			return perGPU(mps)(s, f)
+		})
 	register("persistence-off", "", "persistence mode off on every GPU",
 		func(s *System, _ simulate.Fault) error {
 			for _, d := range s.Devices {
@@ -192,5 +205,22 @@ func leftover(d *server.Device, _ simulate.Fault) error {
 	}
 	d.MemoryInfo.Used += 4 << 30
 	d.MemoryInfo.Free -= 4 << 30
+	return nil
+}
+
+const mpsServerPID = 424300
+
+var mpsClientPIDs = []uint32{424301, 424302}
+
+func mps(d *server.Device, _ simulate.Fault) error {
+	clients := []gonvml.ProcessInfo{{Pid: mpsClientPIDs[0], UsedGpuMemory: 2 << 30}, {Pid: mpsClientPIDs[1], UsedGpuMemory: 2 << 30}}
+	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
+		return append([]gonvml.ProcessInfo{{Pid: mpsServerPID, UsedGpuMemory: 30 << 20}}, clients...), gonvml.SUCCESS
+	}
+	d.GetMPSComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
+		return clients, gonvml.SUCCESS
+	}
+	d.MemoryInfo.Used += 4<<30 + 30<<20
+	d.MemoryInfo.Free -= 4<<30 + 30<<20
 	return nil
 }

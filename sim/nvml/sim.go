@@ -184,6 +184,9 @@ func (m model) dress(d *server.Device, i int) {
 	d.GetPowerUsageFunc = func() (uint32, gonvml.Return) { return idle, gonvml.SUCCESS }
 	d.GetEnforcedPowerLimitFunc = func() (uint32, gonvml.Return) { return limit, gonvml.SUCCESS }
 	d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) { return nil, gonvml.SUCCESS }
+	// No MPS: the driver answers the MPS list, and it is empty (the
+	// "mps" fault puts an MPS server and its clients on a GPU).
+	d.GetMPSComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) { return nil, gonvml.SUCCESS }
 	socket := 0
 	if i >= 4 {
 		socket = 1
