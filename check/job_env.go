@@ -44,6 +44,11 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 		}
 		var mine uint64
 		mineUnknown := false // a process of this job whose memory is not known
+		isMine := func(p state.Process) bool {
+			o, known := owners[p.PID]
+			return n.Slurm.Task != nil && int(p.PID) == n.Slurm.Task.PID || known && o.JobID != "" && o.JobID == env.JobID
+		}
+		server := mpsServerOf(g, isMine)
 		for _, p := range g.Processes {
 			o, known := owners[p.PID]
 			user := firstNonEmpty(p.User, o.User, "unknown user")
@@ -52,17 +57,28 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 				who += ", " + p.Command
 			}
 			who += ")"
+			serves := ""
+			if server != nil && server.pid == p.PID {
+				serves = "; " + server.words
+			}
 			switch {
-			case n.Slurm.Task != nil && int(p.PID) == n.Slurm.Task.PID, known && o.JobID != "" && o.JobID == env.JobID:
+			case isMine(p):
 				mine += p.UsedMemoryBytes
 				mineUnknown = mineUnknown || p.UsedMemoryUnknown
 			case known && o.Gone:
 			case known && o.JobID != "":
 				others++
-				v.add(Fail, g, fix, fmt.Sprintf("%s belongs to job %s, not this job %s (from its %s)", who, o.JobID, env.JobID, o.JobFrom))
+				v.add(Fail, g, fix, fmt.Sprintf("%s belongs to job %s, not this job %s (from its %s)%s", who, o.JobID, env.JobID, o.JobFrom, serves))
 			case known && o.UID != nil && myUID >= 0 && *o.UID != myUID, !known && p.User != "" && n.Slurm.Task != nil && n.Slurm.Task.User != "" && p.User != n.Slurm.Task.User:
 				others++
-				v.add(Fail, g, fix, fmt.Sprintf("%s is not part of job %s (no SLURM_JOB_ID, no job cgroup)", who, env.JobID))
+				v.add(Fail, g, fix, fmt.Sprintf("%s is not part of job %s (no SLURM_JOB_ID, no job cgroup)%s", who, env.JobID, serves))
+			case serves != "":
+				// The job's own MPS clients' server, started outside the
+				// job: its memory serves the job.
+				mine += p.UsedMemoryBytes
+				mineUnknown = mineUnknown || p.UsedMemoryUnknown
+				v.add(Warn, g, "start the MPS control daemon inside the job (nvidia-cuda-mps-control -d in the job script) and stop it at its end (echo quit | nvidia-cuda-mps-control), or have the site's prolog and epilog do both",
+					fmt.Sprintf("%s runs on this GPU outside job %s%s", who, env.JobID, serves))
 			default:
 				v.add(Warn, g, "check for stray processes of your own (an earlier job step, a notebook)",
 					fmt.Sprintf("%s runs on this GPU; it could not be tied to job %s", who, env.JobID))
@@ -74,6 +90,38 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 		}
 	}
 	return v.result(fmt.Sprintf("no other job's processes on GPU %s", listOr(indexes(t.visible))))
+}
+
+// mpsServer names the process that serves this job's MPS clients on a GPU.
+type mpsServer struct {
+	pid   uint32
+	words string
+}
+
+// mpsServerOf finds the MPS server of the job's MPS clients on g: where
+// NVML read the GPU's MPS client list (nvmlDeviceGetMPSComputeRunningProcesses)
+// and it names processes of the job, the one process on the GPU that is
+// not a client is their server (NVIDIA's MPS guide: the server holds the
+// GPU's context for its clients). With two or more such processes, which
+// one serves is not known, and none is named.
+func mpsServerOf(g *state.GPU, isMine func(state.Process) bool) *mpsServer {
+	if !g.ProcessesKnown || !g.MPSProcessesKnown {
+		return nil
+	}
+	var clients []string
+	var plain []uint32
+	for _, p := range g.Processes {
+		switch {
+		case !p.MPSClient:
+			plain = append(plain, p.PID)
+		case isMine(p):
+			clients = append(clients, strconv.FormatUint(uint64(p.PID), 10))
+		}
+	}
+	if len(clients) == 0 || len(plain) != 1 {
+		return nil
+	}
+	return &mpsServer{pid: plain[0], words: fmt.Sprintf("it is the MPS server of this job's pid(s) %s: NVML lists them as MPS clients of this GPU and it as the one process there that is not", strings.Join(clients, ", "))}
 }
 
 func firstNonEmpty(vals ...string) string {

@@ -6,6 +6,7 @@ import (
 	"github.com/gpuprobe/gpuprobe/internal/cpulist"
 	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
+	"strconv"
 	"strings"
 
 	"github.com/gpuprobe/gpuprobe/state"
@@ -511,7 +512,40 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 		shared = fmt.Sprintf("shared as requested (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=%d: MPS clients, each given a share of the GPU)", *env.MPSThreadPercent)
 	}
 	mps := mpsEvidence(n, t)
+	driver := mpsFromDriver(n, t)
+	if procs > capacity && shared == "" && len(driver.plain) > 0 {
+		// The driver read the GPU's MPS clients and the job's processes
+		// sharing it are not among them: they time-slice it, whatever the
+		// environment suggests.
+		v.add(Fail, nil, "start one process per GPU: srun --ntasks-per-node=<GPUs> without an inner launcher, or srun --ntasks-per-node=1 torchrun --nproc_per_node=<GPUs>; if sharing is intended, use --ntasks-per-gpu, MPS (the processes must connect to its daemon: check CUDA_MPS_PIPE_DIRECTORY) or Slurm shards",
+			fmt.Sprintf("%s, and NVML lists %s: they time-slice the GPU", arith, strings.Join(driver.plain, "; ")))
+		return v.result(arith)
+	}
+	if procs > capacity && shared == "" && len(driver.clients) > 0 && len(driver.notRead) == 0 && len(driver.undecided) == 0 {
+		// nvmlDeviceGetMPSComputeRunningProcesses is the driver's own list
+		// of a GPU's MPS clients, which the job's user cannot write: every
+		// process of the job that shares a GPU is on it (the one other
+		// process a GPU with clients lists is their MPS server).
+		capacity = procs
+		shared = "shared through MPS, as the driver reports: NVML lists " + strings.Join(driver.clients, "; ")
+	}
+	if procs > capacity && shared == "" && len(driver.clients)+len(driver.undecided) > 0 {
+		// MPS clients on some GPU, but not every sharing GPU decided.
+		var w []string
+		if len(driver.clients) > 0 {
+			w = append(w, "NVML lists "+strings.Join(driver.clients, "; "))
+		}
+		w = append(append(w, driver.undecided...), driver.notRead...)
+		v.add(Skip, nil, "", fmt.Sprintf("unknown: %s; %s: whether every shared GPU is shared through MPS is not known",
+			arith, strings.Join(w, "; ")))
+		return v.result(arith)
+	}
 	if procs > capacity && shared == "" && len(mps) > 0 {
+		if w := append(driver.notRead, driver.undecided...); len(w) > 0 {
+			v.add(Skip, nil, "", fmt.Sprintf("unknown: %s, more than one per GPU unless an MPS daemon serves them, as %s suggest(s), and the driver's word is missing (%s), so whether the GPUs are time-sliced is not judged",
+				arith, strings.Join(mps, " and "), strings.Join(w, "; ")))
+			return v.result(arith)
+		}
 		// An MPS daemon started by hand or by a site's prolog (Jean Zay's
 		// "-C mps": 40 ranks on a node's 4 GPUs) is sharing as its admins
 		// mean it, and failing it is a false alarm. But what shows it here
@@ -583,6 +617,94 @@ func mpsEvidence(n *state.Node, t taskGPUs) []string {
 		}
 	}
 	return out
+}
+
+// mpsDriver is what NVML's MPS client list (state.GPU.MPSProcessesKnown,
+// state.Process.MPSClient) says of the job's processes on the GPUs this
+// task sees, in words, a GPU at a time.
+type mpsDriver struct {
+	// clients: GPUs where every process of the job is an MPS client, or
+	// all but one, the only process on the GPU that is not (the MPS
+	// server: under MPS the server holds the GPU's context for its
+	// clients, so a GPU with clients lists it).
+	clients []string
+	// plain: GPUs where two or more of the job's processes are not MPS
+	// clients: at least one of them time-slices the GPU.
+	plain []string
+	// undecided: one process of the job is not a client and another
+	// process on the GPU is not one either: which is the server is not known.
+	undecided []string
+	// notRead: GPUs with two or more of the job's processes whose MPS
+	// list (or process list) was not read.
+	notRead []string
+}
+
+// mpsFromDriver judges the GPUs this task sees on which NVML lists two or
+// more of the job's processes (its cgroup's, or from its environment for
+// the user's own; the task itself). Sources: NVML API reference,
+// nvmlDeviceGetMPSComputeRunningProcesses_v3 ("Get information about
+// processes with a MPS compute context on a device") beside
+// nvmlDeviceGetComputeRunningProcesses; NVIDIA's MPS guide (the MPS server
+// holds the GPU's context and its clients' work runs in it without time
+// slicing; a client that cannot reach the daemon runs as it would without
+// MPS).
+func mpsFromDriver(n *state.Node, t taskGPUs) mpsDriver {
+	var d mpsDriver
+	env := n.Slurm.Env
+	if env.JobID == "" {
+		return d
+	}
+	owners := map[uint32]string{}
+	for _, p := range n.Slurm.Processes {
+		owners[p.PID] = p.JobID
+	}
+	mine := func(p state.Process) bool {
+		if n.Slurm.Task != nil && int(p.PID) == n.Slurm.Task.PID {
+			return true
+		}
+		return cmp.Or(p.JobID, owners[p.PID]) == env.JobID
+	}
+	pids := func(ps []uint32) string {
+		s := make([]string, len(ps))
+		for i, p := range ps {
+			s[i] = strconv.FormatUint(uint64(p), 10)
+		}
+		return "pid(s) " + strings.Join(s, ", ")
+	}
+	for _, g := range t.visible {
+		var clients, jobPlain []uint32
+		otherPlain := 0
+		for _, p := range g.Processes {
+			switch {
+			case !mine(p):
+				if !p.MPSClient {
+					otherPlain++
+				}
+			case p.MPSClient:
+				clients = append(clients, p.PID)
+			default:
+				jobPlain = append(jobPlain, p.PID)
+			}
+		}
+		if len(clients)+len(jobPlain) < 2 {
+			continue
+		}
+		switch {
+		case !g.ProcessesKnown || !g.MPSProcessesKnown:
+			d.notRead = append(d.notRead, fmt.Sprintf("GPU %d runs %d of the job's processes and its MPS client list (nvmlDeviceGetMPSComputeRunningProcesses) was not read", g.Index, len(clients)+len(jobPlain)))
+		case len(jobPlain) >= 2:
+			d.plain = append(d.plain, fmt.Sprintf("the job's %s on GPU %d as plain compute processes, not MPS clients (nvmlDeviceGetMPSComputeRunningProcesses)", pids(jobPlain), g.Index))
+		case len(jobPlain) == 1 && otherPlain > 0:
+			d.undecided = append(d.undecided, fmt.Sprintf("on GPU %d NVML lists the job's %s as MPS clients, but its pid %d is not one and neither is another process there: which of the two is their MPS server is not known", g.Index, pids(clients), jobPlain[0]))
+		default:
+			w := fmt.Sprintf("the job's %s on GPU %d as MPS clients", pids(clients), g.Index)
+			if len(jobPlain) == 1 {
+				w += fmt.Sprintf(" (and pid %d, the one process there that is not, as their MPS server)", jobPlain[0])
+			}
+			d.clients = append(d.clients, w)
+		}
+	}
+	return d
 }
 
 // launcherLocalSize is the number of processes a launcher says it started
