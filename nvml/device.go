@@ -555,9 +555,10 @@ const mpsCall = "nvmlDeviceGetMPSComputeRunningProcesses"
 
 // mpsProcesses is nvmlDeviceGetMPSComputeRunningProcesses: the processes
 // with an MPS compute context on the GPU (nvml.h: "Get information about
-// processes with a MPS compute context on a device"; nvidia-smi types them
-// M, or M+C where the compute list names them too). Each is marked
-// MPSClient in Processes, and one the compute list did not name is added.
+// processes with a MPS compute context on a device", NVML API reference).
+// Each is marked MPSClient in Processes, and one the compute list did not
+// name is added (whether the compute list names a client too is not
+// assumed either way).
 // An error leaves MPSProcessesKnown false (the call in Errors) and a
 // library without the entry point or a NOT_SUPPORTED answer files the call
 // as unsupported: neither says "no MPS clients".

@@ -178,10 +178,11 @@ func init() {
 			return perGPU(leftover)(s, f)
 		})
 	// MPS (NVIDIA's MPS guide): the control daemon starts a server with its
-	// client's UID; the server holds a plain compute context (nvidia-smi
-	// type C) and its clients are listed by
-	// nvmlDeviceGetMPSComputeRunningProcesses (type M+C: the compute list
-	// names them too).
+	// client's UID; the server holds the GPU's context for its clients and
+	// is a plain compute process, its clients are what
+	// nvmlDeviceGetMPSComputeRunningProcesses lists. Here the compute list
+	// names the clients too; nvml's tests cover a client only the MPS list
+	// names.
 	register("mps", "GPU", "an MPS server (pid 424300, nvidia-cuda-mps-server) and two MPS clients of it (pids 424301-424302, alice's python) on the GPU",
 		func(s *System, f simulate.Fault) error {
 			s.Owners[mpsServerPID] = Owner{User: "alice", Command: "nvidia-cuda-mps-server"}
