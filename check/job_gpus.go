@@ -513,15 +513,15 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	}
 	mps := mpsEvidence(n, t)
 	driver := mpsFromDriver(n, t)
-	if procs > capacity && shared == "" && len(driver.plain) > 0 {
+	timeSliced := procs > capacity && shared == "" && len(driver.plain) > 0
+	if timeSliced {
 		// The driver read the GPU's MPS clients and the job's processes
 		// sharing it are not among them: they time-slice it, whatever the
-		// environment suggests.
+		// environment suggests. The other findings below still apply.
 		v.add(Fail, nil, "start one process per GPU: srun --ntasks-per-node=<GPUs> without an inner launcher, or srun --ntasks-per-node=1 torchrun --nproc_per_node=<GPUs>; if sharing is intended, use --ntasks-per-gpu, MPS (the processes must connect to its daemon: check CUDA_MPS_PIPE_DIRECTORY) or Slurm shards",
 			fmt.Sprintf("%s, and NVML lists %s: they time-slice the GPU", arith, strings.Join(driver.plain, "; ")))
-		return v.result(arith)
 	}
-	if procs > capacity && shared == "" && len(driver.clients) > 0 && len(driver.notRead) == 0 && len(driver.undecided) == 0 {
+	if !timeSliced && procs > capacity && shared == "" && len(driver.clients) > 0 && len(driver.notRead) == 0 && len(driver.undecided) == 0 {
 		// nvmlDeviceGetMPSComputeRunningProcesses is the driver's own list
 		// of a GPU's MPS clients, which the job's user cannot write: every
 		// process of the job that shares a GPU is on it (the one other
@@ -529,7 +529,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 		capacity = procs
 		shared = "shared through MPS, as the driver reports: NVML lists " + strings.Join(driver.clients, "; ")
 	}
-	if procs > capacity && shared == "" && len(driver.clients)+len(driver.undecided) > 0 {
+	if !timeSliced && procs > capacity && shared == "" && len(driver.clients)+len(driver.undecided) > 0 {
 		// MPS clients on some GPU, but not every sharing GPU decided.
 		var w []string
 		if len(driver.clients) > 0 {
@@ -540,7 +540,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 			arith, strings.Join(w, "; ")))
 		return v.result(arith)
 	}
-	if procs > capacity && shared == "" && len(mps) > 0 {
+	if !timeSliced && procs > capacity && shared == "" && len(mps) > 0 {
 		if w := append(driver.notRead, driver.undecided...); len(w) > 0 {
 			v.add(Skip, nil, "", fmt.Sprintf("unknown: %s, more than one per GPU unless an MPS daemon serves them, as %s suggest(s), and the driver's word is missing (%s), so whether the GPUs are time-sliced is not judged",
 				arith, strings.Join(mps, " and "), strings.Join(w, "; ")))
@@ -558,7 +558,7 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 			arith, strings.Join(mps, " and ")))
 		return v.result(arith)
 	}
-	if procs > capacity {
+	if procs > capacity && !timeSliced {
 		sev := Fail
 		if !gpusKnown {
 			sev = Warn
