@@ -322,3 +322,23 @@ func TestTalosDmesgLinesAreDated(t *testing.T) {
 		t.Errorf("SXid: %+v", l.SXIDs)
 	}
 }
+
+// The other dated prefixes, each with a real posted line, were already read
+// (nvl checked; no miss found): journalctl -o short-iso-precise (a public
+// crash write-up's journal of an RTX 5090 host, library file 55070660121:
+// "2026-06-01T15:55:06.218036+03:00 isaac-Predator-PO5-650 kernel: ...")
+// and dmesg --decode --time-format iso with the "syslog" facility (gpud
+// PR #870's description, the output of its kmsg fault injector). No real
+// `dmesg --time-format iso` line without --decode was found in the
+// library (only tests' made-up ones), so none is claimed here.
+func TestRealISOPrefixesAreDated(t *testing.T) {
+	for line, want := range map[string]time.Time{
+		"2026-06-01T15:55:06.218036+03:00 isaac-Predator-PO5-650 kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=30393, name=Media, GPU has fallen off the bus.": time.Date(2026, 6, 1, 12, 55, 6, 218036000, time.UTC),
+		"syslog:err   : 2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus":                                         time.Date(2025, 5, 27, 4, 18, 56, 89671000, time.UTC),
+	} {
+		l := readString(t, line+"\n")
+		if len(l.XIDs) != 1 || !l.XIDs[0].Time.Equal(want) {
+			t.Errorf("%q: %+v, want time %v", line, l.XIDs, want)
+		}
+	}
+}
