@@ -2,9 +2,9 @@ package nvsmi
 
 // This file reads saved `nvidia-smi nvlink -s` (link state and speed) and
 // `nvidia-smi nvlink -e` (error counters) output. nvidia-smi's own help
-// (`nvidia-smi nvlink -h`) gives the two options as "-s, --status: Display
-// link state (active/inactive)" and "-e, --errorcounters: Display error
-// counters for a link"; both print, per GPU, a header line
+// (`nvidia-smi nvlink -h`) gives the two options as "[-s | --status]:
+// Display link state (active/inactive)." and "[-e | --errorcounters]:
+// Display error counters for a link."; both print, per GPU, a header line
 //
 //	GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-ff8a40d4-abc6-08d1-f939-15848b5d4e05)
 //

@@ -73,6 +73,10 @@ func TestNVLinkCorpus(t *testing.T) {
 		// GB200: 18 active links at 53.125 GB/s.
 		"k8stestinfra371_gb200_nvlink-s.txt": links("GPU 0 GPU-d1b93026-6d5b-03bd-3a71-f85b47a61bde:", 0, 17, "53.125 GB/s") + "\n" +
 			"GPU 1 GPU-39ac7bce-e3d6-b426-008e-fa47897c72d5: 0=53.125 GB/s 1=53.125 GB/s\ncut at 23\n",
+		// 8x H800: 8 links each at 26.562 GB/s; GPUs 2-6 cut by the author.
+		"notes_h800x8_nvlink-status.txt": links("GPU 0 GPU-34bf77d1-c686-6821-79a8-32d326c5039c:", 0, 7, "26.562 GB/s") + "\n" +
+			links("GPU 1 GPU-f5046fa5-3db4-45e8-870a-dc1376becaa5:", 0, 7, "26.562 GB/s") + "\n" +
+			links("GPU 7 GPU-474d838c-171f-d249-4f45-bbc01a8eb74a:", 0, 7, "26.562 GB/s") + "\ncut at 19\n",
 		// GB300 -e: counters, no state.
 		"srtslurm307_gb300_nvlink-e.txt": "GPU 0 ?: 0=?,r0,v0,c0\n",
 	}
