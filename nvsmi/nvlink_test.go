@@ -1,12 +1,16 @@
 package nvsmi
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/gpuprobe/gpuprobe/check"
 )
 
 // summary is a capture in one line per GPU: index, UUID (or "?"), then
@@ -150,10 +154,21 @@ func TestNVLinkBadInput(t *testing.T) {
 	}
 }
 
+var (
+	gls4q        []byte
+	nvlinkChecks []check.Check
+)
+
 // FuzzParseNVLink: no input panics; what parses names each GPU and link
 // once, with link numbers in range, a state from the three, a speed only on
 // an active link, and errors that name the file; two reads agree.
 func FuzzParseNVLink(f *testing.F) {
+	var err error
+	if gls4q, err = os.ReadFile("testdata/gls_a100x4_555.42.02_nvidia-smi-q.txt"); err != nil {
+		f.Fatal(err)
+	}
+	nvlinkChecks, _ = check.Select([]string{"nvlink"}, nil)
+	f.Add([]byte("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-31515c3d-1414-7c2c-004a-f86a898946ac)\n\t Link 0: <inactive>\n\t Link 0: Recovery Errors: 3\n...\n"))
 	files, _ := filepath.Glob("testdata/nvlink/*.txt")
 	for _, p := range files {
 		if data, err := os.ReadFile(p); err == nil {
@@ -197,6 +212,28 @@ func FuzzParseNVLink(f *testing.F) {
 		again, err := ParseNVLink("fuzz.txt", data)
 		if err != nil || summary(again) != summary(c) {
 			t.Fatalf("a second read differs: %v", err)
+		}
+		// Joined to a real -q (4x A100-SXM4), it is refused with an
+		// NVLinkError or makes a valid state the nvlink checks judge
+		// without panicking.
+		n, err := Parse("gls4.txt", gls4q, time.Unix(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ApplyNVLink(n, "fuzz.txt", c); err != nil {
+			var pe *NVLinkError
+			if !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), "fuzz.txt: ") {
+				t.Fatalf("apply: %v (%T)", err, err)
+			}
+			return
+		}
+		if err := n.Validate(); err != nil {
+			t.Fatalf("state does not validate: %v", err)
+		}
+		for _, r := range check.Run(context.Background(), n, check.DefaultConfig(), nvlinkChecks) {
+			if r.Status == check.Error && strings.HasPrefix(r.Summary, "internal error") {
+				t.Fatalf("%s panicked: %s", r.ID, r.Summary)
+			}
 		}
 	})
 }
