@@ -342,3 +342,28 @@ func TestRealISOPrefixesAreDated(t *testing.T) {
 		}
 	}
 }
+
+// A saved line whose message holds a ';' is read whole: only a /dev/kmsg
+// header ("6,1234,5678901,-;", three numbers and the flags) ends at a ';'.
+// Before nvl the reader took any line with a ';' for a kmsg record and read
+// its message from after the ';', losing the Xid.
+func TestSemicolonInASavedLineKeepsTheXid(t *testing.T) {
+	for _, line := range []string{
+		"192.168.11.119: kern: warning: [2026-04-22T21:30:51Z]: NVRM: Xid (PCI:0000:0b:00): 31, pid=1, name=x, fault; retried",
+		"[ 1843.308145] NVRM: Xid (PCI:0000:0b:00): 31, pid=1, name=x, fault; retried",
+		"Jun 01 17:12:22 host kernel: NVRM: Xid (PCI:0000:0b:00): 31, pid=1, name=x, fault; retried",
+	} {
+		l := readString(t, line+"\n")
+		if len(l.XIDs) != 1 || l.XIDs[0].Code != 31 {
+			t.Errorf("%q: %+v", line, l.XIDs)
+		}
+	}
+	ev, ok := ParseKmsg([]byte("4,1234,5678901,-;NVRM: Xid (PCI:0000:0b:00): 31, pid=1, name=x, fault; retried"), time.Time{})
+	if !ok || ev.Code != 31 || ev.Seq != 1234 {
+		t.Errorf("kmsg record: %+v %v", ev, ok)
+	}
+	sx, ok := ParseSXidKmsg([]byte("3,77,5678901,-;nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Non-fatal, Link 00 x; y"), time.Time{})
+	if !ok || sx.Code != 24007 || sx.Seq != 77 {
+		t.Errorf("kmsg SXid record: %+v %v", sx, ok)
+	}
+}
