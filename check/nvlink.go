@@ -84,6 +84,11 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 	if n.Lacks("nvlinks") {
 		return Result{Status: Skip, Summary: "NVLinks not collected (the capture does not hold them)"}
 	}
+	if n.Lacks("nvlink_state") {
+		// An nvidia-smi nvlink -e capture alone: counters, no state
+		// (nvidia-smi nvlink -h: -s "Display link state (active/inactive)").
+		return Result{Status: Skip, Summary: "NVLink state not in the capture (its nvidia-smi nvlink capture has no -s)"}
+	}
 	gpus := usable(n)
 	p := cfg.PlatformFor(n)
 	majority := map[string]int{}
@@ -109,6 +114,14 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 			continue
 		}
 		want, fromPlatform := NVLinkExpectation(g, p, cfg)
+		if u := n.CaptureUnknownFor(g.Index, "nvmlDeviceGetNvLinkState"); u != nil && len(g.NVLinks) == 0 {
+			// A capture that cannot decide: the GPU is not in the nvlink
+			// capture, is cut in it, or nvidia-smi printed a message in
+			// place of its links. Unknown, never "down".
+			_, why := notRead(n, g, "nvmlDeviceGetNvLinkState", "NVLink state", Skip)
+			v.add(Skip, g, "", why)
+			continue
+		}
 		switch {
 		case fromPlatform && len(g.NVLinks) == 0 && want > 0:
 			// NVML listed no link at all: that is not "links down" (a GPU
@@ -131,6 +144,15 @@ func checkNVLinkState(n *state.Node, cfg *Config) Result {
 			want = majority[g.Name]
 			if up == 0 && fabricAttached(g) && len(g.NVLinks) > 0 {
 				v.add(Fail, g, nvlinkFix, fmt.Sprintf("0 of %d NVLinks up, on a GPU registered with an NVSwitch fabric (fabric registration completed)", len(g.NVLinks)))
+				continue
+			}
+			if want == 0 && len(g.NVLinks) > 0 && n.Capture != nil {
+				// A saved nvidia-smi nvlink -s whose GPUs of this model
+				// show every link <inactive>, with no platform to say what
+				// they have: an inactive link is no fault on a GPU with no
+				// NVLink peer (a PCIe card without a bridge), and a fault
+				// on one with peers. The capture cannot tell which.
+				v.add(Skip, g, "", fmt.Sprintf("%d NVLinks listed, none active: the capture cannot tell a GPU without NVLink peers (a PCIe card without a bridge) from one that lost its links; set platform.profile or nvlink.expected_links to judge it", len(g.NVLinks)))
 				continue
 			}
 		}
@@ -212,14 +234,24 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 	if n.Lacks("nvlinks") {
 		return Result{Status: Skip, Summary: "NVLinks not collected (the capture does not hold them)"}
 	}
+	if n.Lacks("nvlink_errors") {
+		// An nvidia-smi nvlink -s capture alone (nvidia-smi nvlink -h:
+		// -e "Display error counters for a link").
+		return Result{Status: Skip, Summary: "NVLink error counters not in the capture (its nvidia-smi nvlink capture has no -e)"}
+	}
 	v := verdict{id: "nvlink.errors"}
 	t := cfg.NVLink
 	links, overTime := 0, 0
 	var span time.Duration
 	var unread []string // per GPU: the counters not read, and why
 	unreadLinks, downLinks := 0, 0
+	var unknownGPUs []string // a capture's GPUs whose counters it cannot show
 	for _, g := range usable(n) {
 		if len(g.NVLinks) == 0 {
+			if n.CaptureUnknownFor(g.Index, "nvmlDeviceGetNvLinkErrorCounter") != nil {
+				why, _ := nvlinkCounterWhy(n, g)
+				unknownGPUs = append(unknownGPUs, fmt.Sprintf("GPU %d: %s", g.Index, why))
+			}
 			continue
 		}
 		var prev *state.PreviousGPU
@@ -287,7 +319,7 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 			}
 		}
 		if len(missing) > 0 {
-			why, failed := nvlinkCounterWhy(g)
+			why, failed := nvlinkCounterWhy(n, g)
 			var parts []string
 			for _, name := range missingOrder {
 				parts = append(parts, fmt.Sprintf("%s on %s", name, linkList(missing[name])))
@@ -309,11 +341,17 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 		}
 	}
 	if links == 0 && unreadLinks == 0 && downLinks == 0 {
+		if len(unknownGPUs) > 0 {
+			return Result{Status: Skip, Summary: "NVLink error counters unknown: " + strings.Join(unknownGPUs, "; ")}
+		}
 		return Result{Status: Skip, Summary: "no NVLinks on this node"}
 	}
 	notRead := ""
+	if len(unknownGPUs) > 0 {
+		notRead = "; unknown in the capture, so not judged: " + strings.Join(unknownGPUs, "; ")
+	}
 	if len(unread) > 0 {
-		notRead = "; not read, so not judged (not read is not \"no errors\"): " + strings.Join(unread, "; ")
+		notRead += "; not read, so not judged (not read is not \"no errors\"): " + strings.Join(unread, "; ")
 	}
 	if downLinks > 0 {
 		notRead += fmt.Sprintf("; %d down link(s) without counters not judged here (nvlink.state judges them)", downLinks)
@@ -346,8 +384,14 @@ func checkNVLinkErrors(n *state.Node, cfg *Config) Result {
 // the driver answered NOT_SUPPORTED (nvml.h: the legacy per-link counters
 // are not supported on Blackwell and later), or the call failed (failed:
 // true), or nothing recorded says.
-func nvlinkCounterWhy(g *state.GPU) (why string, failed bool) {
+func nvlinkCounterWhy(n *state.Node, g *state.GPU) (why string, failed bool) {
 	const call = "nvmlDeviceGetNvLinkErrorCounter"
+	if u := n.CaptureUnknownFor(g.Index, call); u != nil {
+		if u.Printed == "" {
+			return "not in the capture", false
+		}
+		return fmt.Sprintf("the capture prints %s (line %d)", u.Printed, u.Line), false
+	}
 	for _, e := range g.Errors {
 		if e.Call == call {
 			return call + " failed: " + e.Error, true

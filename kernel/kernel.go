@@ -344,32 +344,48 @@ func (l *Log) add(rec []byte, boot time.Time) {
 
 // lineTime is the wall-clock time a saved log's line starts with:
 //
-//	[Fri Aug 30 11:43:09 2024] NVRM: ...                       dmesg -T / --ctime (the printing machine's local time, read as UTC)
-//	2026-06-01T15:55:06.218036+03:00 host kernel: NVRM: ...    journalctl -o short-iso
-//	kern  :err   : 2025-01-25T10:34:54,859532+00:00 NVRM: ...  dmesg --decode --time-format iso
+//	[Fri Aug 30 11:43:09 2024] NVRM: ...                              dmesg -T / --ctime (the printing machine's local time, read as UTC)
+//	2026-06-01T15:55:06.218036+03:00 host kernel: NVRM: ...           journalctl -o short-iso
+//	kern  :err   : 2025-01-25T10:34:54,859532+00:00 NVRM: ...         dmesg --decode --time-format iso
+//	node: kern: warning: [2026-04-22T21:30:51.870495804Z]: NVRM: ...  talosctl dmesg (RFC 3339 in UTC; the node is left out for one machine)
 //
 // and the zero time for the forms that cannot be placed: journalctl's
 // default "Jun 01 17:12:22" has no year, dmesg's "[ 1843.308145]" counts
-// from a boot the file does not date.
+// from a boot the file does not date. Only the header is looked at (the
+// words before the first "NVRM"/"nvidia", at most lineTimeFields of them
+// within lineTimeHeader bytes), and a time is a whole word of at most
+// maxStamp bytes that parses as one; anything else (a bracket left open,
+// an hour 25, a fraction of 30 digits) is no time, and the line is still
+// read.
 func lineTime(line []byte) time.Time {
-	if len(line) > 96 {
-		line = line[:96]
+	if len(line) > lineTimeHeader {
+		line = line[:lineTimeHeader]
 	}
 	s := string(line)
 	if strings.HasPrefix(s, "[") {
-		if end := strings.IndexByte(s, ']'); end > 0 {
+		if end := strings.IndexByte(s, ']'); end > 0 && end <= maxStamp+2 {
 			if t, err := time.Parse("Mon Jan _2 15:04:05 2006", strings.TrimSpace(s[1:end])); err == nil {
 				return t.UTC()
 			}
 		}
-		return time.Time{}
+		// "[ 1843.308145]": since an undated boot. A bracketed RFC 3339
+		// time (talosctl dmesg without a node) is read below.
 	}
 	fields := strings.Fields(s)
 	for i, f := range fields {
-		if i >= 5 || strings.HasPrefix(f, "NVRM") || strings.HasPrefix(f, "nvidia") {
+		if i >= lineTimeFields || strings.HasPrefix(f, "NVRM") || strings.HasPrefix(f, "nvidia") {
 			break
 		}
-		if len(f) < 19 || f[4] != '-' || f[10] != 'T' {
+		// talosctl dmesg: "[2026-04-22T21:30:51.870495804Z]:", the whole
+		// word in one pair of brackets.
+		if inner, ok := strings.CutPrefix(f, "["); ok {
+			inner, ok = strings.CutSuffix(strings.TrimSuffix(inner, ":"), "]")
+			if !ok {
+				continue
+			}
+			f = inner
+		}
+		if len(f) < 19 || len(f) > maxStamp || f[4] != '-' || f[10] != 'T' {
 			continue
 		}
 		for _, layout := range []string{"2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05Z0700"} {
@@ -380,6 +396,17 @@ func lineTime(line []byte) time.Time {
 	}
 	return time.Time{}
 }
+
+// lineTimeHeader, lineTimeFields and maxStamp bound what lineTime reads of
+// a line: the header of the longest form (a talosctl node name of a
+// cluster's FQDN, facility, priority, stamp) fits in lineTimeHeader bytes
+// and lineTimeFields words; the longest stamp is RFC 3339 with nanoseconds
+// and an offset ("2006-01-02T15:04:05.999999999+07:00", 35 bytes).
+const (
+	lineTimeHeader = 160
+	lineTimeFields = 5
+	maxStamp       = 40
+)
 
 // sxidDetailOfHead: ev is a detail record of the last SXid its switch
 // logged. The switches of a node log side by side, so that head need not be

@@ -285,3 +285,85 @@ func TestReadKmsgReadsOnFromItsDescriptor(t *testing.T) {
 		t.Fatal("ReadKmsg waited on a FIFO whose writer stays open")
 	}
 }
+
+// talosctl dmesg prints each kernel record as "NODE: FACILITY: PRIORITY:
+// [RFC 3339 time]: message" (the priority right-aligned in 7 columns, the
+// node left out when talosctl talks to one machine): the bracketed time
+// dates the event, in UTC as Talos prints it, with as many fraction digits
+// as it printed (trailing zeros dropped). Lines from the ogkm446 fixture
+// (open-gpu-kernel-modules #446/#1118), from open-gpu-kernel-modules #1118
+// and, with no node, from Talos' own logging guide's "kern:    info:" form.
+// A bracket that does not hold a whole, valid time dates nothing and hides
+// no line: the event is still read, undated.
+func TestTalosDmesgLinesAreDated(t *testing.T) {
+	for line, want := range map[string]time.Time{
+		"192.168.11.119: kern: warning: [2026-04-22T21:30:51.870495804Z]: NVRM: Xid (PCI:0000:0b:00): 154, GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)":                                                                                              time.Date(2026, 4, 22, 21, 30, 51, 870495804, time.UTC),
+		"192.168.11.119: kern: warning: [2026-04-22T21:30:51.494604223Z]: NVRM: Xid (PCI:0000:0b:00): 119, pid=11431, name=gpu-feature-dis, Timeout after 45s of waiting for RPC response from GPU3 GSP! Expected function 76 (GSP_RM_CONTROL) sequence 4129 (0x20803039 0xb0).": time.Date(2026, 4, 22, 21, 30, 51, 494604223, time.UTC),
+		"192.168.11.119: kern: warning: [2026-04-22T21:37:31.52Z]: NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062) returned from pRmApi":                                                                                      time.Date(2026, 4, 22, 21, 37, 31, 520000000, time.UTC),
+		"kern:    info: [2021-11-10T10:09:37.662764956Z]: NVRM: Xid (PCI:0000:0b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.":                                                                                                                          time.Date(2021, 11, 10, 10, 9, 37, 662764956, time.UTC),
+		"talos-gpu-worker-07.cluster.example.internal: kern:   err: [2026-04-22T21:30:51Z]: NVRM: Xid (PCI:0000:0b:00): 79, GPU has fallen off the bus.":                                                                                                                         time.Date(2026, 4, 22, 21, 30, 51, 0, time.UTC),
+		// Malformed: no date, the line still read.
+		"192.168.11.119: kern: warning: [2026-04-22T25:30:51.870495804Z]: NVRM: Xid (PCI:0000:0b:00): 79, GPU has fallen off the bus.":                    {},
+		"192.168.11.119: kern: warning: [2026-04-22T21:30:51.870495804Z: NVRM: Xid (PCI:0000:0b:00): 79, GPU has fallen off the bus.":                     {},
+		"192.168.11.119: kern: warning: [2026-04-22T21:30:51.8704958040000000000000000000Z]: NVRM: Xid (PCI:0000:0b:00): 79, GPU has fallen off the bus.": {},
+		"192.168.11.119: kern: warning: [[2026-04-22T21:30:51Z]]: NVRM: Xid (PCI:0000:0b:00): 79, GPU has fallen off the bus.":                            {},
+		"192.168.11.119: kern: warning: []: NVRM: Xid (PCI:0000:0b:00): 79, GPU has fallen off the bus.":                                                  {},
+		// A time inside the message is not the line's.
+		"192.168.11.119: kern: warning: NVRM: Xid (PCI:0000:0b:00): 79, [2026-04-22T21:30:51Z]: GPU has fallen off the bus.": {},
+	} {
+		l := readString(t, line+"\n")
+		if len(l.XIDs) != 1 || !l.XIDs[0].Time.Equal(want) {
+			t.Errorf("%q: %+v, want time %v", line, l.XIDs, want)
+		}
+	}
+	// The vLLM #40652 Talos node's NVSwitch lines: the SXid is dated too.
+	l := readString(t, "192.168.11.119: kern: err: [2026-04-22T21:25:20.466440686Z]: nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 1 Engine instance 12 Sub-engine instance 00\n")
+	if len(l.SXIDs) != 1 || !l.SXIDs[0].Time.Equal(time.Date(2026, 4, 22, 21, 25, 20, 466440686, time.UTC)) {
+		t.Errorf("SXid: %+v", l.SXIDs)
+	}
+}
+
+// The other dated prefixes, each with a real posted line, were already read
+// (nvl checked; no miss found): journalctl -o short-iso-precise (a public
+// crash write-up's journal of an RTX 5090 host, library file 55070660121:
+// "2026-06-01T15:55:06.218036+03:00 isaac-Predator-PO5-650 kernel: ...")
+// and dmesg --decode --time-format iso with the "syslog" facility (gpud
+// PR #870's description, the output of its kmsg fault injector). No real
+// `dmesg --time-format iso` line without --decode was found in the
+// library (only tests' made-up ones), so none is claimed here.
+func TestRealISOPrefixesAreDated(t *testing.T) {
+	for line, want := range map[string]time.Time{
+		"2026-06-01T15:55:06.218036+03:00 isaac-Predator-PO5-650 kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=30393, name=Media, GPU has fallen off the bus.": time.Date(2026, 6, 1, 12, 55, 6, 218036000, time.UTC),
+		"syslog:err   : 2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus":                                         time.Date(2025, 5, 27, 4, 18, 56, 89671000, time.UTC),
+	} {
+		l := readString(t, line+"\n")
+		if len(l.XIDs) != 1 || !l.XIDs[0].Time.Equal(want) {
+			t.Errorf("%q: %+v, want time %v", line, l.XIDs, want)
+		}
+	}
+}
+
+// A saved line whose message holds a ';' is read whole: only a /dev/kmsg
+// header ("6,1234,5678901,-;", three numbers and the flags) ends at a ';'.
+// Before nvl the reader took any line with a ';' for a kmsg record and read
+// its message from after the ';', losing the Xid.
+func TestSemicolonInASavedLineKeepsTheXid(t *testing.T) {
+	for _, line := range []string{
+		"192.168.11.119: kern: warning: [2026-04-22T21:30:51Z]: NVRM: Xid (PCI:0000:0b:00): 31, pid=1, name=x, fault; retried",
+		"[ 1843.308145] NVRM: Xid (PCI:0000:0b:00): 31, pid=1, name=x, fault; retried",
+		"Jun 01 17:12:22 host kernel: NVRM: Xid (PCI:0000:0b:00): 31, pid=1, name=x, fault; retried",
+	} {
+		l := readString(t, line+"\n")
+		if len(l.XIDs) != 1 || l.XIDs[0].Code != 31 {
+			t.Errorf("%q: %+v", line, l.XIDs)
+		}
+	}
+	ev, ok := ParseKmsg([]byte("4,1234,5678901,-;NVRM: Xid (PCI:0000:0b:00): 31, pid=1, name=x, fault; retried"), time.Time{})
+	if !ok || ev.Code != 31 || ev.Seq != 1234 {
+		t.Errorf("kmsg record: %+v %v", ev, ok)
+	}
+	sx, ok := ParseSXidKmsg([]byte("3,77,5678901,-;nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Non-fatal, Link 00 x; y"), time.Time{})
+	if !ok || sx.Code != 24007 || sx.Seq != 77 {
+		t.Errorf("kmsg SXid record: %+v %v", sx, ok)
+	}
+}

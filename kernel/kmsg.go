@@ -12,7 +12,7 @@ import (
 // ParseKmsg parses one /dev/kmsg record ("6,1234,5678901,-;NVRM: Xid ...")
 // and dates the event from the record's microseconds since boot.
 func ParseKmsg(rec []byte, boot time.Time) (state.XIDEvent, bool) {
-	semi := bytes.IndexByte(rec, ';')
+	semi := kmsgHeaderEnd(rec)
 	if semi < 0 {
 		return Parse(rec)
 	}
@@ -53,4 +53,26 @@ func unescapeNewlines(s string) string {
 	}
 	s = strings.ReplaceAll(s, `\x0aNVRM: `, " ")
 	return strings.ReplaceAll(s, `\x0a`, " ")
+}
+
+// kmsgHeaderEnd is the index of the ';' that ends a /dev/kmsg record's
+// header ("pri,seq,usec,flags[,...];", Documentation/ABI/testing/dev-kmsg:
+// three decimal numbers, then the flags), or -1 when rec has no such
+// header: a saved dmesg, journalctl or talosctl line whose message holds a
+// ';' is read whole, not from after its first ';' (which lost its Xid).
+func kmsgHeaderEnd(rec []byte) int {
+	semi := bytes.IndexByte(rec, ';')
+	if semi < 0 || semi > 64 {
+		return -1
+	}
+	f := bytes.Split(rec[:semi], []byte(","))
+	if len(f) < 4 {
+		return -1
+	}
+	for _, n := range f[:3] {
+		if len(n) == 0 || len(bytes.Trim(n, "0123456789")) != 0 {
+			return -1
+		}
+	}
+	return semi
 }

@@ -60,14 +60,14 @@ func ParseSXid(line []byte) (state.SXIDEvent, bool) {
 // ParseSXidKmsg parses a /dev/kmsg record holding an SXid and dates it.
 func ParseSXidKmsg(rec []byte, boot time.Time) (state.SXIDEvent, bool) {
 	line := rec
-	if semi := bytes.IndexByte(rec, ';'); semi > 0 {
+	if semi := kmsgHeaderEnd(rec); semi > 0 {
 		line = rec[:semi+1+len(recordText(rec[semi+1:]))]
 	}
 	ev, ok := ParseSXid(line)
 	if !ok {
 		return ev, false
 	}
-	if semi := bytes.IndexByte(rec, ';'); semi > 0 {
+	if semi := kmsgHeaderEnd(rec); semi > 0 {
 		hdr := bytes.Split(rec[:semi], []byte(","))
 		if len(hdr) >= 3 {
 			if seq, err := strconv.ParseUint(string(hdr[1]), 10, 64); err == nil {

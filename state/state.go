@@ -83,6 +83,11 @@ type Capture struct {
 	// where it is more than the GPU blocks the capture shows; 0 otherwise,
 	// and for a fragment that does not print it.
 	AttachedGPUs int `json:"attached_gpus,omitempty"`
+	// NVLinkFile is the saved `nvidia-smi nvlink -s` / `-e` of the same
+	// node added to the capture ("" when none): the NVLink state and
+	// counters come from it, and NotCollected says which of the two it
+	// lacks ("nvlink_state", "nvlink_errors").
+	NVLinkFile string `json:"nvlink_file,omitempty"`
 }
 
 // CaptureUnknown is one value a capture leaves unknown: the GPU (index),

@@ -188,8 +188,9 @@ var kernelLogCorpus = []struct {
 	{file: "kernel-logs/ogkm446-talos-dmesg-xid154-reset-then-reset-required.txt",
 		// talosctl dmesg; the later NV_ERR_RESET_REQUIRED line is the reset
 		// the Xid 154 asked for, not a second finding.
+		// Its bracketed RFC 3339 stamps date both events (they were undated).
 		xids:   map[string]int{"154@0000:0b:00": 1, "0@": 1},
-		nvidia: map[int]string{154: "Follow guidance as it aapplies to another Xid"}, want: check.Fail, sxid: check.Pass,
+		nvidia: map[int]string{154: "Follow guidance as it aapplies to another Xid"}, dated: 2, want: check.Fail, sxid: check.Pass,
 		also:   []string{"Xid 154: the driver now requires a GPU reset", "drain and reset the GPU (nvidia-smi -r)"},
 		unlike: []string{"NV_ERR_RESET_REQUIRED", "does not name"}},
 	{file: "kernel-logs/ogkm1045-dmesg-T-3090-xid62-pmu-halt-154.txt",

@@ -18,12 +18,19 @@ func init() { registrars = append(registrars, registerSnapshot) }
 
 func registerSnapshot(c *cli) {
 	var f collectFlags
-	var out, fromSMI string
+	var out, fromSMI, fromNVLink string
 	cmd := c.app.Command("snapshot", "Collect the node state and write it as JSON, for 'check --from-snapshot' or a bug report.")
 	f.register(cmd, "30s")
 	cmd.Flag("output", "Write to FILE instead of stdout.").Short('o').PlaceHolder("FILE").StringVar(&out)
 	cmd.Flag("from-nvidia-smi", "Build the snapshot from a saved 'nvidia-smi -q' (text) or 'nvidia-smi -q -x' (XML) of any node instead of collecting ('-': stdin); what it cannot hold (kernel log, topology, Slurm, NVLinks) is marked not collected and those checks skip.").PlaceHolder("FILE").StringVar(&fromSMI)
+	cmd.Flag("from-nvidia-smi-nvlink", "With --from-nvidia-smi: the same node's saved 'nvidia-smi nvlink -s' (link state), 'nvidia-smi nvlink -e' (error counters), or both one after the other, so the nvlink checks judge them.").PlaceHolder("FILE").StringVar(&fromNVLink)
 	cmd.Action(func(*kingpin.ParseContext) error {
+		if fromNVLink != "" && fromSMI == "" {
+			return c.usageError("--from-nvidia-smi-nvlink adds to --from-nvidia-smi: give the same node's nvidia-smi -q too")
+		}
+		if fromNVLink == "-" && fromSMI == "-" {
+			return c.usageError("--from-nvidia-smi and --from-nvidia-smi-nvlink cannot both be stdin")
+		}
 		if fromSMI != "" && (f.simulate != "" || f.simulateFile != "") {
 			return c.usageError("--from-nvidia-smi and --simulate exclude each other")
 		}
@@ -47,6 +54,19 @@ func registerSnapshot(c *cli) {
 			}
 			if node, err = nvsmi.Parse(fromSMI, data, time.Now()); err != nil {
 				return c.usageError("snapshot --from-nvidia-smi: %v", err)
+			}
+			if fromNVLink != "" {
+				raw, err := readlimit.Input(ctx, "--from-nvidia-smi-nvlink", fromNVLink, c.stdinIf(true), nvsmi.MaxNVLinkCapture)
+				if err != nil {
+					return c.usageError("snapshot: %v", err)
+				}
+				links, err := nvsmi.ParseNVLink(fromNVLink, raw)
+				if err == nil {
+					err = nvsmi.ApplyNVLink(node, fromNVLink, links)
+				}
+				if err != nil {
+					return c.usageError("snapshot --from-nvidia-smi-nvlink: %v", err)
+				}
 			}
 			node.GpuprobeVersion = o.Version
 		} else {
