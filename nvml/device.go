@@ -65,26 +65,37 @@ func (d *device) recoveryAction() {
 		return
 	}
 	const name = "NVML_FI_DEV_GET_GPU_RECOVERY_ACTION"
-	vals := []gonvml.FieldValue{{FieldId: gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION}}
-	if !d.fieldValues(vals) {
+	v, read := d.field(name, gonvml.FI_DEV_GET_GPU_RECOVERY_ACTION)
+	if !read {
 		return
 	}
-	switch ret := gonvml.Return(vals[0].NvmlReturn); ret {
-	case gonvml.SUCCESS:
-	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
-		d.gpu.Unsupported = append(d.gpu.Unsupported, name)
-		return
-	default:
-		d.g.fail(name, returnString(ret), false)
-		return
-	}
-	a, known := fieldUint(vals[0])
+	a, known := fieldUint(v)
 	if !known || a > 1000 {
-		d.g.fail(name, fmt.Sprintf("field value of unknown type %d or out of range", vals[0].ValueType), false)
+		d.g.fail(name, fmt.Sprintf("field value of unknown type %d or out of range", v.ValueType), false)
 		return
 	}
 	i := int(a)
 	d.gpu.RecoveryAction = &i
+}
+
+// field reads one field value, named name for the report. A field the
+// driver does not know (NOT_SUPPORTED, INVALID_ARGUMENT in the value's own
+// nvmlReturn) is filed as unsupported under that name, a failed one as an
+// error; the bool is true only for a value that was read.
+func (d *device) field(name string, id uint32) (gonvml.FieldValue, bool) {
+	vals := []gonvml.FieldValue{{FieldId: id}}
+	if !d.fieldValues(vals) {
+		return gonvml.FieldValue{}, false
+	}
+	switch ret := gonvml.Return(vals[0].NvmlReturn); ret {
+	case gonvml.SUCCESS:
+		return vals[0], true
+	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
+		d.gpu.Unsupported = append(d.gpu.Unsupported, name)
+	default:
+		d.g.fail(name, returnString(ret), false)
+	}
+	return gonvml.FieldValue{}, false
 }
 
 func (d *device) identity() {
@@ -460,23 +471,14 @@ func (d *device) memoryTemperature(th *state.Thermal) {
 		return
 	}
 	const name = "NVML_FI_DEV_MEMORY_TEMP"
-	vals := []gonvml.FieldValue{{FieldId: gonvml.FI_DEV_MEMORY_TEMP}}
-	if !d.fieldValues(vals) {
+	v, read := d.field(name, gonvml.FI_DEV_MEMORY_TEMP)
+	if !read {
 		return
 	}
-	switch ret := gonvml.Return(vals[0].NvmlReturn); ret {
-	case gonvml.SUCCESS:
-	case gonvml.ERROR_NOT_SUPPORTED, gonvml.ERROR_INVALID_ARGUMENT:
-		d.gpu.Unsupported = append(d.gpu.Unsupported, name)
-		return
-	default:
-		d.g.fail(name, returnString(ret), false)
-		return
-	}
-	f, known := fieldInt(vals[0])
+	f, known := fieldInt(v)
 	switch {
 	case !known:
-		d.g.fail(name, fmt.Sprintf("field value of unknown type %d", vals[0].ValueType), false)
+		d.g.fail(name, fmt.Sprintf("field value of unknown type %d", v.ValueType), false)
 		return
 	case f <= 0 || f >= 200:
 		// 0 is what a vGPU guest shows for a sensor it cannot see
