@@ -1,7 +1,6 @@
 package check
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -41,20 +40,7 @@ func TestPartialDeviceFilesRenumber(t *testing.T) {
 	} {
 		n := realEnvStateNode(c.env, c.node)
 		r := checkVisibleDevices(n, DefaultConfig())
-		text := r.Summary + " | " + strings.Join(r.Details, " | ") + " | " + r.Remedy
-		if r.Status != c.status {
-			t.Errorf("%s: %s %q, want %s", c.name, r.Status, text, c.status)
-		}
-		for _, s := range c.has {
-			if !strings.Contains(text, s) {
-				t.Errorf("%s: %q lacks %q", c.name, text, s)
-			}
-		}
-		for _, s := range c.hasNot {
-			if strings.Contains(text, s) {
-				t.Errorf("%s: %q states %q", c.name, text, s)
-			}
-		}
+		wantResult(t, c.name, r, c.status, c.has, c.hasNot)
 	}
 }
 

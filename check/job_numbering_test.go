@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/state"
@@ -87,19 +86,6 @@ func TestVisibleDevicesWithoutDeviceFiles(t *testing.T) {
 		cfg := DefaultConfig()
 		cfg.Job.Mode = "always"
 		r := checkVisibleDevices(n, cfg)
-		text := r.Summary + " | " + strings.Join(r.Details, " | ") + " | " + r.Remedy
-		if r.Status != c.status {
-			t.Errorf("%s: %s %q, want %s", c.name, r.Status, text, c.status)
-		}
-		for _, s := range c.has {
-			if !strings.Contains(text, s) {
-				t.Errorf("%s: %q lacks %q", c.name, text, s)
-			}
-		}
-		for _, s := range c.hasNot {
-			if strings.Contains(text, s) {
-				t.Errorf("%s: %q states %q", c.name, text, s)
-			}
-		}
+		wantResult(t, c.name, r, c.status, c.has, c.hasNot)
 	}
 }

@@ -297,22 +297,29 @@ func TestRealEnvCorpus(t *testing.T) {
 					t.Errorf("%s: no expected verdict (got %s %q)", c.ID, r.Status, r.Summary)
 					continue
 				}
-				text := r.Summary + " | " + strings.Join(r.Details, " | ") + " | " + r.Remedy
-				if r.Status != w.status {
-					t.Errorf("%s: %s %q, want %s", c.ID, r.Status, text, w.status)
-				}
-				for _, s := range w.has {
-					if !strings.Contains(text, s) {
-						t.Errorf("%s: %q lacks %q", c.ID, text, s)
-					}
-				}
-				for _, s := range w.hasNot {
-					if strings.Contains(text, s) {
-						t.Errorf("%s: %q states %q", c.ID, text, s)
-					}
-				}
+				wantResult(t, c.ID, r, w.status, w.has, w.hasNot)
 			}
 		})
+	}
+}
+
+// wantResult holds r to a status and to texts its summary, details and
+// remedy must (has) and must not (hasNot) contain.
+func wantResult(t *testing.T, name string, r Result, status Status, has, hasNot []string) {
+	t.Helper()
+	text := r.Summary + " | " + strings.Join(r.Details, " | ") + " | " + r.Remedy
+	if r.Status != status {
+		t.Errorf("%s: %s %q, want %s", name, r.Status, text, status)
+	}
+	for _, s := range has {
+		if !strings.Contains(text, s) {
+			t.Errorf("%s: %q lacks %q", name, text, s)
+		}
+	}
+	for _, s := range hasNot {
+		if strings.Contains(text, s) {
+			t.Errorf("%s: %q states %q", name, text, s)
+		}
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpuprobe/gpuprobe/collect"
-	simnode "github.com/gpuprobe/gpuprobe/sim/node"
 	nvmlsim "github.com/gpuprobe/gpuprobe/sim/nvml"
 	simulate "github.com/gpuprobe/gpuprobe/sim/spec"
 )
@@ -38,20 +37,11 @@ func TestJobSlurmNumbersOnMIG(t *testing.T) {
 		{"MIG on, --gpus", []int{0, 1, 2, 3}, false, []int{4, 5, 6, 7}, "--gpus"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src, err := simnode.Sources(spec)
-			if err != nil {
-				t.Fatal(err)
-			}
-			src.OpenNVML = func() (gonvml.Interface, error) {
-				s, err := nvmlsim.New(spec)
-				if err != nil {
-					return nil, err
-				}
+			src := simSources(t, spec, func(s *nvmlsim.System) {
 				for _, i := range c.mig {
 					s.Devices[i].SetMigMode(gonvml.DEVICE_MIG_ENABLE)
 				}
-				return s.Lib, nil
-			}
+			})
 			from := "scontrol show job -d"
 			if !c.slurm {
 				from = "--gpus"

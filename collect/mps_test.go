@@ -22,15 +22,7 @@ func TestMPSOnlyClientIsDescribed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := simnode.Sources(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src.OpenNVML = func() (gonvml.Interface, error) {
-		s, err := nvmlsim.New(spec)
-		if err != nil {
-			return nil, err
-		}
+	src := simSources(t, spec, func(s *nvmlsim.System) {
 		d := s.Devices[0]
 		d.GetComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
 			return []gonvml.ProcessInfo{{Pid: 500, UsedGpuMemory: 30 << 20}}, gonvml.SUCCESS
@@ -38,8 +30,7 @@ func TestMPSOnlyClientIsDescribed(t *testing.T) {
 		d.GetMPSComputeRunningProcessesFunc = func() ([]gonvml.ProcessInfo, gonvml.Return) {
 			return []gonvml.ProcessInfo{{Pid: 501, UsedGpuMemory: 1 << 30}}, gonvml.SUCCESS
 		}
-		return s.Lib, nil
-	}
+	})
 	src.ProcessJob = func(_ context.Context, pid int32) string {
 		if pid == 501 {
 			return "4242"
@@ -58,4 +49,23 @@ func TestMPSOnlyClientIsDescribed(t *testing.T) {
 	if client.PID != 501 || !client.MPSClient || client.JobID != "4242" || client.UsedMemoryBytes != 1<<30 {
 		t.Errorf("client %+v, want pid 501, an MPS client of job 4242", client)
 	}
+}
+
+// simSources is the simulated node's sources with NVML opened from spec
+// and changed by tweak before the collector sees it.
+func simSources(t *testing.T, spec *simulate.Spec, tweak func(*nvmlsim.System)) collect.Sources {
+	t.Helper()
+	src, err := simnode.Sources(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.OpenNVML = func() (gonvml.Interface, error) {
+		s, err := nvmlsim.New(spec)
+		if err != nil {
+			return nil, err
+		}
+		tweak(s)
+		return s.Lib, nil
+	}
+	return src
 }
