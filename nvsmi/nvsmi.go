@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/internal/busid"
@@ -300,7 +301,7 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 	for _, c := range root.kids {
 		if r.xml && c.key == "gpu" || !r.xml && strings.HasPrefix(c.key, "GPU ") && c.val == "" {
 			blocks = append(blocks, c)
-		} else if !r.xml && handleFailure.MatchString(c.key) {
+		} else if !r.xml && handleFailure().MatchString(c.key) {
 			blocks = append(blocks, c)
 		}
 	}
@@ -354,7 +355,7 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 	for i, b := range blocks {
 		g := state.GPU{Index: i}
 		r.gpu = &g
-		if m := handleFailure.FindStringSubmatch(b.key); m != nil && !r.xml {
+		if m := handleFailure().FindStringSubmatch(b.key); m != nil && !r.xml {
 			r.unreachable(b, m[1], m[2])
 		} else {
 			r.fillGPU(b)
@@ -389,8 +390,11 @@ func (r *reader) node(root *item, format string, now time.Time, partial bool) (*
 // (older drivers, with or without the space after "GPU"), "... for
 // GPU1: 0000:34:00.0: Unknown Error" (newer ones name the index), "...:
 // GPU is lost. Reboot the system to recover this GPU". The bus ID is
-// group 1, NVML's error string group 2.
-var handleFailure = regexp.MustCompile(`^Unable to determine the device handle for GPU\s*(?:\d+:\s*)?([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]):\s*(.*)$`)
+// group 1, NVML's error string group 2. Compiled on first use: most
+// processes never read a capture.
+var handleFailure = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^Unable to determine the device handle for GPU\s*(?:\d+:\s*)?([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-7]):\s*(.*)$`)
+})
 
 // unreachable records the GPU a handleFailure line names as NVML's
 // collector records a GPU whose handle it could not get (nvml/collect.go):

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // ConfError is a problem in a config file, named by file and line so an
@@ -111,7 +112,10 @@ const spaceChars = " \t\n\v\f\r"
 // and "Name= gpu" as any other pair, and "Type= File=/dev/x" as Type whose
 // value is "File=/dev/x"; a "Key=" with nothing after it matches nothing
 // and is slurmd's "Parse error in file ... line N" (slurmd -G 22.05).
-var keyValueRe = regexp.MustCompile(`^[ \t\n\v\f\r]*([[:alnum:]_.]+)[ \t\n\v\f\r]*([-*+/]?)=[ \t\n\v\f\r]*(?:"([^"]*)"|([^ \t\n\v\f\r]+))(?:[ \t\n\v\f\r]|$)`)
+// Compiled on first use: a check that reads no Slurm file pays nothing.
+var keyValueRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[ \t\n\v\f\r]*([[:alnum:]_.]+)[ \t\n\v\f\r]*([-*+/]?)=[ \t\n\v\f\r]*(?:"([^"]*)"|([^ \t\n\v\f\r]+))(?:[ \t\n\v\f\r]|$)`)
+})
 
 // splitPairs takes pairs from the start of s as slurmd's s_p_parse_line does
 // (_keyvalue_regex in a loop, each match resuming after the value) and
@@ -121,7 +125,7 @@ var keyValueRe = regexp.MustCompile(`^[ \t\n\v\f\r]*([[:alnum:]_.]+)[ \t\n\v\f\r
 func splitPairs(s string) ([]KV, string) {
 	var out []KV
 	for {
-		m := keyValueRe.FindStringSubmatchIndex(s)
+		m := keyValueRe().FindStringSubmatchIndex(s)
 		if m == nil {
 			return out, s
 		}
