@@ -179,7 +179,7 @@ func (a *Analyzer) merge(src int32, b *batch) {
 		sink += a.seen.touch(h)
 	}
 	for i := range b.items {
-		if it := &b.items[i]; it.known && it.cls != KindOther {
+		if it := &b.items[i]; it.kind == itRecord && it.cls != KindOther {
 			sink += a.seen.touch(it.hash)
 		}
 	}
@@ -196,11 +196,7 @@ func (a *Analyzer) merge(src int32, b *batch) {
 		}
 		switch it.kind {
 		case itRecord:
-			if it.known {
-				a.recordItem(it, b)
-			} else {
-				a.record(&it.rec)
-			}
+			a.recordItem(it, b)
 		case itTorn:
 			a.pushHead(&it.rec)
 		case itDangling:

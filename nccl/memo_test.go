@@ -200,7 +200,7 @@ func compareFastSlow(t *testing.T, fast, slow *lineParser, l []byte) {
 		for i := range fi {
 			f, s := &fi[i], &si[i]
 			f.rec.phash, s.rec.phash = 0, 0
-			if f.kind != s.kind || f.line != s.line || f.cls != s.cls || f.known != s.known || f.hash != s.hash ||
+			if f.kind != s.kind || f.line != s.line || f.cls != s.cls || f.hash != s.hash ||
 				f.phash != s.phash || !sameRecord(&f.rec, &s.rec) || !bytes.Equal(f.text, s.text) ||
 				f.cls == KindConnection && !sameConn(&f.conn, &s.conn) {
 				t.Errorf("%q item %d:\nfast %+v\nslow %+v", l, i, *f, *s)
@@ -215,7 +215,7 @@ func inOrder(b *batch) []item {
 	var out []item
 	c := 0
 	conn := func(c *connItem) item {
-		return item{kind: itRecord, line: c.line, cls: KindConnection, known: true, hash: c.hash, phash: c.phash, conn: c.conn, rec: c.record()}
+		return item{kind: itRecord, line: c.line, cls: KindConnection, hash: c.hash, phash: c.phash, conn: c.conn, rec: c.record()}
 	}
 	for _, it := range b.items {
 		for ; c < int(it.conns); c++ {

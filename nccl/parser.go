@@ -34,8 +34,7 @@ type item struct {
 	// For itRecord, what the parser already worked out so that the merger,
 	// which runs on one core, does not do it again: the record's kind, the
 	// connection it describes, and the hashes of its key and envelope.
-	cls   Kind
-	known bool // cls (and conn, hash, phash) are set
+	cls Kind
 	// ev is 1 + the index of what classify read from the record in the
 	// batch's fields (or comms, for KindComm); 0: none (see needsFields).
 	ev    int32
@@ -276,7 +275,7 @@ func (p *lineParser) line(b []byte, n int64) {
 				}
 			}
 			it := p.next()
-			*it = item{kind: itRecord, conns: int32(len(p.out.conns)), line: n, rec: r, cls: cls, known: true}
+			*it = item{kind: itRecord, conns: int32(len(p.out.conns)), line: n, rec: r, cls: cls}
 			it.hashes()
 			switch {
 			case cls == KindConnection:
@@ -307,7 +306,7 @@ func (p *lineParser) passEnvelope(b []byte, r *rawRecord, n int64) {
 			if h == 0 {
 				h = hash64(r.prefix)
 			}
-			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, known: true, phash: h})
+			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, phash: h})
 		}
 	}
 }
@@ -492,7 +491,7 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 		conn := c.conn
 		p.out.conns = p.out.conns[:len(p.out.conns)-1]
 		it := p.next()
-		*it = item{kind: itRecord, conns: int32(len(p.out.conns)), line: n, cls: KindConnection, known: true, rec: r, conn: conn}
+		*it = item{kind: itRecord, conns: int32(len(p.out.conns)), line: n, cls: KindConnection, rec: r, conn: conn}
 		it.hashes()
 	} else {
 		p.out.chash = append(p.out.chash, c.hash)
