@@ -339,6 +339,9 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 		if tag, open := bracketTag(b, h); tag != nil {
 			r.host = tag
 			r.start = open
+		} else if w, at := blankedHost(b, h); w != nil {
+			r.host = w
+			r.start = at
 		}
 	case h > 0 && !hostSep[b[h-1]]:
 		r.glued = true
@@ -410,6 +413,44 @@ func bracketTag(b []byte, h int) ([]byte, int) {
 		return nil, 0
 	}
 	return tag, open
+}
+
+// blankedHost returns the word right before "NAME :pid", a host name
+// that a poster replaced by hand leaving a blank before the ':' (posted/136:
+// "NAME :70918:70918 [0] …" beside "NAME:70918:70927 [0] …"), and the index
+// where it starts; nil when the empty host has no such word. NCCL prints
+// gethostname's name with no blank (a host name holds none), so a blank
+// there is an editor's, and without this the same process read as two on
+// two hosts, one of them empty. The word must start the line or follow a
+// separator (hostSep) and look like a host name (hostLike), so that a
+// launcher tag ("[1,0]<stdout>: :1:2 …") or other text is not taken.
+func blankedHost(b []byte, h int) ([]byte, int) {
+	e := h - 1
+	if e < 1 || b[e] != ' ' {
+		return nil, 0
+	}
+	s := e
+	for s > 0 && e-s < maxHostLen && !hostStop[b[s-1]] {
+		s--
+	}
+	if s == e || s > 0 && !hostSep[b[s-1]] || !hostLike(b[s:e]) {
+		return nil, 0
+	}
+	return b[s:e], s
+}
+
+// hostLike reports whether w could be a host name: letters, digits, '-',
+// '.' and '_', starting with a letter or digit.
+func hostLike(w []byte) bool {
+	if len(w) == 0 || !(isDigit(w[0]) || w[0]|0x20 >= 'a' && w[0]|0x20 <= 'z') {
+		return false
+	}
+	for _, c := range w {
+		if !(isDigit(c) || c|0x20 >= 'a' && c|0x20 <= 'z' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanHostStart skips what sticks to the front of a host name without a
