@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -360,13 +361,8 @@ func parseFdinfo(name string, data []byte) (fdinfo, error) {
 	return fi, nil
 }
 
-// clip bounds untrusted text quoted in an error.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "..."
-	}
-	return s
-}
+// clip bounds untrusted text quoted in an error (ASCII marker, as before).
+func clip(s string) string { return safetext.ClipWith(s, 64, "...") }
 
 // MaxWchan bounds a wchan kept: the kernel writes one symbol name
 // (KSYM_NAME_LEN is 512, real ones are tens of bytes).

@@ -2,6 +2,8 @@ package jobperf
 
 import (
 	"strings"
+
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 )
 
 // MaxPyFrames bounds the Python frames kept of a rank's main thread (the
@@ -56,7 +58,7 @@ func ParsePySpyDump(data []byte) (main PyThread, ok bool) {
 				continue
 			}
 			if len(threads[cur].Frames) < MaxPyFrames {
-				threads[cur].Frames = append(threads[cur].Frames, clipN(f, 256))
+				threads[cur].Frames = append(threads[cur].Frames, safetext.Clip(f, 256))
 			} else {
 				threads[cur].More++
 			}
@@ -91,13 +93,13 @@ func parsePyThreadHeader(line string) (PyThread, bool) {
 		if !ok {
 			return PyThread{}, false
 		}
-		t.Status, rest = clipN(status, 32), after
+		t.Status, rest = safetext.Clip(status, 32), after
 	}
 	if s, ok := strings.CutPrefix(rest, ": "); ok {
 		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 			s = s[1 : len(s)-1]
 		}
-		t.Name = clipN(s, 128)
+		t.Name = safetext.Clip(s, 128)
 	}
 	return t, true
 }
@@ -120,11 +122,4 @@ func stripANSI(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-func clipN(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

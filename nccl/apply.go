@@ -3,6 +3,8 @@ package nccl
 import (
 	"bytes"
 	"slices"
+
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 )
 
 // apply folds one classified, de-duplicated record into the state. ev is
@@ -20,7 +22,7 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, ev *event, th *thread, p *proc
 			// says which interfaces exist, not which module was chosen.
 			a.noteIfs(p, ev.dev)
 			if !p.socketDevs.at.valid() {
-				p.socketDevs = evidence{at: at, text: clip(string(r.msg), 200)}
+				p.socketDevs = evidence{at: at, text: safetext.Clip(string(r.msg), 200)}
 			}
 			return
 		}
@@ -43,7 +45,7 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, ev *event, th *thread, p *proc
 		}
 	case KindNetPlugin:
 		if !a.netPlugin.at.valid() {
-			a.netPlugin = evidence{at: at, text: clip(string(r.msg), 200)}
+			a.netPlugin = evidence{at: at, text: safetext.Clip(string(r.msg), 200)}
 		}
 		ev.net = trimANSI(ev.net)
 		c := classifyPlugin(ev.net)
@@ -101,7 +103,7 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, ev *event, th *thread, p *proc
 			a.addNRanks(n)
 		}
 		if !a.multiNode.at.valid() && treeBranches(r.msg) {
-			a.multiNode = evidence{at: at, text: clip(string(r.msg), 200)}
+			a.multiNode = evidence{at: at, text: safetext.Clip(string(r.msg), 200)}
 		}
 	}
 }
@@ -113,7 +115,7 @@ func (p *process) see(c netClass, s uint8, at loc, msg []byte) {
 	}
 	e := &p.net[c]
 	if s > e.strength {
-		*e = netEvidence{strength: s, at: at, text: clip(string(msg), 200)}
+		*e = netEvidence{strength: s, at: at, text: safetext.Clip(string(msg), 200)}
 	}
 }
 
@@ -244,7 +246,7 @@ func (a *Analyzer) applyConn(p *process, th *thread, c *connInfo, at loc, msg []
 		}
 		a.conns.n[cl][g]++
 		if !a.conns.first[cl][g].at.valid() {
-			a.conns.first[cl][g] = evidence{at: at, text: clip(string(msg), 200)}
+			a.conns.first[cl][g] = evidence{at: at, text: safetext.Clip(string(msg), 200)}
 		}
 		a.conns.countName(c.tr.net)
 		// The process's evidence for cl is decided after its first such
@@ -317,7 +319,7 @@ func (a *Analyzer) applyComm(p *process, th *thread, c *commInfo, at loc, msg []
 	}
 	if c.localRanks > 0 && c.nranks > c.localRanks && !a.multiNode.at.valid() {
 		// NCCL counted fewer ranks on this node than in the communicator.
-		a.multiNode = evidence{at: at, text: clip(string(msg), 200)}
+		a.multiNode = evidence{at: at, text: safetext.Clip(string(msg), 200)}
 	}
 	if c.rank >= 0 {
 		a.ranks.set(c.rank)

@@ -3,6 +3,7 @@ package nccl
 import (
 	"sort"
 
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -33,7 +34,7 @@ func (f *findings) add(code, key, msg, where string, at loc) {
 	if f.count(kb, at) {
 		return
 	}
-	f.byKey[string(kb)] = &finding{code: code, key: key, msg: clip(msg, maxFindingTextSize), where: where, count: 1, order: len(f.byKey), at: []loc{at}}
+	f.byKey[string(kb)] = &finding{code: code, key: key, msg: safetext.Clip(msg, maxFindingTextSize), where: where, count: 1, order: len(f.byKey), at: []loc{at}}
 }
 
 // repeat is add for a caller whose finding text costs an allocation to
@@ -85,11 +86,4 @@ func (f *findings) list() []state.NCCLFinding {
 		out = append(out, state.NCCLFinding{Code: x.code, Key: x.key, Message: x.msg, Where: x.where, Count: x.count, Lines: lines})
 	}
 	return out
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -1,6 +1,10 @@
 package nccl
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
+)
 
 // WARN records and the foreign lines that matter around them. The parser
 // only recognises them (a code per kind); check/ncclverdict decides what
@@ -46,7 +50,7 @@ func (a *Analyzer) applyWarn(p *process, r *rawRecord, at loc) {
 			if rule.code == "no_ibverbs" && !p.noIB.at.valid() {
 				// NCCL <= 2.4 warns, later ones print INFO: either way IB
 				// cannot be used by this process.
-				p.noIB = evidence{at: at, text: clip(string(m), 200)}
+				p.noIB = evidence{at: at, text: safetext.Clip(string(m), 200)}
 			}
 			a.addWarn(rule.code, r, p, at)
 			return
@@ -138,7 +142,7 @@ func (a *Analyzer) foreign(b []byte) {
 	rule := foreignRules[i]
 	if rule.code == "libfabric_warning" && !a.netPlugin.at.valid() && bytes.Contains(b, []byte("libfabric:")) {
 		// aws-ofi-nccl's libfabric prints these: a network plugin is loaded.
-		a.netPlugin = evidence{at: a.cur, text: clip(string(b), 200)}
+		a.netPlugin = evidence{at: a.cur, text: safetext.Clip(string(b), 200)}
 	}
 	key := ""
 	if rule.once {

@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state"
 )
 
@@ -155,7 +156,7 @@ func Query(ctx context.Context, addr string, o Options) *state.HangRAS {
 	}
 	v, ok := cutPrefixFold(line, "SERVER PROTOCOL ")
 	if !ok {
-		r.Error = fmt.Sprintf("handshake: the port answered %q, not SERVER PROTOCOL: not NCCL's RAS", clip(line, 80))
+		r.Error = fmt.Sprintf("handshake: the port answered %q, not SERVER PROTOCOL: not NCCL's RAS", safetext.Clip(line, 80))
 		return r
 	}
 	r.Answered = true
@@ -168,7 +169,7 @@ func Query(ctx context.Context, addr string, o Options) *state.HangRAS {
 			return r
 		}
 		if !strings.EqualFold(strings.TrimSpace(line), "OK") {
-			r.Error = fmt.Sprintf("TIMEOUT: RAS answered %q", clip(line, 80))
+			r.Error = fmt.Sprintf("TIMEOUT: RAS answered %q", safetext.Clip(line, 80))
 			return r
 		}
 	}
@@ -230,13 +231,6 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 		return s[len(prefix):], true
 	}
 	return "", false
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 // markLocal marks the processes and ranks RAS names on this node's own

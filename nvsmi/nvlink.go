@@ -29,6 +29,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 )
 
 // MaxNVLinkCapture bounds a saved nvlink capture: 8 GPUs of 18 links and
@@ -297,10 +299,5 @@ func (r *NVLinkRow) describe() string {
 	return r.State
 }
 
-// clip bounds text quoted in an error.
-func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
-}
+// clip bounds text quoted in an error (ASCII marker, as before).
+func clip(s string) string { return safetext.ClipWith(s, 80, "...") }

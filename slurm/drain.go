@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
@@ -26,7 +27,7 @@ func ParseShowNode(out string) (slurmstate.NodeInfo, error) {
 		found = parseNodeFields(&n, strings.TrimSpace(line)) || found
 	}
 	if !found {
-		return n, fmt.Errorf("scontrol show node: no State= in output %q", truncate(strings.TrimSpace(out), 120))
+		return n, fmt.Errorf("scontrol show node: no State= in output %q", safetext.Clip(strings.TrimSpace(out), 120))
 	}
 	cleanReason(&n)
 	return n, nil
@@ -45,7 +46,7 @@ func ParseShowNodes(out string) ([]slurmstate.NodeInfo, error) {
 		}
 		var n slurmstate.NodeInfo
 		if !parseNodeFields(&n, t) || n.Name == "" {
-			return nil, fmt.Errorf("scontrol -o show nodes: line %d is not a node: %q", i+1, truncate(t, 120))
+			return nil, fmt.Errorf("scontrol -o show nodes: line %d is not a node: %q", i+1, safetext.Clip(t, 120))
 		}
 		cleanReason(&n)
 		nodes = append(nodes, n)
@@ -98,11 +99,4 @@ func cleanReason(n *slurmstate.NodeInfo) {
 	if n.Reason == "(null)" || n.Reason == "none" {
 		n.Reason = ""
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpuprobe/gpuprobe/internal/cpulist"
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
@@ -156,7 +157,7 @@ func gresIndexes(s string) ([]int, bool, error) {
 }
 
 // trunc quotes a field of scontrol's output for an error message.
-func trunc(s string) string { return strconv.Quote(truncate(s, 40)) }
+func trunc(s string) string { return strconv.Quote(safetext.Clip(s, 40)) }
 
 // ListPIDs runs `scontrol listpids JOBID`: the job's processes on this node
 // as slurmd's proctrack plugin knows them (linuxproc, pgid or cgroup).

@@ -87,3 +87,50 @@ func isCleanSlow(s string) bool {
 func unsafe(r rune) bool {
 	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Co, unicode.Cs)
 }
+
+// Ellipsis is the marker Clip appends to text it cut.
+const Ellipsis = "…"
+
+// Clip bounds s for a message or a kept field: s itself when it is at most
+// n bytes, else its longest prefix of at most n bytes that does not split a
+// UTF-8 sequence, followed by Ellipsis. The result is therefore at most
+// n+len(Ellipsis) bytes, the part before the marker is a prefix of s at
+// most utf8.UTFMax-1 bytes shorter than n, and it is valid UTF-8 whenever s
+// is (an invalid byte of s is kept as it is, never cut through a valid
+// sequence beside it). A negative n counts as 0. Clip does not clean: text
+// that is untrusted still goes through Clean (or %q) where it is printed.
+func Clip(s string, n int) string {
+	return ClipWith(s, n, Ellipsis)
+}
+
+// ClipWith is Clip with marker appended in place of Ellipsis ("..." where
+// a message keeps to ASCII).
+func ClipWith(s string, n int, marker string) string {
+	if n < 0 {
+		n = 0
+	}
+	if len(s) <= n {
+		return s
+	}
+	return s[:cutAt(s, n)] + marker
+}
+
+// cutAt returns the largest i <= n (0 <= n < len(s)) such that s[:i] ends
+// on a rune boundary: n itself unless a valid UTF-8 sequence starts before
+// n and ends after it, in which case its start.
+func cutAt(s string, n int) int {
+	for j := n; j >= 0 && j > n-utf8.UTFMax; j-- {
+		if !utf8.RuneStart(s[j]) {
+			continue
+		}
+		if j == n {
+			return n
+		}
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if (r != utf8.RuneError || size > 1) && j+size > n {
+			return j
+		}
+		return n
+	}
+	return n
+}

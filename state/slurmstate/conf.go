@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/gpuprobe/gpuprobe/internal/safetext"
 )
 
 // ConfError is a problem in a config file, named by file and line so an
@@ -89,7 +91,7 @@ func ParseConf(name string, data []byte) ([]Line, []ConfError) {
 		pairs, rest := splitPairs(text)
 		if strings.TrimLeft(rest, spaceChars) != "" {
 			bad := strings.FieldsFunc(rest, func(r rune) bool { return strings.ContainsRune(spaceChars, r) })[0]
-			errs = append(errs, ConfError{File: name, Line: num, Msg: fmt.Sprintf("%q is not Key=Value", truncate(bad, 60))})
+			errs = append(errs, ConfError{File: name, Line: num, Msg: fmt.Sprintf("%q is not Key=Value", safetext.Clip(bad, 60))})
 			continue
 		}
 		if len(pairs) == 0 {
@@ -198,11 +200,4 @@ func unquote(v string) string {
 		return v[1 : len(v)-1]
 	}
 	return v
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
