@@ -169,6 +169,7 @@ func checkCount(n *state.Node, cfg *Config) Result {
 		}
 		v.add(Fail, nil, "check that every GPU is seated and powered (lspci -d 10de:), and dmesg for GPUs the driver rejected", msg)
 	}
+	bus := pciGPUs(n, &v)
 	pass := fmt.Sprintf("%d GPUs reachable", seen-denied)
 	if unseen > 0 {
 		pass = fmt.Sprintf("%d GPUs attached (the capture's Attached GPUs); %d shown and judged, %d not in the capture (not judged)", seen, seen-unseen, unseen)
@@ -186,7 +187,7 @@ func checkCount(n *state.Node, cfg *Config) Result {
 	case expect > 0:
 		pass += fmt.Sprintf(" (expected %d)", expect)
 	}
-	return v.result(pass)
+	return v.result(pass + bus)
 }
 
 // usable returns the GPUs a per-GPU check can judge; lost or unreachable ones

@@ -3,6 +3,7 @@ package kernel
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,6 +28,8 @@ func FuzzReadLog(f *testing.F) {
 	}
 	f.Add([]byte(`3,1311,1843308145,-;NVRM: The NVIDIA GPU 0000:b3:00.0\x0aNVRM: fallen off the bus` + "\n SUBSYSTEM=pci\n"))
 	f.Add([]byte("[x] a\n    b\n\n \n"))
+	f.Add([]byte("3,901,21091872,-;NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:894)\n" +
+		"[   32.920612] NVRM: rm_init_adapter failed for device bearing minor number 0\n"))
 	// NVIDIA NVSentinel's parser test lines (testdata/nvsentinel).
 	if b, err := os.ReadFile("testdata/nvsentinel/cases.json"); err == nil {
 		var c struct{ Cases []struct{ Input string } }
@@ -49,6 +52,14 @@ func FuzzReadLog(f *testing.F) {
 		for _, ev := range a.XIDs {
 			if ev.Code < 0 || ev.Code > 100000 || len(ev.Message) > maxRecord {
 				t.Fatalf("event out of bounds: %+v", ev)
+			}
+		}
+		if len(a.InitFailures) != len(b.InitFailures) {
+			t.Fatalf("two reads differ: %d/%d init failures", len(a.InitFailures), len(b.InitFailures))
+		}
+		for _, ev := range a.InitFailures {
+			if ev.Lines < 1 || len(ev.Message) > maxLine || ev.BusID != "" && !busid.Valid(ev.BusID) {
+				t.Fatalf("init failure out of bounds: %+v", ev)
 			}
 		}
 		lines := bytes.Split(data, []byte("\n"))

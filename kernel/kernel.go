@@ -71,6 +71,7 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 		}
 	} else {
 		st.XIDs, st.SXIDs, st.DriverLoads, st.PCIeFatal = evs.XIDs, evs.SXIDs, evs.DriverLoads, evs.PCIeFatal
+		st.InitFailures = evs.InitFailures
 	}
 	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(files, o.Procfs) })
 	if err != nil {
@@ -271,6 +272,11 @@ type Log struct {
 	// function it last reported a fatal error from.
 	PCIeFatal []state.PCIeFatalEvent
 	fatalFrom map[string]string
+	// InitFailures are the driver's failed GPU initialisations, one per
+	// GPU and driver load; rmLine says whether an event has counted an
+	// RmInitAdapter line (else only its rm_init_adapter line).
+	InitFailures []state.InitFailureEvent
+	rmLine       []bool
 	// unrecovered are the functions whose "can't recover" lines came
 	// since the last port's verdict, with their drivers: Linux's
 	// pcie_do_recovery (drivers/pci/pcie/err.c) reports each device below
@@ -299,6 +305,8 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		}
 		ev.DriverLoad = l.DriverLoads
 		l.SXIDs = append(l.SXIDs, ev)
+	} else if bus, msg, rm, ok := initFailure(rec); ok {
+		l.addInitFailure(rec, boot, bus, msg, rm)
 	} else if IsDriverLoad(rec) {
 		l.DriverLoads++
 		l.driver = DriverVersion(rec)

@@ -16,6 +16,10 @@ type Kernel struct {
 	// PCIeFatal are uncorrectable PCIe errors whose AER recovery failed,
 	// from the same log.
 	PCIeFatal []PCIeFatalEvent `json:"pcie_fatal,omitempty"`
+	// InitFailures are the driver's reports that it could not initialise a
+	// GPU it had probed ("NVRM: GPU 0000:01:00.0: RmInitAdapter failed!
+	// (0x22:0x56:894)"), one per GPU and driver load, from the same log.
+	InitFailures []InitFailureEvent `json:"init_failures,omitempty"`
 	// XIDError is why the log could not be read (no permission, ...). A
 	// check must report it, never treat an unreadable log as a clean one.
 	XIDError string `json:"xid_error,omitempty"`
@@ -116,4 +120,26 @@ type PCIeFatalEvent struct {
 	// DriverLoad is how many NVIDIA driver loads the log showed before it.
 	DriverLoad int       `json:"driver_load,omitempty"`
 	Time       time.Time `json:"time,omitempty"`
+}
+
+// InitFailureEvent is the driver failing to initialise one GPU: RM's
+// "RmInitAdapter failed! (...)" line and the "rm_init_adapter failed,
+// device minor number N" line after it (kernel-open/nvidia/nv.c
+// nv_start_device), on every open that tried. A success is not logged.
+type InitFailureEvent struct {
+	// BusID is the function the lines name ("0000:01:00.0"); empty when
+	// they name none (drivers before the "GPU <bus>:" prefix).
+	BusID string `json:"bus_id,omitempty"`
+	// Message is the first line's text from "RmInitAdapter" on
+	// ("RmInitAdapter failed! (0x22:0x56:894)").
+	Message string `json:"message"`
+	// Lines counts the RmInitAdapter lines (a log holding only the
+	// rm_init_adapter line counts that one).
+	Lines int `json:"lines"`
+	// DriverLoad is how many driver loads the log showed before the first
+	// line (see Kernel.DriverLoads).
+	DriverLoad int `json:"driver_load,omitempty"`
+	// Time is when the last line was logged (zero when the source had no
+	// time).
+	Time time.Time `json:"time,omitempty"`
 }

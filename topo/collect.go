@@ -85,6 +85,7 @@ func collect(o Options) (*topostate.Topology, error) {
 	t.Cores = fsr.readCores(sys, notef)
 	t.GPUs, t.GPUSource = pickGPUs(pci, o.GPUs, sys, notef)
 	t.NVLinkKnown = o.NVLinkKnown && t.GPUSource == "nvml"
+	t.PCIGPUs = pci.nvidiaGPUs()
 	nics, err := fsr.readIB(sys)
 	if err != nil {
 		notef("InfiniBand: %v", err)
@@ -144,6 +145,26 @@ func pickGPUs(pci *pciTree, hints []GPUHint, sys string, notef func(string, ...a
 }
 
 func isNVIDIAGPU(d *pciDev) bool { return d.vendor == vendorNVIDIA && isGPUClass(d.class) }
+
+// nvidiaGPUs lists the NVIDIA GPU functions on the bus with their drivers,
+// whatever NVML says. An SR-IOV virtual function (a physfn link, the
+// kernel's Documentation/ABI/testing/sysfs-bus-pci) is left out: it is a
+// slice of a GPU, which NVML does not count as one (a vGPU host binds them
+// to nvidia).
+func (t *pciTree) nvidiaGPUs() []topostate.PCIFunction {
+	out := []topostate.PCIFunction{}
+	for _, id := range t.sorted() {
+		d := t.devs[id]
+		if !isNVIDIAGPU(d) {
+			continue
+		}
+		if _, err := t.fsr.Readlink(filepath.Join(d.dir, "physfn")); err == nil {
+			continue
+		}
+		out = append(out, d.fn)
+	}
+	return out
+}
 
 // placeNICs fills each RDMA device's PCI data and orders them as
 // nvidia-smi's NIC legend does.

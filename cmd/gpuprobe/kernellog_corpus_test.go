@@ -41,7 +41,12 @@ var kernelLogCorpus = []struct {
 	// line: "pcieport device<port device-driver", what it failed on) ->
 	// lines. A device of the nvidia driver is a GPU lost to the error
 	// (docs/checks.md, "A lost GPU without an Xid line").
-	aer    map[string]int
+	aer map[string]int
+	// init: the driver's failed GPU initialisations read ("RmInitAdapter
+	// failed"), bus -> RmInitAdapter lines. In a saved log each warns: the
+	// driver logs no success, so whether the GPU came up later is unknown
+	// (docs/checks.md, gpu.xid).
+	init   map[string]int
 	want   check.Status // gpu.xid
 	sxid   check.Status // fabric.sxid
 	also   []string     // further text the report must hold
@@ -55,6 +60,9 @@ var kernelLogCorpus = []struct {
 		nvidia: map[int]string{13: "RESTART_APP", 109: "RESET_GPU"}, dated: 4, want: check.Fail, sxid: check.Pass,
 		also: []string{"(3 times)"}},
 	{file: "kernel-logs/kvm-list-guest-dmesg-quoted-xid119.txt",
+		// After the Xid 119s the driver fails to initialise the GPU (two
+		// RmInitAdapter lines): read, under the Xids' failure.
+		init:   map[string]int{"0000:00:06.0": 2},
 		xids:   map[string]int{"119@0000:00:06": 13},
 		nvidia: map[int]string{119: "RESET_GPU"}, want: check.Fail, sxid: check.Pass,
 		also: []string{"(13 times)"}},
@@ -157,9 +165,11 @@ var kernelLogCorpus = []struct {
 		nvidia: map[int]string{69: "RESTART_APP", 62: "RESET_GPU"}, want: check.Fail, sxid: check.Pass,
 		also: []string{"Xid 62: internal micro-controller halt", "last by gnome-shell (pid 6572)"}, unlike: []string{"NV_ERR_RESET_REQUIRED"}},
 	{file: "kernel-logs/cmpunlocker4-dmesg-rminitadapter-no-xid.txt",
-		// RmInitAdapter failures are no Xid: nothing to judge in a saved log.
-		want: check.Skip, sxid: check.Pass,
-		also: []string{"no NVIDIA GPUs to judge and no XIDs in the kernel log"}},
+		// RmInitAdapter failures are no Xid, but the driver failing to
+		// initialise the GPU: read, and warned (it skipped as "no XIDs").
+		init: map[string]int{"0000:01:00.0": 5}, want: check.Warn, sxid: check.Pass,
+		also:   []string{`PCI 0000:01:00.0: the driver failed to initialise the GPU ("RmInitAdapter failed! (0x22:0x56:894)", 5 line(s)); whether a later try brought it up the log cannot say`},
+		unlike: []string{"no XIDs"}},
 	// Peer test lines (issue 26): gpud's TestMatch log lines
 	// (leptonai/gpud components/accelerator/nvidia/xid/kmsg_test.go @
 	// 2acd894ad714d367f384bb3e14bb6cd84fdf4565). gpud finds Xid 79 on
@@ -319,6 +329,16 @@ func derivedXIDStatus(xids map[string]int, actions map[int]string, driverLoaded 
 	return st
 }
 
+// derivedInit adds docs/checks.md's rule for the driver's failed GPU
+// initialisations in a saved log: each warns (the log cannot say whether a
+// later try brought the GPU up).
+func derivedInit(init map[string]int, st check.Status) check.Status {
+	if len(init) > 0 && st != check.Fail {
+		return check.Warn
+	}
+	return st
+}
+
 // derivedAER adds docs/checks.md's rule for failed AER recoveries to the
 // Xids' verdict: one on a device the nvidia driver printed, or a port's
 // whose device was the nvidia driver's, fails; another driver's device is
@@ -366,7 +386,7 @@ func TestKernelLogCorpus(t *testing.T) {
 			for _, l := range strings.Split(string(raw), "\n") {
 				loaded = loaded || kernel.IsDriverLoad([]byte(l))
 			}
-			if d := derivedXIDStatus(c.xids, actions, loaded); derivedAER(c.aer, d) != c.want {
+			if d := derivedInit(c.init, derivedAER(c.aer, derivedXIDStatus(c.xids, actions, loaded))); d != c.want {
 				t.Fatalf("want says gpu.xid %s, NVIDIA's labels give %s", c.want, d)
 			}
 			for code, label := range c.nvswitch {
@@ -428,6 +448,13 @@ func TestKernelLogCorpus(t *testing.T) {
 			}
 			if !sameCounts(gotA, c.aer) {
 				t.Errorf("AER recovery failures read %v, want %v", gotA, c.aer)
+			}
+			gotI := map[string]int{}
+			for _, ev := range k.InitFailures {
+				gotI[ev.BusID] += ev.Lines
+			}
+			if !sameCounts(gotI, c.init) {
+				t.Errorf("init failures read %v, want %v", gotI, c.init)
 			}
 			if !sameCounts(gotS, c.sxids) {
 				t.Errorf("SXids read %v, want %v", gotS, c.sxids)

@@ -30,7 +30,15 @@ type Topology struct {
 	// when sysfs has no CPU topology.
 	Cores []Core `json:"cores,omitempty"`
 	GPUs  []GPU  `json:"gpus"`
-	NICs  []NIC  `json:"nics"`
+	// PCIGPUs are the NVIDIA GPU functions on the PCI bus (vendor 0x10de,
+	// class VGA 0x0300xx or 3D 0x0302xx: no NVSwitch, 0x0680, no HDMI
+	// audio, 0x0403, no USB controller), SR-IOV virtual functions left out,
+	// in bus order, each with the driver bound to it ("" when none), whether
+	// NVML lists them or not. Absent from the JSON when the tree holds none,
+	// and from a snapshot written before it was read: check then does not
+	// compare NVML's GPUs with the bus, and says so.
+	PCIGPUs []PCIFunction `json:"pci_gpus,omitempty"`
+	NICs    []NIC         `json:"nics"`
 	// Bridges are the PCI bridges on any GPU or NIC path, keyed by nothing:
 	// find one with Bridge.
 	Bridges []Bridge `json:"bridges"`
