@@ -66,6 +66,10 @@ func initFailure(rec []byte) (bus, msg string, rm, ok bool) {
 	return bus, strings.TrimSpace(text[j:]), rm, true
 }
 
+// maxInitFailures bounds the distinct (GPU, driver load) events a log
+// keeps: addInitFailure scans them for every line it reads.
+const maxInitFailures = 64
+
 // addInitFailure folds one line into its GPU's event for the current
 // driver load: the RmInitAdapter lines are counted, the rm_init_adapter
 // line that follows each is the same failure (it makes an event only where
@@ -89,6 +93,12 @@ func (l *Log) addInitFailure(rec []byte, boot time.Time, bus, msg string, rm boo
 		if !at.IsZero() {
 			ev.Time = at
 		}
+		return
+	}
+	if len(l.InitFailures) >= maxInitFailures {
+		// A node has a few GPUs and driver loads; a log naming more
+		// functions than this is not a real one, and the scan above must
+		// not grow with it. The events kept already say a GPU failed.
 		return
 	}
 	l.InitFailures = append(l.InitFailures, state.InitFailureEvent{BusID: bus, Message: msg, Lines: 1, DriverLoad: l.DriverLoads, Time: at})

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -104,5 +105,18 @@ func TestInitFailureCorpusLog(t *testing.T) {
 	l := parseLog(data, time.Time{})
 	if len(l.InitFailures) != 1 || l.InitFailures[0].BusID != "0000:01:00.0" || l.InitFailures[0].Lines != want || want == 0 {
 		t.Errorf("init failures %+v, want one on 0000:01:00.0 with %d lines", l.InitFailures, want)
+	}
+}
+
+// TestInitFailuresBounded: a log naming more functions than any node has
+// keeps maxInitFailures events, not one per line.
+func TestInitFailuresBounded(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < 1000; i++ {
+		fmt.Fprintf(&b, "[ 1.0] NVRM: GPU 0000:%02x:%02x.0: RmInitAdapter failed! (0x22:0x56:894)\n", i/32, i%32)
+	}
+	l := parseLog([]byte(b.String()), time.Time{})
+	if len(l.InitFailures) != maxInitFailures {
+		t.Fatalf("%d events kept, want %d", len(l.InitFailures), maxInitFailures)
 	}
 }
