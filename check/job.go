@@ -74,7 +74,7 @@ func idents(n *state.Node) []slurmstate.GPUIdent {
 		if g.Denied {
 			continue
 		}
-		id := slurmstate.GPUIdent{Index: g.Index, UUID: g.UUID}
+		id := slurmstate.GPUIdent{Index: g.Index, UUID: g.UUID, MIG: g.MIG != nil && g.MIG.Current}
 		for _, m := range g.MIGDevices {
 			id.MIGUUIDs = append(id.MIGUUIDs, m.UUID)
 		}
@@ -126,6 +126,28 @@ func visibleGPUs(n *state.Node) taskGPUs {
 		}
 	}
 	return t
+}
+
+// noVisible is the skip of a check that needs the GPUs this task uses when
+// none resolved: none visible, or (MIG) entries that cannot be mapped to
+// NVML's GPUs, where which GPUs the task uses is unknown, not "none".
+func (t taskGPUs) noVisible() Result {
+	if t.unverifiable > 0 {
+		return Result{Status: Skip, Summary: fmt.Sprintf("which GPUs this task uses is unknown: %d CUDA_VISIBLE_DEVICES entries name MIG devices, which cannot be mapped to NVML's GPUs", t.unverifiable)}
+	}
+	return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+}
+
+// migIndexes counts the CUDA_VISIBLE_DEVICES indexes that count CUDA's MIG
+// devices (a GPU in MIG mode), which NVML's indexes do not number.
+func (t taskGPUs) migIndexes() int {
+	k := 0
+	for _, r := range t.resolved {
+		if r.Unverifiable && r.Ref.Kind == slurmstate.RefIndex {
+			k++
+		}
+	}
+	return k
 }
 
 func gpuByIndex(n *state.Node, i int) *state.GPU {

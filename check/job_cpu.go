@@ -33,7 +33,7 @@ func checkNUMAAffinity(n *state.Node, cfg *Config) Result {
 	task := n.Slurm.Task.CPUs
 	t := visibleGPUs(n)
 	if len(t.visible) == 0 {
-		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+		return t.noVisible()
 	}
 	v := verdict{id: "job.numa_affinity"}
 	var union []int
@@ -89,7 +89,7 @@ func checkCPUsPerGPU(n *state.Node, cfg *Config) Result {
 		cpus, gpus = *env.CPUsOnNode, *env.GPUsOnNode
 		from = fmt.Sprintf("SLURM_CPUS_ON_NODE=%d / SLURM_GPUS_ON_NODE=%d", cpus, gpus)
 	case len(t.visible) == 0:
-		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+		return t.noVisible()
 	case env.CPUsPerTask != nil:
 		cpus, gpus = *env.CPUsPerTask, len(t.visible)
 		from = fmt.Sprintf("SLURM_CPUS_PER_TASK=%d / %d visible GPU(s)", cpus, gpus)

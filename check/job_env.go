@@ -18,7 +18,7 @@ func checkExclusive(n *state.Node, cfg *Config) Result {
 	env := n.Slurm.Env
 	t := visibleGPUs(n)
 	if len(t.visible) == 0 {
-		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+		return t.noVisible()
 	}
 	if r, foreign := foreignPIDs(n, t.visible); foreign {
 		return r

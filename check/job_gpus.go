@@ -100,7 +100,9 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	// record of its own, which CUDA_VISIBLE_DEVICES names by UUID ("MIG
 	// devices always use UUID", same function). SLURM_STEP_GPUS=12 is the
 	// thirteenth MIG GRES, not GPU 12: only the counts compare.
-	migs := migEntries(cvd)
+	// A plain index on a GPU in MIG mode counts CUDA's MIG devices too
+	// (slurmstate.Resolve): the same count comparison holds.
+	migs := migEntries(cvd) + t.migIndexes()
 	switch {
 	case migs > 0 && alloc != nil:
 		if len(cvd.Entries) > len(alloc) {
@@ -196,7 +198,15 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	if ray && override {
 		pass = rayWords(n) + ": Ray gave this worker GPU " + listOr(visible) + " of the step's (Ray sets each worker's CUDA_VISIBLE_DEVICES); it"
 	}
-	if migs > 0 && alloc != nil {
+	// Indexes that count MIG devices name no GPU NVML numbers: say so,
+	// not "GPU none".
+	migIndexOnly := len(visible) == 0 && t.migIndexes() > 0
+	if migIndexOnly {
+		pass = fmt.Sprintf("sees %d CUDA device(s) by MIG instance, not mapped to NVML's GPUs", len(cvd.Entries))
+	}
+	if migs > 0 && alloc != nil && migIndexOnly {
+		pass += fmt.Sprintf(", %d allocated (%s=%s numbers MIG GRES, not GPUs)", len(alloc), from, cpulist.Format(alloc))
+	} else if migs > 0 && alloc != nil {
 		pass = fmt.Sprintf("sees %d MIG instance(s) on GPU %s, %d allocated (%s=%s numbers MIG GRES, not GPUs)", migs, listOr(visible), len(alloc), from, cpulist.Format(alloc))
 	} else if alloc != nil {
 		pass += fmt.Sprintf(", as allocated (%s=%s)", from, cpulist.Format(alloc))
@@ -208,7 +218,7 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 			pass += " to this step (" + inheritedWords(env) + ")"
 		}
 	}
-	if t.unverifiable > 0 {
+	if t.unverifiable > 0 && !migIndexOnly {
 		pass += fmt.Sprintf("; %d MIG instance(s) not verifiable", t.unverifiable)
 	}
 	r := v.result(pass + "; " + how)
@@ -421,6 +431,9 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	} else if len(alloc) > gpus {
 		gpus, gpusFrom = len(alloc), "allocated"
 	}
+	if gpus == 0 && t.unverifiable > 0 {
+		return t.noVisible()
+	}
 	if gpus == 0 {
 		return Result{Status: Skip, Summary: "no GPUs allocated to or visible in this step"}
 	}
@@ -581,6 +594,9 @@ func checkGPUSharing(n *state.Node, cfg *Config) Result {
 	}
 	overlap(&v, env, t, tasks, gpus, procs, inner, shared)
 	summary := arith + fmt.Sprintf("; this task sees %d", len(t.visible))
+	if k := t.migIndexes(); k > 0 && len(t.visible) == 0 {
+		summary = arith + fmt.Sprintf("; this task sees %d MIG device(s) by CUDA index, not mapped to NVML's GPUs", k)
+	}
 	if shared != "" && (procs > gpus || mapped) {
 		summary += "; " + shared
 	}
@@ -792,7 +808,7 @@ func checkGPUMemory(n *state.Node, cfg *Config) Result {
 		v.add(Pass, g, "", "")
 	}
 	if len(t.visible) == 0 {
-		return Result{Status: Skip, Summary: "no GPUs visible to this task"}
+		return t.noVisible()
 	}
 	return v.result(fmt.Sprintf("%d GPU(s) with at least %s", len(t.visible), cfg.Job.MinGPUMemory))
 }

@@ -50,6 +50,9 @@ type realEnvNode struct {
 	// report shows them (nvidia-smi topo -m's CPU Affinity); nil: unknown,
 	// and job.numa_affinity skips.
 	localCPUs map[int][]int
+	// mig, when set, are the MIG instance UUIDs of each GPU NVML sees
+	// (NVML index), which is then in MIG mode.
+	mig [][]string
 }
 
 var (
@@ -97,7 +100,22 @@ var (
 	// from an SSH session, outside any job.
 	accreDGX03 = realEnvNode{model: "NVIDIA A100-SXM4-80GB", gpus: 1, cgroupGPUs: []int{3}, nodeGPUs: 8, memoryGiB: 80, driverCUDA: "12.4",
 		procs: []realEnvProc{{gpu: 3, pid: 930652, uid: 934717, user: "wut18", comm: "pt_main_thread", memMiB: 50846}}}
-	nano4 = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
+	// dorado#1586: two H200 NVL in MIG mode, as the report's nvidia-smi
+	// -L lists them: one 1g.18gb instance on GPU 0, three on GPU 1 (two of
+	// those UUIDs are cut in the report: placeholders). Whether a device
+	// cgroup confines the step the report does not say; none here.
+	dorado1586 = realEnvNode{model: "NVIDIA H200 NVL", gpus: 2, nodeGPUs: 2, memoryGiB: 141, driverCUDA: "12.8",
+		mig: [][]string{{"MIG-8210e6aa-6e55-5fcc-b76a-18069cb47525"},
+			{"MIG-69119060-baa9-56cb-8d2a-a144214426ae", "MIG-00000000-0000-0000-0000-000000000002", "MIG-00000000-0000-0000-0000-000000000003"}}}
+	// Perlmutter's GPU node: four A100-SXM4-40GB, all the job's (salloc
+	// --gpus-per-node=4). Whether a device cgroup confines the step does
+	// not matter here: every GPU is allocated.
+	perlmutter = realEnvNode{model: "NVIDIA A100-SXM4-40GB", gpus: 4, nodeGPUs: 4, memoryGiB: 40, driverCUDA: "12.2"}
+	// lightning#16236's vesta7: the thread names no model and no count;
+	// eight GPUs (the job's are 5 and 6) and no device cgroup is what the
+	// dump leaves open: read literally, as the filtered dumps are.
+	vesta7 = realEnvNode{model: "NVIDIA GPU", gpus: 8, nodeGPUs: 8, memoryGiB: 24, driverCUDA: "12.0"}
+	nano4  = realEnvNode{model: "NVIDIA H200", gpus: 2, cgroupGPUs: []int{1, 3}, nodeGPUs: 8, memoryGiB: 141, driverCUDA: "13.0"}
 )
 
 // realEnvProc is a process a report saw on a GPU (global index).
@@ -245,7 +263,47 @@ func TestRealEnvCorpus(t *testing.T) {
 		"job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
 	}
 
+	// Perlmutter (redrock#321): salloc's shell on the GPU node, whose
+	// SLURM_STEP_ID the stored copy cuts off; SLURM_PTY_PORT says it is an
+	// interactive step, and it used to be called "the batch script".
+	// SLURM_JOB_GPUS=0-3 is the whole node; one shell on four GPUs.
+	perlmutterWant := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees GPU 0-3, as allocated (SLURM_JOB_GPUS=0-3)"}, nil},
+		"job.gpu_sharing": {Pass, []string{"the batch script or an interactive shell (no SLURM_STEP_ID; SLURM_PTY_PORT", "on 4 GPU(s) (SLURM_GPUS_ON_NODE); this task sees 4"},
+			[]string{"the batch script (no SLURM_STEP_ID) is one process"}},
+		"job.numa_affinity": noGPU, "job.cpus_per_gpu": {Pass, []string{"32.0 CPUs per GPU (SLURM_CPUS_ON_NODE=128 / SLURM_GPUS_ON_NODE=4)"}, nil},
+		"job.exclusive": {Pass, nil, nil}, "job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
+	// lightning#16236: rank 1 of a 2-task step on GPUs 5 and 6; the
+	// stored copy starts after CUDA_VISIBLE_DEVICES. Read literally (as
+	// awsFiltered): unset, so both tasks can use all eight GPUs, and the
+	// Slurm allocation (SLURM_STEP_GPUS=5,6) is what the verdict names.
+	lightningWant := map[string]realEnvWant{
+		"job.visible_devices": {Fail, []string{"visible to this task but not allocated to it (SLURM_STEP_GPUS=5,6)", "CUDA_VISIBLE_DEVICES is unset"}, nil},
+		"job.gpu_sharing":     {Warn, []string{"2 tasks on this node each see all 8 GPUs"}, nil},
+		"job.numa_affinity":   {Skip, []string{"CPU mask was not collected"}, nil},
+		"job.cpus_per_gpu":    {Skip, []string{"CPU count is unknown"}, nil},
+		"job.exclusive":       {Pass, nil, nil}, "job.master_addr": noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
+	// dorado#1586: CUDA_VISIBLE_DEVICES=0,1,2,3 on two GPUs in MIG mode
+	// with four instances. CUDA numbers MIG devices there, not NVML's
+	// GPUs; it used to fail "index 2, but NVML sees only 2 GPUs". Which
+	// GPU each index is cannot be told: the checks that need it say so.
+	// No Slurm variable was quoted: "no GPUs allocated" is the dump's.
+	migUnknown := realEnvWant{Skip, []string{"which GPUs this task uses is unknown", "4 CUDA_VISIBLE_DEVICES entries name MIG devices"}, []string{"no GPUs visible"}}
+	doradoWant := map[string]realEnvWant{
+		"job.visible_devices": {Pass, []string{"sees 4 CUDA device(s) by MIG instance, not mapped to NVML's GPUs"}, []string{"NVML sees only 2 GPUs", "sees GPU none"}},
+		"job.gpu_sharing":     migUnknown, "job.cpus_per_gpu": migUnknown, "job.exclusive": migUnknown,
+		"job.numa_affinity": {Skip, []string{"CPU mask was not collected"}, nil},
+		"job.master_addr":   noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
 	cases := []realEnvCase{
+		{file: "perlmutter-redrock321-salloc-interactive-jobgpus-0-3.env", node: perlmutter, want: perlmutterWant},
+		{file: "lightning16236-ddp-2tasks-stepgpus-56-rank1.env", node: vesta7, want: lightningWant},
+		{file: "dorado1586-mig-h200nvl-4inst-cvd-0-3.env", node: dorado1586, job: true, want: doradoWant},
 		{file: "accre-dgx03-rogue-ssh-process.env", node: accreDGX03, want: accreWant},
 		{file: "uva-batch-gres-a6000x2-grep.env", node: uvaA6000(0, 4), job: true, want: uvaWant("sees GPU 0,1, as allocated (SLURM_JOB_GPUS=0,4)")},
 		{file: "uva-srun-gpus-per-task-grep-gpu.env", node: uvaA6000(0), job: true, want: uvaWant("sees GPU 0, as allocated (SLURM_STEP_GPUS=0)")},
@@ -370,6 +428,13 @@ func realEnvStateNode(env []string, m realEnvNode) *state.Node {
 			Memory:         &state.Memory{TotalBytes: m.memoryGiB << 30},
 			ProcessesKnown: true,
 		})
+		if i < len(m.mig) {
+			g := &n.NVML.GPUs[len(n.NVML.GPUs)-1]
+			g.MIG = &state.MIG{Current: true, Pending: true}
+			for k, u := range m.mig[i] {
+				g.MIGDevices = append(g.MIGDevices, state.MIGDevice{UUID: u, GPUInstanceID: k + 1})
+			}
+		}
 	}
 	var procs []slurmstate.Process
 	for i := range n.NVML.GPUs {

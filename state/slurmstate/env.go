@@ -97,6 +97,11 @@ type Env struct {
 	// its proxy started on this node.
 	MPILocalNRanks *int `json:"mpi_local_nranks,omitempty"`
 
+	// PTY: SLURM_PTY_PORT is set, which slurmstepd writes for a step srun
+	// launched with --pty (src/common/env.c setup_env, env->pty_port),
+	// salloc's interactive step among them; a batch step has no pty.
+	PTY bool `json:"pty,omitempty"`
+
 	MasterAddr string `json:"master_addr,omitempty"`
 	MasterPort string `json:"master_port,omitempty"`
 
@@ -176,6 +181,7 @@ func ParseEnv(environ []string) *Env {
 	e.JobUser = get("SLURM_JOB_USER")
 	e.StepID = first(get("SLURM_STEP_ID"), get("SLURM_STEPID"))
 	e.ScriptContext = get("SLURM_SCRIPT_CONTEXT")
+	_, e.PTY = vars["SLURM_PTY_PORT"]
 	e.NodeName = first(get("SLURMD_NODENAME"), get("SLURM_TOPOLOGY_ADDR"))
 	e.ProcID = num("SLURM_PROCID")
 	e.LocalID = num("SLURM_LOCALID")
@@ -693,6 +699,15 @@ func (e *Env) SingleProcessStep() (bool, string) {
 		return false, ""
 	}
 	if e.StepID == "" {
+		// SLURM_PTY_PORT is srun --pty's (salloc's interactive step
+		// included), never the batch step's: with it, the missing
+		// SLURM_STEP_ID does not make this the batch script. A real dump
+		// (testdata/realenv/perlmutter-redrock321-*, Perlmutter's salloc
+		// shell, its SLURM_STEP_ID cut off) read as "the batch script".
+		// Either is one shell; which, the environment does not say.
+		if e.PTY {
+			return true, "the batch script or an interactive shell (no SLURM_STEP_ID; SLURM_PTY_PORT, which srun --pty and salloc's interactive step set)"
+		}
 		return true, "the batch script (no SLURM_STEP_ID)"
 	}
 	if k, ok := singleProcessSteps[strings.ToLower(strings.TrimSpace(e.StepID))]; ok {

@@ -141,6 +141,10 @@ type GPUIdent struct {
 	Index    int
 	UUID     string
 	MIGUUIDs []string
+	// MIG is set when the GPU is in MIG mode (NVML's current mode). CUDA
+	// then enumerates its MIG instances, not the GPU, so a plain index
+	// in CUDA_VISIBLE_DEVICES no longer counts NVML's GPUs.
+	MIG bool
 }
 
 // Resolved is one CUDA_VISIBLE_DEVICES entry mapped to an NVML GPU.
@@ -164,7 +168,25 @@ func (v *VisibleDevices) Resolve(gpus []GPUIdent) []Resolved {
 		r := Resolved{Ref: e, GPU: -1}
 		switch e.Kind {
 		case RefIndex:
-			if e.Index < len(gpus) {
+			if n, known, mig := cudaDevices(gpus); mig {
+				// MIG mode: CUDA numbers MIG instances (one per instance of
+				// a GPU in MIG mode, one per other GPU; NVIDIA MIG user
+				// guide, "CUDA Device Enumeration": "CUDA applications
+				// treat a CI and its parent GI as a single CUDA device"),
+				// in an order NVML's indexes do not give, and how many
+				// instances one process may use depends on the CUDA
+				// version. A real report (nanoporetech/dorado#1586: Slurm
+				// --gres=gpu:4 on two H200 NVL in MIG mode, four MIG
+				// instances, CUDA_VISIBLE_DEVICES=0,1,2,3) used to fail
+				// "index 2, but NVML sees only 2 GPUs". Only an index past
+				// every device CUDA could enumerate is surely wrong.
+				if known && e.Index >= n {
+					r.Err = fmt.Sprintf("index %d, but CUDA can enumerate at most %d device(s) here (the MIG instances of the GPUs in MIG mode, and the other GPUs)", e.Index, n)
+				} else {
+					r.Unverifiable = true
+					r.Err = fmt.Sprintf("index %d counts CUDA's MIG devices, which NVML's GPU indexes do not number", e.Index)
+				}
+			} else if e.Index < len(gpus) {
 				r.GPU = gpus[e.Index].Index
 			} else {
 				r.Err = fmt.Sprintf("index %d, but NVML sees only %d GPUs", e.Index, len(gpus))
@@ -184,6 +206,26 @@ func (v *VisibleDevices) Resolve(gpus []GPUIdent) []Resolved {
 		out = append(out, r)
 	}
 	return out
+}
+
+// cudaDevices counts what CUDA can enumerate when a GPU is in MIG mode:
+// the MIG instances of each such GPU, and each other GPU. mig is false
+// when no GPU is in MIG mode; known is false when a GPU in MIG mode lists
+// no instances (not collected, or none made: then the count is unknown).
+func cudaDevices(gpus []GPUIdent) (n int, known, mig bool) {
+	known = true
+	for _, g := range gpus {
+		if !g.MIG {
+			n++
+			continue
+		}
+		mig = true
+		if len(g.MIGUUIDs) == 0 {
+			known = false
+		}
+		n += len(g.MIGUUIDs)
+	}
+	return n, known, mig
 }
 
 // byMIGUUID finds the GPU that holds the MIG instance (full UUID or a

@@ -70,6 +70,51 @@ func TestVisibleDevices(t *testing.T) {
 	}
 }
 
+// A plain index on a GPU in MIG mode counts CUDA's MIG devices, not
+// NVML's GPUs (nanoporetech/dorado#1586: CUDA_VISIBLE_DEVICES=0,1,2,3 for
+// four MIG instances on two GPUs used to read "index 2, but NVML sees only
+// 2 GPUs"). Only an index past every device CUDA could enumerate is wrong.
+var migGPUs = []GPUIdent{
+	{Index: 0, UUID: "GPU-7d5d2d18-e527-75f1-571c-349591a57073", MIG: true, MIGUUIDs: []string{"MIG-8210e6aa-6e55-5fcc-b76a-18069cb47525"}},
+	{Index: 1, UUID: "GPU-25aa9f9b-ef43-d088-94bf-f344ba6d12f2", MIG: true, MIGUUIDs: []string{"MIG-69119060-baa9-56cb-8d2a-a144214426ae", "MIG-2", "MIG-3"}},
+	{Index: 2, UUID: "GPU-938d0000-0000-0000-0000-000000000000"}, // not in MIG mode: one CUDA device
+}
+
+func TestVisibleDevicesMIGIndexes(t *testing.T) {
+	for _, c := range []struct {
+		raw              string
+		gpus             []GPUIdent
+		unverif, invalid int
+	}{
+		{"0,1,2,3", migGPUs, 4, 0},
+		{"4", migGPUs, 1, 0}, // 4 MIG instances + 1 GPU: index 4 may exist
+		{"5", migGPUs, 0, 1}, // past every device CUDA could enumerate
+		{"0,9", migGPUs, 1, 1},
+		{"MIG-8210e6aa", migGPUs, 0, 0}, // a MIG UUID still maps to its GPU
+		// A GPU in MIG mode listing no instance: the count is unknown.
+		{"7", []GPUIdent{{Index: 0, UUID: "GPU-1", MIG: true}}, 1, 0},
+		// No GPU in MIG mode: NVML's count, as before.
+		{"2", testGPUs[:2], 0, 1},
+	} {
+		res := ParseVisibleDevices(c.raw, true).Resolve(c.gpus)
+		unverif, invalid := 0, 0
+		for _, r := range res {
+			switch {
+			case r.Unverifiable:
+				unverif++
+			case r.GPU < 0:
+				invalid++
+			}
+			if r.GPU < 0 && r.Err == "" {
+				t.Errorf("%q: entry %q unresolved without a reason", c.raw, r.Ref.Raw)
+			}
+		}
+		if unverif != c.unverif || invalid != c.invalid {
+			t.Errorf("%q: %d unverifiable, %d invalid; want %d, %d (%+v)", c.raw, unverif, invalid, c.unverif, c.invalid, res)
+		}
+	}
+}
+
 func equalInts(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
@@ -83,18 +128,23 @@ func equalInts(a, b []int) bool {
 }
 
 func FuzzParseVisibleDevices(f *testing.F) {
-	for _, s := range []string{"0,1", "GPU-8932f937", "MIG-GPU-8e100991/1/2", "NoDevFiles", "0,-1,1", ""} {
+	for _, s := range []string{"0,1", "GPU-8932f937", "MIG-GPU-8e100991/1/2", "NoDevFiles", "0,-1,1", "", "0,1,2,3,9"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v := ParseVisibleDevices(s, true)
-		res := v.Resolve(testGPUs)
-		if len(res) != len(v.Entries) {
-			t.Fatalf("%q: %d entries, %d resolutions", s, len(v.Entries), len(res))
-		}
-		for _, r := range res {
-			if r.GPU >= len(testGPUs) || r.GPU < -1 {
-				t.Fatalf("%q: resolved to GPU %d", s, r.GPU)
+		for _, gpus := range [][]GPUIdent{testGPUs, migGPUs} {
+			res := v.Resolve(gpus)
+			if len(res) != len(v.Entries) {
+				t.Fatalf("%q: %d entries, %d resolutions", s, len(v.Entries), len(res))
+			}
+			for _, r := range res {
+				if r.GPU >= len(gpus) || r.GPU < -1 {
+					t.Fatalf("%q: resolved to GPU %d", s, r.GPU)
+				}
+				if r.GPU < 0 && r.Err == "" {
+					t.Fatalf("%q: entry %q unresolved without a reason", s, r.Ref.Raw)
+				}
 			}
 		}
 	})
