@@ -300,7 +300,25 @@ func TestRealEnvCorpus(t *testing.T) {
 		"job.master_addr":   noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
 	}
 
+	// JADE (jade-hpc-gpu.github.io#13): `srun --gres=gpu:2 printenv |
+	// grep CUDA_VISIBLE_DEVICES` on a DGX-1 without a device cgroup (the
+	// same step in a container saw all 8). Read literally, as the other
+	// grep dumps: CUDA_VISIBLE_DEVICES with no Slurm GPU variable is one
+	// the job set (Slurm sets it beside SLURM_STEP_GPUS / SLURM_JOB_GPUS,
+	// gres_common.c gres_common_gpu_set_env), so a warning, never a
+	// failure: the GPUs may be another job's, or (as here) the grep hid
+	// Slurm's variables.
+	jadeWant := map[string]realEnvWant{
+		"job.visible_devices": {Warn, []string{"Slurm allocated no GPUs to this step, yet CUDA_VISIBLE_DEVICES=2,3 gives this task GPU 2,3", "another job's, maybe"}, nil},
+		"job.gpu_sharing":     {Pass, []string{"one task assumed", "this task sees 2"}, nil},
+		"job.numa_affinity":   {Skip, []string{"CPU mask was not collected"}, nil},
+		"job.cpus_per_gpu":    {Skip, []string{"CPU count is unknown"}, nil},
+		"job.exclusive":       {Pass, []string{"no other job's processes on GPU 2,3"}, nil},
+		"job.master_addr":     noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,
+	}
+
 	cases := []realEnvCase{
+		{file: "jade13-dgx1-srun-gres2-grep-cvd.env", node: realEnvNode{model: "Tesla P100-SXM2-16GB", gpus: 8, nodeGPUs: 8, memoryGiB: 16, driverCUDA: "9.0"}, job: true, want: jadeWant},
 		{file: "perlmutter-redrock321-salloc-interactive-jobgpus-0-3.env", node: perlmutter, want: perlmutterWant},
 		{file: "lightning16236-ddp-2tasks-stepgpus-56-rank1.env", node: vesta7, want: lightningWant},
 		{file: "dorado1586-mig-h200nvl-4inst-cvd-0-3.env", node: dorado1586, job: true, want: doradoWant},
