@@ -167,6 +167,12 @@ func checkCount(n *state.Node, cfg *Config) Result {
 		if basis != "" {
 			msg += " (" + basis + ")"
 		}
+		if x := n.NVML.Excluded; len(x) > 0 && unseen == 0 {
+			// Still a failure: the node has fewer GPUs than expected. The
+			// exclusion is said so the remedy is the config's or the
+			// driver option's, not a reseat.
+			msg += fmt.Sprintf("; the driver excludes %d GPU(s) (NVreg_ExcludedGpus: %s): set expect_gpus, or lift the exclusion", len(x), strings.Join(x, ", "))
+		}
 		v.add(Fail, nil, "check that every GPU is seated and powered (lspci -d 10de:), and dmesg for GPUs the driver rejected", msg)
 	}
 	bus := pciGPUs(n, &v)

@@ -17,6 +17,9 @@ import (
 //   - NVML reaches the GPU now: it failed once and came up: warn.
 //   - NVML lists it but cannot use it (unreachable, lost, reset required):
 //     fail, with the log's reason beside gpu.count's finding.
+//   - NVML does not list it and lists it among the GPUs the driver
+//     excludes (NVreg_ExcludedGpus; nvmlGetExcludedDeviceInfoByIndex): an
+//     admin took the failing GPU out of service: warn, saying so.
 //   - NVML does not list it: the driver did not bring it up: fail. Where
 //     NVML has GPUs without a bus ID (a handle refused or failed), the GPU
 //     may be one of them: a scoped run (another job's GPU) says nothing,
@@ -78,6 +81,11 @@ func initFailures(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 			case boundElsewhere(n, bus) != "":
 				// Now another driver's (vfio-pci for a VM): not a GPU of
 				// the NVIDIA driver here; gpu.count's pass names it.
+			case excludedGPU(n, bus):
+				// The driver excludes it now: an admin took the failing
+				// GPU out of service; it is not used, so nothing to drain.
+				v.add(Warn, nil, "the GPU is excluded from the driver (NVreg_ExcludedGpus): repair or RMA it before lifting the exclusion; "+recheck,
+					"PCI "+bus+": "+what+"; the driver excludes it now (NVreg_ExcludedGpus): an admin took it out of service, not judged further")
 			case anon > 0 && n.Scope != "":
 				// Maybe a GPU this process may not open: not judged here.
 			case anon > 0:

@@ -51,6 +51,15 @@ func TestXIDInitFailures(t *testing.T) {
 		{name: "now bound to vfio-pci", node: live(func(n *state.Node) {
 			n.Topology = &topostate.Topology{PCIGPUs: []topostate.PCIFunction{{BusID: "0000:12:00.0", Driver: "vfio-pci"}}}
 		}, fail("0000:12:00.0", 1)), status: Pass},
+		// An admin excluded the failing GPU (NVreg_ExcludedGpus; NVML
+		// lists it as excluded): out of service, no drain.
+		{name: "now excluded by the driver", node: live(func(n *state.Node) {
+			n.NVML.Excluded, n.NVML.ExcludedKnown = []string{"0000:12:00.0"}, true
+		}, fail("0000:12:00.0", 6)), status: Warn,
+			summary: "PCI 0000:12:00.0: the driver failed to initialise the GPU (\"RmInitAdapter failed! (0x22:0x56:894)\", 6 line(s)); the driver excludes it now (NVreg_ExcludedGpus): an admin took it out of service"},
+		{name: "another GPU excluded: still fails", node: live(func(n *state.Node) {
+			n.NVML.Excluded, n.NVML.ExcludedKnown = []string{"0000:13:00.0"}, true
+		}, fail("0000:12:00.0", 6)), status: Fail, summary: "and NVML does not list it"},
 		// A saved log: read, its outcome unknown.
 		{name: "saved log", node: &state.Node{Kernel: &state.Kernel{XIDs: []state.XIDEvent{}, InitFailures: []state.InitFailureEvent{fail("0000:01:00.0", 6)}}},
 			status: Warn, summary: "PCI 0000:01:00.0: the driver failed to initialise the GPU (\"RmInitAdapter failed! (0x22:0x56:894)\", 6 line(s)); whether a later try brought it up the log cannot say"},

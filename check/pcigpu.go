@@ -31,11 +31,26 @@ import (
 //     (nvidia_read_card_info: "We do not include excluded GPUs") and so not
 //     in NVML's count (NVML's nvmlGetExcludedDeviceCount lists those).
 //
-// So a GPU bound to nvidia and not in NVML's list fails only where the
-// kernel log shows its initialisation failing; otherwise it warns, since an
-// admin's exclusion looks the same. A GPU with no driver warns. A GPU bound
-// to vfio-pci, pci-stub, nouveau or another driver is not the NVIDIA
-// driver's and no finding: the pass says so.
+// NVML lists the excluded GPUs itself (NVML API reference, "Excluded GPU
+// Queries": nvmlGetExcludedDeviceCount, nvmlGetExcludedDeviceInfoByIndex;
+// state.NVML.Excluded, complete when ExcludedKnown). So a GPU bound to
+// nvidia and not in NVML's list:
+//
+//   - in the excluded list: an admin's choice, no finding; the pass names it;
+//   - the kernel log shows its initialisation failing: fails;
+//   - the excluded list was read and does not name it: the driver neither
+//     brought it up nor excluded it: fails, where this process sees every
+//     GPU NVML has (below); otherwise it warns;
+//   - the excluded list was not read: warns, since an exclusion looks the
+//     same.
+//
+// A view that may hide GPUs from NVML keeps the warning: a scoped run, a
+// container (its runtime hands NVML only its GPUs), a Slurm job step or a
+// device cgroup (NVML then enumerates the GPUs the cgroup lets through:
+// the other jobs' GPUs are on the bus, bound to nvidia and unlisted, and
+// must not fail here). A GPU with no driver warns. A GPU bound to vfio-pci,
+// pci-stub, nouveau or another driver is not the NVIDIA driver's and no
+// finding: the pass says so.
 
 // pciGPUs judges Topology.PCIGPUs against NVML's GPUs, adding findings to v,
 // and returns what the pass text adds.
@@ -79,13 +94,21 @@ func pciGPUs(n *state.Node, v *verdict) string {
 			return fmt.Sprintf("; the GPUs on the PCI bus were not compared (%s holds none of NVML's GPUs)", t.SysfsRoot)
 		}
 	}
-	var bound, unbound, linkless []string
+	excl := map[string]bool{}
+	for _, id := range n.NVML.Excluded {
+		excl[busid.Canonical(id)] = true
+	}
+	var bound, unbound, linkless, excluded []string
 	other := map[string][]string{}
 	for _, f := range t.PCIGPUs {
 		if listed[f.BusID] {
 			continue
 		}
 		switch {
+		case f.Driver == "nvidia" && excl[f.BusID]:
+			// Not in NVML's enumeration because the driver excludes it
+			// (NVML names it): not one of NVML's GPUs without a bus ID.
+			excluded = append(excluded, f.BusID)
 		case f.Driver == "nvidia":
 			bound = append(bound, f.BusID)
 		case f.Driver == "" && f.HostBridge == "":
@@ -99,23 +122,40 @@ func pciGPUs(n *state.Node, v *verdict) string {
 		}
 	}
 	note := ""
+	if len(excluded) > 0 {
+		note += fmt.Sprintf("; GPU(s) %s excluded by the driver (NVreg_ExcludedGpus), not judged", strings.Join(excluded, ", "))
+	}
 	// NVML's GPUs without a bus ID (a handle refused: another job's GPU
 	// under a device cgroup; or failed: gpu.count's unreachable finding)
 	// are GPUs of the bus it does list: as many bound GPUs are theirs.
 	if len(bound) > anon {
 		failed := initFailed(n)
+		hidden := hiddenView(n)
+		const bringUp = "drain; reset the GPU or reboot the node, and check its power, seating and PCIe link (dmesg | grep NVRM); RMA if it recurs"
 		for _, id := range bound {
 			which := id
 			if anon > 0 {
 				which = fmt.Sprintf("%s (one of %s not matched to NVML's %d GPU(s) without a bus ID)", id, strings.Join(bound, ", "), anon)
 			}
 			if ev, ok := failed[id]; ok && anon == 0 {
-				v.add(Fail, nil, "drain; reset the GPU or reboot the node, and check its power, seating and PCIe link (dmesg | grep NVRM); RMA if it recurs",
+				v.add(Fail, nil, bringUp,
 					fmt.Sprintf("the driver did not bring up GPU %s: it is bound to nvidia, NVML does not list it, and the kernel log shows %q (%d line(s))", which, ev.Message, ev.Lines))
 				continue
 			}
+			if n.NVML.ExcludedKnown && anon == 0 && hidden == "" {
+				v.add(Fail, nil, bringUp,
+					fmt.Sprintf("the driver did not bring up GPU %s: it is bound to nvidia, and NVML neither lists it nor has it excluded (nvmlGetExcludedDeviceCount: %d excluded)", id, len(n.NVML.Excluded)))
+				continue
+			}
+			why := "which is not known here"
+			switch {
+			case n.NVML.ExcludedKnown && anon == 0:
+				why = "NVML does not exclude it, but " + hidden + " may hide it from NVML"
+			case n.NVML.ExcludedKnown:
+				why = "NVML does not exclude it; whether it is one of NVML's GPUs without a bus ID is not known here"
+			}
 			v.add(Warn, nil, "check dmesg for NVRM errors on it (RmInitAdapter failed: the driver could not initialise it) and the driver's NVreg_ExcludedGpus/NVreg_ExcludeAllGpus options (nvidia-smi -q lists none of an excluded GPU)",
-				fmt.Sprintf("GPU %s is bound to the nvidia driver but NVML does not list it: the driver failed to initialise it, or it is excluded (NVreg_ExcludedGpus); which is not known here", which))
+				fmt.Sprintf("GPU %s is bound to the nvidia driver but NVML does not list it: the driver failed to initialise it, or it is excluded (NVreg_ExcludedGpus); %s", which, why))
 		}
 	}
 	for _, id := range unbound {
@@ -135,6 +175,46 @@ func pciGPUs(n *state.Node, v *verdict) string {
 		note += fmt.Sprintf("; %d GPU(s) bound to %s (%s), not for CUDA here", len(ids), d, strings.Join(ids, ", "))
 	}
 	return note
+}
+
+// hiddenView says why this process's NVML may not list every GPU the
+// driver brought up, "" when nothing says so: a scoped run, a container
+// (nvidia-container-toolkit hands it only the GPUs it asks for), a Slurm
+// job step, or a GPU device file a device cgroup closes (Slurm's
+// ConstrainDevices: NVML enumerates the GPUs the cgroup lets through).
+// These only keep a finding a warning; none raises one.
+func hiddenView(n *state.Node) string {
+	switch {
+	case n.Scope != "":
+		return "the run's scope (" + n.Scope + ")"
+	case n.Container != nil && n.Container.Runtime != "":
+		return "the " + n.Container.Runtime + " container"
+	case n.Slurm != nil && (n.Slurm.InJob || n.Slurm.Env != nil && n.Slurm.Env.JobID != ""):
+		// A job's environment (SLURM_JOB_ID), a step or a batch script:
+		// its device cgroup (ConstrainDevices) may hide the other GPUs.
+		return "the Slurm job step's device cgroup"
+	case n.Slurm != nil:
+		for _, d := range n.Slurm.Devices {
+			if d.Access == "denied" {
+				return "a device cgroup (" + d.Path + " denied)"
+			}
+		}
+	}
+	return ""
+}
+
+// excludedGPU reports whether NVML lists the function among the GPUs the
+// driver excludes (state.NVML.Excluded).
+func excludedGPU(n *state.Node, bus string) bool {
+	if n.NVML == nil {
+		return false
+	}
+	for _, id := range n.NVML.Excluded {
+		if busid.Canonical(id) == bus {
+			return true
+		}
+	}
+	return false
 }
 
 // initFailed is the kernel log's failed GPU initialisations, by function.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
@@ -17,6 +18,13 @@ func busNode(extra []topostate.PCIFunction, mut func(n *state.Node)) *state.Node
 			mut(n)
 		}
 	})
+}
+
+// excludedList sets NVML's excluded list as read (ExcludedKnown).
+func excludedList(ids ...string) func(n *state.Node) {
+	return func(n *state.Node) {
+		n.NVML.Excluded, n.NVML.ExcludedKnown = ids, true
+	}
 }
 
 func pciGPU(bus, drv string) topostate.PCIFunction {
@@ -40,6 +48,65 @@ func TestCountPCIBus(t *testing.T) {
 		// log's word: unknown, said so.
 		{name: "bound to nvidia, not listed, nothing in the log", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, nil),
 			status: Warn, summary: "GPU 0000:12:00.0 is bound to the nvidia driver but NVML does not list it: the driver failed to initialise it, or it is excluded (NVreg_ExcludedGpus); which is not known here"},
+		// NVML's excluded list (nvmlGetExcludedDeviceCount): read, it
+		// decides.
+		{name: "bound to nvidia, not listed, excluded by the driver", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, excludedList("00000000:12:00.0")),
+			status: Pass, summary: "2 GPUs reachable; GPU(s) 0000:12:00.0 excluded by the driver (NVreg_ExcludedGpus), not judged"},
+		{name: "excluded wins over an old RmInitAdapter failure", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			rmFailed(n)
+			excludedList("0000:12:00.0")(n)
+		}), status: Pass, summary: "GPU(s) 0000:12:00.0 excluded by the driver"},
+		{name: "bound to nvidia, neither listed nor excluded", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia"), pciGPU("0000:13:00.0", "nvidia")}, excludedList("0000:13:00.0")),
+			status: Fail, summary: "the driver did not bring up GPU 0000:12:00.0: it is bound to nvidia, and NVML neither lists it nor has it excluded (nvmlGetExcludedDeviceCount: 1 excluded)",
+			remedy: "drain; reset the GPU or reboot the node"},
+		{name: "excluded list read empty", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, excludedList()),
+			status: Fail, summary: "NVML neither lists it nor has it excluded (nvmlGetExcludedDeviceCount: 0 excluded)"},
+		// A partial list (an entry failed) still names what it read.
+		{name: "excluded list partly read: what it names is not judged", node: busNode([]topostate.PCIFunction{pciGPU("0000:13:00.0", "nvidia")}, func(n *state.Node) {
+			n.NVML.Excluded = []string{"0000:13:00.0"}
+		}), status: Pass, summary: "2 GPUs reachable; GPU(s) 0000:13:00.0 excluded by the driver (NVreg_ExcludedGpus), not judged"},
+		{name: "excluded list partly read: the others warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia"), pciGPU("0000:13:00.0", "nvidia")}, func(n *state.Node) {
+			n.NVML.Excluded = []string{"0000:13:00.0"}
+		}), status: Warn, summary: "GPU 0000:12:00.0 is bound to the nvidia driver but NVML does not list it: the driver failed to initialise it, or it is excluded (NVreg_ExcludedGpus); which is not known here"},
+		// Views that may hide GPUs from NVML keep the warning: another
+		// job's GPU is no failure.
+		{name: "list read, in a container: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			excludedList()(n)
+			n.Container = &state.Container{Runtime: "enroot"}
+		}), status: Warn, summary: "NVML does not exclude it, but the enroot container may hide it from NVML"},
+		{name: "list read, in a Slurm job step: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			excludedList()(n)
+			n.Slurm = &slurmstate.State{InJob: true}
+		}), status: Warn, summary: "the Slurm job step's device cgroup may hide it"},
+		{name: "list read, a Slurm job's environment: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			excludedList()(n)
+			n.Slurm = &slurmstate.State{Env: &slurmstate.Env{JobID: "4242"}}
+		}), status: Warn, summary: "the Slurm job step's device cgroup may hide it"},
+		{name: "list read, a device file denied: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			excludedList()(n)
+			n.Slurm = &slurmstate.State{Devices: []slurmstate.DeviceFile{{Path: "/dev/nvidia2", Access: "denied"}}}
+		}), status: Warn, summary: "a device cgroup (/dev/nvidia2 denied) may hide it"},
+		{name: "list read, scoped run: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			excludedList()(n)
+			n.Scope = "SLURM_JOB_GPUS=0,1"
+		}), status: Warn, summary: "the run's scope (SLURM_JOB_GPUS=0,1) may hide it"},
+		{name: "list read, scoped run, another job's GPU closed: nothing", node: busNode(nil, func(n *state.Node) {
+			excludedList()(n)
+			n.Scope = "SLURM_JOB_GPUS=0"
+			n.NVML.GPUs[1] = state.GPU{Index: 1, Denied: true}
+		}), status: Pass, summary: "1 GPUs reachable, 1 more closed to this process"},
+		{name: "list read, more unmatched than NVML's GPUs without a bus ID: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			excludedList()(n)
+			n.NVML.GPUs[1] = state.GPU{Index: 1, Denied: true}
+		}), status: Warn, summary: "NVML does not exclude it; whether it is one of NVML's GPUs without a bus ID is not known here"},
+		// An excluded GPU is none of NVML's GPUs without a bus ID.
+		{name: "excluded GPU is none of NVML's GPUs without a bus ID", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			excludedList("0000:12:00.0")(n)
+			n.NVML.GPUs[1] = state.GPU{Index: 1, Denied: true}
+		}), status: Pass, summary: "1 GPUs reachable, 1 more closed to this process (NVML: no permission; a device cgroup); GPU(s) 0000:12:00.0 excluded by the driver"},
+		{name: "count short of the platform's: still fails, the exclusion said", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, excludedList("0000:12:00.0")),
+			cfg: func(c *Config) { c.ExpectGPUs = 3 }, status: Fail,
+			summary: "NVML sees 2 GPUs, expected 3; the driver excludes 1 GPU(s) (NVreg_ExcludedGpus: 0000:12:00.0): set expect_gpus, or lift the exclusion"},
 		{name: "no driver bound", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "")}, nil),
 			status: Warn, summary: "NVIDIA GPU 0000:12:00.0 on the PCI bus has no driver bound: the nvidia driver refused it at probe, or it was unbound; which cannot be told from sysfs"},
 		{name: "vfio-pci is no failure", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "vfio-pci"), pciGPU("0000:13:00.0", "nouveau")}, nil),

@@ -36,6 +36,9 @@ type guard struct {
 	// lib names the library instance for deadline.Do: the real driver is
 	// one per process, a mock is new for every simulated collection.
 	lib string
+	// key names a system-level query with a source of its own for
+	// deadline.Do ("excluded"); empty: the system's, or gpu's.
+	key string
 }
 
 type result[T any] struct {
@@ -80,6 +83,9 @@ func call[T any](g *guard, name string, f func() (T, gonvml.Return)) (T, outcome
 
 // source names the device (or the system) for deadline.Do.
 func (g *guard) source() string {
+	if g.key != "" {
+		return g.lib + ":" + g.key
+	}
 	if g.gpu == nil {
 		return g.lib + ":system"
 	}

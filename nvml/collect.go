@@ -64,8 +64,11 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 		}
 	}
 	st.Available = true
+	// The excluded-GPU list has a guard of its own: a hang there costs that
+	// fact alone, not the GPUs.
+	ex := &guard{ctx: ctx, timeout: opts.CallTimeout, errs: &st.Errors, lib: libName, key: "excluded"}
 	defer func() {
-		if opts.Held || sys.stopped != "" {
+		if opts.Held || sys.stopped != "" || ex.stopped != "" {
 			return // a wedged driver would wedge Shutdown too
 		}
 		call(sys, "nvmlShutdown", func() (gonvml.Return, gonvml.Return) {
@@ -125,6 +128,9 @@ func Collect(ctx context.Context, lib gonvml.Interface, opts Options) *state.NVM
 		}(i)
 	}
 	wg.Wait()
+	// After the GPUs: they matter more, and a hung query here then delays
+	// none of them.
+	excluded(ex, lib, symbols, st)
 	return st
 }
 
@@ -153,6 +159,8 @@ var guardedSymbols = []string{
 	"nvmlDeviceGetViolationStatus",
 	"nvmlDeviceGetSramEccErrorStatus",
 	mpsCall,
+	excludedCountCall,
+	excludedInfoCall,
 }
 
 func lookupSymbols(lib gonvml.Interface) symbols {

@@ -148,6 +148,18 @@ type NVML struct {
 	DeviceCount       int         `json:"device_count"`
 	GPUs              []GPU       `json:"gpus"`
 	Errors            []CallError `json:"errors,omitempty"`
+
+	// Excluded are the GPUs the driver excludes (NVreg_ExcludedGpus,
+	// NVreg_ExcludeAllGpus), by canonical PCI bus ID, as
+	// nvmlGetExcludedDeviceCount / nvmlGetExcludedDeviceInfoByIndex list
+	// them (NVML API reference, "Excluded GPU Queries"): bound to nvidia,
+	// not in DeviceCount. ExcludedKnown is true only when the whole list
+	// was read; false when the library lacks the entry points, answers
+	// NOT_SUPPORTED, fails (the call in Errors), hangs (a timeout in
+	// Errors) or names an entry without a bus ID. Not read is never "none
+	// excluded": Excluded then holds only the entries that were read.
+	Excluded      []string `json:"excluded,omitempty"`
+	ExcludedKnown bool     `json:"excluded_known,omitempty"`
 }
 
 // CallError is an NVML call that failed for a reason other than "not supported".

@@ -58,6 +58,7 @@ func New(spec *simulate.Spec) (*System, error) {
 		sys.Devices = append(sys.Devices, dev)
 	}
 	srv.SystemGetCudaDriverVersion_v2Func = srv.SystemGetCudaDriverVersionFunc
+	healthyExcluded(srv)
 	FillNotSupported(&srv.Interface)
 	FillNotSupported(&srv.ExtendedInterface)
 	sc, err := spec.Job()
@@ -75,6 +76,9 @@ func New(spec *simulate.Spec) (*System, error) {
 		if err := apply(sys, f); err != nil {
 			return nil, err
 		}
+	}
+	if err := unlist(sys); err != nil {
+		return nil, err
 	}
 	if err := constrain(sys); err != nil {
 		return nil, err
