@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
@@ -48,6 +49,12 @@ func TestXIDInitFailures(t *testing.T) {
 		{name: "unscoped, a GPU without a bus ID", node: live(func(n *state.Node) {
 			n.NVML.GPUs[1] = state.GPU{Index: 1, Unreachable: true}
 		}, fail("0000:11:00.0", 1)), status: Warn, summary: "whether it is one of them is not known here"},
+		// A job's device cgroup (here an ssh session pam_slurm_adopt put in
+		// it) makes NVML list only the job's GPUs: the failed one may be
+		// another job's, up and busy now.
+		{name: "not listed, in a job's cgroup", node: live(func(n *state.Node) {
+			n.Slurm = &slurmstate.State{Task: &slurmstate.Task{CgroupJobID: "77"}}
+		}, fail("0000:12:00.0", 6)), status: Warn, summary: "NVML does not list it, but Slurm job 77's cgroup (this process runs in it) may hide it from NVML"},
 		{name: "now bound to vfio-pci", node: live(func(n *state.Node) {
 			n.Topology = &topostate.Topology{PCIGPUs: []topostate.PCIFunction{{BusID: "0000:12:00.0", Driver: "vfio-pci"}}}
 		}, fail("0000:12:00.0", 1)), status: Pass},

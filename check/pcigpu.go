@@ -137,7 +137,7 @@ func pciGPUs(n *state.Node, v *verdict) string {
 			if anon > 0 {
 				which = fmt.Sprintf("%s (one of %s not matched to NVML's %d GPU(s) without a bus ID)", id, strings.Join(bound, ", "), anon)
 			}
-			if ev, ok := failed[id]; ok && anon == 0 {
+			if ev, ok := failed[id]; ok && anon == 0 && hidden == "" {
 				v.add(Fail, nil, bringUp,
 					fmt.Sprintf("the driver did not bring up GPU %s: it is bound to nvidia, NVML does not list it, and the kernel log shows %q (%d line(s))", which, ev.Message, ev.Lines))
 				continue
@@ -193,6 +193,11 @@ func hiddenView(n *state.Node) string {
 		// A job's environment (SLURM_JOB_ID), a step or a batch script:
 		// its device cgroup (ConstrainDevices) may hide the other GPUs.
 		return "the Slurm job step's device cgroup"
+	case n.Slurm != nil && n.Slurm.Task != nil && n.Slurm.Task.CgroupJobID != "":
+		// In a job's cgroup without its environment: an ssh session that
+		// pam_slurm_adopt put in the job's cgroup (its device rules apply,
+		// SLURM_JOB_ID is not set).
+		return "Slurm job " + n.Slurm.Task.CgroupJobID + "'s cgroup (this process runs in it)"
 	case n.Slurm != nil:
 		for _, d := range n.Slurm.Devices {
 			if d.Access == "denied" {

@@ -82,6 +82,15 @@ func TestCountPCIBus(t *testing.T) {
 			excludedList()(n)
 			n.Slurm = &slurmstate.State{Env: &slurmstate.Env{JobID: "4242"}}
 		}), status: Warn, summary: "the Slurm job step's device cgroup may hide it"},
+		// pam_slurm_adopt: an ssh session in the job's cgroup, no SLURM_JOB_ID.
+		{name: "list read, in a job's cgroup without its environment: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			excludedList()(n)
+			n.Slurm = &slurmstate.State{Task: &slurmstate.Task{Cgroup: "/system.slice/slurmstepd.scope/job_77/step_extern", CgroupJobID: "77"}}
+		}), status: Warn, summary: "NVML does not exclude it, but Slurm job 77's cgroup (this process runs in it) may hide it"},
+		{name: "init failed in the log, in a job's cgroup: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+			rmFailed(n)
+			n.Slurm = &slurmstate.State{Task: &slurmstate.Task{CgroupJobID: "77"}}
+		}), status: Warn, summary: "GPU 0000:12:00.0 is bound to the nvidia driver but NVML does not list it"},
 		{name: "list read, a device file denied: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
 			excludedList()(n)
 			n.Slurm = &slurmstate.State{Devices: []slurmstate.DeviceFile{{Path: "/dev/nvidia2", Access: "denied"}}}
