@@ -273,6 +273,12 @@ var kernelLogCorpus = []struct {
 		// judge, and no claim that the log is clean.
 		want: check.Skip, sxid: check.Pass,
 		unlike: []string{"no XID events in the kernel log, which shows"}},
+	{file: "kernel-logs/vllm40652-talos-xid45-74-154-gsp-banner-a100.txt",
+		xids:   map[string]int{"45@0000:48:00": 2, "74@0000:48:00": 1, "154@0000:48:00": 1},
+		nvidia: map[int]string{45: "WORKFLOW_XID_45", 74: "WORKFLOW_NVLINK_ERR", 154: "Follow guidance as it aapplies to another Xid"},
+		gsp:    map[string]int{"": 1}, dated: 4, want: check.Fail, sxid: check.Pass,
+		also: []string{"Xid 154: the driver now requires a GPU reset", "last by VLLM::Worker_TP (pid 22884)",
+			"GSP RPC timeout on a GPU the banner does not name"}},
 	{file: "kernel-log-rtx4080-xid79.txt",
 		// Issue 26: its "Check failed: GPU lost from the bus
 		// [NV_ERR_GPU_IS_LOST]" line is read (0@, no GPU named) and folded
