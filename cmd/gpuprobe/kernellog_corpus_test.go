@@ -279,6 +279,11 @@ var kernelLogCorpus = []struct {
 		gsp:    map[string]int{"": 1}, dated: 4, want: check.Fail, sxid: check.Pass,
 		also: []string{"Xid 154: the driver now requires a GPU reset", "last by VLLM::Worker_TP (pid 22884)",
 			"GSP RPC timeout on a GPU the banner does not name"}},
+	{file: "kernel-logs/ogkm626-journalctl-zh-api-mismatch-no-xid.txt",
+		// A Chinese-locale journal: the driver loading, then refusing a
+		// client of another version. No GPU fault: a clean log (issue 26).
+		want: check.Pass, sxid: check.Pass,
+		also: []string{"no XID events in the kernel log, which shows the NVIDIA driver loading (1 time(s))"}},
 	{file: "kernel-log-rtx4080-xid79.txt",
 		// Issue 26: its "Check failed: GPU lost from the bus
 		// [NV_ERR_GPU_IS_LOST]" line is read (0@, no GPU named) and folded
