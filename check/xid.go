@@ -174,6 +174,7 @@ func checkXID(n *state.Node, cfg *Config) Result {
 	var aer verdict
 	pcieFatal(n, k, cfg, &aer)
 	initFailures(n, k, cfg, &aer)
+	gspTimeouts(n, k, cfg, &aer)
 	if len(keys) == 0 && len(aer.findings) == 0 {
 		window := "since boot"
 		if cfg.XID.Window > 0 {

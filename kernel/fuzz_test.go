@@ -30,6 +30,8 @@ func FuzzReadLog(f *testing.F) {
 	f.Add([]byte("[x] a\n    b\n\n \n"))
 	f.Add([]byte("3,901,21091872,-;NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:894)\n" +
 		"[   32.920612] NVRM: rm_init_adapter failed for device bearing minor number 0\n"))
+	f.Add([]byte("[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ***** GSP Timeout *****\n" +
+		"NVRM: _kgspLogXid119: ***** GSP Timeout *****\n"))
 	// NVIDIA NVSentinel's parser test lines (testdata/nvsentinel).
 	if b, err := os.ReadFile("testdata/nvsentinel/cases.json"); err == nil {
 		var c struct{ Cases []struct{ Input string } }
@@ -60,6 +62,14 @@ func FuzzReadLog(f *testing.F) {
 		for _, ev := range a.InitFailures {
 			if ev.Lines < 1 || len(ev.Message) > maxLine || ev.BusID != "" && !busid.Valid(ev.BusID) {
 				t.Fatalf("init failure out of bounds: %+v", ev)
+			}
+		}
+		if len(a.GSPTimeouts) != len(b.GSPTimeouts) || len(a.GSPTimeouts) > maxGSPTimeouts {
+			t.Fatalf("GSP timeouts: %d/%d events", len(a.GSPTimeouts), len(b.GSPTimeouts))
+		}
+		for _, ev := range a.GSPTimeouts {
+			if ev.Lines < 1 || ev.GPU != "" && !isGPUInstance(ev.GPU) {
+				t.Fatalf("GSP timeout out of bounds: %+v", ev)
 			}
 		}
 		lines := bytes.Split(data, []byte("\n"))

@@ -72,6 +72,7 @@ func Collect(ctx context.Context, o Options) *state.Kernel {
 	} else {
 		st.XIDs, st.SXIDs, st.DriverLoads, st.PCIeFatal = evs.XIDs, evs.SXIDs, evs.DriverLoads, evs.PCIeFatal
 		st.InitFailures = evs.InitFailures
+		st.GSPTimeouts = evs.GSPTimeouts
 	}
 	v, err := withDeadline(ctx, filepath.Join(o.Procfs, "driver", "nvidia", "version"), func() (string, error) { return ModuleVersion(files, o.Procfs) })
 	if err != nil {
@@ -277,6 +278,9 @@ type Log struct {
 	// RmInitAdapter line (else only its rm_init_adapter line).
 	InitFailures []state.InitFailureEvent
 	rmLine       []bool
+	// GSPTimeouts are the driver's "GSP Timeout" banners, one per GPU and
+	// driver load (gsptimeout.go).
+	GSPTimeouts []state.GSPTimeoutEvent
 	// unrecovered are the functions whose "can't recover" lines came
 	// since the last port's verdict, with their drivers: Linux's
 	// pcie_do_recovery (drivers/pci/pcie/err.c) reports each device below
@@ -307,6 +311,8 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		l.SXIDs = append(l.SXIDs, ev)
 	} else if bus, msg, rm, ok := initFailure(rec); ok {
 		l.addInitFailure(rec, boot, bus, msg, rm)
+	} else if gpu, ok := gspTimeoutBanner(rec); ok {
+		l.addGSPTimeout(rec, boot, gpu)
 	} else if IsDriverLoad(rec) {
 		l.DriverLoads++
 		l.driver = DriverVersion(rec)

@@ -200,6 +200,16 @@ var corpus = []corpusCase{
 			"the bus) RESTART_BM",
 		want:  map[string]verdict{"gpu.count": {check.Fail, []int{0}}},
 		count: "GPU is lost (fell off the bus)"},
+	// hw4: NVML's error strings in place of values (ALTERED capture: its
+	// header says which lines and from what).
+	{file: "altered_gpud_rtx4090_535.154.05_not-ready-reset-required_nvidia-smi-q.txt", gpus: 1,
+		why: "a GeForce block altered to a faulted RTX 3090's values: 'Reset Required : Yes' (nvml.h " +
+			"nvmlDeviceGetGpuRecoveryAction / NVML_ERROR_RESET_REQUIRED: 'The GPU requires a reset before it can be used again') fails " +
+			"gpu.count; 'System is not in ready state' (NVML_ERROR_NOT_READY) and 'Unknown Error' stand where values were: unknown, " +
+			"never zero and never a refusal (the capture was refused: 'GPU Current Temp: ... is not a number'); ECC off (policy warn)",
+		want: map[string]verdict{"gpu.count": {check.Fail, []int{0}}, "gpu.ecc": {check.Warn, []int{0}}},
+		// A fragment (partial): the reset is gpu.count's summary.
+		count: "GPU 0 (0000:01:00.0): the driver requires a GPU reset before the GPU is used again"},
 	{file: "akash209_rtx4090_nvidia-smi_handle-unknown-error-nospace.txt", gpus: 1,
 		why: "R535's form without a space after 'GPU', upper-case hex; the same post's dmesg shows Xid 79 on 0000:a1:00 (kernel-logs/" +
 			"akash209-...): NVML cannot open the GPU",

@@ -14,6 +14,16 @@ import (
 func TestCorpusFields(t *testing.T) {
 	const mib = 1 << 20
 	cases := map[string]func(t *testing.T, n *state.Node){
+		// hw4 (ALTERED capture, its header says how): NVML's error strings
+		// where values were are unknown, the reset required is read.
+		"altered_gpud_rtx4090_535.154.05_not-ready-reset-required_nvidia-smi-q.txt": func(t *testing.T, n *state.Node) {
+			g := n.NVML.GPUs[0]
+			eq(t, "temperature unknown", g.Thermal == nil, true)
+			eq(t, "power unknown", g.Power == nil, true)
+			eq(t, "recovery action", *g.RecoveryAction, 1)
+			eq(t, "unsupported", strings.Join(g.Unsupported, ","), "nvmlDeviceGetMigMode,nvmlDeviceGetTemperature,nvmlDeviceGetPowerUsage")
+			eq(t, "memory used", g.Memory.UsedBytes, uint64(6730*mib))
+		},
 		"telegraf_t4_515.105.01_nvidia-smi-q-x.xml": func(t *testing.T, n *state.Node) {
 			g := n.NVML.GPUs[0]
 			eq(t, "driver", n.NVML.DriverVersion, "515.105.01")

@@ -169,8 +169,31 @@ func unknown(v string) bool {
 		"requested functionality has been deprecated", "insufficient permissions":
 		return true
 	}
+	// hw4: nvidia-smi prints a failed query's NVML error string in place of
+	// the value, brackets or not ("Power Draw : Unknown Error", "Fan Speed
+	// : System is not in ready state" beside "Reset Required : Yes" on a
+	// faulted RTX 3090). A number field holding one was "not a number" and
+	// the whole capture was refused. The strings are nvmlErrorString's:
+	// NVIDIA's table in DCGM (sdk/nvidia/nvml/nvml_error_strings.h), and
+	// NVML_ERROR_NOT_READY's "System is not in ready state" (nvml.h: "The
+	// system is not ready for the request"; the string as gpud's
+	// IsNotReadyError quotes it). The field stays unknown, never zero.
+	if nvmlErrorStrings[strings.ToLower(v)] {
+		return true
+	}
 	// Windows: "Used GPU Memory : Not available in WDDM driver model".
 	return strings.HasPrefix(strings.ToLower(v), "not available in ")
+}
+
+// nvmlErrorStrings are NVML's error strings that may stand in a value,
+// lower-cased (unknown).
+var nvmlErrorStrings = map[string]bool{
+	"uninitialized": true, "invalid argument": true, "not found": true, "insufficient size": true,
+	"insufficient external power": true, "driver not loaded": true, "timeout": true,
+	"interrupt request issue": true, "function not found": true, "corrupted inforom": true,
+	"gpu is lost": true, "gpu requires reset": true, "gpu access blocked by the operating system": true,
+	"driver/library version mismatch": true, "in use by another client": true, "insufficient memory": true,
+	"insufficient resources": true, "system is not in ready state": true,
 }
 
 // number reads "81559 MiB", "29 C", "67.74 W", "16x", "0 %", "5": the

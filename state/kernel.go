@@ -20,6 +20,10 @@ type Kernel struct {
 	// GPU it had probed ("NVRM: GPU 0000:01:00.0: RmInitAdapter failed!
 	// (0x22:0x56:894)"), one per GPU and driver load, from the same log.
 	InitFailures []InitFailureEvent `json:"init_failures,omitempty"`
+	// GSPTimeouts are the driver's "GSP Timeout" banners, one per GPU (as
+	// the driver numbers it) and driver load, from the same log: the
+	// driver prints one just before the Xid it logs for a GSP RPC timeout.
+	GSPTimeouts []GSPTimeoutEvent `json:"gsp_timeouts,omitempty"`
 	// XIDError is why the log could not be read (no permission, ...). A
 	// check must report it, never treat an unreadable log as a clean one.
 	XIDError string `json:"xid_error,omitempty"`
@@ -120,6 +124,27 @@ type PCIeFatalEvent struct {
 	// DriverLoad is how many NVIDIA driver loads the log showed before it.
 	DriverLoad int       `json:"driver_load,omitempty"`
 	Time       time.Time `json:"time,omitempty"`
+}
+
+// GSPTimeoutEvent is the driver's "GSP Timeout" banner for one GPU
+// ("NVRM: GPU6 _kgspLogRpcTimeout: ****... GSP Timeout ****..."):
+// open-gpu-kernel-modules src/nvidia/src/kernel/gpu/gsp/kernel_gsp.c
+// (_kgspLogRpcTimeout; _kgspLogXid119 in older drivers) prints it and then
+// the timeout's Xid line (119 GSP_RPC_TIMEOUT, or 175 MEMORY_SUBSYSTEM_ERROR
+// on R595). The banner names no PCI address.
+type GSPTimeoutEvent struct {
+	// GPU is the driver's own name for the GPU, as the line prints it
+	// ("GPU6": its instance number, no PCI address); empty when the line
+	// names none (drivers before the prefix).
+	GPU string `json:"gpu,omitempty"`
+	// Lines counts the banners.
+	Lines int `json:"lines"`
+	// DriverLoad is how many driver loads the log showed before the first
+	// banner (see Kernel.DriverLoads).
+	DriverLoad int `json:"driver_load,omitempty"`
+	// Time is when the last banner was logged (zero when the source had no
+	// time).
+	Time time.Time `json:"time,omitempty"`
 }
 
 // InitFailureEvent is the driver failing to initialise one GPU: RM's

@@ -46,7 +46,12 @@ var kernelLogCorpus = []struct {
 	// failed"), bus -> RmInitAdapter lines. In a saved log each warns: the
 	// driver logs no success, so whether the GPU came up later is unknown
 	// (docs/checks.md, gpu.xid).
-	init   map[string]int
+	init map[string]int
+	// gsp: the driver's "GSP Timeout" banners read, GPU as the driver
+	// numbers it ("GPU6") -> banners. Without an Xid 119 or 175 beside
+	// them each warns (docs/checks.md, "A GSP timeout whose Xid line is
+	// not in the log").
+	gsp    map[string]int
 	want   check.Status // gpu.xid
 	sxid   check.Status // fabric.sxid
 	also   []string     // further text the report must hold
@@ -244,6 +249,41 @@ var kernelLogCorpus = []struct {
 		xids:   map[string]int{"79@0000:a1:00": 1, "0@0000:a1:00": 1},
 		nvidia: map[int]string{79: "RESTART_BM"}, dated: 2, want: check.Fail, sxid: check.Pass,
 		also: []string{"drain and reboot the node"}, unlike: []string{"(2 times)"}},
+	// hw4's hunt.
+	{file: "kernel-logs/ogkm446-dmesg-T-xid119-nvidia-smi-gsp-alloc.txt",
+		// nvidia-smi's own RPCs timing out: the GPU's, not a job's.
+		xids:   map[string]int{"119@0000:61:00": 7},
+		nvidia: map[int]string{119: "RESET_GPU"}, dated: 7, want: check.Fail, sxid: check.Pass,
+		also: []string{"Xid 119: GSP RPC timeout (7 times), last by nvidia-smi (pid 1346198)", "drain and reset the GPU"}},
+	{file: "kernel-logs/ogkm1230-dmesg-gsp-timeout-banner-no-xid-gh100.txt",
+		// The banner the driver prints before the timeout's Xid, the Xid
+		// line cut: it passed as a clean log ("no XID events ... shows the
+		// NVIDIA driver loading").
+		gsp:  map[string]int{"GPU6": 1},
+		want: check.Warn, sxid: check.Pass,
+		also:   []string{"the driver logged a GSP RPC timeout on GPU6", "which GPU and which Xid the log cannot say", "Xid 119 means drain and reset the GPU"},
+		unlike: []string{"no XID events", "PCI 0000"}},
+	{file: "kernel-logs/ogkm1151-journalctl-rminitadapter-after-xid79-5080.txt",
+		init: map[string]int{"0000:09:00.0": 2}, want: check.Warn, sxid: check.Pass,
+		also:   []string{`PCI 0000:09:00.0: the driver failed to initialise the GPU ("RmInitAdapter failed! (0x22:0x56:894)", 2 line(s))`},
+		unlike: []string{"no XIDs", "drain and reboot"}},
+	{file: "kernel-logs/ogkm1080-journalctl-fullchip-reset-rpc-failed-5090.txt",
+		// RPCs failing with NV_ERR_GPU_IN_FULLCHIP_RESET (0x0f): no Xid, no
+		// lost GPU, no reset-required line, no driver load: nothing to
+		// judge, and no claim that the log is clean.
+		want: check.Skip, sxid: check.Pass,
+		unlike: []string{"no XID events in the kernel log, which shows"}},
+	{file: "kernel-logs/vllm40652-talos-xid45-74-154-gsp-banner-a100.txt",
+		xids:   map[string]int{"45@0000:48:00": 2, "74@0000:48:00": 1, "154@0000:48:00": 1},
+		nvidia: map[int]string{45: "WORKFLOW_XID_45", 74: "WORKFLOW_NVLINK_ERR", 154: "Follow guidance as it aapplies to another Xid"},
+		gsp:    map[string]int{"": 1}, dated: 4, want: check.Fail, sxid: check.Pass,
+		also: []string{"Xid 154: the driver now requires a GPU reset", "last by VLLM::Worker_TP (pid 22884)",
+			"GSP RPC timeout on a GPU the banner does not name"}},
+	{file: "kernel-logs/ogkm626-journalctl-zh-api-mismatch-no-xid.txt",
+		// A Chinese-locale journal: the driver loading, then refusing a
+		// client of another version. No GPU fault: a clean log (issue 26).
+		want: check.Pass, sxid: check.Pass,
+		also: []string{"no XID events in the kernel log, which shows the NVIDIA driver loading (1 time(s))"}},
 	{file: "kernel-log-rtx4080-xid79.txt",
 		// Issue 26: its "Check failed: GPU lost from the bus
 		// [NV_ERR_GPU_IS_LOST]" line is read (0@, no GPU named) and folded
@@ -339,6 +379,21 @@ func derivedInit(init map[string]int, st check.Status) check.Status {
 	return st
 }
 
+// derivedGSP adds docs/checks.md's rule for the driver's "GSP Timeout"
+// banners: without an Xid 119 or 175 in the log each warns (the Xid the
+// driver logs with it is not there: which GPU and which action unknown).
+func derivedGSP(gsp map[string]int, xids map[string]int, st check.Status) check.Status {
+	for k := range xids {
+		if strings.HasPrefix(k, "119@") || strings.HasPrefix(k, "175@") {
+			return st
+		}
+	}
+	if len(gsp) > 0 && st != check.Fail {
+		return check.Warn
+	}
+	return st
+}
+
 // derivedAER adds docs/checks.md's rule for failed AER recoveries to the
 // Xids' verdict: one on a device the nvidia driver printed, or a port's
 // whose device was the nvidia driver's, fails; another driver's device is
@@ -386,7 +441,7 @@ func TestKernelLogCorpus(t *testing.T) {
 			for _, l := range strings.Split(string(raw), "\n") {
 				loaded = loaded || kernel.IsDriverLoad([]byte(l))
 			}
-			if d := derivedInit(c.init, derivedAER(c.aer, derivedXIDStatus(c.xids, actions, loaded))); d != c.want {
+			if d := derivedGSP(c.gsp, c.xids, derivedInit(c.init, derivedAER(c.aer, derivedXIDStatus(c.xids, actions, loaded)))); d != c.want {
 				t.Fatalf("want says gpu.xid %s, NVIDIA's labels give %s", c.want, d)
 			}
 			for code, label := range c.nvswitch {
@@ -455,6 +510,13 @@ func TestKernelLogCorpus(t *testing.T) {
 			}
 			if !sameCounts(gotI, c.init) {
 				t.Errorf("init failures read %v, want %v", gotI, c.init)
+			}
+			gotG := map[string]int{}
+			for _, ev := range k.GSPTimeouts {
+				gotG[ev.GPU] += ev.Lines
+			}
+			if !sameCounts(gotG, c.gsp) {
+				t.Errorf("GSP timeout banners read %v, want %v", gotG, c.gsp)
 			}
 			if !sameCounts(gotS, c.sxids) {
 				t.Errorf("SXids read %v, want %v", gotS, c.sxids)
