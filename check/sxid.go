@@ -32,7 +32,7 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 		return Result{Status: Skip, Summary: "the kernel log was not read (see gpu.xid)"}
 	}
 	if len(k.SXIDs) == 0 {
-		return Result{Status: Pass, Summary: "no NVSwitch SXid errors since boot"}
+		return Result{Status: Pass, Summary: "no NVSwitch SXid errors " + sxidSpan(n)}
 	}
 	type key struct {
 		dev  string
@@ -81,7 +81,7 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 		note += fmt.Sprintf("; %d SXid(s) logged before the driver was last loaded, which reset the switches: not counted", cleared)
 	}
 	if len(fatal) == 0 && len(warned) == 0 {
-		return Result{ID: "fabric.sxid", Status: Pass, Summary: "no fatal NVSwitch SXid since boot" + note, Devices: []Device{}}
+		return Result{ID: "fabric.sxid", Status: Pass, Summary: "no fatal NVSwitch SXid " + sxidSpan(n) + note, Devices: []Device{}}
 	}
 	var keys []key
 	for kk := range fatal {
@@ -122,4 +122,14 @@ func checkSXid(n *state.Node, cfg *Config) Result {
 		r.Details = append(r.Details, strings.TrimPrefix(note, "; "))
 	}
 	return r
+}
+
+// sxidSpan is what the kernel log covers: the ring buffer since boot when
+// the node is judged live, or a saved log (--kernel-log, no NVML: gpu.xid
+// tells them apart the same way), whose span is the file's.
+func sxidSpan(n *state.Node) string {
+	if n.NVML == nil || !n.NVML.Available {
+		return "in the kernel log"
+	}
+	return "since boot"
 }

@@ -34,6 +34,10 @@ func TestSXid(t *testing.T) {
 	}
 	runCases(t, checkSXid, []checkCase{
 		{name: "none", node: with(), status: Pass, summary: "no NVSwitch SXid errors since boot"},
+		// A saved log (--kernel-log, no NVML) covers what the file holds,
+		// not a boot.
+		{name: "none, saved log", node: &state.Node{Kernel: &state.Kernel{}}, status: Pass, summary: "no NVSwitch SXid errors in the kernel log"},
+		{name: "non-fatal only, saved log", node: &state.Node{Kernel: &state.Kernel{SXIDs: []state.SXIDEvent{minion}}}, status: Pass, summary: "no fatal NVSwitch SXid in the kernel log; non-fatal"},
 		// NONFATAL + IGNORE: counted and named, not judged.
 		{name: "22013 non-fatal, IGNORE", node: with(minion, minion), status: Pass, summary: "non-fatal (informational): nvswitch1 SXid 22013 ×2 (NVIDIA: IGNORE)"},
 		// was pass: 12028 PRIVRSPERR is RESET_FABRIC, FATAL in NVIDIA's table.
