@@ -1,6 +1,9 @@
 package nccl
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestTreesSelf reads the printing rank of every Trees form NCCL printed
 // (the middle number is comm->rank), which check/ncclverdict uses with the
@@ -48,6 +51,46 @@ func TestRankTaggedCommLine(t *testing.T) {
 	for _, m := range []string{"[Rank 5]", "[Rank ] comm 0x1 rank 0", "[Rank 5]comm 0x1 rank 0", "[Ranks 5] comm 0x1 rank 0"} {
 		if _, ok := cutRankTag([]byte(m)); ok {
 			t.Errorf("cutRankTag(%q) accepted", m)
+		}
+	}
+}
+
+// TestCollNetErrorsNotBeforeConnections: NCCL sets CollNet up after the
+// ring and tree connections (ncclCollNetSetup in src/init.cc) unless
+// NCCL_RUNTIME_CONNECT defers those, so a log whose errors come from
+// CollNet/SHARP setup is not "only errors from before any connection"
+// (posted/145.log, nccl#1219, also holds a CollNet connection line;
+// posted/146.log, nccl#1050). Both said so before 2026-11-28.
+func TestCollNetErrorsNotBeforeConnections(t *testing.T) {
+	for _, p := range []string{"testdata/posted/145.log", "testdata/posted/146.log"} {
+		v := analyzeFile(t, p)
+		if v.InterNode != "unknown" || strings.Contains(v.Missing, "before any connection") || !strings.Contains(v.Missing, "CollNet") {
+			t.Errorf("%s: %s: missing %q", p, v.InterNode, v.Missing)
+		}
+	}
+}
+
+// TestResultNameLine: PyTorch's "ncclInternalError: Internal check
+// failed." detail line is an NCCL failure even without the "NCCL error
+// in: …" line above it (posted/150.log, nccl#1837, which had no errors
+// before 2026-11-28), and a framework error alone does not date the
+// failure before the connections.
+func TestResultNameLine(t *testing.T) {
+	v := analyzeFile(t, "testdata/posted/150.log")
+	if len(v.Errors) != 1 || v.Errors[0].Code != "framework_nccl_error" || strings.Contains(v.Missing, "before any connection") {
+		t.Errorf("errors %+v, missing %q", v.Errors, v.Missing)
+	}
+	if foreignRules[frameworkError].code != "framework_nccl_error" {
+		t.Fatal("frameworkError does not name the framework_nccl_error rule")
+	}
+	for m, want := range map[string]bool{
+		"[trainer0|0]:ncclInternalError: Internal check failed.":         true,
+		"ncclRemoteError: A call failed possibly due to a network error": true,
+		"ncclSuccess: no error": false, "ncclInProgress: pending": false,
+		"ValueError: bad value": false, "myncclFooError: x": false,
+	} {
+		if got := resultLine([]byte(m)); got != want {
+			t.Errorf("resultLine(%q) = %v", m, got)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/gpuprobe/gpuprobe/internal/safetext"
 )
@@ -126,7 +127,32 @@ func matchForeign(b []byte) int {
 			return i
 		}
 	}
+	if resultLine(b) {
+		return frameworkError
+	}
 	return -1
+}
+
+// frameworkError is the foreign rule of a framework's NCCL error.
+const frameworkError = 2
+
+var errorColon = []byte("Error: ")
+
+// resultLine reports a failing ncclResult_t named as PyTorch prints it
+// under its "NCCL error in: …" line (getNcclErrorDetailStr in
+// torch/csrc/distributed/c10d/NCCLUtils.cpp: "ncclInternalError: Internal
+// check failed.", "ncclRemoteError: A call failed possibly due to a
+// network error …"), which an excerpt may hold without that line
+// (posted/150.log, nccl#1837, behind a "[trainer0|0]:" launcher tag). One
+// search of a foreign line, not of NCCL's records.
+func resultLine(b []byte) bool {
+	j := bytes.Index(b, errorColon)
+	if j < 0 {
+		return false
+	}
+	name := b[:j+len("Error")]
+	k := bytes.LastIndex(name, []byte("nccl"))
+	return k >= 0 && slices.Contains(rcNames[1:7], string(name[k:])) // not ncclSuccess, ncclInProgress
 }
 
 // foreign notes a line from other software. The parser has counted it.

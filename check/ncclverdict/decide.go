@@ -830,7 +830,17 @@ func (d *decider) missing() string {
 			". NCCL prints connection lines at init with NCCL_DEBUG_SUBSYS including INIT or NET; this excerpt starts after them"
 	}
 	switch {
-	case d.hasErrors() && intra == 0:
+	case d.hasErrors() && intra == 0 && d.collNetSetup():
+		// NCCL sets CollNet up (ncclCollNetSetup in initTransportsRank,
+		// src/init.cc) after ncclTransportRingConnect and
+		// ncclTransportTreeConnect, unless NCCL_RUNTIME_CONNECT (2.22+)
+		// defers those to the first collective; its failure is the WARN
+		// "Cannot initialize CollNet, using point-to-point network
+		// instead" (ncclTransportCollNetCheck, src/transport.cc), and
+		// the SHARP plugin's errors come from its collnet connect. The
+		// log cannot say which order held: not "before any connection".
+		s += ", only errors from setting up CollNet (SHARP), which NCCL does after connecting rings and trees unless it defers those connections to the first collective (NCCL_RUNTIME_CONNECT, 2.22+)"
+	case d.hasErrors() && intra == 0 && d.ncclErrors():
 		s += ", only errors from before any connection was set up"
 	case len(d.hosts) == 1 && f.MultiNode != nil:
 		s += ", and every record comes from one host (" + hostName(d.hosts[0]) + ") while " + d.line(f.MultiNode.NCCLLoc) +
@@ -841,6 +851,40 @@ func (d *decider) missing() string {
 		s += "; NCCL selected its Socket module, but the other host names appear only glued to torn records, so they do not show another node"
 	}
 	return s + ". NCCL prints connection lines at init with NCCL_DEBUG_SUBSYS including INIT or NET; an excerpt may end before the communicators connect"
+}
+
+// ncclErrors: an error comes from NCCL's own lines. A framework's lines
+// alone (a watchdog timeout, which follows a collective that ran; "NCCL
+// error in: …" or its ncclInternalError line; a crash) do not say when
+// NCCL failed.
+func (d *decider) ncclErrors() bool {
+	for _, x := range d.f.Findings {
+		switch x.Code {
+		case "framework_nccl_error", "collective_timeout", "crash":
+			continue
+		}
+		if ruleFor(x.Code, x.Key).sev == SevError {
+			return true
+		}
+	}
+	return false
+}
+
+// collNetSetup: the log shows CollNet being set up, a CollNet connection
+// line or an error finding about CollNet or SHARP (the HPC-X collnet
+// plugin's "SHARP coll init error", "SHARP group create …"). Called only
+// when missing() words an unknown verdict.
+func (d *decider) collNetSetup() bool {
+	if d.f.Connections["COLLNET"] > 0 {
+		return true
+	}
+	for _, x := range d.f.Findings {
+		if ruleFor(x.Code, x.Key).sev == SevError &&
+			(strings.Contains(x.Message, "CollNet") || strings.Contains(x.Message, "SHARP")) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *decider) netNames() string {
