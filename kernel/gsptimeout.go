@@ -72,10 +72,7 @@ const maxGSPTimeouts = 64
 // addGSPTimeout folds one banner into its GPU's event for the current
 // driver load.
 func (l *Log) addGSPTimeout(rec []byte, boot time.Time, gpu string) {
-	at := kmsgTime(rec, boot)
-	if at.IsZero() && boot.IsZero() {
-		at = lineTime(rec)
-	}
+	at := recordTime(rec, boot)
 	for i := range l.GSPTimeouts {
 		ev := &l.GSPTimeouts[i]
 		if ev.GPU != gpu || ev.DriverLoad != l.DriverLoads {

@@ -75,10 +75,7 @@ const maxInitFailures = 64
 // line that follows each is the same failure (it makes an event only where
 // the log holds no RmInitAdapter line for the GPU).
 func (l *Log) addInitFailure(rec []byte, boot time.Time, bus, msg string, rm bool) {
-	at := kmsgTime(rec, boot)
-	if at.IsZero() && boot.IsZero() {
-		at = lineTime(rec)
-	}
+	at := recordTime(rec, boot)
 	for i := range l.InitFailures {
 		ev := &l.InitFailures[i]
 		if ev.BusID != bus || ev.DriverLoad != l.DriverLoads {
@@ -103,6 +100,16 @@ func (l *Log) addInitFailure(rec []byte, boot time.Time, bus, msg string, rm boo
 	}
 	l.InitFailures = append(l.InitFailures, state.InitFailureEvent{BusID: bus, Message: msg, Lines: 1, DriverLoad: l.DriverLoads, Time: at})
 	l.rmLine = append(l.rmLine, rm)
+}
+
+// recordTime dates a record of the events read beside the Xids: a
+// /dev/kmsg record from its header, a saved log's line (boot unknown) from
+// the wall-clock time it starts with (lineTime); zero when neither.
+func recordTime(rec []byte, boot time.Time) time.Time {
+	if at := kmsgTime(rec, boot); !at.IsZero() || !boot.IsZero() {
+		return at
+	}
+	return lineTime(rec)
 }
 
 // kmsgTime dates a /dev/kmsg record from its microseconds since boot; the
