@@ -531,6 +531,20 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 		case pxnOn && route != "":
 			v.add(Pass, gpuOf(n, g), "", "")
 			viaPeer, routes = append(viaPeer, itoa(g.Index)), append(routes, route)
+		case c2cGPU(gpuOf(n, g).Name):
+			// A Grace superchip GPU reaches its CPU over NVLink-C2C, which
+			// nvidia-smi and the PCIe tree do not show (sgl-project/sglang#11208:
+			// every GB200 GPU-NIC cell SYS). NCCL joins C2C and the CPU's PHB
+			// path to a NIC into P2C (src/graph/paths.cc, ncclTopoComputePaths)
+			// and ncclTopoCheckGdr allows GPUDirect RDMA up to P2C while
+			// NCCL_NET_GDR_C2C is set: a parameter since 2.26, off there, on by
+			// default since 2.27 (NCCL_PARAM(NetGdrC2c, "NET_GDR_C2C", 1)); a
+			// NIC on the other CPU is reached through the NVLink peer there
+			// when PXN over C2C is on (NCCL_PXN_C2C: off in 2.27, on in 2.28,
+			// meta-pytorch/torchcomms#942). Which NCCL version runs decides,
+			// and this node's data cannot say.
+			v.add(Warn, gpuOf(n, g), "NCCL_DEBUG=INFO shows NCCL's path to each NIC (P2C or SYS) and whether it uses GDRDMA; on NCCL 2.26 set NCCL_NET_GDR_C2C=1, on 2.27 NCCL_PXN_C2C=1 for NICs on the other CPU",
+				far+": unknown whether NCCL uses GPUDirect RDMA: the GPU reaches its CPU over NVLink-C2C, which this path class does not show, and NCCL 2.27 and later (NCCL_NET_GDR_C2C, on by default) use it to a NIC on that CPU")
 		case pxnOn && someNear && !t.NVLinkKnown:
 			// Another GPU has a near NIC, but whether NVLink joins them is
 			// not known (no NVML): NCCL's choice cannot be stated.
@@ -551,6 +565,20 @@ func checkGPUNICAffinity(n *state.Node, cfg *Config) Result {
 		pass += fmt.Sprintf(" (%d lost or unreachable GPUs not judged, see gpu.count)", gone)
 	}
 	return v.result(pass)
+}
+
+// c2cGPU says whether NVML's name is that of a Grace superchip GPU, joined
+// to its Grace CPU by NVLink-C2C rather than by PCIe alone: GH200 (Grace
+// Hopper), GB200 and GB300 (Grace Blackwell), per NVIDIA's GH200 and GB200
+// NVL72 datasheets. Deliberately narrow: a name it does not know is not C2C.
+func c2cGPU(name string) bool {
+	n := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(name)), "NVIDIA ")
+	for _, p := range []string{"GH200", "GB200", "GB300"} {
+		if strings.HasPrefix(n, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // --- topo.numa --------------------------------------------------------------

@@ -156,6 +156,29 @@ func TestCorpusGPUNICAffinity(t *testing.T) {
 		// With PXN off the same GPUs are what the warning says.
 		{name: "deepep137 with PXN off", node: node("deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt"), cfg: func(c *Config) { c.Topo.PXN = "no" }, status: Warn,
 			summary: "GPUs 1,3: nearest NIC is NIC0 at NODE, beyond PXB: " + noGDR, devices: []int{1, 3, 5}},
+		// topo5. The DGX-1 hybrid cube mesh: both NICs sit behind GPU2/GPU3's
+		// switch. GPUs 0, 1, 6 and 7 have a direct NVLink to GPU2 or GPU3 and
+		// relay through it (PXN needs the peer <= PATH_NVL, a direct link);
+		// GPUs 4 and 5 reach GPU2/GPU3 only at SYS, so no relay exists.
+		{name: "nccltests29 hybrid cube mesh, GPUs 4,5 without a relay", node: node("nccltests29_8xV100_hybrid-cube-mesh_2nic_topo-m_PARTIAL.txt"), status: Warn,
+			summary: "GPUs 4,5: nearest NIC is mlx5_0 at SYS, beyond PXB: " + noGDR, devices: []int{4, 5}},
+		{name: "nccltests29 with PXN off", node: node("nccltests29_8xV100_hybrid-cube-mesh_2nic_topo-m_PARTIAL.txt"), cfg: func(c *Config) { c.Topo.PXN = "no" }, status: Warn,
+			summary: "GPUs 0,1: nearest NIC is mlx5_0 at NODE, beyond PXB: " + noGDR, devices: []int{0, 1, 4, 5, 6, 7}},
+		{name: "nccltests78 DGX-2, a PIX NIC per GPU pair", node: node("nccltests78_dgx2_16xV100_10nic_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 5 GPUs has a NIC within PXB"},
+		// Six NICs for eight NVSwitch H100s: GPU1's nearest NIC is NODE,
+		// and GPU0 (PIX to NIC0, NV18 to GPU1) relays.
+		{name: "nccl1737 H100, GPU1 through GPU0", node: node("nccl1737_8xH100_6nic_gpu1-node-only_topo-m_PARTIAL.txt"), status: Pass,
+			summary: "each of 3 GPUs has a NIC within PXB, GPU 1 through an NVLink peer (NCCL's PXN, on unless NCCL_PXN_DISABLE=1: GPU1 via GPU0 to NIC0)"},
+		{name: "deepep60 -mp, a PIX NIC per GPU", node: node("deepep60_8gpu_14nic_pix-per-gpu_topo-mp_PARTIAL.txt"), status: Pass, summary: "each of 4 GPUs has a NIC within PXB"},
+		{name: "deepep145 four NICs per GPU pair at PXB", node: node("deepep145_8gpu_18nic_pxb-groups_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 4 GPUs has a NIC within PXB"},
+		{name: "vllm16997 tabs, 26 NICs", node: node("vllm16997_8gpu_26nic_tabs_topo-m_PARTIAL.txt"), status: Pass, summary: "each of 6 GPUs has a NIC within PXB"},
+		// GB200: NVLink-C2C to the Grace CPU is no PCIe class, so every cell
+		// is SYS; NCCL (2.27 and later by default) uses GPUDirect RDMA to a
+		// NIC on the GPU's own Grace (P2C). Which NIC sits where, and which
+		// NCCL runs, the capture cannot say: unknown, not "will not".
+		{name: "sglang11208 GB200 over C2C", node: withGPUNames(node("sglang11208_4xGB200_6nic_all-sys_c2c_topo-m_PARTIAL.txt"), "NVIDIA GB200"), status: Warn,
+			summary: "GPUs 0,1,2: nearest NIC is NIC0 at SYS, beyond PXB: unknown whether NCCL uses GPUDirect RDMA: the GPU reaches its CPU over NVLink-C2C", devices: []int{0, 1, 2},
+			remedy: "NCCL_NET_GDR_C2C=1"},
 	})
 	if r := checkGPUNICAffinity(node("deepep137_8xH20_5nic_gpus-without-near-nic_topo-m_PARTIAL.txt"), &Config{Topo: TopoConfig{GDRLevel: "PXB", PXN: "maybe"}}); r.Status != Error {
 		t.Errorf("topo.pxn maybe: %s %q", r.Status, r.Summary)
@@ -285,6 +308,24 @@ func TestCorpusIBPorts(t *testing.T) {
 		{name: "mooncake1999 CX-6 Dx ignored", node: node("mooncake1999_roce-cx7_active_cx6dx-disabled_ibstat_PARTIAL.txt"), cfg: func(c *Config) { c.Topo.IBIgnore = []string{"mlx5_10"} },
 			status: Pass, summary: "2 RDMA ports ACTIVE/LinkUp (2× 200 Gb/s Ethernet)"},
 	})
+	runCases(t, checkIBPorts, []checkCase{
+		// topo5. A ConnectX-7 InfiniBand port with no peer (Polling, Rate 10).
+		{name: "gpud482 CX-7 Down/Polling", node: node("gpud482_cx7-ndr_down-polling_rate10_ibstat.txt"), status: Fail,
+			summary: "mlx5_10 port 1 (InfiniBand) is DOWN/Polling", remedy: "check the cable, transceiver and switch port (ibstat mlx5_10)"},
+		// An HDR port beside an IB port whose PHY is Disabled, not Polling.
+		{name: "nccltests128 IB Down/Disabled", node: node("nccltests128_cx6-hdr-active_cx6-ib-disabled_cx4lx_ibstat_PARTIAL.txt"), status: Fail,
+			summary: "mlx5_1 port 1 (InfiniBand) is DOWN/Disabled", remedy: "ignore a port left down on purpose with topo.ib_ignore"},
+		// The two ports of one ConnectX-6 Dx, RoCE, both down.
+		{name: "sglang6823 RoCE pair Disabled", node: node("sglang6823_h20_cx6dx-roce-disabled_ibstat_PARTIAL.txt"), status: Fail,
+			summary: "mlx5_0 port 1 (Ethernet) is DOWN/Disabled: a RoCE port is up only while its network interface is up with carrier; mlx5_1 port 1 (Ethernet) is DOWN/Disabled",
+			remedy:  "rdma link show mlx5_0 names it"},
+		{name: "deepep303 NDR 400 active", node: node("deepep303_h20_cx7-ndr400_active_ibstat_PARTIAL.txt"), status: Pass,
+			summary: "2 RDMA ports ACTIVE/LinkUp (2× 400 Gb/s InfiniBand)"},
+	})
+	// ibv_devinfo of an InfiniBand port never activated (sm_lid 0, lid
+	// 65535): no physical state to name, and no interface.
+	runCases(t, checkIBPorts, []checkCase{{name: "deepep60 IB PORT_DOWN", node: ibvDevinfoNode(t, corpusFile(t, "ib/deepep60_ibv-devinfo_ndr-port-down_PARTIAL.txt")), status: Fail,
+		summary: "mlx5_0 port 1 (InfiniBand) is DOWN (physical state not read)", remedy: "check the cable, transceiver and switch port (ibstat mlx5_0)"}})
 	// ibdev2netdev + ibv_devinfo: the RoCE port mlx5_3 is PORT_DOWN where
 	// its interface enp23s0f1 is Down; ibv_devinfo gives no physical state,
 	// and the message does not invent one.
@@ -459,6 +500,8 @@ func TestCorpusTopoNUMA(t *testing.T) {
 			summary: "GPU2,GPU3 on node 1; GPU0,GPU1 on node 3"},
 		{name: "unsloth3872 B200, 4 nodes", node: node("unsloth3872_8xB200_9nic_4numa_topo-m_PARTIAL.txt"), status: Pass,
 			summary: "GPU0,GPU1 on node 0; GPU2,GPU3 on node 1; GPU4 on node 2"},
+		{name: "vllm16997 two sockets", node: node("vllm16997_8gpu_26nic_tabs_topo-m_PARTIAL.txt"), status: Pass,
+			summary: "GPU0,GPU1,GPU2,GPU3 on node 0; GPU4,GPU5 on node 1"},
 	})
 }
 
@@ -505,4 +548,42 @@ func ibvDevinfoNode(t *testing.T, text string) *state.Node {
 		}
 	}
 	return &state.Node{Topology: tp}
+}
+
+// withGPUNames gives the capture's GPUs the NVML name the capture's
+// surrounding output reports for them (sglang's check_env: "GPU 0,1,2,3:
+// NVIDIA GB200").
+func withGPUNames(n *state.Node, name string) *state.Node {
+	n.NVML = &state.NVML{Available: true, DeviceCount: len(n.Topology.GPUs)}
+	for _, g := range n.Topology.GPUs {
+		n.NVML.GPUs = append(n.NVML.GPUs, state.GPU{Index: g.Index, Name: name, PCIBusID: g.BusID})
+	}
+	return n
+}
+
+// The GB200 capture once more: a C2C GPU whose nearest NIC is known to be on
+// the other CPU's NUMA node is still unknown (NCCL 2.28 relays through the
+// NVLink peer on that CPU over C2C: PXN_C2C); without NVML's name nothing
+// tells the GPU is C2C, and the PCIe class decides as before.
+func TestCorpusGB200C2C(t *testing.T) {
+	const f = "topo-m/sglang11208_4xGB200_6nic_all-sys_c2c_topo-m_PARTIAL.txt"
+	const noGDR = "NCCL will not use GPUDirect RDMA for this GPU by default"
+	far := withGPUNames(captureNode(t, corpusFile(t, f)), "NVIDIA GB200")
+	for i := range far.Topology.GPUs {
+		far.Topology.GPUs[i].NUMANode = 0
+	}
+	for i := range far.Topology.NICs {
+		far.Topology.NICs[i].NUMANode = 1
+	}
+	if r := checkGPUNICAffinity(far, DefaultConfig()); r.Status != Warn || strings.Contains(r.Summary, noGDR) || !strings.Contains(r.Summary, "unknown whether NCCL uses GPUDirect RDMA") {
+		t.Errorf("GB200, NICs on the other CPU: %s %q", r.Status, r.Summary)
+	}
+	if r := checkGPUNICAffinity(captureNode(t, corpusFile(t, f)), DefaultConfig()); r.Status != Warn || !strings.Contains(r.Summary, noGDR) {
+		t.Errorf("GB200 without NVML names: %s %q", r.Status, r.Summary)
+	}
+	for name, want := range map[string]bool{"NVIDIA GB200": true, "NVIDIA GH200 480GB": true, "NVIDIA GB300": true, "NVIDIA B200": false, "NVIDIA H200": false, "": false} {
+		if c2cGPU(name) != want {
+			t.Errorf("c2cGPU(%q) = %v", name, !want)
+		}
+	}
 }

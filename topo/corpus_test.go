@@ -133,6 +133,42 @@ func TestCorpusTopoMCaptures(t *testing.T) {
 			cells:   map[string]string{"GPU0-NIC5": "PXB", "GPU0-NIC8": "PXB", "GPU0-NIC13": "SYS", "GPU2-NIC1": "PXB", "GPU2-NIC5": "SYS", "GPU3-NIC17": "SYS"},
 			aff:     map[string]capAffinity{"GPU0": {"48-63,176-191", "3"}, "GPU3": {"16-31,144-159", "1"}},
 			nearest: map[string]string{"GPU0": "NIC5 PXB", "GPU2": "NIC1 PXB"}},
+		// topo5: the DGX-1 hybrid cube mesh, NV1/NV2 or SYS between GPUs,
+		// both NICs behind GPU2/GPU3's switch; GPU7's affinity is cut.
+		{file: "nccltests29_8xV100_hybrid-cube-mesh_2nic_topo-m_PARTIAL.txt", cols: 10, gpuRows: 8,
+			cells:   map[string]string{"GPU0-GPU3": "NV1", "GPU2-GPU6": "NV2", "GPU4-GPU2": "SYS", "GPU2-mlx5_0": "PIX", "GPU3-mlx5_1": "PIX", "GPU7-mlx5_1": "SYS", "GPU7-GPU3": "NV2"},
+			aff:     map[string]capAffinity{"GPU0": {"0-23,48-71", ""}, "GPU7": {"24-47,", ""}},
+			nearest: map[string]string{"GPU0": "mlx5_0 NODE", "GPU2": "mlx5_0 PIX", "GPU3": "mlx5_0 PIX", "GPU4": "mlx5_0 SYS", "GPU7": "mlx5_0 SYS"}},
+		// DGX-2: 16 GPUs on NVSwitch (NV6), ten RDMA columns by device name.
+		{file: "nccltests78_dgx2_16xV100_10nic_topo-m_PARTIAL.txt", cols: 26, gpuRows: 5,
+			cells:   map[string]string{"GPU0-GPU15": "NV6", "GPU0-mlx5_1": "PXB", "GPU2-mlx5_1": "PIX", "GPU4-mlx5_2": "PIX", "GPU0-mlx5_9": "SYS"},
+			aff:     map[string]capAffinity{"GPU0": {"0-23,48-71", ""}, "GPU4": {"0-23,4", ""}},
+			nearest: map[string]string{"GPU0": "mlx5_0 PIX", "GPU2": "mlx5_1 PIX", "GPU4": "mlx5_2 PIX"}},
+		{file: "nccl1737_8xH100_6nic_gpu1-node-only_topo-m_PARTIAL.txt", cols: 14, gpuRows: 3,
+			cells:   map[string]string{"GPU0-NIC0": "PIX", "GPU1-NIC0": "NODE", "GPU2-NIC1": "PIX", "GPU0-NIC4": "SYS"},
+			aff:     map[string]capAffinity{"GPU0": {"0-31,64-95", "0"}, "GPU2": {"0-31,64-95", "0"}},
+			nearest: map[string]string{"GPU0": "NIC0 PIX", "GPU1": "NIC0 NODE", "GPU2": "NIC1 PIX"}},
+		// -mp: GPU pairs NODE/SYS; the header pads NIC11 with one more space.
+		{file: "deepep60_8gpu_14nic_pix-per-gpu_topo-mp_PARTIAL.txt", cols: 22, gpuRows: 4,
+			cells:   map[string]string{"GPU0-GPU1": "NODE", "GPU0-GPU4": "SYS", "GPU3-NIC7": "PIX", "GPU3-NIC3": "NODE", "GPU0-NIC12": "SYS", "GPU0-NIC13": "SYS"},
+			aff:     map[string]capAffinity{"GPU0": {"0-47,96-143", "0"}},
+			nearest: map[string]string{"GPU0": "NIC0 PIX", "GPU1": "NIC1 PIX", "GPU2": "NIC2 PIX", "GPU3": "NIC7 PIX"}},
+		// GB200: NVLink-C2C is no PCIe class, every GPU-NIC cell is SYS, and
+		// the NUMA Affinity column is a list.
+		{file: "sglang11208_4xGB200_6nic_all-sys_c2c_topo-m_PARTIAL.txt", cols: 10, gpuRows: 3,
+			cells:   map[string]string{"GPU0-GPU3": "NV18", "GPU0-NIC0": "SYS", "GPU2-NIC5": "SYS"},
+			aff:     map[string]capAffinity{"GPU0": {"0-71", "0,3-9,11-17"}, "GPU2": {"72-143", "1,19-25,27-33"}},
+			nearest: map[string]string{"GPU0": "NIC0 SYS", "GPU2": "NIC0 SYS"}},
+		{file: "deepep145_8gpu_18nic_pxb-groups_topo-m_PARTIAL.txt", cols: 26, gpuRows: 4,
+			cells:   map[string]string{"GPU0-NIC0": "PXB", "GPU0-NIC4": "NODE", "GPU2-NIC6": "PXB", "GPU3-NIC9": "PXB", "GPU0-NIC17": "SYS"},
+			aff:     map[string]capAffinity{"GPU3": {"0-55,112-167", "0"}},
+			nearest: map[string]string{"GPU0": "NIC0 PXB", "GPU2": "NIC6 PXB"}},
+		// Tab-separated, 26 NICs; GPU1 has a PHB NIC beside its PIX one.
+		{file: "vllm16997_8gpu_26nic_tabs_topo-m_PARTIAL.txt", cols: 34, gpuRows: 6,
+			cells: map[string]string{"GPU0-NIC18": "PIX", "GPU1-NIC20": "PHB", "GPU1-NIC21": "PIX", "GPU2-NIC20": "PIX", "GPU4-NIC24": "PIX", "GPU4-NIC0": "NODE", "GPU0-NIC0": "SYS"},
+			aff:   map[string]capAffinity{"GPU0": {"0-95,192-287", "0"}, "GPU4": {"96-191,288-383", "1"}},
+			nearest: map[string]string{"GPU0": "NIC18 PIX", "GPU1": "NIC21 PIX", "GPU2": "NIC20 PIX", "GPU3": "NIC19 PIX",
+				"GPU4": "NIC24 PIX", "GPU5": "NIC23 PIX"}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			text := readTestdata(t, "topo-m/"+c.file)
@@ -288,6 +324,21 @@ func TestCorpusIBStat(t *testing.T) {
 			"mlx5_0:1":  {"ACTIVE", "LinkUp", 4, 5, 200, "Ethernet", true},
 			"mlx5_1:1":  {"ACTIVE", "LinkUp", 4, 5, 200, "Ethernet", true},
 			"mlx5_10:1": {"DOWN", "Disabled", 1, 3, 0, "", false}}},
+		// topo5: a ConnectX-7 IB port with no peer, at the untrained rate.
+		{"gpud482_cx7-ndr_down-polling_rate10_ibstat.txt", map[string]port{
+			"mlx5_10:1": {"DOWN", "Polling", 1, 2, 10, "InfiniBand", false}}},
+		// An HDR port up beside an IB port Disabled; mlx5_2's block lost its
+		// rate and link layer.
+		{"nccltests128_cx6-hdr-active_cx6-ib-disabled_cx4lx_ibstat_PARTIAL.txt", map[string]port{
+			"mlx5_0:1": {"ACTIVE", "LinkUp", 4, 5, 200, "InfiniBand", true},
+			"mlx5_1:1": {"DOWN", "Disabled", 1, 3, 10, "InfiniBand", false},
+			"mlx5_2:1": {"ACTIVE", "LinkUp", 4, 5, 0, "", true}}},
+		{"sglang6823_h20_cx6dx-roce-disabled_ibstat_PARTIAL.txt", map[string]port{
+			"mlx5_0:1": {"DOWN", "Disabled", 1, 3, 40, "Ethernet", false},
+			"mlx5_1:1": {"DOWN", "Disabled", 1, 3, 40, "Ethernet", false}}},
+		{"deepep303_h20_cx7-ndr400_active_ibstat_PARTIAL.txt", map[string]port{
+			"mlx5_0:1": {"ACTIVE", "LinkUp", 4, 5, 400, "InfiniBand", true},
+			"mlx5_1:1": {"ACTIVE", "LinkUp", 4, 5, 400, "InfiniBand", true}}},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			cas := ibstatPortsAll(t, readTestdata(t, "ib/"+c.file))

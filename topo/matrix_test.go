@@ -88,13 +88,13 @@ func TestMatrixJSON(t *testing.T) {
 	}
 }
 
-// Every one of the 28 real `nvidia-smi topo -m` captures speaks only the
+// Every one of the 35 real `nvidia-smi topo -m` captures speaks only the
 // vocabulary gpuprobe prints, and every legend line they print is ours
 // word for word (older drivers cut one line short, or comment it out).
 func TestCaptureVocabulary(t *testing.T) {
 	files, _ := filepath.Glob("testdata/topo-m/*.txt")
-	if len(files) != 28 {
-		t.Fatalf("%d captures, want 28", len(files))
+	if len(files) != 35 {
+		t.Fatalf("%d captures, want 35", len(files))
 	}
 	ours := map[string]string{}
 	for _, l := range (&topostate.Topology{}).Matrix().Legend {
