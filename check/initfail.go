@@ -2,6 +2,9 @@ package check
 
 import (
 	"fmt"
+	"strings"
+
+	"github.com/gpuprobe/gpuprobe/internal/busid"
 
 	"github.com/gpuprobe/gpuprobe/state"
 )
@@ -24,7 +27,9 @@ import (
 //     NVML has GPUs without a bus ID (a handle refused or failed), the GPU
 //     may be one of them: a scoped run (another job's GPU) says nothing,
 //     another warns.
-//   - A line naming no GPU (older drivers) warns.
+//   - A line naming no GPU (older drivers) names its device minor number:
+//     live, NVML's minor numbers map it to a GPU, judged as above
+//     (minorBus); one they do not map warns.
 //
 // A saved log (no NVML) warns: the failure is read, its outcome unknown.
 func initFailures(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
@@ -38,11 +43,17 @@ func initFailures(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 		if cfg.XID.Window > 0 && !ev.Time.IsZero() && ev.Time.Before(n.CollectedAt.Add(-cfg.XID.Window)) {
 			continue
 		}
-		a, ok := byBus[ev.BusID]
+		key := ev.BusID
+		if key == "" {
+			if bus := minorBus(n, k, ev); bus != "" {
+				key, ev.BusID = bus, bus
+			}
+		}
+		a, ok := byBus[key]
 		if !ok {
 			a = &agg{}
-			byBus[ev.BusID] = a
-			order = append(order, ev.BusID)
+			byBus[key] = a
+			order = append(order, key)
 		}
 		a.ev, a.lines = ev, a.lines+ev.Lines
 	}
@@ -59,10 +70,20 @@ func initFailures(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 	for _, bus := range order {
 		a := byBus[bus]
 		what := fmt.Sprintf("the driver failed to initialise the GPU (%q, %d line(s))", a.ev.Message, a.lines)
+		if m := a.ev.Minors; len(m) == 1 && bus != "" {
+			what = fmt.Sprintf("the driver failed to initialise the GPU (%q, %d line(s); device minor number %d, NVML's minor number for this GPU)", a.ev.Message, a.lines, m[0])
+		}
 		switch {
 		case bus == "":
+			which := "a GPU the line does not name"
+			if m := a.ev.Minors; len(m) > 0 {
+				which = fmt.Sprintf("a GPU the line names by device minor number only (%s)", joinInts(m))
+				if nvmlOK && !strings.HasPrefix(k.XIDSource, "file:") {
+					which += ", matched to no one GPU NVML lists now (one it does not list, several GPUs' lines, or a driver load ago)"
+				}
+			}
 			v.add(Warn, nil, "find the GPU: nvidia-smi -L must list every GPU lspci -d 10de: shows; "+recheck,
-				"a GPU the line does not name: "+what)
+				which+": "+what)
 		case !nvmlOK:
 			v.add(Warn, nil, "on the node, nvidia-smi -L must list "+bus+"; if it does not, drain, "+recheck+" and reboot",
 				"PCI "+bus+": "+what+"; whether a later try brought it up the log cannot say (the driver logs no success)")
@@ -116,4 +137,30 @@ func boundElsewhere(n *state.Node, bus string) string {
 		}
 	}
 	return ""
+}
+
+// minorBus maps the device minor number an older driver's line names in
+// place of the GPU (state.InitFailureEvent.Minors) to the bus ID of the GPU
+// NVML gives that minor number (nvmlDeviceGetMinorNumber): "" unless NVML
+// is live and the log is this node's (not a saved file, --kernel-log: its
+// minor numbers are another boot's or machine's), the event is of the
+// driver loaded now (a reload may number the GPUs anew), it names one minor
+// number (several GPUs' lines cannot be told apart), and exactly one of
+// NVML's GPUs has it.
+func minorBus(n *state.Node, k *state.Kernel, ev state.InitFailureEvent) string {
+	if n.NVML == nil || !n.NVML.Available || strings.HasPrefix(k.XIDSource, "file:") ||
+		len(ev.Minors) != 1 || ev.DriverLoad != k.DriverLoads {
+		return ""
+	}
+	bus := ""
+	for _, g := range n.NVML.GPUs {
+		if g.Minor == nil || *g.Minor != ev.Minors[0] || g.PCIBusID == "" {
+			continue
+		}
+		if bus != "" {
+			return ""
+		}
+		bus = busid.Canonical(g.PCIBusID)
+	}
+	return bus
 }

@@ -40,6 +40,21 @@ func TestXIDInitFailures(t *testing.T) {
 		{name: "outside the window", node: live(nil, fail("0000:12:00.0", 6)), cfg: func(c *Config) { c.XID.Window = 30 * time.Minute }, status: Pass},
 		{name: "line names no GPU", node: live(nil, state.InitFailureEvent{Message: "RmInitAdapter failed! (0x23:0x56:451)", Lines: 1}), status: Warn,
 			summary: "a GPU the line does not name: the driver failed to initialise the GPU"},
+		// An older driver names the GPU by its device minor number only:
+		// NVML's minor numbers (nvmlDeviceGetMinorNumber) map it, where the
+		// log is this node's and of the driver loaded now.
+		{name: "by minor number: NVML reaches it", node: live(minors(nil), unnamed(0, 1)), status: Warn,
+			summary: `GPU 1 (0000:11:00.0): the driver failed to initialise the GPU ("RmInitAdapter failed! (0x23:0x56:451)", 2 line(s); device minor number 1, NVML's minor number for this GPU); NVML reaches it now`, devices: []int{1}},
+		{name: "by minor number: NVML cannot use it", node: live(minors(func(n *state.Node) { n.NVML.GPUs[1].Lost = true }), unnamed(0, 1)), status: Fail,
+			summary: "NVML's minor number for this GPU), and NVML cannot use it", devices: []int{1}},
+		{name: "by minor number: none of NVML's", node: live(minors(nil), unnamed(0, 9)), status: Warn,
+			summary: `a GPU the line names by device minor number only (9), matched to no one GPU NVML lists now (one it does not list, several GPUs' lines, or a driver load ago): the driver failed`},
+		{name: "by minor number: a driver load ago", node: live(minors(func(n *state.Node) { n.Kernel.DriverLoads = 1 }), unnamed(0, 1)), status: Warn,
+			summary: "a GPU the line names by device minor number only (1), matched to no one GPU"},
+		{name: "by minor number: several GPUs' lines", node: live(minors(nil), unnamed(0, 1, 2)), status: Warn,
+			summary: "a GPU the line names by device minor number only (1,2), matched to no one GPU"},
+		{name: "by minor number: a saved log on this node", node: live(minors(func(n *state.Node) { n.Kernel.XIDSource = "file:ticket.log" }), unnamed(0, 1)), status: Warn,
+			summary: "a GPU the line names by device minor number only (1): the driver failed"},
 		// Inside a job NVML refuses the other jobs' GPUs, which then have no
 		// bus ID: the failure may be one of theirs.
 		{name: "scoped run, a GPU closed to it", node: live(func(n *state.Node) {
@@ -71,4 +86,25 @@ func TestXIDInitFailures(t *testing.T) {
 		{name: "saved log", node: &state.Node{Kernel: &state.Kernel{XIDs: []state.XIDEvent{}, InitFailures: []state.InitFailureEvent{fail("0000:01:00.0", 6)}}},
 			status: Warn, summary: "PCI 0000:01:00.0: the driver failed to initialise the GPU (\"RmInitAdapter failed! (0x22:0x56:894)\", 6 line(s)); whether a later try brought it up the log cannot say"},
 	})
+}
+
+// unnamed is an older driver's failure on the GPUs of these device minor
+// numbers, in driver load load.
+func unnamed(load int, minor ...int) state.InitFailureEvent {
+	return state.InitFailureEvent{Message: "RmInitAdapter failed! (0x23:0x56:451)", Lines: 2, Minors: minor, DriverLoad: load,
+		Time: time.Date(2026, 11, 22, 5, 0, 0, 0, time.UTC)}
+}
+
+// minors gives NVML's GPUs their device minor numbers (GPU i: minor i),
+// then runs mut.
+func minors(mut func(n *state.Node)) func(n *state.Node) {
+	return func(n *state.Node) {
+		for i := range n.NVML.GPUs {
+			m := i
+			n.NVML.GPUs[i].Minor = &m
+		}
+		if mut != nil {
+			mut(n)
+		}
+	}
 }

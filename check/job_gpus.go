@@ -23,6 +23,9 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 	v := verdict{id: "job.visible_devices"}
 	constrained, how := deviceMode(n)
 	t := visibleGPUs(n)
+	if t.migIndexes() > 0 {
+		how = migIndexMode(how, constrained)
+	}
 	// The GPUs NVML reaches: one whose handle it was refused (a device
 	// cgroup, state.GPU.Denied) is no GPU this task can use.
 	nvmlCount := 0
@@ -229,6 +232,24 @@ func checkVisibleDevices(n *state.Node, cfg *Config) Result {
 		r.Details = append(r.Details, "Ray on Slurm: "+strings.Join(ev, "; "))
 	}
 	return r
+}
+
+// migIndexMode words the device mode where CUDA_VISIBLE_DEVICES holds
+// plain indexes on a node whose GPUs are in MIG mode: those indexes count
+// CUDA's devices, a MIG instance each on a GPU in MIG mode
+// (slurmstate.Resolve), not NVML's GPUs, so deviceMode's "indexes are
+// global" (the node's NVML numbering) and "CUDA numbers the node's GPUs"
+// are not what they are. Which devices they count is the mode's: every
+// GPU's without a device cgroup, those it lets through with one.
+func migIndexMode(how string, constrained bool) string {
+	how = strings.TrimSuffix(how, "; indexes are global")
+	how = strings.Replace(how, "CUDA numbers the node's GPUs", "CUDA numbers the devices of all the node's GPUs", 1)
+	how = strings.Replace(how, "CUDA numbers this task's GPUs from 0", "CUDA numbers the devices of this task's GPUs from 0", 1)
+	of := "all the node's GPUs"
+	if constrained {
+		of = "the GPUs this task can reach"
+	}
+	return how + "; in MIG mode CUDA_VISIBLE_DEVICES indexes count CUDA devices, the MIG instances of " + of + " (a GPU not in MIG mode is one), not NVML's GPUs"
 }
 
 // fixGlobalIndexHere: Slurm numbers CUDA_VISIBLE_DEVICES from 0 only when

@@ -294,7 +294,7 @@ func TestRealEnvCorpus(t *testing.T) {
 	// No Slurm variable was quoted: "no GPUs allocated" is the dump's.
 	migUnknown := realEnvWant{Skip, []string{"which GPUs this task uses is unknown", "4 CUDA_VISIBLE_DEVICES entries name MIG devices"}, []string{"no GPUs visible"}}
 	doradoWant := map[string]realEnvWant{
-		"job.visible_devices": {Pass, []string{"sees 4 CUDA device(s) by MIG instance, not mapped to NVML's GPUs"}, []string{"NVML sees only 2 GPUs", "sees GPU none"}},
+		"job.visible_devices": {Pass, []string{"sees 4 CUDA device(s) by MIG instance, not mapped to NVML's GPUs", "in MIG mode CUDA_VISIBLE_DEVICES indexes count CUDA devices"}, []string{"NVML sees only 2 GPUs", "sees GPU none", "global"}},
 		"job.gpu_sharing":     migUnknown, "job.cpus_per_gpu": migUnknown, "job.exclusive": migUnknown,
 		"job.numa_affinity": {Skip, []string{"CPU mask was not collected"}, nil},
 		"job.master_addr":   noGPU, "job.nccl_env": {Pass, nil, nil}, "job.cuda_compat": noGPU, "job.gpu_memory": noGPU,

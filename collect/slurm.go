@@ -26,6 +26,9 @@ type slurmHost struct {
 	pidNS func() (string, error)
 	// gpuDevices lists the driver's GPU device files (Sources.GPUDeviceFiles).
 	gpuDevices func() []string
+	// stepCgroup stands for /proc/self/cgroup where that names no Slurm
+	// job (Sources.StepCgroup).
+	stepCgroup string
 	// procFile reads a file of /proc/PID (Sources.ProcessFile).
 	procFile func(pid int32, name string) ([]byte, error)
 	hostname func() (string, error)

@@ -27,6 +27,7 @@ func realSlurmHost(o Options) slurmHost {
 		sys:        o.SysfsRoot,
 		gpuDevices: o.Sources.GPUDeviceFiles,
 		procFile:   o.Sources.ProcessFile,
+		stepCgroup: o.Sources.StepCgroup,
 		hostname:   os.Hostname,
 		pidNS:      o.Sources.PIDNamespace,
 		affinity:   schedAffinity,
@@ -243,6 +244,11 @@ func readTask(ctx context.Context, h slurmHost) (*slurmstate.Task, []string) {
 		}
 	}
 	cg, err := h.readFile(filepath.Join(h.proc, "self", "cgroup"))
+	if h.stepCgroup != "" && (err != nil || slurmstate.JobFromCgroup(cg) == "") {
+		// A simulated job step's device cgroup (cgroup-gpu): this
+		// process runs in no job of its own.
+		cg, err = []byte(h.stepCgroup+"\n"), nil
+	}
 	if err != nil {
 		return t, errs
 	}

@@ -330,3 +330,31 @@ func TestReadTaskPIDNamespace(t *testing.T) {
 		t.Errorf("unreadable: %q", task.PIDNamespace)
 	}
 }
+
+// A simulated job step's cgroup (Sources.StepCgroup, sim cgroup-gpu) stands
+// for this process's where that names no Slurm job; a real step's own
+// cgroup (its devices.list included) is kept.
+func TestReadTaskStepCgroup(t *testing.T) {
+	const step = "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0"
+	for _, tc := range []struct {
+		name, self, job, cgroup string
+		rules                   int
+	}{
+		{"no cgroup file", "", "4242", "/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0", 0},
+		{"a login shell", "0::/user.slice/user-1000.slice/session-3.scope\n", "4242", "/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0", 0},
+		{"a real step", "12:devices:/slurm/uid_1000/job_42/step_0/task_0\n0::/\n", "42", "/slurm/uid_1000/job_42/step_0/task_0", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files := map[string]string{"sys/fs/cgroup/devices/slurm/uid_1000/job_42/step_0/task_0/devices.list": "c 195:0 rwm\nc 195:255 rwm\n"}
+			if tc.self != "" {
+				files["proc/self/cgroup"] = tc.self
+			}
+			h := testHost(fakeTree(t, files))
+			h.stepCgroup = step
+			task, _ := readTask(context.Background(), h)
+			if task.CgroupJobID != tc.job || task.Cgroup != tc.cgroup || len(task.DeviceRules) != tc.rules {
+				t.Errorf("task job %q cgroup %q rules %v; want %q %q %d", task.CgroupJobID, task.Cgroup, task.DeviceRules, tc.job, tc.cgroup, tc.rules)
+			}
+		})
+	}
+}

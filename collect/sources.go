@@ -49,6 +49,13 @@ type Sources struct {
 	// globs /dev/nvidia[0-9]*. The Slurm collector adds them to the files
 	// gres.conf names and looks at each.
 	GPUDeviceFiles func() []string
+	// StepCgroup is a /proc/self/cgroup line of the Slurm job step a
+	// simulated node's device cgroup belongs to (cgroup-gpu faults: the
+	// step holds some GPUs, and NVML lists those alone). The Slurm collector
+	// takes it as this process's cgroup where this process's own names no
+	// Slurm job; a real step (scripts/slurm-2node-e2e.sh) keeps its own.
+	// "" for this node.
+	StepCgroup string
 	// ProcessFile reads one file of a process's /proc directory ("status",
 	// "environ"); nil reads it under --path.procfs. The Slurm collector ties
 	// the processes on the GPUs to their jobs with it.

@@ -30,6 +30,9 @@ func FuzzReadLog(f *testing.F) {
 	f.Add([]byte("[x] a\n    b\n\n \n"))
 	f.Add([]byte("3,901,21091872,-;NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:894)\n" +
 		"[   32.920612] NVRM: rm_init_adapter failed for device bearing minor number 0\n"))
+	f.Add([]byte("[    9.812401] NVRM: GPU 0000:1b:00.0: rm_init_adapter failed, device minor number 2\n" +
+		"3,1207,9812433,-;NVRM: Device start failed for 0000:1b:00.0 (ret=-5)\n" +
+		"[   33.100612] NVRM: rm_init_adapter failed for device bearing minor number 254\n"))
 	f.Add([]byte("[   84.300488] NVRM: GPU6 _kgspLogRpcTimeout: ***** GSP Timeout *****\n" +
 		"NVRM: _kgspLogXid119: ***** GSP Timeout *****\n"))
 	// NVIDIA NVSentinel's parser test lines (testdata/nvsentinel).
@@ -60,7 +63,7 @@ func FuzzReadLog(f *testing.F) {
 			t.Fatalf("two reads differ: %d/%d init failures", len(a.InitFailures), len(b.InitFailures))
 		}
 		for _, ev := range a.InitFailures {
-			if ev.Lines < 1 || len(ev.Message) > maxLine || ev.BusID != "" && !busid.Valid(ev.BusID) {
+			if ev.Lines < 1 || len(ev.Message) > maxLine || ev.BusID != "" && !busid.Valid(ev.BusID) || len(ev.Minors) > maxMinors || ev.BusID != "" && len(ev.Minors) > 0 {
 				t.Fatalf("init failure out of bounds: %+v", ev)
 			}
 		}

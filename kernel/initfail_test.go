@@ -47,7 +47,41 @@ func TestInitFailures(t *testing.T) {
 				"[   32.920601] NVRM: RmInitAdapter failed! (0x23:0x56:451)",
 				"[   32.920612] NVRM: rm_init_adapter failed for device bearing minor number 0",
 			},
-			want: []state.InitFailureEvent{{Message: "RmInitAdapter failed! (0x23:0x56:451)", Lines: 1}}},
+			want: []state.InitFailureEvent{{Message: "RmInitAdapter failed! (0x23:0x56:451)", Lines: 1, Minors: []int{0}}}},
+		// Two GPUs failing on such a driver: one event, both minor numbers
+		// (the lines cannot say which RmInitAdapter line was whose).
+		{name: "older driver: two GPUs, by minor number",
+			log: []string{
+				"[   32.920601] NVRM: RmInitAdapter failed! (0x23:0x56:451)",
+				"[   32.920612] NVRM: rm_init_adapter failed for device bearing minor number 3",
+				"[   33.100601] NVRM: RmInitAdapter failed! (0x23:0x56:451)",
+				"[   33.100612] NVRM: rm_init_adapter failed for device bearing minor number 1",
+				"[   40.920601] NVRM: RmInitAdapter failed! (0x23:0x56:451)",
+				"[   40.920612] NVRM: rm_init_adapter failed for device bearing minor number 3",
+				"[   41.000000] NVRM: rm_init_adapter failed for device bearing minor number 255",
+			},
+			want: []state.InitFailureEvent{{Message: "RmInitAdapter failed! (0x23:0x56:451)", Lines: 3, Minors: []int{1, 3}}}},
+		// NVreg_GpuInitOnProbe=1: the probe starts the GPU and logs its own
+		// line after nv_start_device's (kernel-open/nvidia/nv-pci.c
+		// nv_pci_probe, 595.45.04: "NVRM: Device start failed for
+		// %04x:%02x:%02x.%x (ret=%d)"). The lines are built from the
+		// source's formats, not copied from a posted log.
+		{name: "init on probe: Device start failed folded",
+			log: []string{
+				"[    9.812345] NVRM: GPU 0000:1b:00.0: RmInitAdapter failed! (0x22:0x56:894)",
+				"[    9.812401] NVRM: GPU 0000:1b:00.0: rm_init_adapter failed, device minor number 2",
+				"[    9.812433] NVRM: Device start failed for 0000:1b:00.0 (ret=-5)",
+				"[    9.812450] nvidia: probe of 0000:1b:00.0 failed with error -5",
+			},
+			want: []state.InitFailureEvent{{BusID: "0000:1b:00.0", Message: "RmInitAdapter failed! (0x22:0x56:894)", Lines: 1}}},
+		{name: "init on probe: only the probe's line",
+			log:  []string{"3,1207,9812433,-;NVRM: Device start failed for 0000:1B:00.0 (ret=-12)"},
+			want: []state.InitFailureEvent{{BusID: "0000:1b:00.0", Message: "Device start failed for 0000:1B:00.0 (ret=-12)", Lines: 1}}},
+		{name: "init on probe: no function named",
+			log: []string{
+				"[    9.812433] NVRM: Device start failed for (ret=-5)",
+				"[    9.812434] NVRM: Device start failed for ",
+			}},
 		{name: "only the kernel interface's line",
 			log:  []string{"Dec  2 11:49:53 worker4 kernel: [  885.242457] NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5"},
 			want: []state.InitFailureEvent{{BusID: "0000:0a:00.0", Message: "rm_init_adapter failed, device minor number 5", Lines: 1}}},

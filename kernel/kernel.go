@@ -309,8 +309,8 @@ func (l *Log) add(rec []byte, boot time.Time) {
 		}
 		ev.DriverLoad = l.DriverLoads
 		l.SXIDs = append(l.SXIDs, ev)
-	} else if bus, msg, rm, ok := initFailure(rec); ok {
-		l.addInitFailure(rec, boot, bus, msg, rm)
+	} else if bus, msg, minor, rm, ok := initFailure(rec); ok {
+		l.addInitFailure(rec, boot, bus, msg, minor, rm)
 	} else if gpu, ok := gspTimeoutBanner(rec); ok {
 		l.addGSPTimeout(rec, boot, gpu)
 	} else if IsDriverLoad(rec) {

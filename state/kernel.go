@@ -161,6 +161,11 @@ type InitFailureEvent struct {
 	// Lines counts the RmInitAdapter lines (a log holding only the
 	// rm_init_adapter line counts that one).
 	Lines int `json:"lines"`
+	// Minors are the device minor numbers (/dev/nvidiaN) the lines name
+	// where they name no GPU (older drivers: "rm_init_adapter failed for
+	// device bearing minor number 0"), ascending; NVML's minor numbers
+	// (GPU.Minor) map them to GPUs.
+	Minors []int `json:"minors,omitempty"`
 	// DriverLoad is how many driver loads the log showed before the first
 	// line (see Kernel.DriverLoads).
 	DriverLoad int `json:"driver_load,omitempty"`

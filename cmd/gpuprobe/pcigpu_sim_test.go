@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -37,5 +38,63 @@ func TestSimulatedGPUMissingFromNVML(t *testing.T) {
 				t.Errorf("gpu.count %s %q\nwant %s %q", r.Status, r.Summary, tc.status, tc.summary)
 			}
 		})
+	}
+}
+
+// A job step's device cgroup (sim/nvml cgroup-gpu): NVML lists the step's
+// GPU alone, and the node's other seven are on the PCI bus, bound to nvidia.
+// The simulation puts this process in the step's cgroup (job_<id>), as a
+// real step does, so gpu.count warns that the cgroup may hide them: it does
+// not fail them as GPUs the driver did not bring up.
+func TestSimulatedCgroupGPUIsAJobsView(t *testing.T) {
+	_, out, errs := runCLI(t, "check", "--simulate", "dgx-h100:cgroup-gpu=3", "--checks", "gpu.count", "--format", "json", "--expect-gpus", "1")
+	d := decode(t, out)
+	if len(d.Checks) != 1 {
+		t.Fatalf("checks %+v\n%s", d.Checks, errs)
+	}
+	r := d.Checks[0]
+	if r.Status != "warn" {
+		t.Errorf("gpu.count %s %q\n%s", r.Status, r.Summary, strings.Join(r.Details, "\n"))
+	}
+	hidden := 0
+	if strings.Contains(r.Summary, "did not bring up") {
+		t.Errorf("a GPU the step's cgroup hides failed as not brought up: %q", r.Summary)
+	}
+	for _, l := range r.Details {
+		if strings.Contains(l, "did not bring up") {
+			t.Errorf("a GPU the step's cgroup hides failed as not brought up: %q", l)
+		}
+		if strings.Contains(l, "is bound to the nvidia driver but NVML does not list it") && strings.Contains(l, "'s cgroup (this process runs in it) may hide it from NVML") {
+			hidden++
+		}
+	}
+	if hidden != 7 {
+		t.Errorf("%d GPU(s) said hidden by the step's cgroup, want the 7 it does not hold:\n%s\n%s", hidden, r.Summary, strings.Join(r.Details, "\n"))
+	}
+	// Still what the fault shows: NVML lists the step's GPU alone (GPU 3
+	// of the node, renumbered 0), and the task runs in the job's cgroup.
+	_, out, errs = runCLI(t, "snapshot", "--simulate", "dgx-h100:cgroup-gpu=3")
+	var n struct {
+		NVML struct {
+			GPUs []struct {
+				Index    int    `json:"index"`
+				PCIBusID string `json:"pci_bus_id"`
+			} `json:"gpus"`
+		} `json:"nvml"`
+		Slurm struct {
+			Task struct {
+				Cgroup      string `json:"cgroup"`
+				CgroupJobID string `json:"cgroup_job_id"`
+			} `json:"task"`
+		} `json:"slurm"`
+	}
+	if err := json.Unmarshal([]byte(out), &n); err != nil {
+		t.Fatalf("snapshot: %v\n%s", err, errs)
+	}
+	if g := n.NVML.GPUs; len(g) != 1 || g[0].Index != 0 || !strings.HasSuffix(strings.ToLower(g[0].PCIBusID), "5d:00.0") {
+		t.Errorf("NVML GPUs %+v, want GPU 3 of the node (5d:00.0) alone, as index 0", g)
+	}
+	if n.Slurm.Task.CgroupJobID == "" || !strings.Contains(n.Slurm.Task.Cgroup, "/job_"+n.Slurm.Task.CgroupJobID+"/") {
+		t.Errorf("task %+v: want it in a Slurm job's cgroup", n.Slurm.Task)
 	}
 }

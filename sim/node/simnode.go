@@ -95,6 +95,7 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 		PIDNamespace: func() (string, error) { return "pid:[4026531836]", nil },
 		// The simulated GPUs have no device files on this machine.
 		GPUDeviceFiles: func() []string { return nil },
+		StepCgroup:     stepCgroup(spec),
 		ProcessFile: func(pid int32, name string) ([]byte, error) {
 			return processFile(root, owners, pid, name)
 		},
@@ -107,6 +108,19 @@ func Sources(spec *simulate.Spec) (collect.Sources, error) {
 		RootLabel: "simulated",
 		Simulated: spec.Raw,
 	}, nil
+}
+
+// stepCgroup is the cgroup of the job step a cgroup-gpu fault's device
+// cgroup belongs to (slurmd's cgroup/v2 layout, as the job scenarios'), ""
+// without one: a real step's device cgroup hides the other jobs' GPUs from
+// NVML, and gpuprobe run in it (srun --overlap, or an ssh session that
+// pam_slurm_adopt put there) is in the job's cgroup, so gpu.count does not
+// take the GPUs it hides for ones the driver failed to bring up.
+func stepCgroup(spec *simulate.Spec) string {
+	if len(spec.Has(nvmlsim.CgroupFault)) == 0 {
+		return ""
+	}
+	return "0::" + jobsim.JobCgroup + "/step_0/user/task_0"
 }
 
 // processFile reads /proc/PID/NAME of the simulation: the job's ranks from

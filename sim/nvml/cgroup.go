@@ -15,18 +15,21 @@ import (
 // renumbered from 0 (their minor numbers, UUIDs and bus IDs stay the node's).
 // "cgroup-gpu=3,cgroup-gpu=4" is such a step holding GPUs 3 and 4;
 // "cgroup-gpu=none" one holding none. The other faults name GPUs by the
-// node's indexes, so this one is applied after them.
-const cgroupFault = "cgroup-gpu"
+// node's indexes, so this one is applied after them. gpuprobe runs in the
+// step's cgroup (job_4242, simnode.Sources' StepCgroup), as it does inside
+// a real step, so the GPUs the cgroup hides are not taken for GPUs the
+// driver failed to bring up.
+const CgroupFault = "cgroup-gpu"
 
 func init() {
-	register(cgroupFault, "GPU|none", "a device cgroup (Slurm ConstrainDevices) lets only this GPU through (repeat for more): NVML enumerates the GPUs it allows, renumbered from 0",
+	register(CgroupFault, "GPU|none", "a device cgroup (Slurm ConstrainDevices) lets only this GPU through (repeat for more): NVML enumerates the GPUs it allows, renumbered from 0; gpuprobe runs in the job step's cgroup",
 		func(*System, simulate.Fault) error { return nil })
 }
 
 // constrain keeps the GPUs the spec's cgroup-gpu faults allow, in NVML
 // order, and renumbers them; without such a fault it does nothing.
 func constrain(s *System) error {
-	fs := s.Spec.Has(cgroupFault)
+	fs := s.Spec.Has(CgroupFault)
 	if len(fs) == 0 {
 		return nil
 	}

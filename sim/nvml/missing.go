@@ -68,8 +68,8 @@ func unlist(s *System) error {
 	if len(hide) == 0 {
 		return nil
 	}
-	if len(s.Spec.Has(cgroupFault)) > 0 {
-		return fmt.Errorf("faults %s/%s and %s: not together (each renumbers NVML's GPUs)", missingFault, excludedFault, cgroupFault)
+	if len(s.Spec.Has(CgroupFault)) > 0 {
+		return fmt.Errorf("faults %s/%s and %s: not together (each renumbers NVML's GPUs)", missingFault, excludedFault, CgroupFault)
 	}
 	var devs []*server.Device
 	for i, d := range s.Devices {

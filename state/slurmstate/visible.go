@@ -155,13 +155,17 @@ type Resolved struct {
 	// Err explains a failed resolution.
 	Err string
 	// Unverifiable marks a MIG instance UUID that no GPU lists (a node state
-	// collected without MIG instances): it can be neither confirmed nor refuted.
+	// collected without MIG instances), or a plain index on a node with a
+	// GPU in MIG mode (it counts CUDA's devices, MIG instances, not NVML's
+	// GPUs): it can be neither confirmed nor refuted.
 	Unverifiable bool
 }
 
 // Resolve maps each entry to an NVML GPU. Indexes count NVML's enumeration,
 // which is what CUDA counts with CUDA_DEVICE_ORDER=PCI_BUS_ID, and what it
-// counts under a device cgroup, where NVML sees only the allowed GPUs.
+// counts under a device cgroup, where NVML sees only the allowed GPUs;
+// except where a GPU is in MIG mode: CUDA then counts its MIG instances, and
+// an index names a CUDA device, not one of NVML's GPUs (Unverifiable).
 func (v *VisibleDevices) Resolve(gpus []GPUIdent) []Resolved {
 	out := make([]Resolved, 0, len(v.Entries))
 	for _, e := range v.Entries {
