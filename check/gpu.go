@@ -159,7 +159,16 @@ func checkCount(n *state.Node, cfg *Config) Result {
 			expect, basis = p.GPUs, "platform "+p.Name+": "+p.Basis
 		}
 	}
-	if expect > 0 && seen != expect {
+	// In a job's device cgroup (ConstrainDevices: NVML enumerates only the
+	// GPUs the cgroup lets through, renumbered from 0, as nvidia-smi -L in
+	// a step shows) or a container, fewer GPUs than the node's are what
+	// this process is meant to see: the node's count is not judged there
+	// (the health check and the daemon judge it, outside any job).
+	countHidden := ""
+	if h := hiddenView(n); h != "" && expect > 0 && seen < expect && unseen == 0 {
+		countHidden = h
+	}
+	if expect > 0 && seen != expect && countHidden == "" {
 		msg := fmt.Sprintf("NVML sees %d GPUs, expected %d", seen, expect)
 		if unseen > 0 {
 			msg = fmt.Sprintf("the capture's Attached GPUs is %d, expected %d", seen, expect)
@@ -188,6 +197,8 @@ func checkCount(n *state.Node, cfg *Config) Result {
 		pass += fmt.Sprintf(", %d more closed to this process (NVML: no permission; a device cgroup)", denied)
 	}
 	switch {
+	case countHidden != "":
+		pass += fmt.Sprintf(" (the node's %d not judged: %s may hide the other GPUs from NVML)", expect, countHidden)
 	case basis != "":
 		pass += fmt.Sprintf(" (expected %d, platform %s)", expect, cfg.PlatformFor(n).Name)
 	case expect > 0:

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
@@ -114,6 +115,21 @@ func TestCount(t *testing.T) {
 		{name: "expect_gpus wins over the platform", node: dgxNode(nil), cfg: func(c *Config) { c.ExpectGPUs = 2 }, status: Pass, summary: "(expected 2)"},
 		// A job's Prolog judges its own GPUs, not the node's count.
 		{name: "scoped run judges no count", node: dgxNode(func(n *state.Node) { n.Scope = "SLURM_JOB_GPUS=0,1" }), status: Pass, summary: "2 GPUs reachable"},
+		// srun gpuprobe check in a ConstrainDevices step: NVML enumerates
+		// only the step's GPUs (nvidia-smi -L renumbers them from 0 there:
+		// NVIDIA/deepops#1102, guilbaults/slurm-job-exporter#63), so fewer
+		// than the node's is what it is meant to see. The health check,
+		// outside any job, judges the count.
+		{name: "DGX in a job step: the node's count not judged", node: dgxNode(func(n *state.Node) {
+			n.Slurm = &slurmstate.State{Env: &slurmstate.Env{JobID: "4242"}}
+		}), status: Pass, summary: "2 GPUs reachable (the node's 8 not judged: the Slurm job step's device cgroup may hide the other GPUs from NVML)"},
+		{name: "expect_gpus in a job's cgroup: not judged", node: node(func(n *state.Node) {
+			n.Slurm = &slurmstate.State{Task: &slurmstate.Task{CgroupJobID: "77"}}
+		}), cfg: func(c *Config) { c.ExpectGPUs = 8 }, status: Pass, summary: "the node's 8 not judged: Slurm job 77's cgroup"},
+		// More GPUs than expected is no view's doing.
+		{name: "more than expected in a job step still fails", node: dgxNode(func(n *state.Node) {
+			n.Slurm = &slurmstate.State{Env: &slurmstate.Env{JobID: "4242"}}
+		}), cfg: func(c *Config) { c.ExpectGPUs = 1 }, status: Fail, summary: "NVML sees 2 GPUs, expected 1"},
 		// An SXM model on a board the DMI does not name (HGX boards hold 4
 		// or 8): no count expected.
 		{name: "HGX board not identified", node: dgxNode(func(n *state.Node) { n.Topology.DMI.SysVendor = "Supermicro" }), status: Pass, summary: "2 GPUs reachable"},

@@ -128,9 +128,10 @@ func pciGPUs(n *state.Node, v *verdict) string {
 	// NVML's GPUs without a bus ID (a handle refused: another job's GPU
 	// under a device cgroup; or failed: gpu.count's unreachable finding)
 	// are GPUs of the bus it does list: as many bound GPUs are theirs.
+	var behind []string // unlisted GPUs a restricted view hides, not judged
+	hidden := hiddenView(n)
 	if len(bound) > anon {
 		failed := initFailed(n)
-		hidden := hiddenView(n)
 		const bringUp = "drain; reset the GPU or reboot the node, and check its power, seating and PCIe link (dmesg | grep NVRM); RMA if it recurs"
 		for _, id := range bound {
 			which := id
@@ -147,8 +148,17 @@ func pciGPUs(n *state.Node, v *verdict) string {
 					fmt.Sprintf("the driver did not bring up GPU %s: it is bound to nvidia, and NVML neither lists it nor has it excluded (nvmlGetExcludedDeviceCount: %d excluded)", id, len(n.NVML.Excluded)))
 				continue
 			}
+			if _, logged := failed[id]; hidden != "" && !logged {
+				// A job's or a container's view: the node's other GPUs are
+				// meant to be out of sight, on every srun of a step. Said,
+				// not a finding; one whose failure the log shows still warns.
+				behind = append(behind, id)
+				continue
+			}
 			why := "which is not known here"
 			switch {
+			case hidden != "":
+				why = "the kernel log shows its initialisation failing, but " + hidden + " may hide it from NVML"
 			case n.NVML.ExcludedKnown && anon == 0:
 				why = "NVML does not exclude it, but " + hidden + " may hide it from NVML"
 			case n.NVML.ExcludedKnown:
@@ -157,6 +167,9 @@ func pciGPUs(n *state.Node, v *verdict) string {
 			v.add(Warn, nil, "check dmesg for NVRM errors on it (RmInitAdapter failed: the driver could not initialise it) and the driver's NVreg_ExcludedGpus/NVreg_ExcludeAllGpus options (nvidia-smi -q lists none of an excluded GPU)",
 				fmt.Sprintf("GPU %s is bound to the nvidia driver but NVML does not list it: the driver failed to initialise it, or it is excluded (NVreg_ExcludedGpus); %s", which, why))
 		}
+	}
+	if len(behind) > 0 {
+		note += fmt.Sprintf("; %d more GPU(s) on the bus bound to nvidia and not listed by NVML (%s): not judged, %s may hide the node's other GPUs from NVML", len(behind), strings.Join(behind, ", "), hidden)
 	}
 	for _, id := range unbound {
 		v.add(Warn, nil, "check dmesg for NVRM lines about it (the driver refused it at probe) and whether someone unbound it (ls -l /sys/bus/pci/devices/"+id+"/driver); lspci -k -s "+id,

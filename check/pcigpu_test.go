@@ -68,37 +68,38 @@ func TestCountPCIBus(t *testing.T) {
 		{name: "excluded list partly read: the others warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia"), pciGPU("0000:13:00.0", "nvidia")}, func(n *state.Node) {
 			n.NVML.Excluded = []string{"0000:13:00.0"}
 		}), status: Warn, summary: "GPU 0000:12:00.0 is bound to the nvidia driver but NVML does not list it: the driver failed to initialise it, or it is excluded (NVreg_ExcludedGpus); which is not known here"},
-		// Views that may hide GPUs from NVML keep the warning: another
-		// job's GPU is no failure.
-		{name: "list read, in a container: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+		// Views that may hide GPUs from NVML: another job's GPU is no
+		// finding at all (srun gpuprobe check in every ConstrainDevices
+		// step would warn); the pass says what was not judged.
+		{name: "list read, in a container: said, not judged", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
 			excludedList()(n)
 			n.Container = &state.Container{Runtime: "enroot"}
-		}), status: Warn, summary: "NVML does not exclude it, but the enroot container may hide it from NVML"},
-		{name: "list read, in a Slurm job step: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+		}), status: Pass, summary: "1 more GPU(s) on the bus bound to nvidia and not listed by NVML (0000:12:00.0): not judged, the enroot container may hide the node's other GPUs from NVML"},
+		{name: "list read, in a Slurm job step: said, not judged", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
 			excludedList()(n)
 			n.Slurm = &slurmstate.State{InJob: true}
-		}), status: Warn, summary: "the Slurm job step's device cgroup may hide it"},
-		{name: "list read, a Slurm job's environment: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+		}), status: Pass, summary: "not judged, the Slurm job step's device cgroup may hide the node's other GPUs"},
+		{name: "list read, a Slurm job's environment: said, not judged", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
 			excludedList()(n)
 			n.Slurm = &slurmstate.State{Env: &slurmstate.Env{JobID: "4242"}}
-		}), status: Warn, summary: "the Slurm job step's device cgroup may hide it"},
+		}), status: Pass, summary: "not judged, the Slurm job step's device cgroup may hide the node's other GPUs"},
 		// pam_slurm_adopt: an ssh session in the job's cgroup, no SLURM_JOB_ID.
-		{name: "list read, in a job's cgroup without its environment: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+		{name: "list read, in a job's cgroup without its environment: said, not judged", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
 			excludedList()(n)
 			n.Slurm = &slurmstate.State{Task: &slurmstate.Task{Cgroup: "/system.slice/slurmstepd.scope/job_77/step_extern", CgroupJobID: "77"}}
-		}), status: Warn, summary: "NVML does not exclude it, but Slurm job 77's cgroup (this process runs in it) may hide it"},
+		}), status: Pass, summary: "not judged, Slurm job 77's cgroup (this process runs in it) may hide the node's other GPUs"},
 		{name: "init failed in the log, in a job's cgroup: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
 			rmFailed(n)
 			n.Slurm = &slurmstate.State{Task: &slurmstate.Task{CgroupJobID: "77"}}
 		}), status: Warn, summary: "GPU 0000:12:00.0 is bound to the nvidia driver but NVML does not list it"},
-		{name: "list read, a device file denied: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+		{name: "list read, a device file denied: said, not judged", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
 			excludedList()(n)
 			n.Slurm = &slurmstate.State{Devices: []slurmstate.DeviceFile{{Path: "/dev/nvidia2", Access: "denied"}}}
-		}), status: Warn, summary: "a device cgroup (/dev/nvidia2 denied) may hide it"},
-		{name: "list read, scoped run: warn", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
+		}), status: Pass, summary: "not judged, a device cgroup (/dev/nvidia2 denied) may hide"},
+		{name: "list read, scoped run: said, not judged", node: busNode([]topostate.PCIFunction{pciGPU("0000:12:00.0", "nvidia")}, func(n *state.Node) {
 			excludedList()(n)
 			n.Scope = "SLURM_JOB_GPUS=0,1"
-		}), status: Warn, summary: "the run's scope (SLURM_JOB_GPUS=0,1) may hide it"},
+		}), status: Pass, summary: "not judged, the run's scope (SLURM_JOB_GPUS=0,1) may hide"},
 		{name: "list read, scoped run, another job's GPU closed: nothing", node: busNode(nil, func(n *state.Node) {
 			excludedList()(n)
 			n.Scope = "SLURM_JOB_GPUS=0"
