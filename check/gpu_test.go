@@ -126,6 +126,11 @@ func TestCount(t *testing.T) {
 		{name: "expect_gpus in a job's cgroup: not judged", node: node(func(n *state.Node) {
 			n.Slurm = &slurmstate.State{Task: &slurmstate.Task{CgroupJobID: "77"}}
 		}), cfg: func(c *Config) { c.ExpectGPUs = 8 }, status: Pass, summary: "the node's 8 not judged: Slurm job 77's cgroup"},
+		// slurmd's Prolog has the job's ID but runs in slurmd's context,
+		// where NVML sees every GPU: the count is judged.
+		{name: "DGX in slurmd's Prolog: judged", node: dgxNode(func(n *state.Node) {
+			n.Slurm = &slurmstate.State{Env: &slurmstate.Env{JobID: "4242", ScriptContext: "prolog_slurmd"}}
+		}), status: Fail, summary: "NVML sees 2 GPUs, expected 8"},
 		// More GPUs than expected is no view's doing.
 		{name: "more than expected in a job step still fails", node: dgxNode(func(n *state.Node) {
 			n.Slurm = &slurmstate.State{Env: &slurmstate.Env{JobID: "4242"}}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 // This file holds gpu.count's rule for the GPUs on the PCI bus that NVML
@@ -202,9 +203,12 @@ func hiddenView(n *state.Node) string {
 		return "the run's scope (" + n.Scope + ")"
 	case n.Container != nil && n.Container.Runtime != "":
 		return "the " + n.Container.Runtime + " container"
-	case n.Slurm != nil && (n.Slurm.InJob || n.Slurm.Env != nil && n.Slurm.Env.JobID != ""):
+	case n.Slurm != nil && (n.Slurm.InJob || n.Slurm.Env != nil && n.Slurm.Env.JobID != "" && !slurmdScript(n.Slurm.Env)):
 		// A job's environment (SLURM_JOB_ID), a step or a batch script:
 		// its device cgroup (ConstrainDevices) may hide the other GPUs.
+		// slurmd's own Prolog/Epilog have the job's ID but run in
+		// slurmd's context (a Prolog that runs in the job's cgroup,
+		// PrologFlags=RunInJob, is the cgroup case below).
 		return "the Slurm job step's device cgroup"
 	case n.Slurm != nil && n.Slurm.Task != nil && n.Slurm.Task.CgroupJobID != "":
 		// In a job's cgroup without its environment: an ssh session that
@@ -219,6 +223,16 @@ func hiddenView(n *state.Node) string {
 		}
 	}
 	return ""
+}
+
+// slurmdScript reports whether the environment is slurmd's (or
+// slurmctld's) Prolog or Epilog (SLURM_SCRIPT_CONTEXT, prolog_epilog.html).
+func slurmdScript(e *slurmstate.Env) bool {
+	switch e.ScriptContext {
+	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
+		return true
+	}
+	return false
 }
 
 // excludedGPU reports whether NVML lists the function among the GPUs the
