@@ -393,6 +393,9 @@ func checkContainerCUDACompat(n *state.Node, cfg *Config) Result {
 	// release of the same major; job.cuda_compat warns about its limits.
 	needFwd := rMaj > dMaj || (rMaj == dMaj && rMin > dMin && rMaj < 11)
 	if !needFwd {
+		if r, bad := loadedCompatWithoutNeed(n, c, what, have); bad {
+			return r
+		}
 		return Result{Status: Pass, Summary: fmt.Sprintf("%s; %s: no forward compatibility needed", what, have)}
 	}
 	fix := fmt.Sprintf(cudaImageFix[c.Runtime], drv) + fmt.Sprintf("; on a data center GPU, NVIDIA's forward-compatibility package (cuda-compat-%d-%d, in /usr/local/cuda/compat of NVIDIA's images) on LD_LIBRARY_PATH runs it on a supported driver branch", rMaj, rMin)
@@ -414,13 +417,84 @@ func checkContainerCUDACompat(n *state.Node, cfg *Config) Result {
 	cMaj, _, okc := majorMinor(compat.Version)
 	hMaj, _, okh := majorMinor(n.NVML.DriverVersion)
 	if okc && okh && cMaj <= hMaj {
-		return Result{Status: Fail, Summary: fmt.Sprintf("%s: the image's forward-compatibility libcuda %s comes from driver %s, not newer than the host's %s: it cannot provide CUDA %d.%d (cudaErrorInsufficientDriver)", what, compat.Path, compat.Version, n.NVML.DriverVersion, rMaj, rMin), Remedy: fix}
+		// Off the loader's path the host's libcuda answers (35); loaded,
+		// an older branch's libcuda on a newer kernel module is error 803.
+		code := "cudaErrorInsufficientDriver"
+		if compat.OnLDLibraryPath && compat.ShadowedBy == "" {
+			code = "loaded from LD_LIBRARY_PATH against a newer kernel module it fails to initialize; CUDA reports cudaErrorSystemDriverMismatch (803) or cudaErrorInsufficientDriver"
+		}
+		return Result{Status: Fail, Summary: fmt.Sprintf("%s: the image's forward-compatibility libcuda %s comes from driver %s, not newer than the host's %s: it cannot provide CUDA %d.%d (%s)", what, compat.Path, compat.Version, n.NVML.DriverVersion, rMaj, rMin, code), Remedy: fix}
+	}
+	if compat.ShadowedBy != "" {
+		return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s; the image has the forward-compatibility libcuda %s (driver %s) on LD_LIBRARY_PATH, but the loader takes %s from an earlier LD_LIBRARY_PATH directory first", what, have, compat.Path, compat.Version, compat.ShadowedBy),
+			Remedy: "put the compat directory first on LD_LIBRARY_PATH (" + path.Dir(compat.Path) + ")"}
 	}
 	if !compat.OnLDLibraryPath {
 		return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s; the image has the forward-compatibility libcuda %s (driver %s) but its directory is not on LD_LIBRARY_PATH: the loader finds it only if the image's ld.so.conf or entrypoint adds it (NVIDIA's NGC entrypoint does)", what, have, compat.Path, compat.Version),
 			Remedy: "put the compat directory first on LD_LIBRARY_PATH (" + path.Dir(compat.Path) + "), or start the container through the image's entrypoint"}
 	}
 	return Result{Status: Pass, Summary: fmt.Sprintf("%s is newer than %s; forward compatibility through %s (driver %s) on LD_LIBRARY_PATH, on data center GPUs (NVIDIA lists the host driver branches each cuda-compat package supports)", what, have, compat.Path, compat.Version)}
+}
+
+// loadedCompatWithoutNeed judges a forward-compatibility libcuda the loader
+// takes (a compat directory on LD_LIBRARY_PATH, no libcuda.so.1 before it)
+// when the host driver runs the image's CUDA by itself. The compat libcuda
+// is a user-mode driver from another branch than the kernel module:
+//   - from an older branch than the host's, CUDA fails with
+//     cudaErrorSystemDriverMismatch (803), "a mismatch between the versions
+//     of the display driver and the CUDA driver" (CUDA Runtime API, error
+//     types). NVIDIA's Container Toolkit therefore adds the compat
+//     directory only when its major version is greater than the host
+//     driver's (nvidia-container-toolkit, cmd/nvidia-cdi-hook
+//     enable-cuda-compat: "driverMajor >= compatMajor" skips it); reports:
+//     NVIDIA-NeMo/labs-molt#44 (compat 580 on a 595 host: 803),
+//     NVIDIA/nvidia-container-toolkit#1679 (compat in the ldcache: 803),
+//     espressomd/espresso#4090 (CUDA 11.0's compat on a newer driver).
+//   - from a newer branch on a GeForce or TITAN GPU, forward compatibility
+//     is attempted where it is not supported: cudaErrorCompatNotSupportedOnDevice
+//     (804), reported as NVIDIA/nvidia-docker#1515 (a CUDA 11.3 image,
+//     which the 11.2 driver ran by minor-version compatibility, failed once
+//     compat libraries were on the path).
+//   - from the host's own branch but another version: the toolkit does not
+//     use it and NVIDIA documents no outcome: unknown.
+//
+// bad is false when no compat libcuda is loaded, or it is one of a newer
+// branch on data center GPUs (forward compatibility, which then works).
+func loadedCompatWithoutNeed(n *state.Node, c *state.Container, what, have string) (Result, bool) {
+	var compat *state.NVMLLibrary
+	for i, l := range c.CompatLibraries {
+		if l.OnLDLibraryPath && l.ShadowedBy == "" {
+			compat = &c.CompatLibraries[i]
+			break
+		}
+	}
+	if compat == nil {
+		return Result{}, false
+	}
+	fix := fmt.Sprintf("take %s off LD_LIBRARY_PATH: the host driver runs this CUDA without it (NVIDIA's images add it only when the host driver is older, as the NVIDIA Container Toolkit does)", path.Dir(compat.Path))
+	cMaj, _, okc := majorMinor(compat.Version)
+	hMaj, _, okh := majorMinor(n.NVML.DriverVersion)
+	if !okc || !okh {
+		return Result{Status: Skip, Summary: fmt.Sprintf("%s; %s, but the forward-compatibility libcuda %s on LD_LIBRARY_PATH replaces the host's, and its driver version %q or the host's %q is not a version: whether it runs is unknown", what, have, compat.Path, compat.Version, n.NVML.DriverVersion)}, true
+	}
+	loaded := fmt.Sprintf("the loader takes the forward-compatibility libcuda %s (driver %s) from LD_LIBRARY_PATH instead of the host's", compat.Path, compat.Version)
+	switch {
+	case cMaj < hMaj:
+		return Result{Status: Fail, Summary: fmt.Sprintf("%s; %s, but %s, an older branch than the kernel module %s: CUDA fails with cudaErrorSystemDriverMismatch (803, \"system has unsupported display driver / cuda driver combination\")", what, have, loaded, n.NVML.DriverVersion), Remedy: fix}, true
+	case cMaj == hMaj && compat.Version != n.NVML.DriverVersion:
+		return Result{Status: Skip, Summary: fmt.Sprintf("%s; %s, but %s, of the kernel module's branch %d yet not its version %s: NVIDIA documents no outcome for this pairing (its Container Toolkit never loads such a compat library), so whether CUDA initializes is unknown", what, have, loaded, hMaj, n.NVML.DriverVersion), Remedy: fix}, true
+	case cMaj > hMaj:
+		var consumer []string
+		for _, g := range n.NVML.GPUs {
+			if consumerGPU(g.Name) {
+				consumer = append(consumer, fmt.Sprintf("GPU %d %s", g.Index, g.Name))
+			}
+		}
+		if len(consumer) > 0 {
+			return Result{Status: Fail, Summary: fmt.Sprintf("%s; %s, but %s, and forward compatibility runs only on data center GPUs, select NGC Server Ready RTX and Jetson: %s; CUDA fails with cudaErrorCompatNotSupportedOnDevice (804)", what, have, loaded, strings.Join(consumer, ", ")), Remedy: fix}, true
+		}
+	}
+	return Result{}, false
 }
 
 // netPluginCandidates is what NCCL's NET plugin loader tries to dlopen

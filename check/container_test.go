@@ -186,6 +186,13 @@ func TestContainerCUDACompat(t *testing.T) {
 	offPath := fwd
 	offPath.OnLDLibraryPath = false
 	older := state.NVMLLibrary{Path: "/usr/local/cuda/compat/libcuda.so.535.183.01", Version: "535.183.01", OnLDLibraryPath: true}
+	shadowed := fwd
+	shadowed.ShadowedBy = "/usr/local/nvidia/lib64/libcuda.so.1"
+	olderShadowed := older
+	olderShadowed.ShadowedBy = shadowed.ShadowedBy
+	sameBranch := state.NVMLLibrary{Path: "/usr/local/cuda/compat/libcuda.so.550.90.07", Version: "550.90.07", OnLDLibraryPath: true}
+	sameVersion := sameBranch
+	sameVersion.Path, sameVersion.Version = "/usr/local/cuda/compat/libcuda.so.550.54.15", "550.54.15"
 	geforce := withCUDA("docker", "13.0", fwd)
 	for i := range geforce.NVML.GPUs {
 		geforce.NVML.GPUs[i].Name = "NVIDIA GeForce RTX 4090"
@@ -206,6 +213,13 @@ func TestContainerCUDACompat(t *testing.T) {
 		containerCase{name: "compat not on LD_LIBRARY_PATH", node: withCUDA("podman", "13.0", offPath), want: Warn, summary: "not on LD_LIBRARY_PATH", remedy: "/usr/local/cuda/compat/lib"},
 		containerCase{name: "compat older than the host driver", node: withCUDA("podman", "13.0", older), want: Fail, summary: "not newer than the host's 550.54.15"},
 		containerCase{name: "compat on GeForce", node: geforce, want: Fail, summary: "cudaErrorCompatNotSupportedOnDevice (804)", remedy: "an image built for CUDA 12.4"},
+		containerCase{name: "compat shadowed by an earlier libcuda.so.1", node: withCUDA("podman", "13.0", shadowed), want: Warn, summary: "the loader takes /usr/local/nvidia/lib64/libcuda.so.1", remedy: "put the compat directory first"},
+		containerCase{name: "compat of an older branch loaded, not needed", node: withCUDA("docker", "12.4", older), want: Fail, summary: "cudaErrorSystemDriverMismatch (803", remedy: "take /usr/local/cuda/compat off LD_LIBRARY_PATH"},
+		containerCase{name: "compat of an older branch shadowed, not needed", node: withCUDA("docker", "12.4", olderShadowed), want: Pass, summary: "no forward compatibility needed"},
+		containerCase{name: "compat of the host's branch, another version, not needed", node: withCUDA("docker", "12.4", sameBranch), want: Skip, summary: "whether CUDA initializes is unknown"},
+		containerCase{name: "compat of the host's own version, not needed", node: withCUDA("docker", "12.4", sameVersion), want: Pass, summary: "no forward compatibility needed"},
+		containerCase{name: "compat of a newer branch on H100, not needed", node: withCUDA("docker", "12.4", fwd), want: Pass, summary: "no forward compatibility needed"},
+		containerCase{name: "compat older on the path, needed", node: withCUDA("podman", "13.0", older), want: Fail, summary: "cudaErrorSystemDriverMismatch (803) or cudaErrorInsufficientDriver"},
 		containerCase{name: "no runtime", node: noRuntime, want: Skip, summary: "no CUDA runtime"},
 		containerCase{name: "garbage version", node: withCUDA("docker", "latest"), want: Skip, summary: "not a version"},
 	)

@@ -468,7 +468,36 @@ func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 			dirs = append(dirs, d)
 		}
 	}
-	return scanLibraries(fsys, append(dirs, compatDirs...), libcudaName, onPath)
+	out := scanLibraries(fsys, append(dirs, compatDirs...), libcudaName, onPath)
+	// The loader takes libcuda.so.1 from the first LD_LIBRARY_PATH
+	// directory that has one (ld.so(8)); a compat directory after one
+	// that holds the host's (GKE's /usr/local/nvidia/lib64) is not used.
+	for i := range out {
+		if !out[i].OnLDLibraryPath {
+			continue
+		}
+		dir := path.Dir(out[i].Path)
+		n := 0
+		for _, d := range strings.Split(ldLibraryPath, ":") {
+			if !strings.HasPrefix(d, "/") || n >= maxLibraryDirs {
+				continue
+			}
+			n++
+			if d = path.Clean(d); d == dir {
+				break
+			}
+			if f := path.Join(d, "libcuda.so.1"); fsExists(fsys, f) {
+				out[i].ShadowedBy = f
+				break
+			}
+		}
+	}
+	return out
+}
+
+func fsExists(fsys fs.FS, p string) bool {
+	_, err := fs.Stat(fsys, fsName(p))
+	return err == nil
 }
 
 // netPluginName is a file NCCL's NET plugin loader can open: the default

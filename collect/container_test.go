@@ -312,3 +312,48 @@ func TestNetPlugins(t *testing.T) {
 		t.Errorf("an image without plugins: %+v", got)
 	}
 }
+
+// TestCompatLibrariesShadowed: the loader takes libcuda.so.1 from the first
+// LD_LIBRARY_PATH directory holding one (ld.so(8)), so a compat directory
+// after GKE's /usr/local/nvidia/lib64 is not used.
+func TestCompatLibrariesShadowed(t *testing.T) {
+	f := func() *fstest.MapFile { return &fstest.MapFile{Data: []byte("ELF")} }
+	fsys := fstest.MapFS{
+		"usr/local/nvidia/lib64/libcuda.so.1":           f(),
+		"usr/local/cuda/compat/libcuda.so.1":            f(),
+		"usr/local/cuda/compat/libcuda.so.580.65.06":    f(),
+		"usr/local/cuda-12.8/compat/libcuda.so.570.1.1": f(),
+	}
+	got := compatLibraries(fsys, "/usr/local/nvidia/lib64:/usr/local/cuda/compat")
+	if len(got) != 1 || got[0].ShadowedBy != "/usr/local/nvidia/lib64/libcuda.so.1" || !got[0].OnLDLibraryPath {
+		t.Errorf("compat after the host's libcuda: %+v", got)
+	}
+	got = compatLibraries(fsys, "/usr/local/cuda/compat:/usr/local/nvidia/lib64")
+	if len(got) != 1 || got[0].ShadowedBy != "" || !got[0].OnLDLibraryPath {
+		t.Errorf("compat first: %+v", got)
+	}
+	got = compatLibraries(fsys, "/usr/local/nvidia/lib64")
+	if len(got) != 1 || got[0].ShadowedBy != "" || got[0].OnLDLibraryPath {
+		t.Errorf("compat off the path: %+v", got)
+	}
+}
+
+// FuzzCompatLibraries: any LD_LIBRARY_PATH gives compat libraries whose
+// shadowing library is in an LD_LIBRARY_PATH directory, and only for ones
+// on the path.
+func FuzzCompatLibraries(f *testing.F) {
+	fsys := fstest.MapFS{
+		"usr/local/nvidia/lib64/libcuda.so.1":        &fstest.MapFile{Data: []byte("ELF")},
+		"usr/local/cuda/compat/libcuda.so.580.65.06": &fstest.MapFile{Data: []byte("ELF")},
+	}
+	f.Add("/usr/local/nvidia/lib64:/usr/local/cuda/compat")
+	f.Add("/usr/local/cuda/compat::relative:/usr/local/nvidia/lib64/")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, ld string) {
+		for _, l := range compatLibraries(fsys, ld) {
+			if l.ShadowedBy != "" && (!l.OnLDLibraryPath || !strings.HasSuffix(l.ShadowedBy, "/libcuda.so.1")) {
+				t.Errorf("LD_LIBRARY_PATH %q: %+v", ld, l)
+			}
+		}
+	})
+}

@@ -112,6 +112,10 @@ type NVMLLibrary struct {
 	Version string `json:"version"`
 	// OnLDLibraryPath says its directory is one of LD_LIBRARY_PATH's.
 	OnLDLibraryPath bool `json:"on_ld_library_path,omitempty"`
+	// ShadowedBy, for a forward-compatibility libcuda on LD_LIBRARY_PATH,
+	// is the libcuda.so.1 in an earlier LD_LIBRARY_PATH directory that the
+	// loader finds first (ld.so(8): the directories in order), if any.
+	ShadowedBy string `json:"shadowed_by,omitempty"`
 }
 
 // NetPluginLibrary is one libnccl-net*.so file.
