@@ -223,6 +223,15 @@ func classifyN(m []byte, ev *event) {
 
 func classifyNET(m []byte, ev *event) {
 	name := netNameOf(m)
+	if topoNodeID(name) {
+		// "NET/5 :GPU/0-4000 (6/10.0/SYS) …" is a topology path dump
+		// (NCCL_DEBUG_SUBSYS=GRAPH): printNodePaths in src/graph/paths.cc
+		// names each node "%s/%lX :" (2.19-era) or "%s/%lx-%lx :" (type,
+		// then its numeric id), so "NET/5" is the NIC with id 5, not a
+		// network module called "5" (posted/157.log, nccl#1519, read
+		// net_selected "7" before 2026-11-28).
+		return
+	}
 	rest := afterNetName(m, name)
 	ev.net = name
 	switch {
@@ -261,6 +270,22 @@ func classifyNET(m []byte, ev *event) {
 		// enabled.", 2.3's IB sideband line: the module is loaded and talking.
 		ev.kind = KindNetMention
 	}
+}
+
+// topoNodeID reports whether name is a topology node id as NCCL prints it
+// after "NET/" in its graph dumps ("5", "0-5", "1-1a"): a decimal digit
+// first, then hex digits and '-'. No network module's name starts with a
+// digit (IB, Socket, IBext_v8, AWS Libfabric, FastSocket …).
+func topoNodeID(name []byte) bool {
+	if len(name) == 0 || !isDigit(name[0]) {
+		return false
+	}
+	for _, c := range name {
+		if !isDigit(c) && c != '-' && (c|0x20 < 'a' || c|0x20 > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // netName cuts a network name out of the rest of a message: names may
