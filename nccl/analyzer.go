@@ -63,9 +63,12 @@ type Analyzer struct {
 	lb batch
 	ev event
 
-	seen    dedupe
-	threads map[uint64]*thread // by hash64 of the envelope prefix; at most maxThreads
-	slab    []thread           // where threads live (newThread)
+	seen dedupe
+	// threads finds a thread by hash64 of its envelope prefix (threadOf);
+	// nthreads is how many distinct hashes it holds, at most maxThreads.
+	threads  *threadTable
+	nthreads int
+	slab     []thread // where threads live (newThread)
 	// slabUsed is how many threads of slab are handed out.
 	slabUsed int
 	keys     []byte // where threads' keys live (keep)
@@ -135,7 +138,6 @@ func NewAnalyzer() *Analyzer {
 		maxLine:   DefaultMaxLineBytes,
 		lp:        newLineParser(DefaultMaxLineBytes),
 		seen:      seen,
-		threads:   make(map[uint64]*thread),
 		procs:     make(map[string]*process),
 		trIDs:     make(map[string]uint16),
 		nranks:    make(map[int64]int),
@@ -458,23 +460,70 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 	// A cache, not the truth: forgetting threads (all of them past
 	// maxThreads, or the one a 64-bit hash collision replaces) only loses
 	// which communicator a thread announced last.
-	if len(a.threads) >= maxThreads || len(a.keys)+len(r.prefix) > cap(a.keys) {
+	if a.nthreads >= maxThreads || len(a.keys)+len(r.prefix) > cap(a.keys) {
 		a.forgetThreads()
 	}
 	p := a.process(r)
 	th := a.newThread()
 	*th = thread{proc: p, key: a.keep(r.prefix), gluedOnly: p.gluedOnly}
-	a.threads[h] = th
+	s := a.threads.slot(h)
+	if s.i == 0 {
+		a.nthreads++
+	}
+	*s = threadSlot{h: h, i: uint32(a.slabUsed)} // th is a.slab[a.slabUsed-1]
 	a.stats.Threads++
 	return th
 }
 
 // threadOf is the thread of an envelope prefix whose hash64 is h, or nil.
 func (a *Analyzer) threadOf(prefix []byte, h uint64) *thread {
-	if th := a.threads[h]; th != nil && string(th.key) == string(prefix) {
-		return th
+	if a.threads == nil {
+		a.threads = new(threadTable)
+	}
+	if s := a.threads.slot(h); s.i != 0 {
+		if th := &a.slab[s.i-1]; string(th.key) == string(prefix) {
+			return th
+		}
 	}
 	return nil
+}
+
+// threadTable is an open-addressing table (linear probing) of threads by
+// hash64 of their envelope prefix: it replaced a map[uint64]*thread whose
+// look-ups and inserts were a third of the merger's cost of a new envelope
+// on the real shape (docs/nccl.md). A slot holds the hash and the thread's
+// place in the slab + 1; 0 marks an empty slot.
+//
+// Invariants: it holds at most maxThreads distinct hashes (thread forgets
+// them all before one more), so at least half its slots are empty and a
+// probe ends; a hash is in at most one slot, and a second envelope with
+// the same 64-bit hash replaces the first, as the map did (threadOf
+// compares the key bytes, so the replaced one is only forgotten); it is
+// emptied with the slab (forgetThreads), so a slot never names a thread
+// of the slab that was handed out again. TestThreadCacheReset and
+// TestThreadTable hold them.
+type threadTable [threadTableSlots]threadSlot
+
+type threadSlot struct {
+	h uint64
+	i uint32 // the thread's index in the slab + 1; 0: empty
+}
+
+const (
+	threadTableBits  = 14
+	threadTableSlots = 1 << threadTableBits
+)
+
+// The table needs an empty slot at maxThreads threads: twice as many slots.
+var _ [threadTableSlots - 2*maxThreads]struct{} = [0]struct{}{}
+
+// slot returns the slot that holds h, or the empty slot where h would go.
+func (t *threadTable) slot(h uint64) *threadSlot {
+	for j := h >> (64 - threadTableBits); ; j = (j + 1) & (threadTableSlots - 1) {
+		if s := &t[j]; s.i == 0 || s.h == h {
+			return s
+		}
+	}
 }
 
 // Threads and their envelopes live in a slab and an arena that are reused
@@ -484,7 +533,7 @@ func (a *Analyzer) threadOf(prefix []byte, h uint64) *thread {
 // that garbage paid for under HeapSoftLimit.
 //
 // Invariant: a thread, and its key, is reachable only through a.threads
-// and a.tokens, and while one record is merged; forgetThreads empties both
+// (by its slab index) and a.tokens, and while one record is merged; forgetThreads empties both
 // before the slab and the arena are handed out again, so no one holds a
 // thread or a key that is reused. TestThreadCacheReset fails when the
 // token cache survives the reset.
@@ -517,7 +566,10 @@ func (a *Analyzer) keep(prefix []byte) []byte {
 // forgetThreads empties the thread map and the token cache in front of
 // it, and lets newThread and keep reuse the slab and the arena.
 func (a *Analyzer) forgetThreads() {
-	clear(a.threads)
+	if a.threads != nil {
+		clear(a.threads[:])
+	}
+	a.nthreads = 0
 	clear(a.tokens[:])
 	a.slabUsed = 0
 	a.keys = a.keys[:0]

@@ -57,3 +57,49 @@ func TestThreadCacheReset(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadTable holds the invariants of threadTable: envelopes whose
+// hashes start at the same slot are all found (linear probing); a second
+// envelope with the same 64-bit hash replaces the first and does not
+// count twice against maxThreads, as the map it replaced did; and the
+// table is empty after forgetThreads.
+func TestThreadTable(t *testing.T) {
+	a := NewAnalyzer()
+	rec := func(prefix string, h uint64) *rawRecord {
+		host, pid, _ := strings.Cut(prefix, ":")
+		pid, _, _ = strings.Cut(pid, ":")
+		return &rawRecord{prefixed: true, prefix: []byte(prefix), host: []byte(host), pid: []byte(pid), phash: h}
+	}
+	// Three hashes with the same first slot, and one in the next slot.
+	const base = 7 << (64 - threadTableBits)
+	hs := []uint64{base | 1, base | 2, base | 3, base + 1<<(64-threadTableBits) | 4}
+	var ths []*thread
+	for i, h := range hs {
+		ths = append(ths, a.thread(rec(fmt.Sprintf("h:%d:1 [0]", i), h)))
+	}
+	for i, h := range hs {
+		if got := a.threadOf([]byte(fmt.Sprintf("h:%d:1 [0]", i)), h); got != ths[i] {
+			t.Errorf("thread %d (hash %#x): got %p, want %p", i, h, got, ths[i])
+		}
+	}
+	if a.nthreads != len(hs) {
+		t.Errorf("nthreads %d, want %d", a.nthreads, len(hs))
+	}
+	// A hash collision: the new envelope replaces the old one.
+	th := a.thread(rec("x:9:9 [0]", hs[1]))
+	if th == ths[1] || a.threadOf([]byte("h:1:1 [0]"), hs[1]) != nil || a.threadOf([]byte("x:9:9 [0]"), hs[1]) != th {
+		t.Errorf("a colliding envelope must replace the first")
+	}
+	if a.nthreads != len(hs) {
+		t.Errorf("nthreads %d after a collision, want %d", a.nthreads, len(hs))
+	}
+	a.forgetThreads()
+	for i, h := range hs {
+		if a.threadOf([]byte(fmt.Sprintf("h:%d:1 [0]", i)), h) != nil {
+			t.Errorf("thread %d found after forgetThreads", i)
+		}
+	}
+	if a.nthreads != 0 {
+		t.Errorf("nthreads %d after forgetThreads", a.nthreads)
+	}
+}
