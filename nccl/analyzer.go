@@ -86,6 +86,7 @@ type Analyzer struct {
 	order        []*process // processes in order of appearance
 	pseudo       *process   // records without an envelope
 	overflow     *process   // where processes past maxProcesses go
+	pidKnown     pidFilter  // the pids of the processes in procs
 	comms        int        // commInst count
 	orphans      int        // rankStats in processes' orphan maps, all together
 	orphanCapped bool       // a connection went past maxOrphanRanks
@@ -579,24 +580,70 @@ func (a *Analyzer) process(r *rawRecord) *process {
 	// Called once per new envelope. The key is built aside and allocated
 	// only for a new process under the cap: past it, every process is new
 	// and goes to the overflow.
+	if len(a.procs) >= maxProcesses && !a.pidKnown.has(r.pid) {
+		// Past the cap procs no longer changes, and pidKnown has the pid
+		// of every process in it: this one is certainly new.
+		return a.overflowProc()
+	}
 	a.scratch = append(append(append(a.scratch[:0], r.host...), ':'), r.pid...)
 	if p := a.procs[string(a.scratch)]; p != nil {
 		return p
 	}
 	if len(a.procs) >= maxProcesses {
-		if a.overflow == nil {
-			a.overflow = &process{host: "(more processes)", pid: -1, pseudo: true, first: a.cur}
-			a.order = append(a.order, a.overflow)
-		}
-		// Stats.ProcessCap tells the verdict; the records still count.
-		return a.overflow
+		return a.overflowProc()
 	}
 	pid, _ := atoi(r.pid)
 	key := string(a.scratch)
 	p := &process{host: key[:len(r.host)], pid: pid, first: a.cur, gluedOnly: r.glued}
 	a.procs[key] = p
+	a.pidKnown.add(r.pid)
 	a.order = append(a.order, p)
 	return p
+}
+
+// overflowProc is where processes past maxProcesses go.
+func (a *Analyzer) overflowProc() *process {
+	if a.overflow == nil {
+		a.overflow = &process{host: "(more processes)", pid: -1, pseudo: true, first: a.cur}
+		a.order = append(a.order, a.overflow)
+	}
+	// Stats.ProcessCap tells the verdict; the records still count.
+	return a.overflow
+}
+
+// pidFilter has a bit per hash of a pid's text: a bit that is clear says
+// that no process in procs has that pid. On the real shape every replica
+// is a new process, so past maxProcesses almost every new envelope is a
+// new process, and this spares it building the "host:pid" key and the
+// look-up in procs (docs/nccl.md).
+//
+// Invariant: every process in procs has its pid's bit set (process adds
+// it with the process, and neither is ever removed), so a known process's
+// new thread still finds its process past the cap; a set bit only sends
+// a new process to the look-up. 8 KiB, whatever the log.
+// TestProcessCapKnownThread holds it.
+type pidFilter struct {
+	bits *[1 << (pidFilterBits - 6)]uint64
+}
+
+const pidFilterBits = 16
+
+func pidFilterBit(pid []byte) uint64 { return hash64(pid) >> (64 - pidFilterBits) }
+
+func (f *pidFilter) add(pid []byte) {
+	if f.bits == nil {
+		f.bits = new([1 << (pidFilterBits - 6)]uint64)
+	}
+	b := pidFilterBit(pid)
+	f.bits[b>>6] |= 1 << (b & 63)
+}
+
+func (f *pidFilter) has(pid []byte) bool {
+	if f.bits == nil {
+		return false
+	}
+	b := pidFilterBit(pid)
+	return f.bits[b>>6]&(1<<(b&63)) != 0
 }
 
 func (a *Analyzer) pseudoProc() *process {

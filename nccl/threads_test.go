@@ -103,3 +103,36 @@ func TestThreadTable(t *testing.T) {
 		t.Errorf("nthreads %d after forgetThreads", a.nthreads)
 	}
 }
+
+// TestProcessCapKnownThread: past maxProcesses a new envelope skips the
+// look-up in procs when pidFilter says its pid is new (process). A known
+// process's new thread must still find its process, and a new process
+// that shares a known pid on another host must still go to the overflow.
+func TestProcessCapKnownThread(t *testing.T) {
+	var b strings.Builder
+	for i := range maxProcesses + 100 {
+		fmt.Fprintf(&b, "host%d:%d:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n", i, 1000+i)
+	}
+	// New threads of known processes, and a stranger with a known pid.
+	fmt.Fprintf(&b, "host5:1005:77 [3] NCCL INFO NET/IB : No device found.\n")
+	fmt.Fprintf(&b, "host%d:%d:78 [1] NCCL INFO NET/IB : No device found.\n", maxProcesses-1, 1000+maxProcesses-1)
+	fmt.Fprintf(&b, "other:1007:79 [1] NCCL INFO NET/IB : No device found.\n")
+	a := NewAnalyzer()
+	if err := a.ReadFrom(context.Background(), "cap.log", strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	f := a.Facts()
+	noIB := map[string]bool{}
+	for _, p := range f.Processes {
+		if p.NoIB != nil {
+			noIB[fmt.Sprintf("%s:%d", p.Host, p.PID)] = true
+		}
+	}
+	want := map[string]bool{"host5:1005": true, fmt.Sprintf("host%d:%d", maxProcesses-1, 1000+maxProcesses-1): true, "(more processes):-1": true}
+	if fmt.Sprint(noIB) != fmt.Sprint(want) {
+		t.Errorf("processes with NoIB: %v, want %v", noIB, want)
+	}
+	if f.Stats.Processes != maxProcesses {
+		t.Errorf("%d processes, want %d", f.Stats.Processes, maxProcesses)
+	}
+}
