@@ -136,3 +136,51 @@ func TestProcessCapKnownThread(t *testing.T) {
 		t.Errorf("%d processes, want %d", f.Stats.Processes, maxProcesses)
 	}
 }
+
+// TestStatsForCache: a thread remembers statsFor's last answer (its rank's
+// counters) until applyComm changes what statsFor would answer. Here a
+// thread's connection lines for rank 3 start as an orphan, another thread
+// announces the communicator of rank 3 (which claims the orphan), and the
+// first thread's next line must count there, not in the orphan it had
+// cached; then the first thread announces a second communicator of rank 3,
+// which takes its later lines. The link a rank remembers (rankStats.add)
+// must keep counting each line once, per peer and transport.
+func TestStatsForCache(t *testing.T) {
+	log := `h:1:10 [0] NCCL INFO Channel 00/0 : 3[0] -> 0[1] via P2P/IPC
+h:1:10 [0] NCCL INFO Channel 01/0 : 3[0] -> 0[1] via P2P/IPC
+h:1:10 [0] NCCL INFO Channel 01/0 : 3[0] -> 1[1] via P2P/IPC
+h:1:11 [0] NCCL INFO comm 0x10 rank 3 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE
+h:1:10 [0] NCCL INFO Channel 02/0 : 3[0] -> 0[1] via P2P/IPC
+h:1:10 [0] NCCL INFO Channel 02/0 : 3[0] -> 0[1] via SHM/direct/direct
+h:1:10 [0] NCCL INFO comm 0x20 rank 3 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE
+h:1:10 [0] NCCL INFO Channel 03/0 : 3[0] -> 0[1] via P2P/IPC
+h:1:10 [0] NCCL INFO Channel 04/0 : 3[0] -> 0[1] via P2P/IPC
+`
+	a := NewAnalyzer()
+	if err := a.ReadFrom(context.Background(), "cache.log", strings.NewReader(log)); err != nil {
+		t.Fatal(err)
+	}
+	f := a.Facts()
+	if len(f.Processes) != 1 {
+		t.Fatalf("%d processes", len(f.Processes))
+	}
+	p := f.Processes[0]
+	var got []string
+	for _, c := range p.Comms {
+		s := fmt.Sprintf("%#x rank %d: %d lines", c.Ptr, c.Rank, c.Conns.Lines)
+		for _, tr := range c.Conns.Transports {
+			s += fmt.Sprintf(" %s=%d", tr.Name, tr.Lines)
+		}
+		for _, l := range c.Conns.Peers {
+			s += fmt.Sprintf(" %d/%s=%d/%#x", l.Peer, l.Transport, l.Lines, l.Channels)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"0x10 rank 3: 5 lines P2P/IPC=4 SHM/direct/direct=1 0/P2P/IPC=3/0x7 1/P2P/IPC=1/0x2 0/SHM/direct/direct=1/0x4",
+		"0x20 rank 3: 2 lines P2P/IPC=2 0/P2P/IPC=2/0x18",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(p.Orphans) != 0 {
+		t.Errorf("comms:\n%s\nwant:\n%s\norphans %+v", strings.Join(got, "\n"), strings.Join(want, "\n"), p.Orphans)
+	}
+}
