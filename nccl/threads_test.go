@@ -184,3 +184,42 @@ h:1:10 [0] NCCL INFO Channel 04/0 : 3[0] -> 0[1] via P2P/IPC
 		t.Errorf("comms:\n%s\nwant:\n%s\norphans %+v", strings.Join(got, "\n"), strings.Join(want, "\n"), p.Orphans)
 	}
 }
+
+// TestEnvRepeat: applyEnv returns early for a variable its process
+// already printed with the same value. What the repeats would have done
+// must still be there: the global values (up to 8 a variable), the
+// process's latest value, the first NCCL_IB_DISABLE=1 line, NCCL_NET's
+// evidence from its first line.
+func TestEnvRepeat(t *testing.T) {
+	var b strings.Builder
+	env := func(proc, tid int, name, val string) {
+		fmt.Fprintf(&b, "h%d:%d:%d [0] NCCL INFO %s set by environment to %s\n", proc, proc, tid, name, val)
+	}
+	env(1, 1, "NCCL_NET", "Socket")
+	env(1, 2, "NCCL_NET", "Socket")
+	env(1, 1, "NCCL_IB_DISABLE", "1")
+	env(1, 2, "NCCL_IB_DISABLE", "1")
+	env(1, 1, "NCCL_X", "a")
+	env(1, 2, "NCCL_X", "b")
+	env(1, 3, "NCCL_X", "a")
+	for p := range 9 {
+		env(10+p, 1, "NCCL_Y", fmt.Sprint(p))
+	}
+	env(18, 2, "NCCL_Y", "8") // the ninth value: the global set is full
+	env(1, 4, "NCCL_Y", "8")
+	a := NewAnalyzer()
+	if err := a.ReadFrom(context.Background(), "env.log", strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	f := a.Facts()
+	if got := fmt.Sprint(f.Env); got != "map[NCCL_IB_DISABLE:[1] NCCL_NET:[Socket] NCCL_X:[a b] NCCL_Y:[0 1 2 3 4 5 6 7]]" {
+		t.Errorf("global env %s", got)
+	}
+	p := f.Processes[0]
+	if p.Host != "h1" || fmt.Sprint(p.Env) != "map[NCCL_IB_DISABLE:1 NCCL_NET:Socket NCCL_X:a NCCL_Y:8]" {
+		t.Errorf("process %s env %v", p.Host, p.Env)
+	}
+	if p.IBDisabled == nil || p.IBDisabled.Line != 3 || len(p.Net) != 1 || p.Net[0].Class != "Socket" || p.Net[0].Line != 1 {
+		t.Errorf("IB disabled %+v, net %+v", p.IBDisabled, p.Net)
+	}
+}
