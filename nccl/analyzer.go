@@ -113,6 +113,9 @@ type Analyzer struct {
 	versions  []string
 	envGlobal map[string]map[string]bool
 	find      findings
+	warns     warnMemo        // recent WARN messages' classes (applyWarn)
+	warnLong  warnClass       // the class of a WARN message too long for warns
+	netMemo   [8]netMemoEntry // network names netClass classified lately
 	stats     state.NCCLStats
 
 	heads    []pendingHead

@@ -16,7 +16,7 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, ev *event, th *thread, p *proc
 	case KindVersion:
 		a.addVersion(p, ev.version, at)
 	case KindNetDevices:
-		c := classifyNet(ev.net)
+		c := a.netClass(ev.net)
 		if c == netSocket {
 			// NCCL 2.4 prints "NET/Socket : Using …" on IB runs too: the list
 			// says which interfaces exist, not which module was chosen.
@@ -34,11 +34,11 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, ev *event, th *thread, p *proc
 		p.see(c, strengthInit, at, r.msg)
 		p.hcas = max(p.hcas, ev.dev.n)
 	case KindNoDevice:
-		if classifyNet(ev.net) == netIB && !p.noIB.at.valid() {
+		if a.netClass(ev.net) == netIB && !p.noIB.at.valid() {
 			p.noIB = evidence{at: at, text: string(r.msg)}
 		}
 	case KindNetSelected:
-		c := classifyNet(ev.net)
+		c := a.netClass(ev.net)
 		p.see(c, strengthDecided, at, r.msg)
 		if c == netOther || c == netFastSocket {
 			p.netName = string(ev.net)
@@ -56,7 +56,7 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, ev *event, th *thread, p *proc
 			}
 		}
 	case KindNetMention:
-		if c := classifyNet(ev.net); c != netUnknown {
+		if c := a.netClass(ev.net); c != netUnknown {
 			p.see(c, strengthInit, at, r.msg)
 			if c == netOther || c == netFastSocket {
 				p.netName = string(ev.net)
@@ -106,6 +106,38 @@ func (a *Analyzer) apply(kind Kind, r *rawRecord, ev *event, th *thread, p *proc
 			a.multiNode = evidence{at: at, text: safetext.Clip(string(r.msg), 200)}
 		}
 	}
+}
+
+// netClass is classifyNet(name), from a memo of recent names: the
+// network lines of a job's ranks name the same few modules again and
+// again. Invariant: classifyNet depends on the name's bytes alone and an
+// entry answers only for the same bytes (8 entries of at most
+// netMemoText bytes, in place); TestNetClassMemo holds it.
+func (a *Analyzer) netClass(name []byte) netClass {
+	var m *netMemoEntry
+	if len(name) > 0 {
+		m = &a.netMemo[(uint(len(name))^uint(name[len(name)-1]))&uint(len(a.netMemo)-1)]
+	} else {
+		m = &a.netMemo[0]
+	}
+	if m.n > 0 && string(m.text[:m.n-1]) == string(name) {
+		return m.c
+	}
+	c := classifyNet(name)
+	if len(name) < netMemoText {
+		m.n = uint8(copy(m.text[:], name) + 1)
+		m.c = c
+	}
+	return c
+}
+
+const netMemoText = 48
+
+// netMemoEntry: text[:n-1] is classified c; n 0: empty.
+type netMemoEntry struct {
+	n    uint8
+	c    netClass
+	text [netMemoText]byte
 }
 
 // see records evidence that process p uses network class c.
@@ -200,7 +232,7 @@ func (a *Analyzer) applyEnv(p *process, ev *event, at loc, msg []byte) {
 }
 
 func (a *Analyzer) applyGDR(p *process, g *gdrLine, at loc, msg []byte) {
-	c := classifyNet(g.net)
+	c := a.netClass(g.net)
 	if c == netSocket || c == netIB {
 		// NCCL prints the decision for the module it selected.
 		p.see(c, strengthInit, at, msg)
