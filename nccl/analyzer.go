@@ -63,9 +63,12 @@ type Analyzer struct {
 	lb batch
 	ev event
 
-	seen    dedupe
-	threads map[uint64]*thread // by hash64 of the envelope prefix; at most maxThreads
-	slab    []thread           // where threads live (newThread)
+	seen dedupe
+	// threads finds a thread by hash64 of its envelope prefix (threadOf);
+	// nthreads is how many distinct hashes it holds, at most maxThreads.
+	threads  *threadTable
+	nthreads int
+	slab     []thread // where threads live (newThread)
 	// slabUsed is how many threads of slab are handed out.
 	slabUsed int
 	keys     []byte // where threads' keys live (keep)
@@ -83,6 +86,7 @@ type Analyzer struct {
 	order        []*process // processes in order of appearance
 	pseudo       *process   // records without an envelope
 	overflow     *process   // where processes past maxProcesses go
+	pidKnown     pidFilter  // the pids of the processes in procs
 	comms        int        // commInst count
 	orphans      int        // rankStats in processes' orphan maps, all together
 	orphanCapped bool       // a connection went past maxOrphanRanks
@@ -90,6 +94,7 @@ type Analyzer struct {
 	trNames      []trName
 	trRecent     [8]trRecent
 	trNext       int
+	trHit        int // the entry of trRecent that answered last
 	scratch      []byte
 	sink         uint64 // keeps dedupe.touch's loads
 
@@ -108,6 +113,9 @@ type Analyzer struct {
 	versions  []string
 	envGlobal map[string]map[string]bool
 	find      findings
+	warns     warnMemo        // recent WARN messages' classes (applyWarn)
+	warnLong  warnClass       // the class of a WARN message too long for warns
+	netMemo   [8]netMemoEntry // network names netClass classified lately
 	stats     state.NCCLStats
 
 	heads    []pendingHead
@@ -135,7 +143,6 @@ func NewAnalyzer() *Analyzer {
 		maxLine:   DefaultMaxLineBytes,
 		lp:        newLineParser(DefaultMaxLineBytes),
 		seen:      seen,
-		threads:   make(map[uint64]*thread),
 		procs:     make(map[string]*process),
 		trIDs:     make(map[string]uint16),
 		nranks:    make(map[int64]int),
@@ -458,23 +465,70 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 	// A cache, not the truth: forgetting threads (all of them past
 	// maxThreads, or the one a 64-bit hash collision replaces) only loses
 	// which communicator a thread announced last.
-	if len(a.threads) >= maxThreads || len(a.keys)+len(r.prefix) > cap(a.keys) {
+	if a.nthreads >= maxThreads || len(a.keys)+len(r.prefix) > cap(a.keys) {
 		a.forgetThreads()
 	}
 	p := a.process(r)
 	th := a.newThread()
 	*th = thread{proc: p, key: a.keep(r.prefix), gluedOnly: p.gluedOnly}
-	a.threads[h] = th
+	s := a.threads.slot(h)
+	if s.i == 0 {
+		a.nthreads++
+	}
+	*s = threadSlot{h: h, i: uint32(a.slabUsed)} // th is a.slab[a.slabUsed-1]
 	a.stats.Threads++
 	return th
 }
 
 // threadOf is the thread of an envelope prefix whose hash64 is h, or nil.
 func (a *Analyzer) threadOf(prefix []byte, h uint64) *thread {
-	if th := a.threads[h]; th != nil && string(th.key) == string(prefix) {
-		return th
+	if a.threads == nil {
+		a.threads = new(threadTable)
+	}
+	if s := a.threads.slot(h); s.i != 0 {
+		if th := &a.slab[s.i-1]; string(th.key) == string(prefix) {
+			return th
+		}
 	}
 	return nil
+}
+
+// threadTable is an open-addressing table (linear probing) of threads by
+// hash64 of their envelope prefix: it replaced a map[uint64]*thread whose
+// look-ups and inserts were a third of the merger's cost of a new envelope
+// on the real shape (docs/nccl.md). A slot holds the hash and the thread's
+// place in the slab + 1; 0 marks an empty slot.
+//
+// Invariants: it holds at most maxThreads distinct hashes (thread forgets
+// them all before one more), so at least half its slots are empty and a
+// probe ends; a hash is in at most one slot, and a second envelope with
+// the same 64-bit hash replaces the first, as the map did (threadOf
+// compares the key bytes, so the replaced one is only forgotten); it is
+// emptied with the slab (forgetThreads), so a slot never names a thread
+// of the slab that was handed out again. TestThreadCacheReset and
+// TestThreadTable hold them.
+type threadTable [threadTableSlots]threadSlot
+
+type threadSlot struct {
+	h uint64
+	i uint32 // the thread's index in the slab + 1; 0: empty
+}
+
+const (
+	threadTableBits  = 14
+	threadTableSlots = 1 << threadTableBits
+)
+
+// The table needs an empty slot at maxThreads threads: twice as many slots.
+var _ [threadTableSlots - 2*maxThreads]struct{} = [0]struct{}{}
+
+// slot returns the slot that holds h, or the empty slot where h would go.
+func (t *threadTable) slot(h uint64) *threadSlot {
+	for j := h >> (64 - threadTableBits); ; j = (j + 1) & (threadTableSlots - 1) {
+		if s := &t[j]; s.i == 0 || s.h == h {
+			return s
+		}
+	}
 }
 
 // Threads and their envelopes live in a slab and an arena that are reused
@@ -484,7 +538,7 @@ func (a *Analyzer) threadOf(prefix []byte, h uint64) *thread {
 // that garbage paid for under HeapSoftLimit.
 //
 // Invariant: a thread, and its key, is reachable only through a.threads
-// and a.tokens, and while one record is merged; forgetThreads empties both
+// (by its slab index) and a.tokens, and while one record is merged; forgetThreads empties both
 // before the slab and the arena are handed out again, so no one holds a
 // thread or a key that is reused. TestThreadCacheReset fails when the
 // token cache survives the reset.
@@ -517,7 +571,10 @@ func (a *Analyzer) keep(prefix []byte) []byte {
 // forgetThreads empties the thread map and the token cache in front of
 // it, and lets newThread and keep reuse the slab and the arena.
 func (a *Analyzer) forgetThreads() {
-	clear(a.threads)
+	if a.threads != nil {
+		clear(a.threads[:])
+	}
+	a.nthreads = 0
 	clear(a.tokens[:])
 	a.slabUsed = 0
 	a.keys = a.keys[:0]
@@ -527,24 +584,70 @@ func (a *Analyzer) process(r *rawRecord) *process {
 	// Called once per new envelope. The key is built aside and allocated
 	// only for a new process under the cap: past it, every process is new
 	// and goes to the overflow.
+	if len(a.procs) >= maxProcesses && !a.pidKnown.has(r.pid) {
+		// Past the cap procs no longer changes, and pidKnown has the pid
+		// of every process in it: this one is certainly new.
+		return a.overflowProc()
+	}
 	a.scratch = append(append(append(a.scratch[:0], r.host...), ':'), r.pid...)
 	if p := a.procs[string(a.scratch)]; p != nil {
 		return p
 	}
 	if len(a.procs) >= maxProcesses {
-		if a.overflow == nil {
-			a.overflow = &process{host: "(more processes)", pid: -1, pseudo: true, first: a.cur}
-			a.order = append(a.order, a.overflow)
-		}
-		// Stats.ProcessCap tells the verdict; the records still count.
-		return a.overflow
+		return a.overflowProc()
 	}
 	pid, _ := atoi(r.pid)
 	key := string(a.scratch)
 	p := &process{host: key[:len(r.host)], pid: pid, first: a.cur, gluedOnly: r.glued}
 	a.procs[key] = p
+	a.pidKnown.add(r.pid)
 	a.order = append(a.order, p)
 	return p
+}
+
+// overflowProc is where processes past maxProcesses go.
+func (a *Analyzer) overflowProc() *process {
+	if a.overflow == nil {
+		a.overflow = &process{host: "(more processes)", pid: -1, pseudo: true, first: a.cur}
+		a.order = append(a.order, a.overflow)
+	}
+	// Stats.ProcessCap tells the verdict; the records still count.
+	return a.overflow
+}
+
+// pidFilter has a bit per hash of a pid's text: a bit that is clear says
+// that no process in procs has that pid. On the real shape every replica
+// is a new process, so past maxProcesses almost every new envelope is a
+// new process, and this spares it building the "host:pid" key and the
+// look-up in procs (docs/nccl.md).
+//
+// Invariant: every process in procs has its pid's bit set (process adds
+// it with the process, and neither is ever removed), so a known process's
+// new thread still finds its process past the cap; a set bit only sends
+// a new process to the look-up. 8 KiB, whatever the log.
+// TestProcessCapKnownThread holds it.
+type pidFilter struct {
+	bits *[1 << (pidFilterBits - 6)]uint64
+}
+
+const pidFilterBits = 16
+
+func pidFilterBit(pid []byte) uint64 { return hash64(pid) >> (64 - pidFilterBits) }
+
+func (f *pidFilter) add(pid []byte) {
+	if f.bits == nil {
+		f.bits = new([1 << (pidFilterBits - 6)]uint64)
+	}
+	b := pidFilterBit(pid)
+	f.bits[b>>6] |= 1 << (b & 63)
+}
+
+func (f *pidFilter) has(pid []byte) bool {
+	if f.bits == nil {
+		return false
+	}
+	b := pidFilterBit(pid)
+	return f.bits[b>>6]&(1<<(b&63)) != 0
 }
 
 func (a *Analyzer) pseudoProc() *process {
@@ -557,20 +660,31 @@ func (a *Analyzer) pseudoProc() *process {
 
 // transportID interns a transport name for per-rank counting. A log
 // uses a handful of transports: the last few are compared as printed
-// before the name is built and looked up.
+// before the name is built and looked up, the one that answered last
+// first (88% of the real shape's connection lines; with the thread's
+// cached rank counters, statsFor, and the rank's last link,
+// rankStats.add, it took a quarter off applyConn: docs/nccl.md).
+// Invariant: an entry is added only when none matches, so no two entries
+// match one transport and the first check gives the loop's answer;
+// TestStatsForCache and the fixture outputs hold the counts.
 func (a *Analyzer) transportID(tr *transport) uint16 {
 	src := tr.name
 	if tr.class == trNET || tr.class == trCollNet {
 		src = tr.net
 	}
+	if e := &a.trRecent[a.trHit&(len(a.trRecent)-1)]; e.ok && e.class == tr.class && e.gdr == tr.gdr && e.src == string(src) {
+		return e.id
+	}
 	for i := range a.trRecent {
 		e := &a.trRecent[i]
 		if e.ok && e.class == tr.class && e.gdr == tr.gdr && e.src == string(src) {
+			a.trHit = i
 			return e.id
 		}
 	}
 	id := a.transportIDSlow(tr)
-	a.trRecent[a.trNext%len(a.trRecent)] = trRecent{ok: true, class: tr.class, gdr: tr.gdr, src: string(src), id: id}
+	a.trHit = a.trNext % len(a.trRecent)
+	a.trRecent[a.trHit] = trRecent{ok: true, class: tr.class, gdr: tr.gdr, src: string(src), id: id}
 	a.trNext++
 	return id
 }

@@ -48,8 +48,8 @@
 //     record or is a foreign error.
 //  4. Analyzer.merge takes the batches in input order, on one goroutine:
 //     each connItem and item finds its thread (by envelope memo token,
-//     else by hash in the map), is de-duplicated (dedupe), and applied
-//     (apply.go), with the fields the parser packed, to the process, the
-//     communicator and the rank counters.
+//     else by hash in the thread table), is de-duplicated (dedupe), and
+//     applied (apply.go), with the fields the parser packed, to the
+//     process, the communicator and the rank counters.
 //  5. Analyzer.Facts turns the state into state.NCCLFacts.
 package nccl

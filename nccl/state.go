@@ -84,6 +84,10 @@ type process struct {
 	ring0    int64
 	ring0Dev int64
 	treeDevs map[int64]int64
+	// gen counts the changes to what statsFor answers for this process's
+	// threads (thread.st): a communicator's rank, byRank, an orphan
+	// claimed. Only applyComm makes them.
+	gen uint32
 }
 
 // thread is the envelope cache entry for one "host:pid:tid [dev]".
@@ -96,6 +100,16 @@ type thread struct {
 	gluedOnly bool
 	// decided: bit c is set once proc.net[c] has strengthDecided.
 	decided uint8
+	// st is statsFor's last answer for this thread, the counters of rank
+	// stRank, while proc.gen is stGen. Invariant: statsFor's answer for a
+	// thread and a rank changes only when applyComm changes comm (which
+	// clears st), a communicator's rank, byRank or the orphans of proc
+	// (which bump proc.gen); an orphan's counters stay where they are
+	// until claimed; a thread handed out again is zeroed (thread).
+	// TestStatsForCache holds it.
+	st     *rankStats
+	stRank int64
+	stGen  uint32
 }
 
 type commInst struct {
@@ -143,6 +157,15 @@ type rankStats struct {
 	// 256-bit filter that came before it let a quarter of the misses and
 	// every hit through to the scan).
 	idx [2 * maxPeersPerRank]uint8
+	// The link of the last connection line added (add): peers[lastLink-1]
+	// is (lastPeer, lastTr), tr[lastTrN] counts lastTr; lastLink 0: none.
+	// Invariant: peers and tr are only appended to (add, addLink, merge),
+	// never reordered or cut, so the positions stay right.
+	// TestStatsForCache holds it.
+	lastLink uint8
+	lastTrN  uint8
+	lastTr   uint16
+	lastPeer int32
 }
 
 func peerSlot(peer int32, id uint16) int {
@@ -185,34 +208,49 @@ func (s *rankStats) add(peer int64, id uint16, c *connInfo) {
 			s.gdr++
 		}
 	}
-	found := false
+	var ch uint64
+	if c.channel >= 0 && c.channel < 64 {
+		ch = 1 << uint(c.channel)
+	}
+	if s.lastLink != 0 && s.lastTr == id && int64(s.lastPeer) == peer {
+		// The link of the last line (NCCL prints a pair's channels one
+		// after the other): its transport's count and the link, found
+		// without the searches below.
+		s.tr[s.lastTrN].n++
+		l := &s.peers[s.lastLink-1]
+		l.n++
+		l.channels |= ch
+		return
+	}
+	t := -1
 	for i := 0; i < int(s.ntr); i++ {
 		if s.tr[i].id == id {
 			s.tr[i].n++
-			found = true
+			t = i
 			break
 		}
 	}
-	if !found && int(s.ntr) < maxTrPerRank {
+	if t < 0 && int(s.ntr) < maxTrPerRank {
 		s.tr[s.ntr] = trCount{id: id, n: 1}
+		t = int(s.ntr)
 		s.ntr++
 	}
 	if peer < 0 || peer > 1<<31-1 {
 		return
 	}
-	var ch uint64
-	if c.channel >= 0 && c.channel < 64 {
-		ch = 1 << uint(c.channel)
-	}
 	i, h := s.link(int32(peer), id)
-	if i >= 0 {
-		s.peers[i].n++
-		s.peers[i].channels |= ch
-		return
-	}
-	if len(s.peers) < maxPeersPerRank {
-		s.peers = append(s.peers, peerLink{peer: int32(peer), tr: id, n: 1, channels: ch})
+	if i < 0 {
+		if len(s.peers) >= maxPeersPerRank {
+			return
+		}
+		s.peers = append(s.peers, peerLink{peer: int32(peer), tr: id})
 		s.idx[h] = uint8(len(s.peers))
+		i = len(s.peers) - 1
+	}
+	s.peers[i].n++
+	s.peers[i].channels |= ch
+	if t >= 0 {
+		s.lastLink, s.lastTrN, s.lastPeer, s.lastTr = uint8(i+1), uint8(t), int32(peer), id
 	}
 }
 

@@ -57,3 +57,169 @@ func TestThreadCacheReset(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadTable holds the invariants of threadTable: envelopes whose
+// hashes start at the same slot are all found (linear probing); a second
+// envelope with the same 64-bit hash replaces the first and does not
+// count twice against maxThreads, as the map it replaced did; and the
+// table is empty after forgetThreads.
+func TestThreadTable(t *testing.T) {
+	a := NewAnalyzer()
+	rec := func(prefix string, h uint64) *rawRecord {
+		host, pid, _ := strings.Cut(prefix, ":")
+		pid, _, _ = strings.Cut(pid, ":")
+		return &rawRecord{prefixed: true, prefix: []byte(prefix), host: []byte(host), pid: []byte(pid), phash: h}
+	}
+	// Three hashes with the same first slot, and one in the next slot.
+	const base = 7 << (64 - threadTableBits)
+	hs := []uint64{base | 1, base | 2, base | 3, base + 1<<(64-threadTableBits) | 4}
+	var ths []*thread
+	for i, h := range hs {
+		ths = append(ths, a.thread(rec(fmt.Sprintf("h:%d:1 [0]", i), h)))
+	}
+	for i, h := range hs {
+		if got := a.threadOf([]byte(fmt.Sprintf("h:%d:1 [0]", i)), h); got != ths[i] {
+			t.Errorf("thread %d (hash %#x): got %p, want %p", i, h, got, ths[i])
+		}
+	}
+	if a.nthreads != len(hs) {
+		t.Errorf("nthreads %d, want %d", a.nthreads, len(hs))
+	}
+	// A hash collision: the new envelope replaces the old one.
+	th := a.thread(rec("x:9:9 [0]", hs[1]))
+	if th == ths[1] || a.threadOf([]byte("h:1:1 [0]"), hs[1]) != nil || a.threadOf([]byte("x:9:9 [0]"), hs[1]) != th {
+		t.Errorf("a colliding envelope must replace the first")
+	}
+	if a.nthreads != len(hs) {
+		t.Errorf("nthreads %d after a collision, want %d", a.nthreads, len(hs))
+	}
+	a.forgetThreads()
+	for i, h := range hs {
+		if a.threadOf([]byte(fmt.Sprintf("h:%d:1 [0]", i)), h) != nil {
+			t.Errorf("thread %d found after forgetThreads", i)
+		}
+	}
+	if a.nthreads != 0 {
+		t.Errorf("nthreads %d after forgetThreads", a.nthreads)
+	}
+}
+
+// TestProcessCapKnownThread: past maxProcesses a new envelope skips the
+// look-up in procs when pidFilter says its pid is new (process). A known
+// process's new thread must still find its process, and a new process
+// that shares a known pid on another host must still go to the overflow.
+func TestProcessCapKnownThread(t *testing.T) {
+	var b strings.Builder
+	for i := range maxProcesses + 100 {
+		fmt.Fprintf(&b, "host%d:%d:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n", i, 1000+i)
+	}
+	// New threads of known processes, and a stranger with a known pid.
+	fmt.Fprintf(&b, "host5:1005:77 [3] NCCL INFO NET/IB : No device found.\n")
+	fmt.Fprintf(&b, "host%d:%d:78 [1] NCCL INFO NET/IB : No device found.\n", maxProcesses-1, 1000+maxProcesses-1)
+	fmt.Fprintf(&b, "other:1007:79 [1] NCCL INFO NET/IB : No device found.\n")
+	a := NewAnalyzer()
+	if err := a.ReadFrom(context.Background(), "cap.log", strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	f := a.Facts()
+	noIB := map[string]bool{}
+	for _, p := range f.Processes {
+		if p.NoIB != nil {
+			noIB[fmt.Sprintf("%s:%d", p.Host, p.PID)] = true
+		}
+	}
+	want := map[string]bool{"host5:1005": true, fmt.Sprintf("host%d:%d", maxProcesses-1, 1000+maxProcesses-1): true, "(more processes):-1": true}
+	if fmt.Sprint(noIB) != fmt.Sprint(want) {
+		t.Errorf("processes with NoIB: %v, want %v", noIB, want)
+	}
+	if f.Stats.Processes != maxProcesses {
+		t.Errorf("%d processes, want %d", f.Stats.Processes, maxProcesses)
+	}
+}
+
+// TestStatsForCache: a thread remembers statsFor's last answer (its rank's
+// counters) until applyComm changes what statsFor would answer. Here a
+// thread's connection lines for rank 3 start as an orphan, another thread
+// announces the communicator of rank 3 (which claims the orphan), and the
+// first thread's next line must count there, not in the orphan it had
+// cached; then the first thread announces a second communicator of rank 3,
+// which takes its later lines. The link a rank remembers (rankStats.add)
+// must keep counting each line once, per peer and transport.
+func TestStatsForCache(t *testing.T) {
+	log := `h:1:10 [0] NCCL INFO Channel 00/0 : 3[0] -> 0[1] via P2P/IPC
+h:1:10 [0] NCCL INFO Channel 01/0 : 3[0] -> 0[1] via P2P/IPC
+h:1:10 [0] NCCL INFO Channel 01/0 : 3[0] -> 1[1] via P2P/IPC
+h:1:11 [0] NCCL INFO comm 0x10 rank 3 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE
+h:1:10 [0] NCCL INFO Channel 02/0 : 3[0] -> 0[1] via P2P/IPC
+h:1:10 [0] NCCL INFO Channel 02/0 : 3[0] -> 0[1] via SHM/direct/direct
+h:1:10 [0] NCCL INFO comm 0x20 rank 3 nranks 4 cudaDev 0 busId 1000 - Init COMPLETE
+h:1:10 [0] NCCL INFO Channel 03/0 : 3[0] -> 0[1] via P2P/IPC
+h:1:10 [0] NCCL INFO Channel 04/0 : 3[0] -> 0[1] via P2P/IPC
+`
+	a := NewAnalyzer()
+	if err := a.ReadFrom(context.Background(), "cache.log", strings.NewReader(log)); err != nil {
+		t.Fatal(err)
+	}
+	f := a.Facts()
+	if len(f.Processes) != 1 {
+		t.Fatalf("%d processes", len(f.Processes))
+	}
+	p := f.Processes[0]
+	var got []string
+	for _, c := range p.Comms {
+		s := fmt.Sprintf("%#x rank %d: %d lines", c.Ptr, c.Rank, c.Conns.Lines)
+		for _, tr := range c.Conns.Transports {
+			s += fmt.Sprintf(" %s=%d", tr.Name, tr.Lines)
+		}
+		for _, l := range c.Conns.Peers {
+			s += fmt.Sprintf(" %d/%s=%d/%#x", l.Peer, l.Transport, l.Lines, l.Channels)
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"0x10 rank 3: 5 lines P2P/IPC=4 SHM/direct/direct=1 0/P2P/IPC=3/0x7 1/P2P/IPC=1/0x2 0/SHM/direct/direct=1/0x4",
+		"0x20 rank 3: 2 lines P2P/IPC=2 0/P2P/IPC=2/0x18",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") || len(p.Orphans) != 0 {
+		t.Errorf("comms:\n%s\nwant:\n%s\norphans %+v", strings.Join(got, "\n"), strings.Join(want, "\n"), p.Orphans)
+	}
+}
+
+// TestEnvRepeat: applyEnv returns early for a variable its process
+// already printed with the same value. What the repeats would have done
+// must still be there: the global values (up to 8 a variable), the
+// process's latest value, the first NCCL_IB_DISABLE=1 line, NCCL_NET's
+// evidence from its first line.
+func TestEnvRepeat(t *testing.T) {
+	var b strings.Builder
+	env := func(proc, tid int, name, val string) {
+		fmt.Fprintf(&b, "h%d:%d:%d [0] NCCL INFO %s set by environment to %s\n", proc, proc, tid, name, val)
+	}
+	env(1, 1, "NCCL_NET", "Socket")
+	env(1, 2, "NCCL_NET", "Socket")
+	env(1, 1, "NCCL_IB_DISABLE", "1")
+	env(1, 2, "NCCL_IB_DISABLE", "1")
+	env(1, 1, "NCCL_X", "a")
+	env(1, 2, "NCCL_X", "b")
+	env(1, 3, "NCCL_X", "a")
+	for p := range 9 {
+		env(10+p, 1, "NCCL_Y", fmt.Sprint(p))
+	}
+	env(18, 2, "NCCL_Y", "8") // the ninth value: the global set is full
+	env(1, 4, "NCCL_Y", "8")
+	a := NewAnalyzer()
+	if err := a.ReadFrom(context.Background(), "env.log", strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	f := a.Facts()
+	if got := fmt.Sprint(f.Env); got != "map[NCCL_IB_DISABLE:[1] NCCL_NET:[Socket] NCCL_X:[a b] NCCL_Y:[0 1 2 3 4 5 6 7]]" {
+		t.Errorf("global env %s", got)
+	}
+	p := f.Processes[0]
+	if p.Host != "h1" || fmt.Sprint(p.Env) != "map[NCCL_IB_DISABLE:1 NCCL_NET:Socket NCCL_X:a NCCL_Y:8]" {
+		t.Errorf("process %s env %v", p.Host, p.Env)
+	}
+	if p.IBDisabled == nil || p.IBDisabled.Line != 3 || len(p.Net) != 1 || p.Net[0].Class != "Socket" || p.Net[0].Line != 1 {
+		t.Errorf("IB disabled %+v, net %+v", p.IBDisabled, p.Net)
+	}
+}

@@ -33,31 +33,79 @@ var warnRules = []warnRule{
 
 func (a *Analyzer) applyWarn(p *process, r *rawRecord, at loc) {
 	m := r.msg
-	if bytes.Contains(m, []byte("NET/IB")) || bytes.Contains(m, []byte("NET/IBext")) {
+	w := a.warnClass(m)
+	if w.ib {
 		p.see(netIB, strengthInit, at, m)
 	}
-	if bytes.Contains(m, []byte("Got completion from peer")) {
-		a.ibCompletion(p, r, at)
+	if w.rule == warnCompletion {
+		a.ibCompletion(p, r, at, w.key)
 		return
 	}
-	for _, rule := range warnRules {
-		if bytes.Contains(m, rule.match) {
-			if rule.code == "bootstrap_error" {
-				// "Bootstrap Root : rank 1 of 8 ranks has already checked in"
-				if n := numberAfter(m, []byte(" of ")); n > 0 && bytes.Contains(m, []byte(" ranks")) {
-					a.addNRanks(n)
-				}
+	if w.rule >= 0 {
+		rule := &warnRules[w.rule]
+		if rule.code == "bootstrap_error" {
+			// "Bootstrap Root : rank 1 of 8 ranks has already checked in"
+			if n := numberAfter(m, []byte(" of ")); n > 0 && bytes.Contains(m, []byte(" ranks")) {
+				a.addNRanks(n)
 			}
-			if rule.code == "no_ibverbs" && !p.noIB.at.valid() {
-				// NCCL <= 2.4 warns, later ones print INFO: either way IB
-				// cannot be used by this process.
-				p.noIB = evidence{at: at, text: safetext.Clip(string(m), 200)}
-			}
-			a.addWarn(rule.code, r, p, at)
-			return
 		}
+		if rule.code == "no_ibverbs" && !p.noIB.at.valid() {
+			// NCCL <= 2.4 warns, later ones print INFO: either way IB
+			// cannot be used by this process.
+			p.noIB = evidence{at: at, text: safetext.Clip(string(m), 200)}
+		}
+		a.addWarn(rule.code, r, p, at)
+		return
 	}
 	a.addWarn("nccl_warn", r, p, at)
+}
+
+// warnClass is what a WARN message says by its text alone: whether it
+// names NET/IB, and which rule it matches (warnCompletion: an IB
+// completion error, with its key; -1: none).
+type warnClass struct {
+	msg  string // the message it was made of (in warnMemo)
+	key  []byte // warnCompletion: ibCompletion's key
+	rule int
+	ib   bool
+	ok   bool // the entry is filled
+}
+
+const warnCompletion = -2
+
+// warnMemo remembers the warnClass of recent WARN messages. A job's ranks
+// print the same few WARNs, each rank its own copy (the real shape: 11
+// texts, 528 times each, per 40 MB), and matching a message against the
+// rules cost 2,500 instructions. Invariant: warnClass depends on the
+// message's bytes alone and an entry is used only for the same bytes, so
+// the memo cannot change a finding; 64 entries of at most warnMemoText
+// bytes, whatever the log. TestWarnMemo holds it.
+type warnMemo [64]warnClass
+
+const warnMemoText = 256
+
+func (a *Analyzer) warnClass(m []byte) *warnClass {
+	var e *warnClass
+	if len(m) <= warnMemoText {
+		e = &a.warns[hash64(m)&uint64(len(a.warns)-1)]
+		if e.ok && e.msg == string(m) {
+			return e
+		}
+	} else {
+		e = &a.warnLong
+	}
+	*e = warnClass{ok: true, msg: string(m), rule: -1, ib: bytes.Contains(m, []byte("NET/IB")) || bytes.Contains(m, []byte("NET/IBext"))}
+	if bytes.Contains(m, []byte("Got completion from peer")) {
+		e.rule, e.key = warnCompletion, completionKey(m)
+		return e
+	}
+	for i := range warnRules {
+		if bytes.Contains(m, warnRules[i].match) {
+			e.rule = i
+			break
+		}
+	}
+	return e
 }
 
 // addWarn adds a WARN finding keyed by its source location; the text is
@@ -75,18 +123,20 @@ func warnText(r *rawRecord) string { return string(r.tag) + " NCCL WARN " + stri
 // opcode=0 len=0 vendor err 129 (Recv) …" (HPC-X plugin). The key carries
 // the status and vendor error ("status 12 vendor 129"): the judge's remedy
 // depends on them.
-func (a *Analyzer) ibCompletion(p *process, r *rawRecord, at loc) {
-	m := r.msg
+func (a *Analyzer) ibCompletion(p *process, r *rawRecord, at loc, key []byte) {
+	if !a.find.repeat("ib_completion_error", key, at) {
+		a.find.add("ib_completion_error", string(key), warnText(r), where(p), at)
+	}
+}
+
+// completionKey is ibCompletion's key of message m.
+func completionKey(m []byte) []byte {
 	vendor := numberAfter(m, []byte("vendor err "))
 	status := numberAfter(m, []byte("with error "))
 	if status < 0 {
 		status = numberAfter(m, []byte("status="))
 	}
-	var buf [64]byte
-	key := append(append(append(append(buf[:0], "status "...), itoa(status)...), " vendor "...), itoa(vendor)...)
-	if !a.find.repeat("ib_completion_error", key, at) {
-		a.find.add("ib_completion_error", string(key), warnText(r), where(p), at)
-	}
+	return append(append(append(append([]byte(nil), "status "...), itoa(status)...), " vendor "...), itoa(vendor)...)
 }
 
 // numberAfter returns the decimal number that follows marker in m, or -1.
