@@ -2,6 +2,7 @@ package nccl
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -483,7 +484,7 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 // threadOf is the thread of an envelope prefix whose hash64 is h, or nil.
 func (a *Analyzer) threadOf(prefix []byte, h uint64) *thread {
 	if a.threads == nil {
-		a.threads = new(threadTable)
+		a.threads = newThreadTable()
 	}
 	if s := a.threads.slot(h); s.i != 0 {
 		if th := &a.slab[s.i-1]; string(th.key) == string(prefix) {
@@ -507,7 +508,22 @@ func (a *Analyzer) threadOf(prefix []byte, h uint64) *thread {
 // emptied with the slab (forgetThreads), so a slot never names a thread
 // of the slab that was handed out again. TestThreadCacheReset and
 // TestThreadTable hold them.
-type threadTable [threadTableSlots]threadSlot
+//
+// The first slot a hash tries is keyed by a random seed drawn per table:
+// hash64 is deterministic, so without it a hostile log could pick
+// envelopes whose hashes share their leading bits and turn every look-up
+// into a walk over thousands of slots (the Go map it replaced is seeded
+// too). What the table holds does not depend on where it sits, so the
+// seed changes no output (TestThreadTableSeedChangesNothing).
+type threadTable struct {
+	seed  uint64
+	slots [threadTableSlots]threadSlot
+}
+
+// newThreadTable returns an empty table with a fresh seed.
+func newThreadTable() *threadTable {
+	return &threadTable{seed: rand.Uint64() | 1}
+}
 
 type threadSlot struct {
 	h uint64
@@ -522,10 +538,16 @@ const (
 // The table needs an empty slot at maxThreads threads: twice as many slots.
 var _ [threadTableSlots - 2*maxThreads]struct{} = [0]struct{}{}
 
+// start is the first slot h tries: a keyed multiply, so that hashes that
+// share their leading bits do not share a start unless the seed says so.
+func (t *threadTable) start(h uint64) uint64 {
+	return ((h ^ t.seed) * 0x9e3779b97f4a7c15) >> (64 - threadTableBits)
+}
+
 // slot returns the slot that holds h, or the empty slot where h would go.
 func (t *threadTable) slot(h uint64) *threadSlot {
-	for j := h >> (64 - threadTableBits); ; j = (j + 1) & (threadTableSlots - 1) {
-		if s := &t[j]; s.i == 0 || s.h == h {
+	for j := t.start(h); ; j = (j + 1) & (threadTableSlots - 1) {
+		if s := &t.slots[j]; s.i == 0 || s.h == h {
 			return s
 		}
 	}
@@ -572,7 +594,7 @@ func (a *Analyzer) keep(prefix []byte) []byte {
 // it, and lets newThread and keep reuse the slab and the arena.
 func (a *Analyzer) forgetThreads() {
 	if a.threads != nil {
-		clear(a.threads[:])
+		clear(a.threads.slots[:])
 	}
 	a.nthreads = 0
 	clear(a.tokens[:])

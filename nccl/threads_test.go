@@ -1,8 +1,12 @@
 package nccl
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -70,9 +74,23 @@ func TestThreadTable(t *testing.T) {
 		pid, _, _ = strings.Cut(pid, ":")
 		return &rawRecord{prefixed: true, prefix: []byte(prefix), host: []byte(host), pid: []byte(pid), phash: h}
 	}
-	// Three hashes with the same first slot, and one in the next slot.
-	const base = 7 << (64 - threadTableBits)
-	hs := []uint64{base | 1, base | 2, base | 3, base + 1<<(64-threadTableBits) | 4}
+	// Three hashes with the same first slot, and one whose first slot is
+	// the next, found by search under this table's seed.
+	a.threadOf(nil, 1) // makes the table
+	tab := a.threads
+	first := tab.start(1)
+	var hs []uint64
+	for h := uint64(2); len(hs) < 3; h++ {
+		if tab.start(h) == first {
+			hs = append(hs, h)
+		}
+	}
+	for h := uint64(2); ; h++ {
+		if tab.start(h) == (first+1)&(threadTableSlots-1) {
+			hs = append(hs, h)
+			break
+		}
+	}
 	var ths []*thread
 	for i, h := range hs {
 		ths = append(ths, a.thread(rec(fmt.Sprintf("h:%d:1 [0]", i), h)))
@@ -221,5 +239,47 @@ func TestEnvRepeat(t *testing.T) {
 	}
 	if p.IBDisabled == nil || p.IBDisabled.Line != 3 || len(p.Net) != 1 || p.Net[0].Class != "Socket" || p.Net[0].Line != 1 {
 		t.Errorf("IB disabled %+v, net %+v", p.IBDisabled, p.Net)
+	}
+}
+
+// TestThreadTableSeedChangesNothing: the seed moves where a hash sits in the
+// thread table, never what the analyzer reads. Hashes that share their
+// leading bits (what a hostile log would pick against an unkeyed start)
+// start at different slots, and a log read with tables of different seeds
+// gives the same facts.
+func TestThreadTableSeedChangesNothing(t *testing.T) {
+	tab := &threadTable{seed: 0x2545f4914f6cdd1d}
+	starts := map[uint64]bool{}
+	for i := uint64(0); i < 64; i++ {
+		starts[tab.start(7<<(64-threadTableBits)|i<<8)] = true
+	}
+	if len(starts) < 32 {
+		t.Errorf("64 hashes with the same leading bits start at %d slots only", len(starts))
+	}
+	logs, err := filepath.Glob("testdata/logs/*.log")
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no fixture logs: %v", err)
+	}
+	for _, name := range logs[:min(len(logs), 8)] {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var facts []string
+		for _, seed := range []uint64{1, 0x9e3779b97f4a7c15, 0xdeadbeef} {
+			a := NewAnalyzer()
+			a.threads = &threadTable{seed: seed}
+			for _, l := range bytes.Split(data, []byte("\n")) {
+				a.Feed(l)
+			}
+			j, err := json.Marshal(a.Facts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			facts = append(facts, string(j))
+		}
+		if facts[0] != facts[1] || facts[0] != facts[2] {
+			t.Errorf("%s: the facts depend on the thread table's seed", name)
+		}
 	}
 }
