@@ -498,8 +498,8 @@ func checkCUDACompat(n *state.Node, cfg *Config) Result {
 		// proof of cudaErrorInsufficientDriver.
 		if c := n.Container; c != nil {
 			for _, l := range c.CompatLibraries {
-				if l.OnLDLibraryPath {
-					return Result{Status: Skip, Summary: fmt.Sprintf("%s is newer than %s, and the forward-compatibility libcuda %s (driver %s) is on LD_LIBRARY_PATH: container.cuda_compat judges whether it runs on this GPU and driver", what, have, safetext.Clean(l.Path), safetext.Clean(l.Version))}
+				if l.OnLDLibraryPath || l.LoaderConf != "" {
+					return Result{Status: Skip, Summary: fmt.Sprintf("%s is newer than %s, and the forward-compatibility libcuda %s (driver %s) is on %s: container.cuda_compat judges whether it runs on this GPU and driver", what, have, safetext.Clean(l.Path), safetext.Clean(l.Version), safetext.Clean(loaderSource(l)))}
 				}
 			}
 		}

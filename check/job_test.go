@@ -524,6 +524,14 @@ func TestCUDACompat(t *testing.T) {
 			old(n)
 			n.Container = &state.Container{CompatLibraries: []state.NVMLLibrary{{Path: "/usr/local/cuda/compat/libcuda.so.535.104.05", Version: "535.104.05", OnLDLibraryPath: true}}}
 		}), status: Skip, summary: "container.cuda_compat judges"},
+		// The Container Toolkit's enable-cuda-compat hook puts the compat
+		// directory in the loader cache through /etc/ld.so.conf.d, not on
+		// LD_LIBRARY_PATH: still no proof of the mismatch.
+		{name: "compat libcuda in the loader cache in a container: container.cuda_compat judges", node: jobNode(step(0, 1), func(n *state.Node) {
+			rt("12.2")(n)
+			old(n)
+			n.Container = &state.Container{CompatLibraries: []state.NVMLLibrary{{Path: "/usr/local/cuda-12.2/compat/libcuda.so.535.104.05", Version: "535.104.05", LoaderConf: "/etc/ld.so.conf.d/00-compat-1.conf"}}}
+		}), status: Skip, summary: "is on the loader cache (/etc/ld.so.conf.d/00-compat-1.conf): container.cuda_compat judges"},
 		{name: "compat libcuda in the image but not on the path still fails", node: jobNode(step(0, 1), func(n *state.Node) {
 			rt("12.2")(n)
 			old(n)
