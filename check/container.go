@@ -420,24 +420,25 @@ func checkContainerCUDACompat(n *state.Node, cfg *Config) Result {
 		// Off the loader's path the host's libcuda answers (35); loaded,
 		// an older branch's libcuda on a newer kernel module is error 803.
 		code := "cudaErrorInsufficientDriver"
-		if compat.OnLDLibraryPath && compat.ShadowedBy == "" {
-			code = "loaded from LD_LIBRARY_PATH against a newer kernel module it fails to initialize; CUDA reports cudaErrorSystemDriverMismatch (803) or cudaErrorInsufficientDriver"
+		if loaderTakes(compat) {
+			code = "loaded from " + loaderSource(compat) + " against a newer kernel module it fails to initialize; CUDA reports cudaErrorSystemDriverMismatch (803) or cudaErrorInsufficientDriver"
 		}
 		return Result{Status: Fail, Summary: fmt.Sprintf("%s: the image's forward-compatibility libcuda %s comes from driver %s, not newer than the host's %s: it cannot provide CUDA %d.%d (%s)", what, compat.Path, compat.Version, n.NVML.DriverVersion, rMaj, rMin, code), Remedy: fix}
 	}
 	if compat.ShadowedBy != "" {
-		return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s; the image has the forward-compatibility libcuda %s (driver %s) on LD_LIBRARY_PATH, but the loader takes %s from an earlier LD_LIBRARY_PATH directory first", what, have, compat.Path, compat.Version, compat.ShadowedBy),
+		return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s; the image has the forward-compatibility libcuda %s (driver %s) on %s, but the loader takes %s first", what, have, compat.Path, compat.Version, loaderSource(compat), compat.ShadowedBy),
 			Remedy: "put the compat directory first on LD_LIBRARY_PATH (" + path.Dir(compat.Path) + ")"}
 	}
-	if !compat.OnLDLibraryPath {
-		return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s; the image has the forward-compatibility libcuda %s (driver %s) but its directory is not on LD_LIBRARY_PATH: the loader finds it only if the image's ld.so.conf or entrypoint adds it (NVIDIA's NGC entrypoint does)", what, have, compat.Path, compat.Version),
+	if !loaderTakes(compat) {
+		return Result{Status: Warn, Summary: fmt.Sprintf("%s is newer than %s; the image has the forward-compatibility libcuda %s (driver %s) but its directory is not on LD_LIBRARY_PATH nor seen in /etc/ld.so.cache through an /etc/ld.so.conf(.d) file: the loader finds it only if the image's entrypoint adds it (NVIDIA's NGC entrypoint does)", what, have, compat.Path, compat.Version),
 			Remedy: "put the compat directory first on LD_LIBRARY_PATH (" + path.Dir(compat.Path) + "), or start the container through the image's entrypoint"}
 	}
-	return Result{Status: Pass, Summary: fmt.Sprintf("%s is newer than %s; forward compatibility through %s (driver %s) on LD_LIBRARY_PATH, on data center GPUs (NVIDIA lists the host driver branches each cuda-compat package supports)", what, have, compat.Path, compat.Version)}
+	return Result{Status: Pass, Summary: fmt.Sprintf("%s is newer than %s; forward compatibility through %s (driver %s) from %s, on data center GPUs (NVIDIA lists the host driver branches each cuda-compat package supports)", what, have, compat.Path, compat.Version, loaderSource(compat))}
 }
 
 // loadedCompatWithoutNeed judges a forward-compatibility libcuda the loader
-// takes (a compat directory on LD_LIBRARY_PATH, no libcuda.so.1 before it)
+// takes (a compat directory on LD_LIBRARY_PATH or in the loader cache
+// through /etc/ld.so.conf.d, no libcuda.so.1 before it: loaderTakes)
 // when the host driver runs the image's CUDA by itself. The compat libcuda
 // is a user-mode driver from another branch than the kernel module:
 //   - from an older branch than the host's, CUDA fails with
@@ -463,7 +464,7 @@ func checkContainerCUDACompat(n *state.Node, cfg *Config) Result {
 func loadedCompatWithoutNeed(n *state.Node, c *state.Container, what, have string) (Result, bool) {
 	var compat *state.NVMLLibrary
 	for i, l := range c.CompatLibraries {
-		if l.OnLDLibraryPath && l.ShadowedBy == "" {
+		if loaderTakes(l) {
 			compat = &c.CompatLibraries[i]
 			break
 		}
@@ -471,13 +472,17 @@ func loadedCompatWithoutNeed(n *state.Node, c *state.Container, what, have strin
 	if compat == nil {
 		return Result{}, false
 	}
-	fix := fmt.Sprintf("take %s off LD_LIBRARY_PATH: the host driver runs this CUDA without it (NVIDIA's images add it only when the host driver is older, as the NVIDIA Container Toolkit does)", path.Dir(compat.Path))
+	off := fmt.Sprintf("take %s off LD_LIBRARY_PATH", path.Dir(compat.Path))
+	if !compat.OnLDLibraryPath {
+		off = fmt.Sprintf("remove %s and run ldconfig (an NVIDIA Container Toolkit that writes it for a host this new is NVIDIA/nvidia-container-toolkit#1679's bug: update it)", compat.LoaderConf)
+	}
+	fix := off + ": the host driver runs this CUDA without it (NVIDIA's images add it only when the host driver is older, as the NVIDIA Container Toolkit does)"
 	cMaj, _, okc := majorMinor(compat.Version)
 	hMaj, _, okh := majorMinor(n.NVML.DriverVersion)
 	if !okc || !okh {
-		return Result{Status: Skip, Summary: fmt.Sprintf("%s; %s, but the forward-compatibility libcuda %s on LD_LIBRARY_PATH replaces the host's, and its driver version %q or the host's %q is not a version: whether it runs is unknown", what, have, compat.Path, compat.Version, n.NVML.DriverVersion)}, true
+		return Result{Status: Skip, Summary: fmt.Sprintf("%s; %s, but the forward-compatibility libcuda %s from %s replaces the host's, and its driver version %q or the host's %q is not a version: whether it runs is unknown", what, have, compat.Path, loaderSource(*compat), compat.Version, n.NVML.DriverVersion)}, true
 	}
-	loaded := fmt.Sprintf("the loader takes the forward-compatibility libcuda %s (driver %s) from LD_LIBRARY_PATH instead of the host's", compat.Path, compat.Version)
+	loaded := fmt.Sprintf("the loader takes the forward-compatibility libcuda %s (driver %s) from %s instead of the host's", compat.Path, compat.Version, loaderSource(*compat))
 	switch {
 	case cMaj < hMaj:
 		return Result{Status: Fail, Summary: fmt.Sprintf("%s; %s, but %s, an older branch than the kernel module %s: CUDA fails with cudaErrorSystemDriverMismatch (803, \"system has unsupported display driver / cuda driver combination\")", what, have, loaded, n.NVML.DriverVersion), Remedy: fix}, true
@@ -495,6 +500,22 @@ func loadedCompatWithoutNeed(n *state.Node, c *state.Container, what, have strin
 		}
 	}
 	return Result{}, false
+}
+
+// loaderTakes says the dynamic loader resolves libcuda.so.1 to the compat
+// library: its directory is on LD_LIBRARY_PATH or in the loader cache
+// through an ld.so.conf file, and no libcuda.so.1 comes before it in
+// ld.so(8)'s order (the collector's compatLibraries models it).
+func loaderTakes(l state.NVMLLibrary) bool {
+	return (l.OnLDLibraryPath || l.LoaderConf != "") && l.ShadowedBy == ""
+}
+
+// loaderSource says where the loader finds a compat library.
+func loaderSource(l state.NVMLLibrary) string {
+	if l.OnLDLibraryPath || l.LoaderConf == "" {
+		return "LD_LIBRARY_PATH"
+	}
+	return "the loader cache (" + l.LoaderConf + ")"
 }
 
 // netPluginCandidates is what NCCL's NET plugin loader tries to dlopen

@@ -119,6 +119,20 @@ func TestContainerPublicCaptures(t *testing.T) {
 			run: checkContainerCUDACompat, node: cuda("docker", "12.1.0", "525.147.05", "12.0", "NVIDIA GeForce RTX 3060",
 				state.NVMLLibrary{Path: "/usr/local/cuda/compat/libcuda.so.530.30.02", Version: "530.30.02", OnLDLibraryPath: true}),
 			want: Fail, summary: "cudaErrorCompatNotSupportedOnDevice (804)"},
+		// Jetson Thor: the Container Toolkit's enable-cuda-compat hook
+		// wrote /etc/ld.so.conf.d/00-compat-888138641.conf and ldconfig put
+		// the CUDA 13.0 image's compat libcuda first in the cache, ahead of
+		// the host's: error 803, gone once the file was removed. The
+		// capture names neither the compat file's version (580.65.06, the
+		// cuda-compat-13-0 of CUDA 13.0, stands for it) nor the host
+		// driver's, which the PR calls unreliable on such systems; the host
+		// runs CUDA 13.0 (the fix compares CUDA versions and then leaves the
+		// compat library out). Found through the loader cache; with no host
+		// driver version to set against it, the verdict is unknown.
+		{file: "ntk1679-thor-compat-ldcache-803.txt", anchor: "libcuda.so.1 (libc6,AArch64) => /usr/local/cuda-13.0/compat/libcuda.so.1",
+			run: checkContainerCUDACompat, node: cuda("docker", "13.0.0", "", "13.0", "NVIDIA Thor",
+				state.NVMLLibrary{Path: "/usr/local/cuda-13.0/compat/libcuda.so.580.65.06", Version: "580.65.06", LoaderConf: "/etc/ld.so.conf.d/00-compat-888138641.conf"}),
+			want: Skip, summary: "libcuda /usr/local/cuda-13.0/compat/libcuda.so.580.65.06 from the loader cache (/etc/ld.so.conf.d/00-compat-888138641.conf) replaces the host's"},
 		// Error 803 in a CUDA 12.8.1 image, no compat directory on
 		// LD_LIBRARY_PATH, the host driver not posted: unknown.
 		{file: "nixl441-docker-803-no-compat.txt", anchor: "CUDA Version 12.8.1.012",

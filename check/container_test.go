@@ -193,6 +193,18 @@ func TestContainerCUDACompat(t *testing.T) {
 	sameBranch := state.NVMLLibrary{Path: "/usr/local/cuda/compat/libcuda.so.550.90.07", Version: "550.90.07", OnLDLibraryPath: true}
 	sameVersion := sameBranch
 	sameVersion.Path, sameVersion.Version = "/usr/local/cuda/compat/libcuda.so.550.54.15", "550.54.15"
+	// Through /etc/ld.so.conf.d and the loader cache (the Container
+	// Toolkit's enable-cuda-compat hook), not LD_LIBRARY_PATH.
+	viaConf := func(l state.NVMLLibrary) state.NVMLLibrary {
+		l.OnLDLibraryPath, l.LoaderConf = false, "/etc/ld.so.conf.d/00-compat-1.conf"
+		return l
+	}
+	geforceConf := withCUDA("docker", "12.4", viaConf(fwd))
+	for i := range geforceConf.NVML.GPUs {
+		geforceConf.NVML.GPUs[i].Name = "NVIDIA GeForce RTX 4090"
+	}
+	olderConfShadowed := viaConf(older)
+	olderConfShadowed.ShadowedBy = "/usr/local/nvidia/lib64/libcuda.so.1"
 	geforce := withCUDA("docker", "13.0", fwd)
 	for i := range geforce.NVML.GPUs {
 		geforce.NVML.GPUs[i].Name = "NVIDIA GeForce RTX 4090"
@@ -220,6 +232,12 @@ func TestContainerCUDACompat(t *testing.T) {
 		containerCase{name: "compat of the host's own version, not needed", node: withCUDA("docker", "12.4", sameVersion), want: Pass, summary: "no forward compatibility needed"},
 		containerCase{name: "compat of a newer branch on H100, not needed", node: withCUDA("docker", "12.4", fwd), want: Pass, summary: "no forward compatibility needed"},
 		containerCase{name: "compat older on the path, needed", node: withCUDA("podman", "13.0", older), want: Fail, summary: "cudaErrorSystemDriverMismatch (803) or cudaErrorInsufficientDriver"},
+		containerCase{name: "compat of an older branch in the loader cache, not needed", node: withCUDA("docker", "12.4", viaConf(older)), want: Fail, summary: "from the loader cache (/etc/ld.so.conf.d/00-compat-1.conf) instead of the host's, an older branch than the kernel module 550.54.15: CUDA fails with cudaErrorSystemDriverMismatch (803", remedy: "remove /etc/ld.so.conf.d/00-compat-1.conf and run ldconfig"},
+		containerCase{name: "compat of an older branch in the loader cache behind LD_LIBRARY_PATH's libcuda, not needed", node: withCUDA("docker", "12.4", olderConfShadowed), want: Pass, summary: "no forward compatibility needed"},
+		containerCase{name: "compat of the host's branch in the loader cache, not needed", node: withCUDA("docker", "12.4", viaConf(sameBranch)), want: Skip, summary: "whether CUDA initializes is unknown"},
+		containerCase{name: "compat of a newer branch in the loader cache on GeForce, not needed", node: geforceConf, want: Fail, summary: "cudaErrorCompatNotSupportedOnDevice (804)"},
+		containerCase{name: "forward compatibility through the loader cache on H100", node: withCUDA("podman", "13.0", viaConf(fwd)), want: Pass, summary: "from the loader cache (/etc/ld.so.conf.d/00-compat-1.conf)"},
+		containerCase{name: "compat older in the loader cache, needed", node: withCUDA("podman", "13.0", viaConf(older)), want: Fail, summary: "loaded from the loader cache (/etc/ld.so.conf.d/00-compat-1.conf) against a newer kernel module"},
 		containerCase{name: "no runtime", node: noRuntime, want: Skip, summary: "no CUDA runtime"},
 		containerCase{name: "garbage version", node: withCUDA("docker", "latest"), want: Skip, summary: "not a version"},
 	)

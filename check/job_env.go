@@ -213,8 +213,16 @@ func checkMasterAddr(n *state.Node, cfg *Config) Result {
 	case pos == 0 || sameAddr:
 	case pos > 0:
 		v.add(Warn, nil, fixMaster, fmt.Sprintf("MASTER_ADDR=%s is node %d of the job, not the first (%s): ranks that derive the address themselves will look for rank 0 elsewhere", env.MasterAddr, pos+1, first))
+	case host != nil && len(host.LocalAddresses) > 0 && len(addrs(env.MasterAddr)) > 0 && env.NodeName == first:
+		// On the first node itself: its own addresses decide.
+		v.add(Fail, nil, fixMaster, fmt.Sprintf("MASTER_ADDR=%s (%s) is not a node of this job (%s), nor an address of its first node %s, where this runs: rank 0 cannot listen there, the rendezvous will hang", env.MasterAddr, strings.Join(addrs(env.MasterAddr), ", "), env.JobNodelist, first))
 	default:
-		v.add(Fail, nil, fixMaster, fmt.Sprintf("MASTER_ADDR=%s is not a node of this job (%s): rank 0 cannot listen there, the rendezvous will hang", env.MasterAddr, env.JobNodelist))
+		// Elsewhere a name that is no job node's and shares no address
+		// with the first node's name may still be another interface of
+		// the first node: JSC's InfiniBand names append "i" to the node
+		// name (interTwin-eu/itwinai#438: MASTER_ADDR="${MASTER_ADDR}i",
+		// tested on 8 nodes). Only the first node can tell.
+		v.add(Skip, nil, "", fmt.Sprintf("MASTER_ADDR=%s is not a node name of this job (%s) and shares no address with its first node %s as resolved here; it may be another interface of that node (an InfiniBand name), which only the first node's own addresses can tell: whether rank 0 is there is unknown from this node", env.MasterAddr, env.JobNodelist, first))
 	}
 	if pos != 0 || !byName {
 		return v.result(fmt.Sprintf("MASTER_ADDR=%s has the address of the job's first node %s", env.MasterAddr, first))
@@ -364,19 +372,44 @@ func checkNCCLEnv(n *state.Node, cfg *Config) Result {
 			}
 		}
 	}
+	var notes []string
 	if val, ok := nccl["NCCL_IB_HCA"]; ok {
 		if !hasIB {
 			v.add(Warn, nil, "unset NCCL_IB_HCA on nodes without InfiniBand", fmt.Sprintf("NCCL_IB_HCA=%s, but this node has no InfiniBand devices", val))
-		} else if bad := unmatched(val, hcas, true); len(bad) > 0 {
+		} else if sel, bad, exclude := ncclListMatch(val, hcas); len(sel) == 0 && (exclude || len(bad) > 0) {
 			v.add(Warn, nil, "list HCAs that exist (ls /sys/class/infiniband) or unset NCCL_IB_HCA",
-				fmt.Sprintf("NCCL_IB_HCA=%s names %s, not an HCA here (have %s): NCCL skips it, or falls back to sockets when none match", val, strings.Join(bad, ", "), strings.Join(hcas, ", ")))
+				fmt.Sprintf("NCCL_IB_HCA=%s selects none of this node's HCAs (%s): NCCL's IB transport finds no device and NCCL falls back to sockets (or fails where NCCL_NET=IB)", val, strings.Join(hcas, ", ")))
+		} else if len(bad) > 0 {
+			v.add(Warn, nil, "list HCAs that exist (ls /sys/class/infiniband) or unset NCCL_IB_HCA",
+				fmt.Sprintf("NCCL_IB_HCA=%s names %s, not an HCA here (have %s): NCCL skips it and uses %s", val, strings.Join(bad, ", "), strings.Join(hcas, ", "), strings.Join(sel, ", ")))
 		}
 	}
-	if val, ok := nccl["NCCL_SOCKET_IFNAME"]; ok {
-		if bad := unmatched(val, host.NetInterfaces, false); len(bad) > 0 {
-			v.add(Warn, nil, "name interfaces that exist on every node (ip -br link), or unset NCCL_SOCKET_IFNAME",
-				fmt.Sprintf("NCCL_SOCKET_IFNAME=%s: %s matches no interface here (have %s)", val, strings.Join(bad, ", "), strings.Join(host.NetInterfaces, ", ")))
+	// NCCL_SOCKET_IFNAME picks the bootstrap interface too (NCCL
+	// src/misc/socket.cc ncclFindInterfaces: a value longer than one
+	// character is "find or fail"; src/bootstrap.cc bootstrapNetInit:
+	// "Bootstrap : no socket interface found", ncclInvalidUsage), unless
+	// NCCL_COMM_ID names the root's address. An entry that matches nothing
+	// is only skipped: one list for nodes whose interfaces differ is what
+	// NCCL's maintainers advise (NVIDIA/nccl#286, "NCCL_SOCKET_IFNAME=eno1,eth0").
+	ifVal, ifSet := nccl["NCCL_SOCKET_IFNAME"]
+	ifSel, ifBad, ifExclude := ncclListMatch(ifVal, host.NetInterfaces)
+	_, commID := nccl["NCCL_COMM_ID"]
+	switch {
+	case !ifSet || len(host.NetInterfaces) == 0:
+	case len(strings.TrimSpace(ifVal)) <= 1:
+		notes = append(notes, fmt.Sprintf("NCCL_SOCKET_IFNAME=%q is ignored (NCCL reads a value of two characters or more): NCCL picks the interface itself", ifVal))
+	case len(ifSel) == 0 && !commID:
+		what := "matches no interface here"
+		if ifExclude {
+			what = "excludes every interface here"
 		}
+		v.add(Fail, nil, "name interfaces that exist on every node (ip -br addr), or unset NCCL_SOCKET_IFNAME",
+			fmt.Sprintf("NCCL_SOCKET_IFNAME=%s %s (have %s): NCCL's bootstrap finds no socket interface and ncclCommInitRank fails (\"Bootstrap : no socket interface found\")", ifVal, what, strings.Join(host.NetInterfaces, ", ")))
+	case len(ifSel) == 0:
+		v.add(Warn, nil, "name interfaces that exist on every node (ip -br addr), or unset NCCL_SOCKET_IFNAME",
+			fmt.Sprintf("NCCL_SOCKET_IFNAME=%s matches no interface here (have %s): NCCL's socket transport and IB's out-of-band connections have none to use", ifVal, strings.Join(host.NetInterfaces, ", ")))
+	case len(ifBad) > 0:
+		notes = append(notes, fmt.Sprintf("NCCL_SOCKET_IFNAME=%s: %s matches no interface here, NCCL uses %s", ifVal, strings.Join(ifBad, ", "), strings.Join(ifSel, ", ")))
 	}
 	multiNode := jobNodes(n.Slurm.Env) > 1
 	if val, ok := nccl["NCCL_SOCKET_IFNAME"]; ok && multiNode && loopbackOnly(val, host.NetInterfaces) {
@@ -411,7 +444,11 @@ func checkNCCLEnv(n *state.Node, cfg *Config) Result {
 			}
 		}
 	}
-	return v.result(fmt.Sprintf("%d NCCL_* variable(s) consistent with this node", len(nccl)))
+	sum := fmt.Sprintf("%d NCCL_* variable(s) consistent with this node", len(nccl))
+	if len(notes) > 0 {
+		sum += "; " + strings.Join(notes, "; ")
+	}
+	return v.result(sum)
 }
 
 func on(v string) bool {
@@ -419,34 +456,48 @@ func on(v string) bool {
 	return v == "1" || strings.EqualFold(v, "true") || strings.EqualFold(v, "yes")
 }
 
-// unmatched applies NCCL's list syntax ("^" excludes, "=" wants exact names,
-// otherwise prefixes; HCAs may carry ":port") and returns the included
-// entries that match nothing. Exclude lists never fail.
-func unmatched(val string, have []string, ports bool) []string {
-	val = strings.TrimSpace(val)
-	if strings.HasPrefix(val, "^") {
-		return nil
-	}
+// ncclListMatch applies NCCL's list syntax as NCCL_IB_HCA and
+// NCCL_SOCKET_IFNAME read it (NCCL src/misc/utils.cc parseStringList,
+// matchIf and matchIfList; src/transport/net_ib/init.cc and
+// src/os/linux.cc ncclOsFindInterfaces): a leading "^" excludes, then a
+// leading "=" wants whole names, otherwise each entry is a prefix; entries
+// are comma-separated, empty ones dropped, and cut at ":" (an HCA's port;
+// NCCL cuts interface names there too). An empty list selects everything.
+// selected are the names NCCL takes (ports not judged); unmatched the
+// entries of an including list that match no name.
+func ncclListMatch(val string, have []string) (selected, unmatched []string, exclude bool) {
+	exclude = strings.HasPrefix(val, "^")
+	val = strings.TrimPrefix(val, "^")
 	exact := strings.HasPrefix(val, "=")
 	val = strings.TrimPrefix(val, "=")
-	var bad []string
+	var entries []string
 	for _, e := range strings.Split(val, ",") {
-		name := strings.TrimSpace(e)
-		if ports {
-			name, _, _ = strings.Cut(name, ":")
-		}
-		if name == "" {
-			continue
-		}
-		found := false
-		for _, h := range have {
-			found = found || h == name || !exact && strings.HasPrefix(h, name)
-		}
-		if !found {
-			bad = append(bad, name)
+		if name, _, _ := strings.Cut(e, ":"); name != "" {
+			entries = append(entries, name)
 		}
 	}
-	return bad
+	match := func(name, e string) bool { return name == e || !exact && strings.HasPrefix(name, e) }
+	for _, h := range have {
+		in := len(entries) == 0
+		for _, e := range entries {
+			in = in || match(h, e)
+		}
+		if in != exclude {
+			selected = append(selected, h)
+		}
+	}
+	if !exclude {
+		for _, e := range entries {
+			found := false
+			for _, h := range have {
+				found = found || match(h, e)
+			}
+			if !found {
+				unmatched = append(unmatched, e)
+			}
+		}
+	}
+	return selected, unmatched, exclude
 }
 
 // gdrLevel normalises NCCL_NET_GDR_LEVEL: names, or NCCL's legacy numbers
@@ -498,8 +549,8 @@ func checkCUDACompat(n *state.Node, cfg *Config) Result {
 		// proof of cudaErrorInsufficientDriver.
 		if c := n.Container; c != nil {
 			for _, l := range c.CompatLibraries {
-				if l.OnLDLibraryPath {
-					return Result{Status: Skip, Summary: fmt.Sprintf("%s is newer than %s, and the forward-compatibility libcuda %s (driver %s) is on LD_LIBRARY_PATH: container.cuda_compat judges whether it runs on this GPU and driver", what, have, safetext.Clean(l.Path), safetext.Clean(l.Version))}
+				if l.OnLDLibraryPath || l.LoaderConf != "" {
+					return Result{Status: Skip, Summary: fmt.Sprintf("%s is newer than %s, and the forward-compatibility libcuda %s (driver %s) is on %s: container.cuda_compat judges whether it runs on this GPU and driver", what, have, safetext.Clean(l.Path), safetext.Clean(l.Version), safetext.Clean(loaderSource(l)))}
 				}
 			}
 		}

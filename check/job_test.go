@@ -406,8 +406,19 @@ func TestMasterAddr(t *testing.T) {
 			status: Pass, summary: "has the address of the job's first node gpu001"},
 		{name: "second node", node: jobNode(step(0, 1, "MASTER_ADDR=gpu002"), resolved(map[string][]string{"gpu002": {"10.0.0.2"}, "gpu001": {"10.0.0.1"}}, nil)),
 			status: Warn, summary: "is node 2 of the job, not the first (gpu001)"},
-		{name: "not in the job", node: jobNode(step(0, 1, "MASTER_ADDR=login1"), resolved(map[string][]string{"login1": {"10.0.9.9"}, "gpu001": {"10.0.0.1"}}, nil)),
-			status: Fail, summary: "is not a node of this job (gpu[001-002])"},
+		{name: "not in the job, on the first node", node: jobNode(step(0, 1, "MASTER_ADDR=login1"), func(n *state.Node) {
+			resolved(map[string][]string{"login1": {"10.0.9.9"}, "gpu001": {"10.0.0.1"}}, nil)(n)
+			n.Slurm.Host.LocalAddresses = []string{"10.0.0.1", "127.0.0.1"}
+		}), status: Fail, summary: "MASTER_ADDR=login1 (10.0.9.9) is not a node of this job (gpu[001-002]), nor an address of its first node gpu001"},
+		// On another node a name outside the job's list that shares no
+		// address with the first node's name may be the first node's other
+		// interface (JSC's "<node>i"): unknown there.
+		{name: "not in the job, on the second node", node: jobNode(onNode("gpu002", step(1, 1, "MASTER_ADDR=login1")), func(n *state.Node) {
+			resolved(map[string][]string{"login1": {"10.0.9.9"}, "gpu001": {"10.0.0.1"}}, nil)(n)
+			n.Slurm.Host.LocalAddresses = []string{"10.0.0.2", "127.0.0.1"}
+		}), status: Skip, summary: "whether rank 0 is there is unknown from this node"},
+		{name: "not in the job, own addresses unknown", node: jobNode(step(0, 1, "MASTER_ADDR=login1"), resolved(map[string][]string{"login1": {"10.0.9.9"}, "gpu001": {"10.0.0.1"}}, nil)),
+			status: Skip, summary: "is not a node name of this job"},
 		{name: "does not resolve", node: jobNode(step(0, 1, "MASTER_ADDR=gpu0001"), resolved(map[string][]string{"gpu0001": {}}, map[string]string{"gpu0001": "lookup gpu0001: no such host"})),
 			status: Fail, summary: "does not resolve: lookup gpu0001: no such host"},
 		// The first node names itself by its IPoIB address: not in the job's
@@ -453,11 +464,19 @@ func TestNCCLEnv(t *testing.T) {
 	runCases(t, checkNCCLEnv, []checkCase{
 		{name: "none", node: jobNode(step(0, 1), nil), status: Pass, summary: "no NCCL_* variables"},
 		{name: "good", node: jobNode(step(0, 1, "NCCL_IB_HCA=mlx5_0:1,mlx5_1", "NCCL_SOCKET_IFNAME=eth", "NCCL_DEBUG=INFO"), nil), status: Pass, summary: "3 NCCL_* variable(s)"},
-		{name: "exact match wanted", node: jobNode(step(0, 1, "NCCL_IB_HCA==mlx5"), nil), status: Warn, summary: "names mlx5, not an HCA here"},
+		{name: "exact match wanted", node: jobNode(step(0, 1, "NCCL_IB_HCA==mlx5"), nil), status: Warn, summary: "NCCL_IB_HCA==mlx5 selects none of this node's HCAs (mlx5_0, mlx5_1)"},
+		{name: "exclusion of every HCA", node: jobNode(step(0, 1, "NCCL_IB_HCA=^mlx5"), nil), status: Warn, summary: "selects none of this node's HCAs"},
+		{name: "exact exclusion of one HCA", node: jobNode(step(0, 1, "NCCL_IB_HCA=^=mlx5_0"), nil), status: Pass},
 		{name: "exclusion list", node: jobNode(step(0, 1, "NCCL_IB_HCA=^mlx5_9", "NCCL_SOCKET_IFNAME=^docker,lo"), nil), status: Pass},
-		{name: "missing HCA", node: jobNode(step(0, 1, "NCCL_IB_HCA=mlx5_0,mlx5_4"), nil), status: Warn, summary: "names mlx5_4, not an HCA here (have mlx5_0, mlx5_1)"},
+		{name: "missing HCA", node: jobNode(step(0, 1, "NCCL_IB_HCA=mlx5_0,mlx5_4"), nil), status: Warn, summary: "names mlx5_4, not an HCA here (have mlx5_0, mlx5_1): NCCL skips it and uses mlx5_0"},
 		{name: "no IB at all", node: jobNode(step(0, 1, "NCCL_IB_HCA=mlx5_0"), func(n *state.Node) { n.Slurm.Host.IBDevices = nil }), status: Warn, summary: "no InfiniBand devices"},
-		{name: "absent interface", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=bond0"), nil), status: Warn, summary: "bond0 matches no interface here"},
+		{name: "absent interface", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=bond0"), nil), status: Fail, summary: "bond0 matches no interface here (have lo, eth0, ib0): NCCL's bootstrap finds no socket interface"},
+		{name: "absent interface with NCCL_COMM_ID", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=bond0", "NCCL_COMM_ID=10.0.0.1:5000"), nil), status: Warn, summary: "bond0 matches no interface here"},
+		{name: "exclusion of every interface", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=^lo,eth,ib"), nil), status: Fail, summary: "excludes every interface here"},
+		{name: "absent and present interfaces", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME==bond0,eth0"), nil), status: Pass, summary: "bond0 matches no interface here, NCCL uses eth0"},
+		{name: "interface alias", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=eth0:1"), nil), status: Pass},
+		{name: "one character: ignored by NCCL", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=x"), nil), status: Pass, summary: `NCCL_SOCKET_IFNAME="x" is ignored`},
+		{name: "interfaces not read", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=bond0"), func(n *state.Node) { n.Slurm.Host.NetInterfaces = nil }), status: Pass},
 		{name: "IB disabled", node: jobNode(step(0, 1, "NCCL_IB_DISABLE=1"), nil), status: Warn, summary: "goes over TCP sockets"},
 		{name: "IB disabled on a one-node job", node: jobNode(oneNode(step(0, 1, "NCCL_IB_DISABLE=1")), nil), status: Pass},
 		{name: "loopback on a two-node job", node: jobNode(step(0, 1, "NCCL_SOCKET_IFNAME=lo"), nil), status: Fail, summary: "NCCL_SOCKET_IFNAME=lo selects only the loopback interface on a 2-node job"},
@@ -524,6 +543,14 @@ func TestCUDACompat(t *testing.T) {
 			old(n)
 			n.Container = &state.Container{CompatLibraries: []state.NVMLLibrary{{Path: "/usr/local/cuda/compat/libcuda.so.535.104.05", Version: "535.104.05", OnLDLibraryPath: true}}}
 		}), status: Skip, summary: "container.cuda_compat judges"},
+		// The Container Toolkit's enable-cuda-compat hook puts the compat
+		// directory in the loader cache through /etc/ld.so.conf.d, not on
+		// LD_LIBRARY_PATH: still no proof of the mismatch.
+		{name: "compat libcuda in the loader cache in a container: container.cuda_compat judges", node: jobNode(step(0, 1), func(n *state.Node) {
+			rt("12.2")(n)
+			old(n)
+			n.Container = &state.Container{CompatLibraries: []state.NVMLLibrary{{Path: "/usr/local/cuda-12.2/compat/libcuda.so.535.104.05", Version: "535.104.05", LoaderConf: "/etc/ld.so.conf.d/00-compat-1.conf"}}}
+		}), status: Skip, summary: "is on the loader cache (/etc/ld.so.conf.d/00-compat-1.conf): container.cuda_compat judges"},
 		{name: "compat libcuda in the image but not on the path still fails", node: jobNode(step(0, 1), func(n *state.Node) {
 			rt("12.2")(n)
 			old(n)

@@ -408,13 +408,7 @@ var nvmlLibDirs = []string{"/usr/local/nvidia/lib64", "/usr/lib/x86_64-linux-gnu
 var nvmlLibName = regexp.MustCompile(`^libnvidia-ml\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$`)
 
 func nvmlLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
-	var dirs []string
-	for _, d := range strings.Split(ldLibraryPath, ":") {
-		if strings.HasPrefix(d, "/") && len(dirs) < maxLibraryDirs {
-			dirs = append(dirs, path.Clean(d))
-		}
-	}
-	return scanLibraries(fsys, append(dirs, nvmlLibDirs...), nvmlLibName, nil)
+	return scanLibraries(fsys, append(ldPathDirs(ldLibraryPath), nvmlLibDirs...), nvmlLibName, nil)
 }
 
 // scanLibraries lists the files named like re (its first group is the
@@ -451,45 +445,165 @@ var compatDirs = []string{"/usr/local/cuda/compat", "/usr/local/cuda/compat/lib"
 var libcudaName = regexp.MustCompile(`^libcuda\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$`)
 
 // compatLibraries lists the forward-compatibility libcuda files: in every
-// LD_LIBRARY_PATH directory whose path names "compat" (first 32), then in
-// compatDirs. A libcuda elsewhere is the host's, injected by the runtime.
+// LD_LIBRARY_PATH directory (first 32) and every /etc/ld.so.conf(.d)
+// directory whose path names "compat", then in compatDirs. A libcuda
+// elsewhere is the host's, injected by the runtime.
+//
+// Which libcuda.so.1 the loader takes is modelled in ld.so(8)'s order for
+// a name without a slash: the LD_LIBRARY_PATH directories in order, then
+// /etc/ld.so.cache, then the default directories (/lib, /usr/lib; the
+// binary's DT_RUNPATH comes before the cache but CUDA applications do not
+// name the driver's directory in it, and DT_RPATH is not modelled).
+// ldconfig(8) builds the cache from the /etc/ld.so.conf(.d) directories in
+// the order read (loaderConfDirs), and for one name the loader takes the
+// cache's first entry of the machine's type (glibc elf/cache.c keeps equal
+// names in the order added; elf/dl-cache.c returns the first match), so
+// the conf order stands for the cache's: NVIDIA/nvidia-container-toolkit#1679's
+// `ldconfig -p` lists the compat libcuda of 00-compat-<n>.conf before the
+// host's. A conf directory counts only when the cache holds the library
+// under it (ldconfig ran after the file was written, as the toolkit's
+// update-ldcache hook does): the loader reads the cache, not the conf files.
 func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 	onPath := map[string]bool{}
+	ldp := ldPathDirs(ldLibraryPath)
 	var dirs []string
-	n := 0
-	for _, d := range strings.Split(ldLibraryPath, ":") {
-		if !strings.HasPrefix(d, "/") || n >= maxLibraryDirs {
-			continue
-		}
-		n++
-		d = path.Clean(d)
+	for _, d := range ldp {
 		onPath[d] = true
 		if strings.Contains(d, "compat") {
 			dirs = append(dirs, d)
 		}
 	}
+	confs := loaderConfDirs(fsys)
+	for _, d := range confs {
+		if strings.Contains(d.path, "compat") {
+			dirs = append(dirs, d.path)
+		}
+	}
 	out := scanLibraries(fsys, append(dirs, compatDirs...), libcudaName, onPath)
-	// The loader takes libcuda.so.1 from the first LD_LIBRARY_PATH
-	// directory that has one (ld.so(8)); a compat directory after one
-	// that holds the host's (GKE's /usr/local/nvidia/lib64) is not used.
+	cache, cacheOK := ldCache(fsys)
+	inCache := func(dir string) bool {
+		return cacheOK && strings.Contains(cache, dir+"/libcuda.so.")
+	}
 	for i := range out {
-		if !out[i].OnLDLibraryPath {
+		dir := path.Dir(out[i].Path)
+		if out[i].OnLDLibraryPath {
+			// An earlier LD_LIBRARY_PATH directory with a libcuda.so.1
+			// (GKE's /usr/local/nvidia/lib64 holding the host's) wins.
+			for _, d := range ldp {
+				if d == dir {
+					break
+				}
+				if f := path.Join(d, "libcuda.so.1"); fsExists(fsys, f) {
+					out[i].ShadowedBy = f
+					break
+				}
+			}
 			continue
 		}
-		dir := path.Dir(out[i].Path)
-		n := 0
-		for _, d := range strings.Split(ldLibraryPath, ":") {
-			if !strings.HasPrefix(d, "/") || n >= maxLibraryDirs {
-				continue
-			}
-			n++
-			if d = path.Clean(d); d == dir {
+		conf := ""
+		for _, d := range confs {
+			if d.path == dir {
+				conf = d.from
 				break
 			}
+		}
+		if conf == "" || !inCache(dir) {
+			continue
+		}
+		out[i].LoaderConf = conf
+		// Every LD_LIBRARY_PATH directory comes before the cache, and an
+		// earlier directory of the cache wins too.
+		for _, d := range ldp {
 			if f := path.Join(d, "libcuda.so.1"); fsExists(fsys, f) {
 				out[i].ShadowedBy = f
 				break
 			}
+		}
+		if out[i].ShadowedBy != "" {
+			continue
+		}
+		for _, d := range confs {
+			if d.path == dir {
+				break
+			}
+			if f := path.Join(d.path, "libcuda.so.1"); inCache(d.path) && fsExists(fsys, f) {
+				out[i].ShadowedBy = f
+				break
+			}
+		}
+	}
+	return out
+}
+
+// ldPathDirs is LD_LIBRARY_PATH's absolute directories (the first
+// maxLibraryDirs), cleaned, in order.
+func ldPathDirs(ldLibraryPath string) []string {
+	var dirs []string
+	for _, d := range strings.Split(ldLibraryPath, ":") {
+		if strings.HasPrefix(d, "/") && len(dirs) < maxLibraryDirs {
+			dirs = append(dirs, path.Clean(d))
+		}
+	}
+	return dirs
+}
+
+// ldCache is /etc/ld.so.cache's bytes, read through the bounded view (a
+// cache is tens to hundreds of KiB; a larger or unreadable one is not
+// known). Only whether it holds a path is asked of it.
+func ldCache(fsys fs.FS) (string, bool) {
+	b, err := fs.ReadFile(fsys, fsName("/etc/ld.so.cache"))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// loaderDir is one directory of the loader's configuration and the file
+// that names it.
+type loaderDir struct{ path, from string }
+
+// loaderConfDirs lists the directories /etc/ld.so.conf and then the
+// /etc/ld.so.conf.d/*.conf files (in name order, as the usual
+// "include /etc/ld.so.conf.d/*.conf" expands them; at most
+// maxLdSoConfFiles files and 2*maxLibraryDirs directories) name.
+func loaderConfDirs(fsys fs.FS) []loaderDir {
+	confs := []string{"/etc/ld.so.conf"}
+	if es, err := fs.ReadDir(fsys, fsName("/etc/ld.so.conf.d")); err == nil {
+		for _, e := range es {
+			if strings.HasSuffix(e.Name(), ".conf") && len(confs) <= maxLdSoConfFiles {
+				confs = append(confs, "/etc/ld.so.conf.d/"+e.Name())
+			}
+		}
+	}
+	var out []loaderDir
+	for _, conf := range confs {
+		b, err := fs.ReadFile(fsys, fsName(conf))
+		if err != nil {
+			continue
+		}
+		for _, d := range ParseLdSoConf(string(b)) {
+			if len(out) >= 2*maxLibraryDirs {
+				return out
+			}
+			out = append(out, loaderDir{d, conf})
+		}
+	}
+	return out
+}
+
+// ParseLdSoConf lists the directories one ld.so.conf file names, in order
+// (ldconfig(8): one directory a line; glibc elf/ldconfig.c parse_conf cuts
+// a line at '#' and skips "include" and "hwcap" lines, which are not
+// directories). Only absolute paths are kept, cleaned.
+func ParseLdSoConf(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if i := strings.IndexByte(l, '#'); i >= 0 {
+			l = l[:i]
+		}
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "/") {
+			out = append(out, path.Clean(l))
 		}
 	}
 	return out
@@ -544,33 +658,11 @@ func netPlugins(fsys fs.FS, ldLibraryPath, plugin string, set bool) []state.NetP
 		loader     bool
 	}
 	var dirs []dir
-	n := 0
-	for _, d := range strings.Split(ldLibraryPath, ":") {
-		if strings.HasPrefix(d, "/") && n < maxLibraryDirs {
-			n++
-			dirs = append(dirs, dir{path.Clean(d), "LD_LIBRARY_PATH", true})
-		}
+	for _, d := range ldPathDirs(ldLibraryPath) {
+		dirs = append(dirs, dir{d, "LD_LIBRARY_PATH", true})
 	}
-	confs := []string{"/etc/ld.so.conf"}
-	if es, err := fs.ReadDir(fsys, fsName("/etc/ld.so.conf.d")); err == nil {
-		for _, e := range es {
-			if strings.HasSuffix(e.Name(), ".conf") && len(confs) <= maxLdSoConfFiles {
-				confs = append(confs, "/etc/ld.so.conf.d/"+e.Name())
-			}
-		}
-	}
-	for _, conf := range confs {
-		b, err := fs.ReadFile(fsys, fsName(conf))
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			l = strings.TrimSpace(l)
-			if strings.HasPrefix(l, "/") && n < 2*maxLibraryDirs {
-				n++
-				dirs = append(dirs, dir{path.Clean(l), conf, true})
-			}
-		}
+	for _, d := range loaderConfDirs(fsys) {
+		dirs = append(dirs, dir{d.path, d.from, true})
 	}
 	for _, d := range defaultLoaderDirs {
 		dirs = append(dirs, dir{d, "default", true})

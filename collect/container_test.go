@@ -2,6 +2,7 @@ package collect
 
 import (
 	"os"
+	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -336,6 +337,105 @@ func TestCompatLibrariesShadowed(t *testing.T) {
 	if len(got) != 1 || got[0].ShadowedBy != "" || got[0].OnLDLibraryPath {
 		t.Errorf("compat off the path: %+v", got)
 	}
+}
+
+// TestCompatLibrariesLoaderCache: NVIDIA/nvidia-container-toolkit#1679 on
+// Jetson Thor, laid out as its `ldconfig -p` shows it: the toolkit's
+// enable-cuda-compat hook wrote /etc/ld.so.conf.d/00-compat-888138641.conf
+// naming /usr/local/cuda-13.0/compat, and the cache lists that libcuda.so.1
+// before the host's /usr/lib/aarch64-linux-gnu/nvidia one. The loader takes
+// the compat library with no LD_LIBRARY_PATH; an LD_LIBRARY_PATH directory
+// holding a libcuda.so.1 comes first; a conf file ldconfig has not read
+// into the cache (or no cache) does not count; a compat directory named
+// after the host's in conf order is shadowed by it.
+func TestCompatLibrariesLoaderCache(t *testing.T) {
+	f := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+	const conf = "/etc/ld.so.conf.d/00-compat-888138641.conf"
+	cache := "glibc-ld.so.cache1.1\x00libcuda.so.1\x00/usr/local/cuda-13.0/compat/libcuda.so.1\x00libcuda.so.1\x00/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1\x00"
+	thor := func() fstest.MapFS {
+		return fstest.MapFS{
+			"etc/ld.so.conf": f("include /etc/ld.so.conf.d/*.conf\n"),
+			"etc/ld.so.conf.d/00-compat-888138641.conf":       f("/usr/local/cuda-13.0/compat\n"),
+			"etc/ld.so.conf.d/nvidia-tegra.conf":              f("/usr/lib/aarch64-linux-gnu/nvidia # the host's, injected\n"),
+			"etc/ld.so.cache":                                 f(cache),
+			"usr/local/cuda-13.0/compat/libcuda.so.1":         f("ELF"),
+			"usr/local/cuda-13.0/compat/libcuda.so.580.65.06": f("ELF"),
+			"usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1":   f("ELF"),
+			"usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1.1": f("ELF"),
+			"opt/host/lib/libcuda.so.1":                       f("ELF"),
+		}
+	}
+	want := []state.NVMLLibrary{{Path: "/usr/local/cuda-13.0/compat/libcuda.so.580.65.06", Version: "580.65.06", LoaderConf: conf}}
+	if got := compatLibraries(thor(), ""); !reflect.DeepEqual(got, want) {
+		t.Errorf("#1679:\n got %+v\nwant %+v", got, want)
+	}
+	want[0].ShadowedBy = "/opt/host/lib/libcuda.so.1"
+	if got := compatLibraries(thor(), "/opt/host/lib"); !reflect.DeepEqual(got, want) {
+		t.Errorf("behind LD_LIBRARY_PATH:\n got %+v\nwant %+v", got, want)
+	}
+	stale := thor()
+	stale["etc/ld.so.cache"] = f("glibc-ld.so.cache1.1\x00libcuda.so.1\x00/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1\x00")
+	noCache := thor()
+	delete(noCache, "etc/ld.so.cache")
+	for name, fsys := range map[string]fstest.MapFS{"conf not in the cache": stale, "no cache": noCache} {
+		got := compatLibraries(fsys, "")
+		if len(got) != 1 || got[0].LoaderConf != "" || got[0].OnLDLibraryPath || got[0].ShadowedBy != "" {
+			t.Errorf("%s: %+v", name, got)
+		}
+	}
+	late := thor()
+	delete(late, "etc/ld.so.conf.d/00-compat-888138641.conf")
+	late["etc/ld.so.conf.d/zz-compat.conf"] = f("/usr/local/cuda-13.0/compat\n")
+	got := compatLibraries(late, "")
+	if len(got) != 1 || got[0].LoaderConf != "/etc/ld.so.conf.d/zz-compat.conf" || got[0].ShadowedBy != "/usr/lib/aarch64-linux-gnu/nvidia/libcuda.so.1" {
+		t.Errorf("compat after the host's in conf order: %+v", got)
+	}
+	// On LD_LIBRARY_PATH as well: LD_LIBRARY_PATH is what the loader uses.
+	got = compatLibraries(thor(), "/usr/local/cuda-13.0/compat")
+	if len(got) != 1 || !got[0].OnLDLibraryPath || got[0].LoaderConf != "" || got[0].ShadowedBy != "" {
+		t.Errorf("on LD_LIBRARY_PATH too: %+v", got)
+	}
+}
+
+// FuzzParseLdSoConf: every directory is absolute, clean, on one line and
+// without a comment.
+func FuzzParseLdSoConf(f *testing.F) {
+	f.Add("include /etc/ld.so.conf.d/*.conf\n")
+	f.Add("# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n")
+	f.Add("/usr/local/cuda-13.0/compat\n")
+	f.Add("  /a//b/../c # x\r\nhwcap 0 nosegneg\n/#\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, d := range ParseLdSoConf(s) {
+			if !strings.HasPrefix(d, "/") || path.Clean(d) != d || strings.ContainsAny(d, "#\n") {
+				t.Errorf("%q: directory %q", s, d)
+			}
+		}
+	})
+}
+
+// FuzzCompatLibrariesConf: any ld.so.conf.d file and LD_LIBRARY_PATH give
+// compat libraries found through a conf file only off LD_LIBRARY_PATH and
+// only when the cache holds them, shadowed only by a libcuda.so.1.
+func FuzzCompatLibrariesConf(f *testing.F) {
+	f.Add("/usr/local/cuda-13.0/compat\n", "")
+	f.Add("/usr/lib/host\n/usr/local/cuda-13.0/compat/\n", "/usr/lib/host")
+	f.Add("#/usr/local/cuda-13.0/compat", "/usr/local/cuda-13.0/compat")
+	f.Fuzz(func(t *testing.T, conf, ld string) {
+		fsys := fstest.MapFS{
+			"etc/ld.so.conf.d/a.conf":                         &fstest.MapFile{Data: []byte(conf)},
+			"etc/ld.so.cache":                                 &fstest.MapFile{Data: []byte("/usr/local/cuda-13.0/compat/libcuda.so.1\x00/usr/lib/host/libcuda.so.1")},
+			"usr/local/cuda-13.0/compat/libcuda.so.580.65.06": &fstest.MapFile{Data: []byte("ELF")},
+			"usr/lib/host/libcuda.so.1":                       &fstest.MapFile{Data: []byte("ELF")},
+		}
+		for _, l := range compatLibraries(fsys, ld) {
+			if l.LoaderConf != "" && (l.OnLDLibraryPath || l.LoaderConf != "/etc/ld.so.conf.d/a.conf") {
+				t.Errorf("conf %q, LD_LIBRARY_PATH %q: %+v", conf, ld, l)
+			}
+			if l.ShadowedBy != "" && (!(l.OnLDLibraryPath || l.LoaderConf != "") || !strings.HasSuffix(l.ShadowedBy, "/libcuda.so.1")) {
+				t.Errorf("conf %q, LD_LIBRARY_PATH %q: %+v", conf, ld, l)
+			}
+		}
+	})
 }
 
 // FuzzCompatLibraries: any LD_LIBRARY_PATH gives compat libraries whose

@@ -112,9 +112,15 @@ type NVMLLibrary struct {
 	Version string `json:"version"`
 	// OnLDLibraryPath says its directory is one of LD_LIBRARY_PATH's.
 	OnLDLibraryPath bool `json:"on_ld_library_path,omitempty"`
-	// ShadowedBy, for a forward-compatibility libcuda on LD_LIBRARY_PATH,
-	// is the libcuda.so.1 in an earlier LD_LIBRARY_PATH directory that the
-	// loader finds first (ld.so(8): the directories in order), if any.
+	// LoaderConf, for a forward-compatibility libcuda off LD_LIBRARY_PATH,
+	// is the /etc/ld.so.conf(.d) file that names its directory when
+	// /etc/ld.so.cache holds it: the loader finds it through the cache
+	// (NVIDIA Container Toolkit's enable-cuda-compat hook writes such a
+	// file).
+	LoaderConf string `json:"loader_conf,omitempty"`
+	// ShadowedBy, for a forward-compatibility libcuda the loader would
+	// reach, is the libcuda.so.1 it finds first (ld.so(8): LD_LIBRARY_PATH
+	// in order, then the cache in its ld.so.conf order), if any.
 	ShadowedBy string `json:"shadowed_by,omitempty"`
 }
 
