@@ -14,6 +14,12 @@ import (
 type GresProblem struct {
 	Where string `json:"where"`
 	Msg   string `json:"msg"`
+	// NotFatal is set where slurmd starts and the node schedules all the
+	// same: a Links= it drops ("Ignoring invalid Links=... for Name=gpu",
+	// src/interfaces/gres.c _parse_gres_config) or one it keeps for every
+	// device of a multi-device line (slurmd -G 22.05: Count=2 ...
+	// Links=-1,0). Only the GPU link hints are lost or wrong.
+	NotFatal bool `json:"not_fatal,omitempty"`
 }
 
 func (p GresProblem) String() string { return p.Where + ": " + p.Msg }
@@ -38,7 +44,7 @@ func LintGres(g *slurmstate.GresConf, node, name string) []GresProblem {
 	for _, r := range recs {
 		for _, f := range append(append([]string{}, r.Files...), r.MultipleFiles...) {
 			if prev, dup := seen[f]; dup && !strings.Contains(f, "nvidia-caps") && len(r.MultipleFiles) == 0 {
-				out = append(out, GresProblem{r.Where, fmt.Sprintf("duplicate device file %s (also at %s; slurmd: \"gpu duplicate device file name\")", f, prev)})
+				out = append(out, GresProblem{Where: r.Where, Msg: fmt.Sprintf("duplicate device file %s (also at %s; slurmd: \"gpu duplicate device file name\")", f, prev)})
 			} else if !dup {
 				seen[f] = r.Where
 			}
@@ -55,29 +61,45 @@ func LintGres(g *slurmstate.GresConf, node, name string) []GresProblem {
 		}
 		if r.LinksSet {
 			if msg := GresLinksProblem(r); msg != "" {
-				out = append(out, GresProblem{r.Where, msg})
+				out = append(out, GresProblem{Where: r.Where, Msg: msg, NotFatal: true})
 			}
 		}
 		if r.Count != "" && r.Files != nil {
 			if n, err := slurmstate.ParseCount(r.Count); err == nil && n != uint64(len(r.Files)) && strings.EqualFold(name, "gpu") {
-				out = append(out, GresProblem{r.Where, fmt.Sprintf("Count=%s but File= names %d devices", r.Count, len(r.Files))})
+				out = append(out, GresProblem{Where: r.Where, Msg: fmt.Sprintf("Count=%s but File= names %d devices", r.Count, len(r.Files))})
 			}
 		}
 		if r.Files != nil && r.MultipleFiles != nil {
-			out = append(out, GresProblem{r.Where, "File= and MultipleFiles= on one line: gres.conf(5) makes them mutually exclusive (MultipleFiles= is the MIG form: every file one GRES needs), and slurmd rejects the line"})
+			out = append(out, GresProblem{Where: r.Where, Msg: "File= and MultipleFiles= on one line: gres.conf(5) makes them mutually exclusive (MultipleFiles= is the MIG form: every file one GRES needs), and slurmd rejects the line"})
 		}
 		for _, f := range r.Flags {
 			if !knownGresFlags[strings.ToLower(f)] {
-				out = append(out, GresProblem{r.Where, fmt.Sprintf("unknown Flags= value %q", f)})
+				out = append(out, GresProblem{Where: r.Where, Msg: fmt.Sprintf("unknown Flags= value %q", f)})
 			}
 		}
 	}
 	out = append(out, lintEnvFlags(recs, name)...)
 	if typed != "" && untyped != "" {
-		out = append(out, GresProblem{untyped, fmt.Sprintf("some %s records have Type= (%s) and this one does not (slurmd: fatal, \"some records have Type= specification while others do not\")", name, typed)})
+		out = append(out, GresProblem{Where: untyped, Msg: fmt.Sprintf("some %s records have Type= (%s) and this one does not (slurmd: fatal, \"some records have Type= specification while others do not\")", name, typed)})
 	}
 	if withFile != "" && withoutFile != "" {
-		out = append(out, GresProblem{withoutFile, fmt.Sprintf("some %s records have File= (%s) and this one does not (slurmd: fatal, \"some records have File specification while others do not\")", name, withFile)})
+		out = append(out, GresProblem{Where: withoutFile, Msg: fmt.Sprintf("some %s records have File= (%s) and this one does not (slurmd: fatal, \"some records have File specification while others do not\")", name, withFile)})
+	}
+	// gres.c _foreach_gres_conf: once the records of one name for this
+	// node have neither File= nor Type=, a second such record is fatal
+	// ("gres.conf duplicate records for gpu"), Count= or not, AutoDetect or
+	// not (slurmd -G 22.05 on the magic_castle#27 file: AutoDetect=nvml,
+	// Name=gpu, Name=gpu). One line with Count=N is the form slurmd takes.
+	if len(recs) > 1 && typed == "" && withFile == "" {
+		bare := 0
+		for _, r := range recs {
+			if r.Files == nil && r.MultipleFiles == nil {
+				bare++
+			}
+		}
+		if bare == len(recs) {
+			out = append(out, GresProblem{Where: recs[1].Where, Msg: fmt.Sprintf("%d %s records for this node and none has File= or Type= (first at %s): slurmd stops with fatal: \"gres.conf duplicate records for %s\"; give one line with Count=, File= lines, or only AutoDetect", len(recs), name, recs[0].Where, name)})
+		}
 	}
 	return out
 }
@@ -91,28 +113,41 @@ func hasFlag(flags []string, f string) bool {
 	return false
 }
 
-// GresLinksProblem applies gres.conf(5): a comma list with one entry per GPU,
-// -1 for the device itself, 0 for no link, N for N links; one device a line.
+// gresMaxLink is GRES_MAX_LINK of Slurm's gres.h: the largest link count
+// gres_links_validate takes.
+const gresMaxLink = 1023
+
+// GresLinksProblem applies gres.conf(5) (a comma list with one entry per
+// GPU, -1 for the device itself, 0 for no link, N for N links; one device a
+// line) as slurmd reads it, gres_links_validate in src/interfaces/gres.c:
+// the list is cut with strtok_r, so empty fields vanish ("0,0,-1,,0,0,0,0,0"
+// is the 8 entries of deepops#1102, which slurmd -G 22.05 keeps); each
+// entry is strtol'd whole, from -2 to GRES_MAX_LINK; exactly one is -1.
+// slurmd drops a Links= that fails ("Ignoring invalid Links=... for
+// Name=gpu") and runs on.
 func GresLinksProblem(r slurmstate.GresRecord) string {
-	v := strings.TrimSpace(r.Links)
+	v := r.Links
 	if len(r.Files) > 1 {
-		return fmt.Sprintf("Links= on a line with %d devices; Links describes one device per line", len(r.Files))
+		return fmt.Sprintf("Links= on a line with %d devices; Links describes one device per line (slurmd gives every device of the line this row, so at most one is right)", len(r.Files))
 	}
-	if v == "" || strings.EqualFold(v, "null") {
-		return fmt.Sprintf("Links=%q is empty (slurmd: \"Ignoring invalid Link\")", r.Links)
+	if v == "" {
+		return fmt.Sprintf("Links=%q is empty (slurmd: \"Links is an empty string\", then \"Ignoring invalid Links\")", r.Links)
 	}
 	self := 0
 	for _, p := range strings.Split(v, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < -1 {
-			return fmt.Sprintf("Links=%q: %q is not -1, 0 or a link count (ranges are not allowed)", r.Links, p)
+		if p == "" {
+			continue // strtok_r skips empty fields
+		}
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || n < -2 || n > gresMaxLink {
+			return fmt.Sprintf("Links=%q: %q is not -1, 0 or a link count up to %d (slurmd: \"Failed to parse token\", then \"Ignoring invalid Links\")", r.Links, p, gresMaxLink)
 		}
 		if n == -1 {
 			self++
 		}
 	}
 	if self != 1 {
-		return fmt.Sprintf("Links=%q must mark the device itself with exactly one -1 (slurmd: \"Ignoring invalid Link\")", r.Links)
+		return fmt.Sprintf("Links=%q must mark the device itself with exactly one -1 (slurmd: \"Ignoring invalid Links\")", r.Links)
 	}
 	return ""
 }
@@ -135,7 +170,7 @@ func lintEnvFlags(recs []slurmstate.GresRecord, name string) []GresProblem {
 			}
 		}
 		if len(mine) > 1 && hasFlag(mine, "no_gpu_env") {
-			out = append(out, GresProblem{r.Where, "Flags=no_gpu_env excludes every other env flag (slurmd: fatal)"})
+			out = append(out, GresProblem{Where: r.Where, Msg: "Flags=no_gpu_env excludes every other env flag (slurmd: fatal)"})
 		}
 		if len(mine) == 0 {
 			continue
@@ -143,7 +178,7 @@ func lintEnvFlags(recs []slurmstate.GresRecord, name string) []GresProblem {
 		sort.Strings(mine)
 		cur := strings.Join(mine, ",")
 		if i > 0 && cur != prev {
-			out = append(out, GresProblem{r.Where, fmt.Sprintf("env flags %s differ from the %s of the %s record before (slurmd: fatal, \"does not match env flags for previous GRES\")", cur, prev, name)})
+			out = append(out, GresProblem{Where: r.Where, Msg: fmt.Sprintf("env flags %s differ from the %s of the %s record before (slurmd: fatal, \"does not match env flags for previous GRES\")", cur, prev, name)})
 		}
 		prev = cur
 	}
@@ -188,7 +223,7 @@ func LintAutoDetect(g *slurmstate.GresConf, node string) []GresProblem {
 		if _, ok := SlurmdAutoDetect(v); ok {
 			return
 		}
-		out = append(out, GresProblem{where, fmt.Sprintf("AutoDetect=%q is not one of %s", v, strings.Join(autoDetectValues, ", "))})
+		out = append(out, GresProblem{Where: where, Msg: fmt.Sprintf("AutoDetect=%q is not one of %s", v, strings.Join(autoDetectValues, ", "))})
 	}
 	bad(g.AutoDetectWhere, g.AutoDetect)
 	for _, s := range g.NodeAutoDetect {
@@ -251,7 +286,7 @@ func LintGresSpec(where string, spec []slurmstate.GresSpec) []GresProblem {
 			untyped[n] = true
 		}
 		if typed[n] && untyped[n] {
-			out = append(out, GresProblem{where, fmt.Sprintf("Gres= gives %s with a type in some items and without in others (slurmctld: \"GRES in slurm.conf have a type while others do not\")", g.Name)})
+			out = append(out, GresProblem{Where: where, Msg: fmt.Sprintf("Gres= gives %s with a type in some items and without in others (slurmctld: \"GRES in slurm.conf have a type while others do not\")", g.Name)})
 			typed[n], untyped[n] = false, false
 		}
 	}

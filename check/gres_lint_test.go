@@ -1,6 +1,7 @@
 package check
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,4 +41,41 @@ func TestLintGresMovedFromParser(t *testing.T) {
 	if r := checkSlurmGres(n, DefaultConfig()); r.Status != Fail || !strings.Contains(r.Summary, `gres.conf:1: AutoDetect="magic"`) {
 		t.Errorf("slurm.gres: %s %q", r.Status, r.Summary)
 	}
+}
+
+// FuzzLintGres runs the lints over arbitrary gres.conf text: never a panic,
+// and a Links= they pass is one slurmd's gres_links_validate passes too:
+// exactly one -1 among its non-empty fields, each -2..1023.
+func FuzzLintGres(f *testing.F) {
+	for _, s := range []string{"Name=gpu File=/dev/nvidia2 Cores=16-31 Links=0,0,-1,,0,0,0,0,0\n", "AutoDetect=nvml\nName=gpu\nName=gpu\n", "Name=gpu Links=-2,+1,-1\n", "Name=gpu Links=,,,\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		g := slurm.ParseGresConfData("gres.conf", []byte(s))
+		for _, node := range []string{"", "n1"} {
+			LintGres(g, node, "gpu")
+			LintAutoDetect(g, node)
+		}
+		for _, r := range g.Records {
+			if !r.LinksSet || len(r.Files) > 1 || GresLinksProblem(r) != "" {
+				continue
+			}
+			self := 0
+			for _, p := range strings.Split(r.Links, ",") {
+				if p == "" {
+					continue
+				}
+				n, err := strconv.Atoi(p)
+				if err != nil || n < -2 || n > 1023 {
+					t.Fatalf("Links=%q passed with field %q", r.Links, p)
+				}
+				if n == -1 {
+					self++
+				}
+			}
+			if self != 1 {
+				t.Fatalf("Links=%q passed with %d self entries", r.Links, self)
+			}
+		}
+	})
 }

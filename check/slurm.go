@@ -102,6 +102,12 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 		v.add(Fail, nil, "fix gres.conf: slurmd rejects the line", e.Error())
 	}
 	for _, p := range append(LintAutoDetect(g, node), LintGres(g, node, "gpu")...) {
+		if p.NotFatal {
+			// slurmd starts and the node schedules; only what the
+			// value would have told it is lost (GresProblem.NotFatal).
+			v.add(Warn, nil, "fix gres.conf (see gres.conf(5))", p.String())
+			continue
+		}
 		v.add(Fail, nil, "fix gres.conf (see gres.conf(5))", p.String())
 	}
 	if declared {

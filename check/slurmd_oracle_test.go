@@ -229,3 +229,89 @@ func findSlurmd(t *testing.T) string {
 	}
 	return slurmd
 }
+
+// TestSlurmdOracleLinksAndDuplicates asks the real slurmd, for every
+// captured gres.conf, which Links= it drops ("Ignoring invalid Links=...",
+// gres_links_validate) and whether it stops on bare records ("gres.conf
+// duplicate records for gpu", _foreach_gres_conf), and requires LintGres
+// to name the same: the Links= rows of one-device lines it flags, and the
+// duplicate-records finding. The fixtures hold both kinds (deepops#1102's
+// "-1,,0" row slurmd keeps; magic_castle#27's bare Name=gpu lines); a
+// synthetic file adds rows slurmd drops.
+func TestSlurmdOracleLinksAndDuplicates(t *testing.T) {
+	slurmd := findSlurmd(t)
+	files, _ := filepath.Glob("../slurm/testdata/gres/*.txt")
+	type input struct{ name, slurm, gres string }
+	var inputs []input
+	for _, f := range files {
+		if g := section(t, f, "gres.conf"); g != "" {
+			inputs = append(inputs, input{filepath.Base(f), section(t, f, "slurm.conf"), g})
+		}
+	}
+	inputs = append(inputs, input{"synthetic bad Links", "", "Name=gpu File=/dev/nvidia0 Links=0,0,0\nName=gpu File=/dev/nvidia1 Links=-1,1024\nName=gpu File=/dev/nvidia2 Links=-2,x,-1\nName=gpu File=/dev/nvidia3 Links=-2,,-1\n"})
+	dups, links := 0, 0
+	for _, in := range inputs {
+		gresConf := fileRe.ReplaceAllString(in.gres, "$1=/dev/null")
+		gc := slurm.ParseGresConfData("gres.conf", []byte(gresConf))
+		if len(gc.Errors) > 0 {
+			continue // slurmd stops at the parse error (TestSlurmdOracleParse)
+		}
+		host := ""
+		for _, r := range gc.Records {
+			if hs, err := slurmstate.ExpandHostlist(r.NodeName); r.NodeName != "" && err == nil && len(hs) > 0 {
+				host = hs[0]
+				break
+			}
+		}
+		// Only the node lines and GresTypes: the rest of a fixture's
+		// slurm.conf is not what is asked (and some of it 22.05 refuses).
+		var keep []string
+		for _, l := range strings.Split(in.slurm, "\n") {
+			if k := strings.ToLower(strings.TrimSpace(l)); strings.HasPrefix(k, "grestypes=") || strings.HasPrefix(k, "nodename=") {
+				keep = append(keep, l)
+			}
+		}
+		slurmConf := strings.Join(keep, "\n")
+		sc := slurmstate.ParseSlurmConfData("slurm.conf", []byte(slurmConf))
+		if _, ok := sc.Node(host); !ok || host == "" {
+			if host == "" {
+				host = "oracle1"
+			}
+			slurmConf += "\nGresTypes=gpu\nNodeName=" + host + " CPUs=256 Sockets=2 CoresPerSocket=64 ThreadsPerCore=2\n"
+		}
+		dir := t.TempDir()
+		conf := slurmConf + "\nClusterName=oracle\nSlurmctldHost=localhost\nSlurmdParameters=config_overrides\n"
+		os.WriteFile(filepath.Join(dir, "slurm.conf"), []byte(conf), 0o644)
+		os.WriteFile(filepath.Join(dir, "gres.conf"), []byte(gresConf), 0o644)
+		out, _ := exec.Command(slurmd, "-G", "-f", filepath.Join(dir, "slurm.conf"), "-N", host).CombinedOutput()
+		theirsLinks := map[string]bool{}
+		for _, m := range droppedLinksRe.FindAllStringSubmatch(string(out), -1) {
+			theirsLinks[m[1]] = true
+		}
+		oursLinks := map[string]bool{}
+		oursDup := false
+		for _, p := range LintGres(gc, host, "gpu") {
+			oursDup = oursDup || strings.Contains(p.Msg, "duplicate records")
+		}
+		for _, r := range gc.ForNode(host, "gpu") {
+			if r.LinksSet && len(r.Files) <= 1 && GresLinksProblem(r) != "" {
+				oursLinks[r.Links] = true
+			}
+		}
+		theirsDup := strings.Contains(string(out), "gres.conf duplicate records for gpu")
+		if theirsDup {
+			dups++
+		}
+		links += len(theirsLinks)
+		if oursDup != theirsDup || fmt.Sprint(oursLinks) != fmt.Sprint(theirsLinks) {
+			t.Errorf("%s on %s: slurmd: duplicate records %v, drops Links %v; gpuprobe: duplicate records %v, flags Links %v\nslurmd -G said:\n%s",
+				in.name, host, theirsDup, theirsLinks, oursDup, oursLinks, out)
+		}
+	}
+	if dups == 0 || links == 0 {
+		t.Fatalf("slurmd found %d duplicate-record files and dropped %d Links=: the oracle needs both", dups, links)
+	}
+	t.Logf("%d gres.conf judged; slurmd stopped on duplicate records in %d and dropped %d Links=, as gpuprobe said", len(inputs), dups, links)
+}
+
+var droppedLinksRe = regexp.MustCompile(`Ignoring invalid Links=(\S+) for Name=gpu`)
