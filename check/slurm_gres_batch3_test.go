@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/slurm"
 	"github.com/gpuprobe/gpuprobe/state"
+	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 	"github.com/gpuprobe/gpuprobe/state/topostate"
 )
 
@@ -72,6 +73,30 @@ func TestSlurmGresThirdBatch(t *testing.T) {
 		{name: "slurm_exporter PR 207: typed lines without File=", node: gresNode("g2", 4, "NVIDIA A100-SXM4-40GB", nil,
 			confs{slurm: skSlurm, gres: "Name=gpu Type=model_a Count=2\nName=gpu Type=model_b Count=2\n"}, nil),
 			status: Fail, summary: "gres.conf has no File= for gpu on g2"},
+		// AutoDetect=nvml alone under a slurmd without gpu_nvml.so: it
+		// detects nothing and the node drains "gres/gpu count reported
+		// lower than configured", as the Slinky reporter saw.
+		{name: "slinky containers#14: AutoDetect=nvml, slurmd without gpu_nvml.so", node: gresNode("slinky-0", 4, "NVIDIA GH200 480GB", nil,
+			confs{slurm: "GresTypes=gpu\nNodeName=slinky-0 CPUs=80 Gres=gpu:4\n", gres: fixture(t, "slinkyproject_containers_issue14_autodetect-nvml_no-nvml-build.txt", "gres.conf")},
+			func(n *state.Node) {
+				n.Slurm.Conf.Plugins = &slurmstate.Plugins{From: "default", Dirs: []string{"/usr/lib/slurm"}, GPUNVML: "no", Why: "no gpu_nvml.so in /usr/lib/slurm"}
+			}),
+			status: Fail, summary: "gres/gpu count reported lower than configured (0 < 4)"},
+		// Where the plugin directory cannot be read, the same file is said
+		// to depend on it, not passed as fact nor failed.
+		{name: "slinky containers#14: plugin directory unreadable", node: gresNode("slinky-0", 4, "NVIDIA GH200 480GB", nil,
+			confs{slurm: "GresTypes=gpu\nNodeName=slinky-0 CPUs=80 Gres=gpu:4\n", gres: fixture(t, "slinkyproject_containers_issue14_autodetect-nvml_no-nvml-build.txt", "gres.conf")},
+			func(n *state.Node) {
+				n.Slurm.Conf.Plugins = &slurmstate.Plugins{From: "default", GPUNVML: "unknown", Why: "no plugin directory found"}
+			}),
+			status: Pass, summary: "whether slurmd has gpu_nvml.so is unknown"},
+		// A dynamic node (slurmd -Z) is in no NodeName line and here was
+		// given no Gres=: scontrol shows Gres=(null). The typed File= lines
+		// themselves match the eight H100s (leading blanks and all: slurmd
+		// -G 22.05 parses them).
+		{name: "slinky slurm-operator#101: dynamic node, typed File= lines", node: gresNode("slinky-0", 8, "NVIDIA H100 80GB HBM3", nil,
+			confs{slurm: "GresTypes=gpu\nPartitionName=all Nodes=ALL Default=YES\n", gres: fixture(t, "slinkyproject_slurm-operator_issue101_h100x8_typed_dynamic-no-gres.txt", "gres.conf")}, nil),
+			status: Warn, summary: "node slinky-0 (from SLURMD_NODENAME) is not declared"},
 	})
 }
 
