@@ -183,6 +183,15 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 		if n.NVML != nil && n.NVML.Error != "" {
 			why += " (" + n.NVML.Error + ")"
 		}
+		// The device files are judged all the same: slurmd stats them
+		// without NVML.
+		files := map[string]slurmstate.DeviceFile{}
+		for _, d := range n.Slurm.Devices {
+			files[d.Path] = d
+		}
+		for _, d := range devs {
+			gresFileOK(&v, d, files)
+		}
 		return gresResult(&v, fmt.Sprintf("%s; %d File= devices not compared with the GPUs: %s", mode, len(devs), why))
 	}
 	note := checkGresDevices(&v, n, nl, devs, ad, mig)
@@ -359,18 +368,8 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 		typeSev = Fail // slurmd then matches records to GPUs by Type and rejects a mismatch
 	}
 	for i, d := range devs {
-		if f, ok := files[d.File]; ok {
-			switch {
-			case !f.Exist:
-				// gres.c _validate_file -> _my_stat: slurmd waits up to 20 s
-				// for each File= ("Waiting for gres.conf file ...") and then
-				// exits; the node goes DOWN as not responding.
-				v.add(Fail, nil, "fix File= or load the driver", fmt.Sprintf("%s: File=%s does not exist: slurmd stops (\"fatal: can't stat gres.conf file %s\")", d.Where, d.File, d.File))
-				continue
-			case !f.Char:
-				v.add(Fail, nil, "point File= at the GPU's character device", fmt.Sprintf("%s: File=%s is not a character device: slurmd ignores it and jobs get no CUDA_VISIBLE_DEVICES", d.Where, d.File))
-				continue
-			}
+		if !gresFileOK(v, d, files) {
+			continue
 		}
 		if mig || i >= len(gpus) {
 			continue
@@ -417,6 +416,30 @@ func checkGresDevices(v *verdict, n *state.Node, nl slurmstate.NodeLine, devs []
 		return "; Cores= not placed on sockets: the GPUs' local CPUs are unknown"
 	}
 	return ""
+}
+
+// gresFileOK judges one File= by the stat the collector made of it (true
+// when it was not collected). A missing file stops slurmd whatever NVML
+// says and whatever slurm.conf's Gres= holds: slurmd -G 22.05 on a node
+// line without Gres= and "NodeName=dummy-compute Name=gpu Type=tesla
+// File=/dev/nvidia0" (aws-parallelcluster-cookbook#409's template) waits
+// 20 s, then "fatal: can't stat gres.conf file /dev/nvidia0".
+func gresFileOK(v *verdict, d slurmstate.GresDevice, files map[string]slurmstate.DeviceFile) bool {
+	f, ok := files[d.File]
+	switch {
+	case !ok:
+		return true
+	case !f.Exist:
+		// gres.c _validate_file -> _my_stat: slurmd waits up to 20 s
+		// for each File= ("Waiting for gres.conf file ...") and then
+		// exits; the node goes DOWN as not responding.
+		v.add(Fail, nil, "fix File= or load the driver", fmt.Sprintf("%s: File=%s does not exist: slurmd stops (\"fatal: can't stat gres.conf file %s\")", d.Where, d.File, d.File))
+		return false
+	case !f.Char:
+		v.add(Fail, nil, "point File= at the GPU's character device", fmt.Sprintf("%s: File=%s is not a character device: slurmd ignores it and jobs get no CUDA_VISIBLE_DEVICES", d.Where, d.File))
+		return false
+	}
+	return true
 }
 
 // alnum is s lower-cased with everything but letters and digits dropped.

@@ -34,6 +34,7 @@ func TestSlurmGresThirdBatch(t *testing.T) {
 	const a100 = "NVIDIA A100-SXM4-40GB"
 	d1102, d1195 := "deepops_issue1102_dgxa100_cores_links-double-comma.txt", "deepops_issue1195_dgxa100_cpus-thread-numbers.txt"
 	mc27, d1157 := "computecanada_magic-castle_issue27_autodetect-nvml_duplicate-name-gpu.txt", "deepops_pr1157_autodetect-nvml-only_p100-vm.txt"
+	pc409 := "aws-parallelcluster-cookbook_pr409_gres-conf-erb_dummy-compute.txt"
 	sk207 := "sckyzo_slurm-exporter_pr207_typed-model_a-model_b_dynamic.txt"
 	skSlurm := "GresTypes=gpu\nNodeName=g2 " + strings.TrimSpace(fixture(t, sk207, "slurmd --conf")) + "\n"
 	runCases(t, checkSlurmGres, []checkCase{
@@ -97,6 +98,33 @@ func TestSlurmGresThirdBatch(t *testing.T) {
 		{name: "slinky slurm-operator#101: dynamic node, typed File= lines", node: gresNode("slinky-0", 8, "NVIDIA H100 80GB HBM3", nil,
 			confs{slurm: "GresTypes=gpu\nPartitionName=all Nodes=ALL Default=YES\n", gres: fixture(t, "slinkyproject_slurm-operator_issue101_h100x8_typed_dynamic-no-gres.txt", "gres.conf")}, nil),
 			status: Warn, summary: "node slinky-0 (from SLURMD_NODENAME) is not declared"},
+		// ParallelCluster's base gres.conf on a host that is the
+		// placeholder node, without a GPU or driver: slurmd stats File=
+		// whatever Gres= and NVML say (slurmd -G 22.05: "Waiting for
+		// gres.conf file /dev/nvidia0", then fatal). The node line is not
+		// in the PR: a CPU node's, given here.
+		{name: "parallelcluster#409: File=/dev/nvidia0 on a node with no GPU", node: gresNode("dummy-compute", 0, "", nil,
+			confs{slurm: "GresTypes=gpu\nNodeName=dummy-compute CPUs=4 State=UNKNOWN\n", gres: fixture(t, pc409, "gres.conf")},
+			func(n *state.Node) {
+				n.NVML.Available, n.NVML.Error = false, "libnvidia-ml.so.1 not found"
+				n.Slurm.Devices = []slurmstate.DeviceFile{{Path: "/dev/nvidia0"}}
+			}),
+			status: Fail, summary: `File=/dev/nvidia0 does not exist: slurmd stops ("fatal: can't stat gres.conf file /dev/nvidia0")`},
+		// The same host with the device file there and the driver down:
+		// nothing to hold File= against, said so.
+		{name: "parallelcluster#409: driver down, device file present", node: gresNode("dummy-compute", 0, "", nil,
+			confs{slurm: "GresTypes=gpu\nNodeName=dummy-compute CPUs=4 State=UNKNOWN\n", gres: fixture(t, pc409, "gres.conf")},
+			func(n *state.Node) {
+				n.NVML.Available = false
+				n.Slurm.Devices = []slurmstate.DeviceFile{{Path: "/dev/nvidia0", Exist: true, Char: true, Major: 195}}
+			}),
+			status: Pass, summary: "1 File= devices not compared with the GPUs: NVML not available"},
+		// The template alone on a GPU instance (before sqswatcher adds its
+		// lines): the line is for another node, so slurmd has no File= for
+		// this one's GPU.
+		{name: "parallelcluster#409: the template alone on a GPU node", node: gresNode("ip-10-0-1-17", 1, "Tesla V100-SXM2-16GB", nil,
+			confs{slurm: "GresTypes=gpu\nNodeName=ip-10-0-1-17 CPUs=8 Gres=gpu:tesla:1\n", gres: fixture(t, pc409, "gres.conf")}, nil),
+			status: Fail, summary: "gres.conf has no File= for gpu on ip-10-0-1-17"},
 	})
 }
 
