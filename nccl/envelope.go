@@ -263,6 +263,12 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // the record is kept without one: a user who stripped the prefixes still
 // has records worth reading.
 func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
+	parseEnvelopeHost(b, i, warn, r, nil)
+}
+
+// parseEnvelopeHost is parseEnvelope with the hosts read last (hcs; nil:
+// none), which the envelope memo keeps for its misses.
+func parseEnvelopeHost(b []byte, i int, warn bool, r *rawRecord, hcs *hostCaches) {
 	r.start = i
 	sp := i - 1
 	if sp < 0 || b[sp] != ' ' {
@@ -319,13 +325,81 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 		return
 	}
 	hostEnd := k
-	h := hostEnd
-	for h > 0 && hostEnd-h < maxHostLen && !hostStop[b[h-1]] {
-		h--
+	var hc *hostCache
+	if hcs != nil {
+		hc = &hcs[hostSlot(b, hostEnd)]
 	}
-	h = cleanHostStart(b, h, hostEnd)
-	r.start = h
+	if hc != nil && int(hc.end) == hostEnd+1 && string(b[:hostEnd]) == string(hc.text[:hostEnd]) {
+		r.start, r.host = int(hc.start), sub(b, hc.host)
+		if hc.glued {
+			r.glued = true
+		}
+	} else {
+		readHost(b, hostEnd, r)
+		hc.remember(b, hostEnd, r)
+	}
 	r.prefixed = true
+	r.pid = b[hostEnd+1 : pidEnd]
+	r.prefix = b[r.start : closeBr+1]
+}
+
+// hostCache is the host part of an envelope parseEnvelopeHost read, in one
+// of hostSlots slots picked by the host's end: in a log where processes
+// come and go (the real shape brings a new envelope every 2.9 records), a
+// new envelope most often differs from one read shortly before only in its
+// pid or tid, and the backwards host scan was half of a miss's cost
+// (docs/nccl.md). A hit compares the whole text before the host. Invariant: readHost reads
+// nothing at or after hostEnd (the backwards scan, cleanHostStart,
+// bracketTag, blankedHost and the glued look all stay before it), so two
+// texts equal up to hostEnd get the same start, host and glued flag, at the
+// same offsets. TestMemosMatchParsing (every fixture line, the memo's
+// misses on its first pass) and TestHostCacheMatchesParsing hold it.
+type hostCache struct {
+	end   uint8 // hostEnd+1; 0: empty
+	start uint8
+	glued bool
+	host  [3]uint8 // as an envMemoEntry's
+	text  [envMemoText]byte
+}
+
+type hostCaches [hostSlots]hostCache
+
+const hostSlots = 16
+
+// hostSlot picks a hostCache by the host's end and its last byte.
+func hostSlot(b []byte, hostEnd int) int {
+	if hostEnd == 0 {
+		return 0
+	}
+	return (hostEnd*7 + int(b[hostEnd-1])*3) % hostSlots
+}
+
+// remember keeps what readHost made of b[:hostEnd]; hc may be nil.
+func (hc *hostCache) remember(b []byte, hostEnd int, r *rawRecord) {
+	if hc == nil {
+		return
+	}
+	hc.end = 0
+	host, ok := span(b, hostEnd, r.host)
+	if hostEnd >= envMemoText || !ok || r.start > hostEnd {
+		return
+	}
+	hc.end, hc.start, hc.glued, hc.host = uint8(hostEnd+1), uint8(r.start), r.glued, host
+	copy(hc.text[:], b[:hostEnd])
+}
+
+// readHost reads the host name that ends at hostEnd (its ':') backwards,
+// and sets r's start, host and glued flag.
+func readHost(b []byte, hostEnd int, r *rawRecord) {
+	// At most maxHostLen bytes back, over a slice the loop cannot leave.
+	lo := max(0, hostEnd-maxHostLen)
+	w := b[lo:hostEnd]
+	n := len(w)
+	for n > 0 && !hostStop[w[n-1]] {
+		n--
+	}
+	h := cleanHostStart(b, lo+n, hostEnd)
+	r.start = h
 	r.host = b[h:hostEnd]
 	switch {
 	case h == hostEnd:
@@ -346,8 +420,6 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 	case h > 0 && !hostSep[b[h-1]]:
 		r.glued = true
 	}
-	r.pid = b[hostEnd+1 : pidEnd]
-	r.prefix = b[r.start : closeBr+1]
 }
 
 // hostStop marks the bytes that end a backwards scan over a host name.
@@ -558,7 +630,10 @@ const (
 	envMemoText  = 64 // longer texts before the marker are read every time
 )
 
-type envMemo [envMemoSlots]envMemoEntry
+type envMemo struct {
+	slots [envMemoSlots]envMemoEntry
+	host  hostCaches // for the misses
+}
 
 type envMemoEntry struct {
 	n     uint8 // text length; 0: empty slot
@@ -595,7 +670,7 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 		e.fill(b, r)
 		return
 	}
-	parseEnvelope(b, i, warn, r)
+	parseEnvelopeHost(b, i, warn, r, &mm.host)
 	var ok bool
 	x := envMemoEntry{n: uint8(i), warn: warn, start: uint8(r.start), token: envTokens.Add(1)}
 	if x.host, ok = span(b, i, r.host); !ok {
@@ -631,7 +706,7 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 type envMemoSet []envMemoEntry
 
 func (mm *envMemo) set(key []byte) envMemoSet {
-	return envMemoSet(mm[memoHash(key)%(envMemoSlots/2)*2:][:2])
+	return envMemoSet(mm.slots[memoHash(key)%(envMemoSlots/2)*2:][:2])
 }
 
 // find is the set's entry for exactly this text before a marker, or nil.

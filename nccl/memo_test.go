@@ -320,3 +320,47 @@ func TestIndexMarker(t *testing.T) {
 		}
 	}
 }
+
+// TestHostCacheMatchesParsing: the envelope memo's misses take the host
+// from the hostCache when the text before it is the same as a recent
+// miss's (parseEnvelopeHost). Lines whose texts share the host's end, its
+// last byte or its whole text with different starts, pids, tids, devices
+// and levels must read as parsing reads them.
+func TestHostCacheMatchesParsing(t *testing.T) {
+	heads := []string{"", "h", "node-a", "node-b", "[pod-a] ", "[pod-b] ", "[pod-a]:", "[rank3]:", "x ", "y ",
+		"*h", "`h", "->h", "39.074Zh", "\x1b[0mh", "[0mh", "NAME ", "a/b/h", "a|h", "ab", "zb", "[1,0]<stdout>:h"}
+	em := new(envMemo)
+	n := 0
+	for pass := 0; pass < 3; pass++ {
+		for i, h := range heads {
+			for _, j := range []int{0, 1, 12, 345} {
+				for _, lvl := range []string{"NCCL INFO a", "f.cc:12 NCCL WARN b"} {
+					line := fmt.Sprintf("%s:%d:%d [%d] %s", h, 1000*pass+j, 7+i, j%3, lvl)
+					for _, pre := range []string{"", "0: ", "q"} {
+						b := []byte(pre + line)
+						var plain, memo lineScanner
+						plain.reset(b)
+						memo.envMemo = em
+						memo.reset(b)
+						var want, got rawRecord
+						for plain.scan(&want) {
+							if !memo.scan(&got) {
+								t.Fatalf("%q: the memo scanner found fewer records", b)
+							}
+							plain.finish(&want)
+							memo.finish(&got)
+							got.phash = 0
+							if !sameRecord(&want, &got) {
+								t.Errorf("%q:\n got %+v\nwant %+v", b, got, want)
+							}
+							n++
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d records compared", n)
+	}
+}
