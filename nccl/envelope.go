@@ -72,11 +72,12 @@ type lineScanner struct {
 	next    rawRecord
 	hasNext bool
 	noCR    bool     // the block this line is in has no carriage return (set per block by lineParser)
+	first   int      // the line's first "NCCL " (resetAt); -1: not known
 	envMemo *envMemo // recent envelopes; nil reads every one
 }
 
 func (s *lineScanner) reset(b []byte) {
-	s.b = b
+	s.b, s.first = b, -1
 	s.hasNext = findRecord(b, 0, -1, &s.next)
 	if !s.hasNext {
 		s.hasNext = findLegacy(b, &s.next)
@@ -86,7 +87,7 @@ func (s *lineScanner) reset(b []byte) {
 // resetAt is reset for a line whose first "NCCL " is at i (-1: it has
 // none), which the caller has found.
 func (s *lineScanner) resetAt(b []byte, i int) {
-	s.b = b
+	s.b, s.first = b, i
 	if i < 0 {
 		s.hasNext = false
 	} else {
@@ -155,7 +156,7 @@ func (s *lineScanner) envelope(r *rawRecord) {
 		r.parsed = true
 		if r.level != levelVersion {
 			if s.envMemo != nil {
-				s.envMemo.parse(s.b, r.marker, r.level == levelWarn, r)
+				s.envMemo.parse(s.b, r.marker, r.level == levelWarn, r.marker == s.first, r)
 			} else {
 				parseEnvelope(s.b, r.marker, r.level == levelWarn, r)
 			}
@@ -659,7 +660,14 @@ const (
 	envNoMarker // the text holds no "NCCL " (a glued line's second envelope can)
 )
 
-func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
+// parse reads the envelope before the marker at i, from the memo when it
+// holds the text b[:i]. first tells that i is b's first "NCCL " (so b[:i]
+// holds none, which envNoMarker records): the callers know it from their
+// own search (lineScanner.first, predictMarker), and a look over the text
+// is spared. With first false the text is searched.
+// TestPredictMarkerDistrustsMemo fails when a line's second envelope is
+// taken for a first.
+func (mm *envMemo) parse(b []byte, i int, warn, first bool, r *rawRecord) {
 	if i == 0 || i > envMemoText {
 		parseEnvelope(b, i, warn, r)
 		return
@@ -671,34 +679,33 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 		return
 	}
 	parseEnvelopeHost(b, i, warn, r, &mm.host)
-	var ok bool
-	x := envMemoEntry{n: uint8(i), warn: warn, start: uint8(r.start), token: envTokens.Add(1)}
-	if x.host, ok = span(b, i, r.host); !ok {
-		return
-	}
-	if x.pid, ok = span(b, i, r.pid); !ok {
-		return
-	}
-	if x.prefix, ok = span(b, i, r.prefix); !ok {
-		return
-	}
-	if x.tag, ok = span(b, i, r.tag); !ok {
-		return
-	}
+	var flags uint8
+	var phash uint64
 	if r.prefixed {
-		x.flags |= envPrefixed
-		x.phash = hash64(r.prefix)
-		r.phash = x.phash
+		flags |= envPrefixed
+		phash = hash64(r.prefix)
+		r.phash = phash
 	}
 	if r.glued {
-		x.flags |= envGlued
+		flags |= envGlued
 	}
-	if indexMarker(key) < 0 { // an envelope: an 'N' is rare (see indexMarker)
-		x.flags |= envNoMarker
+	if first || indexMarker(key) < 0 { // an envelope: an 'N' is rare (see indexMarker)
+		flags |= envNoMarker
 	}
+	// In place: the older entry of the set (the smaller token; an empty
+	// slot's is 0) falls out, and the newer stays where it is. The text
+	// past n is not cleared: matches reads text[:n] only.
+	x := &set[0]
+	if set[1].token < x.token {
+		x = &set[1]
+	}
+	x.n, x.warn, x.flags, x.start = uint8(i), warn, flags, uint8(r.start)
+	// parseEnvelopeHost slices only b[:i] (the envelope precedes the
+	// marker), and i <= envMemoText, so the offsets fit in a byte.
+	// TestMemosMatchParsing rebuilds every fixture envelope from them.
+	x.host, x.pid, x.prefix, x.tag = offsets(b, r.host), offsets(b, r.pid), offsets(b, r.prefix), offsets(b, r.tag)
+	x.phash, x.token = phash, envTokens.Add(1)
 	copy(x.text[:], key)
-	set[1] = set[0] // the older entry of the set falls out
-	set[0] = x
 }
 
 // envMemoSet is one set of the memo: two ways, since a log's few hundred
@@ -746,6 +753,16 @@ func span(b []byte, i int, s []byte) ([3]uint8, bool) {
 		return [3]uint8{}, false
 	}
 	return [3]uint8{uint8(lo), uint8(lo + len(s)), 1}, true
+}
+
+// offsets is span's result for a subslice s of b whose end is below 256,
+// or nil.
+func offsets(b, s []byte) [3]uint8 {
+	if s == nil {
+		return [3]uint8{}
+	}
+	lo := cap(b) - cap(s)
+	return [3]uint8{uint8(lo), uint8(lo + len(s)), 1}
 }
 
 func sub(b []byte, s [3]uint8) []byte {

@@ -262,7 +262,7 @@ func TestPredictMarkerDistrustsMemo(t *testing.T) {
 // envelope text, so the merger may take the thread it found for a token
 // without comparing bytes. Four lines in five come from 500 envelopes and
 // the rest from 20,000 others, which overflow the memo (2,048 entries):
-// entries are overwritten and moved between ways while tokens are handed
+// entries are overwritten in either way while tokens are handed
 // out. Every token must still map to one prefix, and tokens must be
 // reused (the memo hits).
 func TestEnvTokensNameOnePrefix(t *testing.T) {

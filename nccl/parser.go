@@ -480,7 +480,7 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	case e != nil:
 		e.fill(b, &r)
 	case p.sc.envMemo != nil:
-		p.sc.envMemo.parse(b, i, false, &r)
+		p.sc.envMemo.parse(b, i, false, true, &r) // i is b's first "NCCL " (predictMarker)
 	default:
 		parseEnvelope(b, i, false, &r)
 	}
