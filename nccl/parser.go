@@ -521,7 +521,9 @@ func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
 	// Only for the lines fastConn takes: for any other the general path
 	// reads the envelope itself, and a memo look here would be a second.
 	const conn = len("NCCL INFO Channel ")
-	if q := int(slot.q); q > 0 && q+conn <= len(b) && string(b[q:q+conn]) == "NCCL INFO Channel " {
+	// Two compares of at most 16 bytes, which the compiler does inline
+	// (a longer constant is a call to memequal).
+	if q := int(slot.q); q > 0 && q+conn <= len(b) && string(b[q:q+10]) == "NCCL INFO " && string(b[q+10:q+conn]) == "Channel " {
 		// The entry the slot remembers first: it spares hashing the text
 		// to find its set. The compare decides either way.
 		e := slot.e
@@ -554,7 +556,7 @@ func indexMarker(b []byte) int {
 			return -1
 		}
 		off += j
-		if len(b)-off >= len(markNCCL) && string(b[off:off+len(markNCCL)]) == string(markNCCL) {
+		if len(b)-off >= len(markNCCL) && string(b[off:off+len(markNCCL)]) == "NCCL " { // a constant: compared inline
 			return off
 		}
 		off++
