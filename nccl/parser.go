@@ -425,7 +425,7 @@ func looksLikeTransport(f []byte) bool {
 
 func endsWithVia(m []byte) bool {
 	return len(m) >= 4 && string(m[len(m)-4:]) == " via" &&
-		(bytes.HasPrefix(m, wordChannel) || bytes.HasPrefix(m, wordRing) || bytes.HasPrefix(m, wordCollNet))
+		(hasPrefix(m, "Channel ") || hasPrefix(m, "Ring ") || hasPrefix(m, "CollNet "))
 }
 
 // fastConn handles the line real init logs are made of, a lone connection
