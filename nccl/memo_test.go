@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	gen "github.com/gpuprobe/gpuprobe/sim/nccllog"
@@ -362,5 +363,21 @@ func TestHostCacheMatchesParsing(t *testing.T) {
 	}
 	if n < 1000 {
 		t.Fatalf("only %d records compared", n)
+	}
+}
+
+// TestItemSetRecordSetsAll: setRecord writes an item the parser reuses
+// from an earlier batch field by field, so it must set every field, as the
+// literal it replaces did. A field added to item fails the count.
+func TestItemSetRecordSetsAll(t *testing.T) {
+	if n := reflect.TypeOf(item{}).NumField(); n != 10 {
+		t.Fatalf("item has %d fields, setRecord sets 10: set the new one there and update this test", n)
+	}
+	r := rawRecord{marker: 3, start: 1, msg: []byte("x"), prefixed: true, phash: 7}
+	it := item{kind: itPlain, conns: 9, line: 9, cls: KindComm, ev: 4, hash: 1, phash: 2,
+		conn: connInfo{channel: 3, marker: true}, rec: rawRecord{host: []byte("h"), cut: true}, text: []byte("t")}
+	it.setRecord(5, 6, KindGDR, &r)
+	if want := (item{kind: itRecord, conns: 5, line: 6, cls: KindGDR, rec: r}); !reflect.DeepEqual(it, want) {
+		t.Fatalf("got %+v\nwant %+v", it, want)
 	}
 }
