@@ -43,31 +43,26 @@ type commInfo struct {
 	timings    bool // "Init timings:": not a communicator announcement
 }
 
-var (
-	wordComm       = []byte("comm ")
-	wordRank       = []byte("rank ")
-	wordInitTime   = []byte("Init timings")
-	wordNRanksBare = []byte("nranks ")
-)
+var wordNRanksBare = []byte("nranks ")
 
 // isCommLine is a cheap test for the shapes above. m starts with one of
 // 'c', 'n', 'b', 'r' or 'I'.
 func isCommLine(m []byte) bool {
 	switch m[0] {
 	case 'c':
-		return bytes.HasPrefix(m, wordComm)
+		return hasPrefix(m, "comm ")
 	case 'r':
-		return bytes.HasPrefix(m, wordRank)
+		return hasPrefix(m, "rank ")
 	case 'I':
-		return bytes.HasPrefix(m, wordInitTime)
+		return hasPrefix(m, "Init timings")
 	case 'n', 'b':
-		if m[0] == 'n' && bytes.HasPrefix(m, wordNRanksBare) {
+		if m[0] == 'n' && hasPrefix(m, "nranks ") {
 			return true // NCCL 2.4 ncclCommInitAll: "nranks 8"
 		}
 		// "ncclCommInitRank comm 0x…", "bootstrapSplit: comm 0x…"
 		sp := bytes.IndexByte(m, ' ')
-		return sp > 0 && sp < 40 && bytes.HasPrefix(m[sp+1:], wordComm) &&
-			(m[0] == 'b' || bytes.HasPrefix(m, []byte("ncc")))
+		return sp > 0 && sp < 40 && hasPrefix(m[sp+1:], "comm ") &&
+			(m[0] == 'b' || hasPrefix(m, "ncc"))
 	}
 	return false
 }
@@ -76,7 +71,7 @@ func isCommLine(m []byte) bool {
 func parseComm(m []byte, c *commInfo) bool {
 	*c = commInfo{rank: -1, nranks: -1, nnodes: -1, localRanks: -1, cudaDev: -1, nvmlDev: -1}
 	c.timings = m[0] == 'I'
-	if m[0] == 'n' && bytes.HasPrefix(m, wordNRanksBare) {
+	if m[0] == 'n' && hasPrefix(m, "nranks ") {
 		// "nranks 8": the size of the communicators ncclCommInitAll makes.
 		c.nranks = intOr(bytes.TrimSpace(m[len(wordNRanksBare):]), -1)
 		return c.nranks > 0

@@ -92,7 +92,7 @@ func parseConnMemo(m []byte, c *connInfo, memo *trMemo) bool {
 		p = len(wordChannel)
 	case len(m) >= 5 && string(m[:5]) == "Ring ":
 		p = len(wordRing)
-	case bytes.HasPrefix(m, wordCollNet):
+	case hasPrefix(m, "CollNet "):
 		p = len(wordCollNet)
 		collnet = true
 	default:
@@ -200,9 +200,7 @@ func leadingInt(b []byte) (int64, int) {
 
 var (
 	trNETp     = []byte("NET/")
-	trSHMp     = []byte("SHM/")
 	trCollNetp = []byte("COLLNET/")
-	trSHMold   = []byte("direct shared memory")
 	flagGDR    = []byte("GDRDMA")
 	flagShared = []byte("Shared")
 	flagPCI    = []byte("(PCI)")
@@ -224,13 +222,13 @@ func parseTransport(t []byte, tr *transport) bool {
 		tr.class = trNET
 		parseNetTransport(t[len(trNETp):], tr)
 		tr.ncls = classifyNet(tr.net)
-	case bytes.HasPrefix(t, trCollNetp):
+	case hasPrefix(t, "COLLNET/"):
 		tr.class = trCollNet
 		parseNetTransport(t[len(trCollNetp):], tr)
 		tr.ncls = classifyNet(tr.net)
 	case len(t) >= 4 && string(t[:4]) == "P2P/":
 		tr.class = trP2P
-	case bytes.HasPrefix(t, trSHMp), bytes.HasPrefix(t, trSHMold):
+	case hasPrefix(t, "SHM/"), hasPrefix(t, "direct shared memory"):
 		tr.class = trSHM
 	}
 	return marker
@@ -246,7 +244,7 @@ func cutTransportNoise(t []byte) []byte {
 		if t[i] != ' ' {
 			continue
 		}
-		if c := t[i+1]; c == ' ' || c == '[' || c == 'c' && bytes.HasPrefix(t[i+1:], []byte("comm 0x")) {
+		if c := t[i+1]; c == ' ' || c == '[' || c == 'c' && hasPrefix(t[i+1:], "comm 0x") {
 			t = t[:i]
 			break
 		}
@@ -300,11 +298,11 @@ func parseNetTransport(t []byte, tr *transport) {
 		case len(rest) >= 6 && string(rest[:6]) == "GDRDMA":
 			tr.gdr = true
 			rest = rest[len(flagGDR):]
-			if bytes.HasPrefix(rest, flagPCI) {
+			if hasPrefix(rest, "(PCI)") {
 				tr.gdrPCI = true
 				rest = rest[len(flagPCI):]
 			}
-		case bytes.HasPrefix(rest, flagShared):
+		case hasPrefix(rest, "Shared"):
 			tr.shared = true
 			rest = rest[len(flagShared):]
 		default:

@@ -72,11 +72,12 @@ type lineScanner struct {
 	next    rawRecord
 	hasNext bool
 	noCR    bool     // the block this line is in has no carriage return (set per block by lineParser)
+	first   int      // the line's first "NCCL " (resetAt); -1: not known
 	envMemo *envMemo // recent envelopes; nil reads every one
 }
 
 func (s *lineScanner) reset(b []byte) {
-	s.b = b
+	s.b, s.first = b, -1
 	s.hasNext = findRecord(b, 0, -1, &s.next)
 	if !s.hasNext {
 		s.hasNext = findLegacy(b, &s.next)
@@ -86,7 +87,7 @@ func (s *lineScanner) reset(b []byte) {
 // resetAt is reset for a line whose first "NCCL " is at i (-1: it has
 // none), which the caller has found.
 func (s *lineScanner) resetAt(b []byte, i int) {
-	s.b = b
+	s.b, s.first = b, i
 	if i < 0 {
 		s.hasNext = false
 	} else {
@@ -155,7 +156,7 @@ func (s *lineScanner) envelope(r *rawRecord) {
 		r.parsed = true
 		if r.level != levelVersion {
 			if s.envMemo != nil {
-				s.envMemo.parse(s.b, r.marker, r.level == levelWarn, r)
+				s.envMemo.parse(s.b, r.marker, r.level == levelWarn, r.marker == s.first, r)
 			} else {
 				parseEnvelope(s.b, r.marker, r.level == levelWarn, r)
 			}
@@ -263,6 +264,12 @@ func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 // the record is kept without one: a user who stripped the prefixes still
 // has records worth reading.
 func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
+	parseEnvelopeHost(b, i, warn, r, nil)
+}
+
+// parseEnvelopeHost is parseEnvelope with the hosts read last (hcs; nil:
+// none), which the envelope memo keeps for its misses.
+func parseEnvelopeHost(b []byte, i int, warn bool, r *rawRecord, hcs *hostCaches) {
 	r.start = i
 	sp := i - 1
 	if sp < 0 || b[sp] != ' ' {
@@ -319,13 +326,81 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 		return
 	}
 	hostEnd := k
-	h := hostEnd
-	for h > 0 && hostEnd-h < maxHostLen && !hostStop[b[h-1]] {
-		h--
+	var hc *hostCache
+	if hcs != nil {
+		hc = &hcs[hostSlot(b, hostEnd)]
 	}
-	h = cleanHostStart(b, h, hostEnd)
-	r.start = h
+	if hc != nil && int(hc.end) == hostEnd+1 && string(b[:hostEnd]) == string(hc.text[:hostEnd]) {
+		r.start, r.host = int(hc.start), sub(b, hc.host)
+		if hc.glued {
+			r.glued = true
+		}
+	} else {
+		readHost(b, hostEnd, r)
+		hc.remember(b, hostEnd, r)
+	}
 	r.prefixed = true
+	r.pid = b[hostEnd+1 : pidEnd]
+	r.prefix = b[r.start : closeBr+1]
+}
+
+// hostCache is the host part of an envelope parseEnvelopeHost read, in one
+// of hostSlots slots picked by the host's end: in a log where processes
+// come and go (the real shape brings a new envelope every 2.9 records), a
+// new envelope most often differs from one read shortly before only in its
+// pid or tid, and the backwards host scan was half of a miss's cost
+// (docs/nccl.md). A hit compares the whole text before the host. Invariant: readHost reads
+// nothing at or after hostEnd (the backwards scan, cleanHostStart,
+// bracketTag, blankedHost and the glued look all stay before it), so two
+// texts equal up to hostEnd get the same start, host and glued flag, at the
+// same offsets. TestMemosMatchParsing (every fixture line, the memo's
+// misses on its first pass) and TestHostCacheMatchesParsing hold it.
+type hostCache struct {
+	end   uint8 // hostEnd+1; 0: empty
+	start uint8
+	glued bool
+	host  [3]uint8 // as an envMemoEntry's
+	text  [envMemoText]byte
+}
+
+type hostCaches [hostSlots]hostCache
+
+const hostSlots = 16
+
+// hostSlot picks a hostCache by the host's end and its last byte.
+func hostSlot(b []byte, hostEnd int) int {
+	if hostEnd == 0 {
+		return 0
+	}
+	return (hostEnd*7 + int(b[hostEnd-1])*3) % hostSlots
+}
+
+// remember keeps what readHost made of b[:hostEnd]; hc may be nil.
+func (hc *hostCache) remember(b []byte, hostEnd int, r *rawRecord) {
+	if hc == nil {
+		return
+	}
+	hc.end = 0
+	host, ok := span(b, hostEnd, r.host)
+	if hostEnd >= envMemoText || !ok || r.start > hostEnd {
+		return
+	}
+	hc.end, hc.start, hc.glued, hc.host = uint8(hostEnd+1), uint8(r.start), r.glued, host
+	copy(hc.text[:], b[:hostEnd])
+}
+
+// readHost reads the host name that ends at hostEnd (its ':') backwards,
+// and sets r's start, host and glued flag.
+func readHost(b []byte, hostEnd int, r *rawRecord) {
+	// At most maxHostLen bytes back, over a slice the loop cannot leave.
+	lo := max(0, hostEnd-maxHostLen)
+	w := b[lo:hostEnd]
+	n := len(w)
+	for n > 0 && !hostStop[w[n-1]] {
+		n--
+	}
+	h := cleanHostStart(b, lo+n, hostEnd)
+	r.start = h
 	r.host = b[h:hostEnd]
 	switch {
 	case h == hostEnd:
@@ -346,8 +421,6 @@ func parseEnvelope(b []byte, i int, warn bool, r *rawRecord) {
 	case h > 0 && !hostSep[b[h-1]]:
 		r.glued = true
 	}
-	r.pid = b[hostEnd+1 : pidEnd]
-	r.prefix = b[r.start : closeBr+1]
 }
 
 // hostStop marks the bytes that end a backwards scan over a host name.
@@ -558,7 +631,10 @@ const (
 	envMemoText  = 64 // longer texts before the marker are read every time
 )
 
-type envMemo [envMemoSlots]envMemoEntry
+type envMemo struct {
+	slots [envMemoSlots]envMemoEntry
+	host  hostCaches // for the misses
+}
 
 type envMemoEntry struct {
 	n     uint8 // text length; 0: empty slot
@@ -584,7 +660,14 @@ const (
 	envNoMarker // the text holds no "NCCL " (a glued line's second envelope can)
 )
 
-func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
+// parse reads the envelope before the marker at i, from the memo when it
+// holds the text b[:i]. first tells that i is b's first "NCCL " (so b[:i]
+// holds none, which envNoMarker records): the callers know it from their
+// own search (lineScanner.first, predictMarker), and a look over the text
+// is spared. With first false the text is searched.
+// TestPredictMarkerDistrustsMemo fails when a line's second envelope is
+// taken for a first.
+func (mm *envMemo) parse(b []byte, i int, warn, first bool, r *rawRecord) {
 	if i == 0 || i > envMemoText {
 		parseEnvelope(b, i, warn, r)
 		return
@@ -595,35 +678,34 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 		e.fill(b, r)
 		return
 	}
-	parseEnvelope(b, i, warn, r)
-	var ok bool
-	x := envMemoEntry{n: uint8(i), warn: warn, start: uint8(r.start), token: envTokens.Add(1)}
-	if x.host, ok = span(b, i, r.host); !ok {
-		return
-	}
-	if x.pid, ok = span(b, i, r.pid); !ok {
-		return
-	}
-	if x.prefix, ok = span(b, i, r.prefix); !ok {
-		return
-	}
-	if x.tag, ok = span(b, i, r.tag); !ok {
-		return
-	}
+	parseEnvelopeHost(b, i, warn, r, &mm.host)
+	var flags uint8
+	var phash uint64
 	if r.prefixed {
-		x.flags |= envPrefixed
-		x.phash = hash64(r.prefix)
-		r.phash = x.phash
+		flags |= envPrefixed
+		phash = hash64(r.prefix)
+		r.phash = phash
 	}
 	if r.glued {
-		x.flags |= envGlued
+		flags |= envGlued
 	}
-	if indexMarker(key) < 0 { // an envelope: an 'N' is rare (see indexMarker)
-		x.flags |= envNoMarker
+	if first || indexMarker(key) < 0 { // an envelope: an 'N' is rare (see indexMarker)
+		flags |= envNoMarker
 	}
+	// In place: the older entry of the set (the smaller token; an empty
+	// slot's is 0) falls out, and the newer stays where it is. The text
+	// past n is not cleared: matches reads text[:n] only.
+	x := &set[0]
+	if set[1].token < x.token {
+		x = &set[1]
+	}
+	x.n, x.warn, x.flags, x.start = uint8(i), warn, flags, uint8(r.start)
+	// parseEnvelopeHost slices only b[:i] (the envelope precedes the
+	// marker), and i <= envMemoText, so the offsets fit in a byte.
+	// TestMemosMatchParsing rebuilds every fixture envelope from them.
+	x.host, x.pid, x.prefix, x.tag = offsets(b, r.host), offsets(b, r.pid), offsets(b, r.prefix), offsets(b, r.tag)
+	x.phash, x.token = phash, envTokens.Add(1)
 	copy(x.text[:], key)
-	set[1] = set[0] // the older entry of the set falls out
-	set[0] = x
 }
 
 // envMemoSet is one set of the memo: two ways, since a log's few hundred
@@ -631,7 +713,7 @@ func (mm *envMemo) parse(b []byte, i int, warn bool, r *rawRecord) {
 type envMemoSet []envMemoEntry
 
 func (mm *envMemo) set(key []byte) envMemoSet {
-	return envMemoSet(mm[memoHash(key)%(envMemoSlots/2)*2:][:2])
+	return envMemoSet(mm.slots[memoHash(key)%(envMemoSlots/2)*2:][:2])
 }
 
 // find is the set's entry for exactly this text before a marker, or nil.
@@ -671,6 +753,16 @@ func span(b []byte, i int, s []byte) ([3]uint8, bool) {
 		return [3]uint8{}, false
 	}
 	return [3]uint8{uint8(lo), uint8(lo + len(s)), 1}, true
+}
+
+// offsets is span's result for a subslice s of b whose end is below 256,
+// or nil.
+func offsets(b, s []byte) [3]uint8 {
+	if s == nil {
+		return [3]uint8{}
+	}
+	lo := cap(b) - cap(s)
+	return [3]uint8{uint8(lo), uint8(lo + len(s)), 1}
 }
 
 func sub(b []byte, s [3]uint8) []byte {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	gen "github.com/gpuprobe/gpuprobe/sim/nccllog"
@@ -262,7 +263,7 @@ func TestPredictMarkerDistrustsMemo(t *testing.T) {
 // envelope text, so the merger may take the thread it found for a token
 // without comparing bytes. Four lines in five come from 500 envelopes and
 // the rest from 20,000 others, which overflow the memo (2,048 entries):
-// entries are overwritten and moved between ways while tokens are handed
+// entries are overwritten in either way while tokens are handed
 // out. Every token must still map to one prefix, and tokens must be
 // reused (the memo hits).
 func TestEnvTokensNameOnePrefix(t *testing.T) {
@@ -318,5 +319,65 @@ func TestIndexMarker(t *testing.T) {
 		if got, want := indexMarker([]byte(l)), bytes.Index([]byte(l), markNCCL); got != want {
 			t.Fatalf("indexMarker(%q) = %d, bytes.Index %d", l, got, want)
 		}
+	}
+}
+
+// TestHostCacheMatchesParsing: the envelope memo's misses take the host
+// from the hostCache when the text before it is the same as a recent
+// miss's (parseEnvelopeHost). Lines whose texts share the host's end, its
+// last byte or its whole text with different starts, pids, tids, devices
+// and levels must read as parsing reads them.
+func TestHostCacheMatchesParsing(t *testing.T) {
+	heads := []string{"", "h", "node-a", "node-b", "[pod-a] ", "[pod-b] ", "[pod-a]:", "[rank3]:", "x ", "y ",
+		"*h", "`h", "->h", "39.074Zh", "\x1b[0mh", "[0mh", "NAME ", "a/b/h", "a|h", "ab", "zb", "[1,0]<stdout>:h"}
+	em := new(envMemo)
+	n := 0
+	for pass := 0; pass < 3; pass++ {
+		for i, h := range heads {
+			for _, j := range []int{0, 1, 12, 345} {
+				for _, lvl := range []string{"NCCL INFO a", "f.cc:12 NCCL WARN b"} {
+					line := fmt.Sprintf("%s:%d:%d [%d] %s", h, 1000*pass+j, 7+i, j%3, lvl)
+					for _, pre := range []string{"", "0: ", "q"} {
+						b := []byte(pre + line)
+						var plain, memo lineScanner
+						plain.reset(b)
+						memo.envMemo = em
+						memo.reset(b)
+						var want, got rawRecord
+						for plain.scan(&want) {
+							if !memo.scan(&got) {
+								t.Fatalf("%q: the memo scanner found fewer records", b)
+							}
+							plain.finish(&want)
+							memo.finish(&got)
+							got.phash = 0
+							if !sameRecord(&want, &got) {
+								t.Errorf("%q:\n got %+v\nwant %+v", b, got, want)
+							}
+							n++
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d records compared", n)
+	}
+}
+
+// TestItemSetRecordSetsAll: setRecord writes an item the parser reuses
+// from an earlier batch field by field, so it must set every field, as the
+// literal it replaces did. A field added to item fails the count.
+func TestItemSetRecordSetsAll(t *testing.T) {
+	if n := reflect.TypeOf(item{}).NumField(); n != 10 {
+		t.Fatalf("item has %d fields, setRecord sets 10: set the new one there and update this test", n)
+	}
+	r := rawRecord{marker: 3, start: 1, msg: []byte("x"), prefixed: true, phash: 7}
+	it := item{kind: itPlain, conns: 9, line: 9, cls: KindComm, ev: 4, hash: 1, phash: 2,
+		conn: connInfo{channel: 3, marker: true}, rec: rawRecord{host: []byte("h"), cut: true}, text: []byte("t")}
+	it.setRecord(5, 6, KindGDR, &r)
+	if want := (item{kind: itRecord, conns: 5, line: 6, cls: KindGDR, rec: r}); !reflect.DeepEqual(it, want) {
+		t.Fatalf("got %+v\nwant %+v", it, want)
 	}
 }

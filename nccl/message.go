@@ -72,24 +72,23 @@ var (
 	msgVersion     = []byte("NCCL version ")
 	msgUsingNet    = []byte("Using network ")
 	msgUsingIntNet = []byte("Using internal Network ")
-	msgBootstrap   = []byte("Bootstrap")
 	msgUsing       = []byte("Using ")
-	msgNoDevice    = []byte("No device found")
 	msgLoadedNet   = []byte("Loaded net plugin ")
-	msgFindSym     = []byte("Failed to find ncc")
 	msgPluginPath  = []byte("Plugin Path : ")
 	msgP2PPlugin   = []byte("P2P plugin ")
-	msgCUDADev     = []byte("CUDA Dev ")
 	msgNICDistance = []byte(" NIC distance")
 	msgIBPorts     = []byte("IB Ports")
-	msgConnected   = []byte("Connected all rings")
-	msgIBVerbs     = []byte("Failed to open libibverbs")
-	msgDMABuf      = []byte("DMA-BUF is available")
 	msgCollChans   = []byte(" coll channels")
 	msgSideband    = []byte("for sideband")
 	msgArrowTrace  = []byte(" -> ")
-	msgTrees       = []byte("Trees ")
 )
+
+// hasPrefix is bytes.HasPrefix for a prefix written as a constant: the
+// compiler then compares a prefix of up to 16 bytes inline, where
+// bytes.HasPrefix with a []byte variable calls memequal (about 25
+// instructions a call, a million calls per 40 MB of the real shape;
+// docs/nccl.md). TestHasPrefix holds it to bytes.HasPrefix.
+func hasPrefix(b []byte, s string) bool { return len(b) >= len(s) && string(b[:len(s)]) == s }
 
 // classify decides the kind of an INFO or version message and fills the
 // matching part of ev. It looks at the first byte before anything else:
@@ -102,17 +101,17 @@ func classify(m []byte, ev *event) Kind {
 	switch m[0] {
 	case 'C':
 		switch {
-		case len(m) >= 8 && string(m[:8]) == "Channel ", bytes.HasPrefix(m, wordCollNet):
+		case len(m) >= 8 && string(m[:8]) == "Channel ", hasPrefix(m, "CollNet "):
 			if parseConnMemo(m, &ev.conn, ev.trMemo) {
 				ev.kind = KindConnection
 			} else if n := ringOrder(m); n > 0 {
 				ev.listed, ev.kind = n, KindRingOrder
 			}
-		case bytes.HasPrefix(m, msgConnected):
+		case hasPrefix(m, "Connected all rings"):
 			// "…, use ring PXN 0 GDR 1" appears on single-node runs too: it
 			// is not evidence of inter-node GDR, so only the kind is kept.
 			ev.kind = KindRingsConnected
-		case bytes.HasPrefix(m, msgCUDADev):
+		case hasPrefix(m, "CUDA Dev "):
 			// 2.4: "CUDA Dev 0[0], Socket NIC distance :  PHB" names the selected
 			// module; 2.3: "CUDA Dev 2, IB Ports : …".
 			if i := bytes.Index(m, msgNICDistance); i > 0 {
@@ -126,9 +125,9 @@ func classify(m []byte, ev *event) Kind {
 			}
 		}
 	case 'R':
-		if bytes.HasPrefix(m, wordRing) && parseConnMemo(m, &ev.conn, ev.trMemo) {
+		if hasPrefix(m, "Ring ") && parseConnMemo(m, &ev.conn, ev.trMemo) {
 			ev.kind = KindConnection
-		} else if bytes.HasPrefix(m, wordRing) && bytes.Contains(m, wordNRanks) {
+		} else if hasPrefix(m, "Ring ") && bytes.Contains(m, wordNRanks) {
 			// RCCL's ring neighbours: "Ring 0 : 7 -> 0 -> 1 comm 0x… nRanks 08 busId 3000".
 			ev.kind = KindTrees
 		}
@@ -147,13 +146,13 @@ func classify(m []byte, ev *event) Kind {
 		classifyN(m, ev)
 	case 'U':
 		switch {
-		case bytes.HasPrefix(m, msgUsingNet):
+		case hasPrefix(m, "Using network "):
 			ev.net, ev.kind = netName(m[len(msgUsingNet):]), KindNetSelected
-		case bytes.HasPrefix(m, msgUsingIntNet):
+		case hasPrefix(m, "Using internal Network "):
 			ev.net, ev.kind = netName(m[len(msgUsingIntNet):]), KindNetSelected
 		}
 	case 'B':
-		if bytes.HasPrefix(m, msgBootstrap) {
+		if hasPrefix(m, "Bootstrap") {
 			if i := bytes.Index(m, msgUsing); i > 0 && i < 14 {
 				ev.dev = parseDevList(m[i+len(msgUsing):])
 				ev.kind = KindBootstrap
@@ -161,9 +160,9 @@ func classify(m []byte, ev *event) Kind {
 		}
 	case 'P':
 		switch {
-		case bytes.HasPrefix(m, msgPluginPath):
+		case hasPrefix(m, "Plugin Path : "):
 			ev.net, ev.kind = m[len(msgPluginPath):], KindNetPlugin
-		case bytes.HasPrefix(m, msgP2PPlugin):
+		case hasPrefix(m, "P2P plugin "):
 			// HPC-X plugin: "P2P plugin IBext", "P2P plugin v8 IBext_v8".
 			name := m[len(msgP2PPlugin):]
 			if sp := bytes.LastIndexByte(name, ' '); sp >= 0 {
@@ -176,15 +175,15 @@ func classify(m []byte, ev *event) Kind {
 			ev.kind = KindGDR
 		}
 	case 'F':
-		if bytes.HasPrefix(m, msgIBVerbs) {
+		if hasPrefix(m, "Failed to open libibverbs") {
 			ev.kind = KindIBVerbsMissing
 		}
 	case 'D':
-		if bytes.HasPrefix(m, msgDMABuf) {
+		if hasPrefix(m, "DMA-BUF is available") {
 			ev.kind = KindDMABuf
 		}
 	case 'T':
-		if bytes.HasPrefix(m, msgTrees) {
+		if hasPrefix(m, "Trees ") {
 			ev.kind = KindTrees
 		}
 	case '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
@@ -204,7 +203,7 @@ func classify(m []byte, ev *event) Kind {
 // echoes and the NET/* family.
 func classifyN(m []byte, ev *event) {
 	switch {
-	case bytes.HasPrefix(m, msgVersion):
+	case hasPrefix(m, "NCCL version "):
 		v := m[len(msgVersion):]
 		if sp := bytes.IndexByte(v, ' '); sp >= 0 {
 			v = v[:sp]
@@ -212,11 +211,11 @@ func classifyN(m []byte, ev *event) {
 		if len(v) > 0 && isDigit(v[0]) {
 			ev.version, ev.kind = v, KindVersion
 		}
-	case bytes.HasPrefix(m, []byte("NCCL_")):
+	case hasPrefix(m, "NCCL_"):
 		if parseEnv(m, &ev.env) {
 			ev.kind = KindEnv
 		}
-	case bytes.HasPrefix(m, trNETp):
+	case hasPrefix(m, "NET/"):
 		classifyNET(m, ev)
 	}
 }
@@ -235,15 +234,15 @@ func classifyNET(m []byte, ev *event) {
 	rest := afterNetName(m, name)
 	ev.net = name
 	switch {
-	case bytes.Equal(name, []byte("Plugin")):
+	case string(name) == "Plugin":
 		switch {
-		case bytes.HasPrefix(rest, msgLoadedNet):
+		case hasPrefix(rest, "Loaded net plugin "):
 			p := rest[len(msgLoadedNet):]
 			if i := bytes.Index(p, []byte(" (v")); i >= 0 {
 				p = p[:i]
 			}
 			ev.net, ev.kind = p, KindNetPlugin
-		case bytes.HasPrefix(rest, msgFindSym) && bytes.HasSuffix(bytes.TrimRight(rest, " ."), []byte("symbol")):
+		case hasPrefix(rest, "Failed to find ncc") && bytes.HasSuffix(bytes.TrimRight(rest, " ."), []byte("symbol")):
 			// "NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.":
 			// NCCL looks symbols up in a plugin library it has loaded
 			// (src/plugin/net.cc); it names no module.
@@ -253,19 +252,19 @@ func classifyNET(m []byte, ev *event) {
 		if parseGDR(m, &ev.gdr) {
 			ev.kind = KindGDR
 		}
-	case bytes.HasPrefix(rest, msgNoDevice):
+	case hasPrefix(rest, "No device found"):
 		ev.kind = KindNoDevice
-	case bytes.HasPrefix(rest, msgUsing) && len(rest) > len(msgUsing) && rest[len(msgUsing)] == '[':
+	case hasPrefix(rest, "Using ") && len(rest) > len(msgUsing) && rest[len(msgUsing)] == '[':
 		ev.dev = parseDevList(rest[len(msgUsing):])
 		ev.kind = KindNetDevices
 	case len(rest) > 1 && rest[0] == '[' && isDigit(rest[1]):
 		// 2.3: one line per HCA, "NET/IB: [0] mlx5_1:1/IB".
 		ev.dev = devList{n: 1}
 		ev.kind = KindNetDevices
-	case bytes.Equal(name, []byte("Socket")):
+	case string(name) == "Socket":
 		// Other NET/Socket lines ("1 interfaces found", the 2.4 "Using"
 		// with an interface list handled above) are printed on IB runs too.
-	case bytes.Contains(rest, msgSideband), !bytes.Equal(name, []byte("IB")):
+	case bytes.Contains(rest, msgSideband), string(name) != "IB":
 		// "NET/OFI Selected Provider is efa", "NET/FastSocket : Flow placement
 		// enabled.", 2.3's IB sideband line: the module is loaded and talking.
 		ev.kind = KindNetMention
@@ -308,9 +307,9 @@ func parseChannels(m []byte, ev *event) {
 			continue
 		}
 		switch {
-		case bytes.HasPrefix(part[n:], []byte(" collnet ")):
+		case hasPrefix(part[n:], " collnet "):
 			ev.collnet = v
-		case bytes.HasPrefix(part[n:], []byte(" nvls ")):
+		case hasPrefix(part[n:], " nvls "):
 			ev.nvls = v
 		}
 	}
@@ -332,7 +331,7 @@ func parseTrace(m []byte, t *traceInfo) bool {
 		return false
 	}
 	locEnd := k + 1 + n
-	if !bytes.HasPrefix(m[locEnd:], msgArrowTrace) {
+	if !hasPrefix(m[locEnd:], " -> ") {
 		return false
 	}
 	rc, n := leadingInt(m[locEnd+len(msgArrowTrace):])

@@ -1,6 +1,9 @@
 package nccl
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 // TestConnectionGrammar covers every era of connection line (FORMATS.md D).
 func TestConnectionGrammar(t *testing.T) {
@@ -293,5 +296,21 @@ func TestClassifyMisc(t *testing.T) {
 	classify([]byte("24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels"), &ev)
 	if ev.collnet != 24 || ev.nvls != 0 {
 		t.Errorf("channel counts: collnet %d nvls %d", ev.collnet, ev.nvls)
+	}
+}
+
+// TestHasPrefix holds hasPrefix to bytes.HasPrefix, on prefixes of every
+// length around the 16 bytes the compiler compares inline.
+func TestHasPrefix(t *testing.T) {
+	const text = "NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC"
+	for n := 0; n <= len(text); n++ {
+		for k := 0; k <= 24 && k <= len(text); k++ {
+			for _, s := range []string{text[:k], text[:k] + "x", "x" + text[:k]} {
+				b := []byte(text[:n])
+				if got, want := hasPrefix(b, s), bytes.HasPrefix(b, []byte(s)); got != want {
+					t.Fatalf("hasPrefix(%q, %q) = %v, want %v", b, s, got, want)
+				}
+			}
+		}
 	}
 }

@@ -40,14 +40,14 @@ func classifyNet(name []byte) netClass {
 	switch {
 	case len(name) == 0:
 		return netUnknown
-	case bytes.HasPrefix(name, []byte("IB")), bytes.Contains(name, []byte("RDMA Plugin")):
+	case hasPrefix(name, "IB"), bytes.Contains(name, []byte("RDMA Plugin")):
 		// IB, IBext, IBext_v8, IBP; "NCCL RDMA Plugin" is the HPC-X plugin's own name.
 		return netIB
-	case bytes.Equal(name, []byte("Socket")):
+	case string(name) == "Socket":
 		return netSocket
-	case bytes.Contains(name, []byte("Libfabric")), bytes.HasPrefix(name, []byte("OFI")), bytes.Contains(name, []byte("aws-ofi")):
+	case bytes.Contains(name, []byte("Libfabric")), hasPrefix(name, "OFI"), bytes.Contains(name, []byte("aws-ofi")):
 		return netOFI
-	case bytes.HasPrefix(name, []byte("FastSocket")):
+	case hasPrefix(name, "FastSocket"):
 		return netFastSocket
 	}
 	return netOther
@@ -82,14 +82,14 @@ func parseGDR(m []byte, g *gdrLine) bool {
 		return false
 	}
 	*g = gdrLine{hca: -1}
-	if bytes.HasPrefix(m, trNETp) {
+	if hasPrefix(m, "NET/") {
 		g.net = netNameOf(m)
 	}
 	rest := m[i+len(gdrMark):]
 	switch {
-	case bytes.HasPrefix(rest, []byte("Enabled")):
+	case hasPrefix(rest, "Enabled"):
 		g.enabled = true
-	case bytes.HasPrefix(rest, []byte("Disabled")):
+	case hasPrefix(rest, "Disabled"):
 	default:
 		return false
 	}
@@ -177,7 +177,7 @@ func parseDevList(b []byte) devList {
 		}
 		any = true
 		name, addr := entry[:colon], entry[colon+1:]
-		if !(bytes.Equal(name, []byte("lo")) || bytes.HasPrefix(addr, []byte("127.")) || bytes.Equal(addr, []byte("::1"))) {
+		if !(string(name) == "lo" || hasPrefix(addr, "127.") || string(addr) == "::1") {
 			allLo = false
 		}
 	}
@@ -206,9 +206,9 @@ func parseEnv(m []byte, e *envLine) bool {
 	e.name = m[:sp]
 	rest := m[sp:]
 	switch {
-	case bytes.HasPrefix(rest, setByEnv):
+	case hasPrefix(rest, " set by environment to "):
 		e.value = rest[len(setByEnv):]
-	case bytes.HasPrefix(rest, setTo):
+	case hasPrefix(rest, " set to "):
 		e.value = rest[len(setTo):]
 	default:
 		return false

@@ -275,7 +275,7 @@ func (p *lineParser) line(b []byte, n int64) {
 				}
 			}
 			it := p.next()
-			*it = item{kind: itRecord, conns: int32(len(p.out.conns)), line: n, rec: r, cls: cls}
+			it.setRecord(int32(len(p.out.conns)), n, cls, &r)
 			it.hashes()
 			switch {
 			case cls == KindConnection:
@@ -306,9 +306,24 @@ func (p *lineParser) passEnvelope(b []byte, r *rawRecord, n int64) {
 			if h == 0 {
 				h = hash64(r.prefix)
 			}
-			p.emit(item{kind: itRecord, line: n, rec: *r, cls: KindOther, phash: h})
+			it := p.next()
+			it.setRecord(int32(len(p.out.conns)), n, KindOther, r)
+			it.phash = h
 		}
 	}
+}
+
+// setRecord makes the item, which may hold an earlier batch's (batch.reset
+// keeps them), an itRecord item of r, as the literal item{kind: itRecord,
+// conns: conns, line: n, cls: cls, rec: *r} would, field by field: the
+// literal is built aside (a few hundred bytes zeroed, then copied), which
+// cost the real shape about 1% of its instructions (docs/nccl.md).
+// Invariant: every field of item is set here; TestItemSetRecordSetsAll
+// fails when item gains one that this does not set.
+func (it *item) setRecord(conns int32, n int64, cls Kind, r *rawRecord) {
+	it.kind, it.conns, it.line, it.cls, it.ev = itRecord, conns, n, cls, 0
+	it.hash, it.phash, it.conn, it.text = 0, 0, connInfo{}, nil
+	it.rec = *r
 }
 
 // hashes sets the item's envelope hash and key hash from its record.
@@ -425,7 +440,7 @@ func looksLikeTransport(f []byte) bool {
 
 func endsWithVia(m []byte) bool {
 	return len(m) >= 4 && string(m[len(m)-4:]) == " via" &&
-		(bytes.HasPrefix(m, wordChannel) || bytes.HasPrefix(m, wordRing) || bytes.HasPrefix(m, wordCollNet))
+		(hasPrefix(m, "Channel ") || hasPrefix(m, "Ring ") || hasPrefix(m, "CollNet "))
 }
 
 // fastConn handles the line real init logs are made of, a lone connection
@@ -480,7 +495,7 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	case e != nil:
 		e.fill(b, &r)
 	case p.sc.envMemo != nil:
-		p.sc.envMemo.parse(b, i, false, &r)
+		p.sc.envMemo.parse(b, i, false, true, &r) // i is b's first "NCCL " (predictMarker)
 	default:
 		parseEnvelope(b, i, false, &r)
 	}
@@ -521,7 +536,9 @@ func (p *lineParser) predictMarker(b []byte) (int, *envMemoEntry) {
 	// Only for the lines fastConn takes: for any other the general path
 	// reads the envelope itself, and a memo look here would be a second.
 	const conn = len("NCCL INFO Channel ")
-	if q := int(slot.q); q > 0 && q+conn <= len(b) && string(b[q:q+conn]) == "NCCL INFO Channel " {
+	// Two compares of at most 16 bytes, which the compiler does inline
+	// (a longer constant is a call to memequal).
+	if q := int(slot.q); q > 0 && q+conn <= len(b) && string(b[q:q+10]) == "NCCL INFO " && string(b[q+10:q+conn]) == "Channel " {
 		// The entry the slot remembers first: it spares hashing the text
 		// to find its set. The compare decides either way.
 		e := slot.e
@@ -554,7 +571,7 @@ func indexMarker(b []byte) int {
 			return -1
 		}
 		off += j
-		if len(b)-off >= len(markNCCL) && string(b[off:off+len(markNCCL)]) == string(markNCCL) {
+		if len(b)-off >= len(markNCCL) && string(b[off:off+len(markNCCL)]) == "NCCL " { // a constant: compared inline
 			return off
 		}
 		off++
