@@ -16,7 +16,13 @@ func ParseKmsg(rec []byte, boot time.Time) (state.XIDEvent, bool) {
 	if semi < 0 {
 		return Parse(rec)
 	}
-	ev, ok := Parse(recordText(rec[semi+1:]))
+	text := recordText(rec[semi+1:])
+	if !bytes.HasPrefix(text, nvrmPrefix) {
+		// The driver's record starts with "NVRM: "; one that holds it
+		// later quotes text the kernel took from elsewhere (driverText).
+		return state.XIDEvent{}, false
+	}
+	ev, ok := Parse(text)
 	if !ok {
 		return ev, false
 	}
@@ -30,6 +36,35 @@ func ParseKmsg(rec []byte, boot time.Time) (state.XIDEvent, bool) {
 		}
 	}
 	return ev, true
+}
+
+var nvrmPrefix = []byte("NVRM: ")
+
+// driverText is the text of the driver's line in rec after its "NVRM: ",
+// one line, and false when rec is not one. A /dev/kmsg record (the live
+// log) is the driver's only when its text starts with "NVRM: ": the kernel
+// quotes text an unprivileged user controls in its own records (a
+// segfault's "... error 4 in <file name>[...]", an executable stack's
+// "process '<path>' ..."), and a file named "NVRM: GPU 0000:ff:00.0:
+// RmInitAdapter failed! ..." must not read as a GPU failing. A saved log's
+// line (dmesg, journalctl, talosctl: the admin's file) has a prefix of its
+// own before it and is read from its first "NVRM: ".
+func driverText(rec []byte) ([]byte, bool) {
+	if len(rec) > maxLine {
+		rec = rec[:maxLine]
+	}
+	if semi := kmsgHeaderEnd(rec); semi >= 0 {
+		text := recordText(rec[semi+1:])
+		if !bytes.HasPrefix(text, nvrmPrefix) {
+			return nil, false
+		}
+		return text[len(nvrmPrefix):], true
+	}
+	i := bytes.Index(rec, nvrmPrefix)
+	if i < 0 {
+		return nil, false
+	}
+	return recordText(rec[i+len(nvrmPrefix):]), true
 }
 
 // recordText is a /dev/kmsg record's text: what comes after it, one

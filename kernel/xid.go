@@ -213,5 +213,11 @@ func IsDriverLoad(line []byte) bool {
 	if len(line) > maxLine {
 		line = line[:maxLine]
 	}
+	if semi := kmsgHeaderEnd(line); semi >= 0 {
+		// A /dev/kmsg record is the driver's only from its start: a load
+		// line quoted in another (driverText) would make the Xids before
+		// it read as cleared by a driver load.
+		return bytes.HasPrefix(recordText(line[semi+1:]), driverLoad)
+	}
 	return bytes.Contains(line, driverLoad)
 }
