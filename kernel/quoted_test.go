@@ -40,3 +40,24 @@ func TestKmsgQuotedDriverText(t *testing.T) {
 		t.Fatalf("driver records lost: init %+v, gsp %+v, xid %+v", l.InitFailures, l.GSPTimeouts, l.XIDs)
 	}
 }
+
+// TestKmsgQuotedSXidAER: the same for the switch driver's SXid records and
+// the AER driver's, which start with their device.
+func TestKmsgQuotedSXidAER(t *testing.T) {
+	var l Log
+	for _, r := range []string{
+		"6,100,5000,-;a[1]: segfault at 0 ip 0 sp 0 error 4 in nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 11004, Fatal, Link 00 x[401000+1000]\n",
+		"6,101,5001,-;a[1]: segfault at 0 ip 0 sp 0 error 4 in nvidia 0000:01:00.0: AER: can't recover (no error_detected callback)[401000+1000]\n",
+	} {
+		l.add([]byte(r), time.Time{})
+	}
+	if len(l.SXIDs) != 0 || len(l.PCIeFatal) != 0 {
+		t.Fatalf("quoted user text read as the driver's: sxid %+v, aer %+v", l.SXIDs, l.PCIeFatal)
+	}
+	if _, ok := ParseSXidKmsg([]byte("3,77,5678901,-;nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 11004, Fatal, Link 00 x"), time.Time{}); !ok {
+		t.Fatal("the switch driver's record lost")
+	}
+	if _, _, _, ok := aerLine([]byte("3,78,5678902,-;nvidia 0000:01:00.0: AER: can't recover (no error_detected callback)")); !ok {
+		t.Fatal("the AER driver's record lost")
+	}
+}
