@@ -30,7 +30,7 @@ func aerLine(rec []byte) (driver, dev, msg string, ok bool) {
 	if semi := kmsgHeaderEnd(rec); semi >= 0 && i > semi {
 		// A /dev/kmsg record of the AER driver starts "<driver> <device>:
 		// AER:"; more words before it quote one (driverText).
-		if h := strings.Fields(string(rec[semi+1 : i])); len(h) != 2 {
+		if h := strings.Fields(string(rec[semi+1 : i])); len(h) != 2 || taskRecord(rec[semi+1:]) {
 			return "", "", "", false
 		}
 	}

@@ -17,7 +17,7 @@ func ParseKmsg(rec []byte, boot time.Time) (state.XIDEvent, bool) {
 		return Parse(rec)
 	}
 	text := recordText(rec[semi+1:])
-	if !bytes.HasPrefix(text, nvrmPrefix) {
+	if !bytes.HasPrefix(text, nvrmPrefix) || taskRecord(text) {
 		// The driver's record starts with "NVRM: "; one that holds it
 		// later quotes text the kernel took from elsewhere (driverText).
 		return state.XIDEvent{}, false
@@ -55,7 +55,7 @@ func driverText(rec []byte) ([]byte, bool) {
 	}
 	if semi := kmsgHeaderEnd(rec); semi >= 0 {
 		text := recordText(rec[semi+1:])
-		if !bytes.HasPrefix(text, nvrmPrefix) {
+		if !bytes.HasPrefix(text, nvrmPrefix) || taskRecord(text) {
 			return nil, false
 		}
 		return text[len(nvrmPrefix):], true
@@ -66,6 +66,33 @@ func driverText(rec []byte) ([]byte, bool) {
 	}
 	return recordText(rec[i+len(nvrmPrefix):]), true
 }
+
+// taskRecord reports whether a /dev/kmsg record's text starts with a
+// task's name and pid, "comm[pid]": the kernel's reports of a task's fault
+// (x86 "%s[%d]: segfault at ... in <file>[...]", arm64 "%s[%d]: unhandled
+// exception: ... in <file>"). The task chose both its name (prctl
+// PR_SET_NAME: at most TASK_COMM_LEN-1 = 15 bytes, so the "[pid]" starts
+// within the first 16) and the file's, so such a record may start "NVRM: "
+// and quote any driver line after it. No driver record has a "[digits]"
+// that early.
+func taskRecord(text []byte) bool {
+	for k := 0; k < len(text) && k < taskCommLen; k++ {
+		if text[k] != '[' {
+			continue
+		}
+		j := k + 1
+		for j < len(text) && text[j] >= '0' && text[j] <= '9' {
+			j++
+		}
+		if j > k+1 && j < len(text) && text[j] == ']' {
+			return true
+		}
+	}
+	return false
+}
+
+// taskCommLen is the kernel's TASK_COMM_LEN: a task's name and its NUL.
+const taskCommLen = 16
 
 // recordText is a /dev/kmsg record's text: what comes after it, one
 // " KEY=value" dictionary line each (SUBSYSTEM=, DEVICE=), is not the message.

@@ -61,3 +61,23 @@ func TestKmsgQuotedSXidAER(t *testing.T) {
 		t.Fatal("the AER driver's record lost")
 	}
 }
+
+// TestKmsgTaskRecords: the kernel's signal reports start with the task's
+// name, which the task sets itself (prctl PR_SET_NAME, 15 bytes), then
+// "[pid]", and end with a file name it chose: "NVRM: x[1234]: segfault
+// ... in <file>[...]" starts with "NVRM: " and is no driver record.
+func TestKmsgTaskRecords(t *testing.T) {
+	var l Log
+	for _, r := range []string{
+		"6,100,5000,-;NVRM: x[1234]: segfault at 0 ip 0 sp 0 error 4 in GPU 0000:1b:00.0 has fallen off the bus.[401000+1000]\n",
+		"6,101,5001,-;NVRM: Xid (PCI:[1234]: segfault at 0 ip 0 sp 0 error 4 in 0000:1b:00): 79, pid=1, name=x, GPU has fallen off the bus.[401000+1000]\n",
+		"6,102,5002,-;x: SXid (PCI:[1234]: segfault at 0 ip 0 sp 0 error 4 in 0000:05:00.0): 11004, Fatal, Link 00 x[401000+1000]\n",
+		"6,103,5003,-;x 1:0.0: AER: [1234]: segfault at 0 ip 0 sp 0 error 4 in x device recovery failed[401000+1000]\n",
+		"6,104,5004,-;NVRM: [1]: x[1234]: unhandled exception: in GPU 0000:1b:00.0 has fallen off the bus.[401000+1000]\n",
+	} {
+		l.add([]byte(r), time.Time{})
+	}
+	if len(l.XIDs) != 0 || len(l.SXIDs) != 0 || len(l.PCIeFatal) != 0 || len(l.InitFailures) != 0 || len(l.GSPTimeouts) != 0 {
+		t.Fatalf("a task's record read as a driver's: xid %+v, sxid %+v, aer %+v", l.XIDs, l.SXIDs, l.PCIeFatal)
+	}
+}

@@ -65,7 +65,7 @@ func ParseSXidKmsg(rec []byte, boot time.Time) (state.SXIDEvent, bool) {
 		// The switch driver's record starts with its device
 		// ("nvidia-nvswitch3: SXid (PCI:..."): text before it is another
 		// record quoting one (driverText).
-		if i := bytes.Index(text, []byte(": SXid (PCI:")); i < 0 || bytes.IndexByte(text[:i], ' ') >= 0 {
+		if i := bytes.Index(text, []byte(": SXid (PCI:")); i < 0 || bytes.IndexByte(text[:i], ' ') >= 0 || taskRecord(text) {
 			return state.SXIDEvent{}, false
 		}
 		line = rec[:semi+1+len(text)]

@@ -217,7 +217,8 @@ func IsDriverLoad(line []byte) bool {
 		// A /dev/kmsg record is the driver's only from its start: a load
 		// line quoted in another (driverText) would make the Xids before
 		// it read as cleared by a driver load.
-		return bytes.HasPrefix(recordText(line[semi+1:]), driverLoad)
+		text := recordText(line[semi+1:])
+		return bytes.HasPrefix(text, driverLoad) && !taskRecord(text)
 	}
 	return bytes.Contains(line, driverLoad)
 }
