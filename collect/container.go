@@ -411,9 +411,13 @@ func nvmlLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 	return scanLibraries(fsys, append(ldPathDirs(ldLibraryPath), nvmlLibDirs...), nvmlLibName, nil)
 }
 
+// maxLibraries bounds the libraries scanLibraries lists: an image holds a
+// few of each; one holding thousands is not judged by the ones past these.
+const maxLibraries = 64
+
 // scanLibraries lists the files named like re (its first group is the
-// version) in dirs, each directory once, in order; onPath marks the ones
-// whose directory is on LD_LIBRARY_PATH. A directory that cannot be read
+// version) in dirs, each directory once, in order, at most maxLibraries;
+// onPath marks the ones whose directory is on LD_LIBRARY_PATH. A directory that cannot be read
 // is passed over: no library there is what the loader would find too.
 func scanLibraries(fsys fs.FS, dirs []string, re *regexp.Regexp, onPath map[string]bool) []state.NVMLLibrary {
 	seen := map[string]bool{}
@@ -428,6 +432,9 @@ func scanLibraries(fsys fs.FS, dirs []string, re *regexp.Regexp, onPath map[stri
 			continue
 		}
 		for _, e := range es {
+			if len(out) >= maxLibraries {
+				return out
+			}
 			if m := re.FindStringSubmatch(e.Name()); m != nil {
 				out = append(out, state.NVMLLibrary{Path: path.Join(d, e.Name()), Version: m[1], OnLDLibraryPath: onPath[d]})
 			}
@@ -481,8 +488,26 @@ func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 	}
 	out := scanLibraries(fsys, append(dirs, compatDirs...), libcudaName, onPath)
 	cache, cacheOK := ldCache(fsys)
+	// What a directory holds is asked once per directory, not per library
+	// found: an image may hold any number of files named libcuda.so.N,
+	// and each question is a bounded read or a search of the cache (up to
+	// containerReadLimit bytes).
+	cached, exist := map[string]bool{}, map[string]bool{}
 	inCache := func(dir string) bool {
-		return cacheOK && strings.Contains(cache, dir+"/libcuda.so.")
+		v, ok := cached[dir]
+		if !ok {
+			v = cacheOK && strings.Contains(cache, dir+"/libcuda.so.")
+			cached[dir] = v
+		}
+		return v
+	}
+	exists := func(p string) bool {
+		v, ok := exist[p]
+		if !ok {
+			v = fsExists(fsys, p)
+			exist[p] = v
+		}
+		return v
 	}
 	for i := range out {
 		dir := path.Dir(out[i].Path)
@@ -493,7 +518,7 @@ func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 				if d == dir {
 					break
 				}
-				if f := path.Join(d, "libcuda.so.1"); fsExists(fsys, f) {
+				if f := path.Join(d, "libcuda.so.1"); exists(f) {
 					out[i].ShadowedBy = f
 					break
 				}
@@ -514,7 +539,7 @@ func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 		// Every LD_LIBRARY_PATH directory comes before the cache, and an
 		// earlier directory of the cache wins too.
 		for _, d := range ldp {
-			if f := path.Join(d, "libcuda.so.1"); fsExists(fsys, f) {
+			if f := path.Join(d, "libcuda.so.1"); exists(f) {
 				out[i].ShadowedBy = f
 				break
 			}
@@ -526,7 +551,7 @@ func compatLibraries(fsys fs.FS, ldLibraryPath string) []state.NVMLLibrary {
 			if d.path == dir {
 				break
 			}
-			if f := path.Join(d.path, "libcuda.so.1"); inCache(d.path) && fsExists(fsys, f) {
+			if f := path.Join(d.path, "libcuda.so.1"); inCache(d.path) && exists(f) {
 				out[i].ShadowedBy = f
 				break
 			}

@@ -27,6 +27,13 @@ func aerLine(rec []byte) (driver, dev, msg string, ok bool) {
 	if len(head) < 2 {
 		return "", "", "", false
 	}
+	if semi := kmsgHeaderEnd(rec); semi >= 0 && i > semi {
+		// A /dev/kmsg record of the AER driver starts "<driver> <device>:
+		// AER:"; more words before it quote one (driverText).
+		if h := strings.Fields(string(rec[semi+1 : i])); len(h) != 2 || taskRecord(rec[semi+1:]) {
+			return "", "", "", false
+		}
+	}
 	id, err := busid.Parse(head[len(head)-1])
 	if err != nil {
 		return "", "", "", false

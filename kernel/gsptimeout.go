@@ -17,7 +17,6 @@ package kernel
 // excerpt) holds the timeout without its Xid line.
 
 import (
-	"bytes"
 	"strings"
 	"time"
 
@@ -27,14 +26,11 @@ import (
 // gspTimeoutBanner reads one line: whether it is the banner, and the GPU
 // it names ("GPU6"; "" when the driver printed no GPU prefix).
 func gspTimeoutBanner(rec []byte) (gpu string, ok bool) {
-	if len(rec) > maxLine {
-		rec = rec[:maxLine]
-	}
-	i := bytes.Index(rec, []byte("NVRM: "))
-	if i < 0 {
+	t, found := driverText(rec)
+	if !found {
 		return "", false
 	}
-	text := string(recordText(rec[i+len("NVRM: "):]))
+	text := string(t)
 	j := strings.Index(text, "* GSP Timeout *")
 	if j < 0 {
 		return "", false

@@ -46,14 +46,11 @@ import (
 // instead of the GPU (-1 when none), and whether it is RM's own line
 // (RmInitAdapter) rather than the kernel interface's that follows it.
 func initFailure(rec []byte) (bus, msg string, minor int, rm, ok bool) {
-	if len(rec) > maxLine {
-		rec = rec[:maxLine]
-	}
-	i := bytes.Index(rec, []byte("NVRM: "))
-	if i < 0 {
+	t, found := driverText(rec)
+	if !found {
 		return "", "", -1, false, false
 	}
-	text := string(recordText(rec[i+len("NVRM: "):]))
+	text := string(t)
 	if rest, found := strings.CutPrefix(text, probeFailed); found {
 		// nv_pci_probe's line names the function right after it.
 		f := strings.Fields(rest)

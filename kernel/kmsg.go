@@ -16,7 +16,13 @@ func ParseKmsg(rec []byte, boot time.Time) (state.XIDEvent, bool) {
 	if semi < 0 {
 		return Parse(rec)
 	}
-	ev, ok := Parse(recordText(rec[semi+1:]))
+	text := recordText(rec[semi+1:])
+	if !bytes.HasPrefix(text, nvrmPrefix) || taskRecord(text) {
+		// The driver's record starts with "NVRM: "; one that holds it
+		// later quotes text the kernel took from elsewhere (driverText).
+		return state.XIDEvent{}, false
+	}
+	ev, ok := Parse(text)
 	if !ok {
 		return ev, false
 	}
@@ -31,6 +37,62 @@ func ParseKmsg(rec []byte, boot time.Time) (state.XIDEvent, bool) {
 	}
 	return ev, true
 }
+
+var nvrmPrefix = []byte("NVRM: ")
+
+// driverText is the text of the driver's line in rec after its "NVRM: ",
+// one line, and false when rec is not one. A /dev/kmsg record (the live
+// log) is the driver's only when its text starts with "NVRM: ": the kernel
+// quotes text an unprivileged user controls in its own records (a
+// segfault's "... error 4 in <file name>[...]", an executable stack's
+// "process '<path>' ..."), and a file named "NVRM: GPU 0000:ff:00.0:
+// RmInitAdapter failed! ..." must not read as a GPU failing. A saved log's
+// line (dmesg, journalctl, talosctl: the admin's file) has a prefix of its
+// own before it and is read from its first "NVRM: ".
+func driverText(rec []byte) ([]byte, bool) {
+	if len(rec) > maxLine {
+		rec = rec[:maxLine]
+	}
+	if semi := kmsgHeaderEnd(rec); semi >= 0 {
+		text := recordText(rec[semi+1:])
+		if !bytes.HasPrefix(text, nvrmPrefix) || taskRecord(text) {
+			return nil, false
+		}
+		return text[len(nvrmPrefix):], true
+	}
+	i := bytes.Index(rec, nvrmPrefix)
+	if i < 0 {
+		return nil, false
+	}
+	return recordText(rec[i+len(nvrmPrefix):]), true
+}
+
+// taskRecord reports whether a /dev/kmsg record's text starts with a
+// task's name and pid, "comm[pid]": the kernel's reports of a task's fault
+// (x86 "%s[%d]: segfault at ... in <file>[...]", arm64 "%s[%d]: unhandled
+// exception: ... in <file>"). The task chose both its name (prctl
+// PR_SET_NAME: at most TASK_COMM_LEN-1 = 15 bytes, so the "[pid]" starts
+// within the first 16) and the file's, so such a record may start "NVRM: "
+// and quote any driver line after it. No driver record has a "[digits]"
+// that early.
+func taskRecord(text []byte) bool {
+	for k := 0; k < len(text) && k < taskCommLen; k++ {
+		if text[k] != '[' {
+			continue
+		}
+		j := k + 1
+		for j < len(text) && text[j] >= '0' && text[j] <= '9' {
+			j++
+		}
+		if j > k+1 && j < len(text) && text[j] == ']' {
+			return true
+		}
+	}
+	return false
+}
+
+// taskCommLen is the kernel's TASK_COMM_LEN: a task's name and its NUL.
+const taskCommLen = 16
 
 // recordText is a /dev/kmsg record's text: what comes after it, one
 // " KEY=value" dictionary line each (SUBSYSTEM=, DEVICE=), is not the message.

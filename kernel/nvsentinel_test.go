@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -187,7 +188,10 @@ func TestNVSentinelCases(t *testing.T) {
 		found := nvsentinelFound(l)
 		// The same line as a /dev/kmsg record reads the same.
 		if c.Input != "" && !strings.Contains(c.Input, "\n") {
-			rec := "3,100,5000000,-;" + c.Input
+			// A record's text has no dmesg time stamp nor syslog
+			// priority: the kernel's text starts right after the header.
+			text := dmesgStamp.ReplaceAllString(c.Input, "")
+			rec := "3,100,5000000,-;" + text
 			if c.Driver != "" {
 				rec = "6,99,4000000,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module  " + c.Driver + "  Release Build\n" + rec
 			}
@@ -354,3 +358,7 @@ func nvsentinelCompare(c nvsentinelCase, l Log) []string {
 	}
 	return d
 }
+
+// dmesgStamp is a line's "<pri>[seconds] " prefix, which a /dev/kmsg
+// record's text never has.
+var dmesgStamp = regexp.MustCompile(`^(<[0-9]+>)?\[[^\]]*\] `)

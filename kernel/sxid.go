@@ -61,7 +61,14 @@ func ParseSXid(line []byte) (state.SXIDEvent, bool) {
 func ParseSXidKmsg(rec []byte, boot time.Time) (state.SXIDEvent, bool) {
 	line := rec
 	if semi := kmsgHeaderEnd(rec); semi > 0 {
-		line = rec[:semi+1+len(recordText(rec[semi+1:]))]
+		text := recordText(rec[semi+1:])
+		// The switch driver's record starts with its device
+		// ("nvidia-nvswitch3: SXid (PCI:..."): text before it is another
+		// record quoting one (driverText).
+		if i := bytes.Index(text, []byte(": SXid (PCI:")); i < 0 || bytes.IndexByte(text[:i], ' ') >= 0 || taskRecord(text) {
+			return state.SXIDEvent{}, false
+		}
+		line = rec[:semi+1+len(text)]
 	}
 	ev, ok := ParseSXid(line)
 	if !ok {

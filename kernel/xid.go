@@ -213,5 +213,12 @@ func IsDriverLoad(line []byte) bool {
 	if len(line) > maxLine {
 		line = line[:maxLine]
 	}
+	if semi := kmsgHeaderEnd(line); semi >= 0 {
+		// A /dev/kmsg record is the driver's only from its start: a load
+		// line quoted in another (driverText) would make the Xids before
+		// it read as cleared by a driver load.
+		text := recordText(line[semi+1:])
+		return bytes.HasPrefix(text, driverLoad) && !taskRecord(text)
+	}
 	return bytes.Contains(line, driverLoad)
 }

@@ -466,7 +466,12 @@ func (a *Analyzer) thread(r *rawRecord) *thread {
 	// A cache, not the truth: forgetting threads (all of them past
 	// maxThreads, or the one a 64-bit hash collision replaces) only loses
 	// which communicator a thread announced last.
-	if a.nthreads >= maxThreads || len(a.keys)+len(r.prefix) > cap(a.keys) {
+	// The slab is the bound, not nthreads: an envelope whose hash64
+	// equals another's replaces it in the table without a new slot, but
+	// takes a thread of the slab all the same, and hash64 is unseeded: a
+	// log alternating two such envelopes ran the slab out (an index out of
+	// range) while the table held one thread. nthreads <= slabUsed.
+	if a.slabUsed >= maxThreads || len(a.keys)+len(r.prefix) > cap(a.keys) {
 		a.forgetThreads()
 	}
 	p := a.process(r)
