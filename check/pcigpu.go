@@ -160,8 +160,6 @@ func pciGPUs(n *state.Node, v *verdict) string {
 			switch {
 			case hidden != "":
 				why = "the kernel log shows its initialisation failing, but " + hidden + " may hide it from NVML"
-			case n.NVML.ExcludedKnown && anon == 0:
-				why = "NVML does not exclude it, but " + hidden + " may hide it from NVML"
 			case n.NVML.ExcludedKnown:
 				why = "NVML does not exclude it; whether it is one of NVML's GPUs without a bus ID is not known here"
 			}
