@@ -76,7 +76,6 @@ func TestThreadTable(t *testing.T) {
 	}
 	// Three hashes with the same first slot, and one whose first slot is
 	// the next, found by search under this table's seed.
-	a.threadOf(nil, 1) // makes the table
 	tab := a.threads
 	first := tab.start(1)
 	var hs []uint64
