@@ -186,6 +186,9 @@ type lineParser struct {
 		q uint8
 		e *envMemoEntry
 	}
+	// pmemo remembers plain's answers for recent texts (keepPlain);
+	// allocated at the first line without records.
+	pmemo *[plainMemoSlots]plainMemoEntry
 	// slowOnly turns fastConn off (tests compare the two paths).
 	slowOnly bool
 }
@@ -371,11 +374,53 @@ func (p *lineParser) plain(b []byte, n int64) {
 		return
 	}
 	p.out.foreign++
-	k := classify(t, &p.ev)
-	if k != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0 {
+	if p.keepPlain(t) {
 		p.emit(item{kind: itPlain, line: n, text: t})
 	}
 }
+
+// keepPlain reports whether plain passes a line's trimmed text t on.
+// The answer depends on t alone (classify, looksLikeTransport and
+// matchForeign read nothing else), so the parser remembers it for recent
+// texts of up to plainMemoText bytes, by memoHash, one text a slot, the
+// text compared whole on a hit: a job's launcher and framework repeat
+// their lines on every rank, and the look costs about 1,200
+// instructions a line (six searches of the line in matchForeign), a hit
+// about a tenth of that. TestPlainMemo holds the memo to the look.
+func (p *lineParser) keepPlain(t []byte) bool {
+	if len(t) > plainMemoText {
+		return plainLook(t, &p.ev)
+	}
+	if p.pmemo == nil {
+		p.pmemo = new([plainMemoSlots]plainMemoEntry)
+	}
+	e := &p.pmemo[memoHash(t)%plainMemoSlots]
+	if int(e.n) == len(t) && string(e.text[:len(t)]) == string(t) {
+		return e.keep
+	}
+	keep := plainLook(t, &p.ev)
+	e.n, e.keep = uint8(len(t)), keep
+	copy(e.text[:], t)
+	return keep
+}
+
+// plainLook is keepPlain's answer without the memo.
+func plainLook(t []byte, ev *event) bool {
+	return classify(t, ev) != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0
+}
+
+// plainMemoEntry is one text keepPlain remembers, in 128 bytes; n 0:
+// none (plain sees no empty text).
+type plainMemoEntry struct {
+	n    uint8
+	keep bool
+	text [plainMemoText]byte
+}
+
+const (
+	plainMemoText  = 126
+	plainMemoSlots = 1 << 10
+)
 
 // firstSight reports whether the parser has not passed on a record with
 // this envelope recently. The merger needs one record per envelope to

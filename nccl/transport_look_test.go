@@ -3,6 +3,7 @@ package nccl
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,81 @@ func TestLooksLikeTransportPrefix(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no transport among the texts: the test tries nothing")
+	}
+}
+
+// TestIndexAnchored holds indexAnchored to bytes.Index over texts where
+// the pattern comes late, early, glued, twice, or not at all, at every
+// anchor of " WARN " and of the foreign rules' patterns.
+func TestIndexAnchored(t *testing.T) {
+	texts := []string{"", " ", "WARN ", " WARN ", "x WARN y", "WARN x WARN y", "xWARN WARN ", "xWARN  WARN ",
+		"a b c WARNWARN  WARN", "host:1:2 [0] enqueue.cc:42 NCCL WARN x", "host:1:2 [0] f.c:1 WARN Cuda failure",
+		"WARN", " WARN", "  WARN  WARN ", "WARN WARN WARN  WARN ", "torch nccl==2.18.1", "ncl==nccl=nccl===",
+		"==nccl==", "nccl nccl= nccl==", "<warn <warn>", "NCCL errorNCCL error"}
+	paths, _ := filepath.Glob("testdata/*/*.log")
+	for _, p := range paths {
+		texts = append(texts, readLines(t, p)...)
+	}
+	pats := [][]byte{markWarn22}
+	for _, r := range foreignRules {
+		pats = append(pats, r.match)
+	}
+	for _, pat := range pats {
+		for a := 0; a < len(pat); a++ {
+			for _, s := range texts {
+				for k := 0; k <= len(s) && k < 64; k++ {
+					b := []byte(s[k:])
+					if got, want := indexAnchored(b, pat, a), bytes.Index(b, pat); got != want {
+						t.Fatalf("indexAnchored(%q, %q, %d) = %d, bytes.Index %d", b, pat, a, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPlainMemo holds keepPlain to the look it remembers: every line of the
+// fixture logs, trimmed, three times over (first sight, a hit, and after
+// other texts took the slot), with texts that differ from each other only
+// in one byte or in their length, so that a hit that compared less than
+// the whole text would answer for the wrong one.
+func TestPlainMemo(t *testing.T) {
+	texts := []string{"NCCL error in: x", "NCCL error in: y", "NCCL errorX", "Caught signal 11", "Caught signal 1",
+		"xxxxxxxx nccl==2.18", "xxxxxxxx nccl=-2.18", "<warn> a", "<warm> a", "NET/IB/0", "NET/IB/0 ", "MET/IB/0"}
+	// Pairs alike in the bytes memoHash reads (the first, middle and last
+	// eight) and in length, one kept, one not: the same slot.
+	pad := strings.Repeat("z", 40)
+	for _, w := range []string{"NCCL error", "<warn>", "nccl==", "Caught signal "} {
+		cut := []byte(w)
+		cut[len(cut)-2] = '#'
+		texts = append(texts, "ab "+w+pad, "ab "+string(cut)+pad, "ab "+w+pad)
+	}
+	paths, _ := filepath.Glob("testdata/*/*.log")
+	for _, p := range paths {
+		texts = append(texts, readLines(t, p)...)
+	}
+	p := newLineParser(1 << 20)
+	var ev event
+	ev.trMemo = new(trMemo)
+	kept := 0
+	for round := 0; round < 3; round++ {
+		for _, s := range texts {
+			b := bytes.TrimSpace([]byte(s))
+			if len(b) == 0 {
+				continue
+			}
+			for _, v := range [][]byte{b, append(append([]byte{}, b...), 'x'), append([]byte{'x'}, b[1:]...)} {
+				want := plainLook(v, &ev)
+				if got := p.keepPlain(v); got != want {
+					t.Fatalf("round %d: keepPlain(%q) = %v, the look says %v", round, v, got, want)
+				}
+				if want {
+					kept++
+				}
+			}
+		}
+	}
+	if kept == 0 {
+		t.Fatal("no text kept: the test tries nothing")
 	}
 }
