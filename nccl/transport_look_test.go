@@ -3,6 +3,7 @@ package nccl
 import (
 	"bytes"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -144,5 +145,74 @@ func TestPlainMemo(t *testing.T) {
 	}
 	if kept == 0 {
 		t.Fatal("no text kept: the test tries nothing")
+	}
+}
+
+// TestConnMemoMatches holds connMemo to parseConnMemo: every connection
+// message of the fixture logs, and copies of it with one digit changed
+// (most in bytes connHash does not read, so that they share a slot and
+// only the text compare tells them apart), three rounds over, each answer
+// compared field by field, the transport's name and net by content and
+// as slices of the message parsed.
+func TestConnMemoMatches(t *testing.T) {
+	var msgs [][]byte
+	paths, _ := filepath.Glob("testdata/*/*.log")
+	for _, p := range paths {
+		for _, l := range readLines(t, p) {
+			i := strings.Index(l, "NCCL INFO ")
+			if i < 0 {
+				continue
+			}
+			m := trimRightBlank([]byte(l[i+len("NCCL INFO "):]))
+			if !hasPrefix(m, "Channel ") && !hasPrefix(m, "Ring ") && !hasPrefix(m, "CollNet ") {
+				continue
+			}
+			msgs = append(msgs, m)
+			for k, c := range m {
+				if isDigit(c) {
+					v := append([]byte{}, m...)
+					v[k] = '0' + (c-'0'+1)%10
+					msgs = append(msgs, v)
+				}
+			}
+		}
+	}
+	var mm connMemo
+	var rest int32
+	var tr1, tr2 trMemo
+	hits := 0
+	for round := 0; round < 3; round++ {
+		for _, m := range msgs {
+			m = append([]byte{}, m...) // a new buffer: a hit must point into it
+			var got, want connInfo
+			okWant := parseConnMemo(m, &want, &tr1)
+			before := mm.hits
+			okGot := mm.parse(m, &got, &tr2, &rest)
+			if mm.hits != before {
+				hits++
+			}
+			if okGot != okWant {
+				t.Fatalf("%q: memo %v, parse %v", m, okGot, okWant)
+			}
+			if !okWant {
+				continue
+			}
+			if !bytes.Equal(got.tr.name, want.tr.name) || !bytes.Equal(got.tr.net, want.tr.net) ||
+				(got.tr.name == nil) != (want.tr.name == nil) || (got.tr.net == nil) != (want.tr.net == nil) {
+				t.Fatalf("%q: memo name %q net %q, parse %q %q", m, got.tr.name, got.tr.net, want.tr.name, want.tr.net)
+			}
+			for _, s := range [][]byte{got.tr.name, got.tr.net} {
+				if s != nil && (cap(m)-cap(s) < 0 || cap(m)-cap(s)+len(s) > len(m)) {
+					t.Fatalf("%q: a slice %q outside the message", m, s)
+				}
+			}
+			got.tr.name, got.tr.net, want.tr.name, want.tr.net = nil, nil, nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%q: memo %+v, parse %+v", m, got, want)
+			}
+		}
+	}
+	if hits == 0 {
+		t.Fatal("no hit: the test tries only the parse")
 	}
 }
