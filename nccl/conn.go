@@ -458,22 +458,15 @@ func (mm *connMemo) parse(m []byte, c *connInfo, tr *trMemo, rest *int32) bool {
 	if !parseConnMemo(m, c, tr) {
 		return false
 	}
-	off := func(s []byte) (uint8, uint8, bool) {
-		lo := cap(m) - cap(s)
-		if lo < 0 || lo+len(s) > n {
-			return 0, 0, false
-		}
-		return uint8(lo), uint8(lo + len(s)), true
-	}
 	var okName, okNet bool
 	e.n = 0
 	if c.tr.name != nil {
-		if e.nameLo, e.nameHi, okName = off(c.tr.name); !okName {
+		if e.nameLo, e.nameHi, okName = subOffsets(m, c.tr.name); !okName {
 			return true
 		}
 	}
 	if c.tr.net != nil {
-		if e.netLo, e.netHi, okNet = off(c.tr.net); !okNet {
+		if e.netLo, e.netHi, okNet = subOffsets(m, c.tr.net); !okNet {
 			return true
 		}
 	}
@@ -481,4 +474,16 @@ func (mm *connMemo) parse(m []byte, c *connInfo, tr *trMemo, rest *int32) bool {
 	e.conn.tr.name, e.conn.tr.net = nil, nil
 	copy(e.text[:], m)
 	return true
+}
+
+// subOffsets returns where s lies in m, when s is a slice of m's own bytes
+// (offsets below 256): the capacities place it, and the address of its
+// first byte (of its capacity, for an empty s) confirms it, since a slice
+// of another array (a constant) can have any capacity.
+func subOffsets(m, s []byte) (lo, hi uint8, ok bool) {
+	l := cap(m) - cap(s)
+	if s == nil || cap(s) == 0 || l < 0 || l+len(s) > len(m) || len(m) > 255 || &s[:1][0] != &m[l:][:1][0] {
+		return 0, 0, false
+	}
+	return uint8(l), uint8(l + len(s)), true
 }

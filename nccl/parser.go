@@ -192,6 +192,8 @@ type lineParser struct {
 	// cmemo remembers recent connection messages (connMemo); allocated
 	// at the first connection line.
 	cmemo *connMemo
+	// kmemo remembers what classify made of recent messages (kindMemo).
+	kmemo *kindMemo
 	// cmRest is how many connection messages to parse without cmemo
 	// before trying it again (connMemo.parse sets it).
 	cmRest int32
@@ -269,7 +271,7 @@ func (p *lineParser) line(b []byte, n int64) {
 		}
 		cls := KindWarn
 		if r.level != levelWarn {
-			cls = classify(r.msg, &p.ev)
+			cls = p.classify(r.msg)
 		}
 		if cls != KindOther {
 			// The kind and the event are those of the finished (trimmed)
@@ -278,7 +280,7 @@ func (p *lineParser) line(b []byte, n int64) {
 			raw := len(r.msg)
 			sc.finish(&r)
 			if len(r.msg) != raw && r.level != levelWarn {
-				if cls = classify(r.msg, &p.ev); cls == KindOther {
+				if cls = p.classify(r.msg); cls == KindOther {
 					p.passEnvelope(b, &r, n)
 					continue
 				}
@@ -664,4 +666,125 @@ func indexMarker(b []byte) int {
 		}
 		off++
 	}
+}
+
+// kindMemo remembers what classify made of recent messages of the general
+// path, as connMemo does for fastConn's connection lines: the kind, and
+// what line passes on of it (a communicator's commInfo, the fields of a
+// kind that needsFields), with their slices kept as offsets into the
+// text. A gathered log prints the same plugin, network, environment and
+// communicator lines on every rank, and the real shape on every replica.
+// Connection messages are not kept (fastConn takes nearly all of them).
+// Invariant: for every kind kept, classify sets all that packFields
+// (or, for KindComm, line) reads of the event, so that a hit which sets
+// those parts makes what classify would have made; apply reads nothing
+// else of the event.
+// Like connMemo it rests, with a doubling backoff, where hits are rare.
+// TestKindMemoMatches holds it to classify.
+type kindMemo struct {
+	slots                [kindMemoSlots]kindMemoEntry
+	hits, looks, backoff int32
+	rest                 int32
+}
+
+type kindMemoEntry struct {
+	n    uint8 // text length; 0: empty slot
+	cls  Kind
+	has  uint8 // bit i: slice i is not nil
+	offs [2][2]uint8
+	f    fields   // needsFields(cls): s0 and s1 nil
+	comm commInfo // KindComm: busID and api nil
+	text [kindMemoText]byte
+}
+
+const (
+	kindMemoSlots = 1 << 9
+	kindMemoText  = 160
+)
+
+// classify is classify(m, &p.ev) through the kind memo: on a hit, the
+// parts of p.ev that line reads for the kind (comm, or the fields through
+// unpack) are those classify would have set.
+func (p *lineParser) classify(m []byte) Kind {
+	n := len(m)
+	if n < 24 || n > kindMemoText {
+		return classify(m, &p.ev)
+	}
+	km := p.kmemo
+	if km == nil {
+		km = new(kindMemo)
+		p.kmemo = km
+	}
+	if km.rest > 0 {
+		km.rest--
+		return classify(m, &p.ev)
+	}
+	if km.looks++; km.looks == connMemoWindow {
+		if km.hits < connMemoWindow/4 {
+			km.backoff = min(max(2*km.backoff, connMemoRest), connMemoMaxRest)
+			km.rest = km.backoff
+		} else {
+			km.backoff = 0
+		}
+		km.hits, km.looks = 0, 0
+	}
+	e := &km.slots[connHash(m)%kindMemoSlots]
+	if int(e.n) == n && string(e.text[:n]) == string(m) {
+		km.hits++
+		s := func(i int) []byte {
+			if e.has&(1<<i) == 0 {
+				return nil
+			}
+			return m[e.offs[i][0]:e.offs[i][1]]
+		}
+		p.ev.kind = e.cls
+		switch {
+		case e.cls == KindComm:
+			p.ev.comm = e.comm
+			p.ev.comm.busID, p.ev.comm.api = s(0), s(1)
+		case needsFields(e.cls):
+			f := e.f
+			f.s0, f.s1 = s(0), s(1)
+			f.unpack(e.cls, &p.ev)
+		}
+		return e.cls
+	}
+	cls := classify(m, &p.ev)
+	e.n = 0
+	var s0, s1 []byte
+	switch {
+	case cls == KindConnection, cls == KindBootstrap:
+		// KindBootstrap's packed net is whatever ev.net held before
+		// (classify sets only its dev, all that apply reads of it).
+		return cls
+	case cls == KindComm:
+		s0, s1 = p.ev.comm.busID, p.ev.comm.api
+	case needsFields(cls):
+		f := packFields(cls, &p.ev)
+		s0, s1 = f.s0, f.s1
+	}
+	var has uint8
+	for i, sl := range [2][]byte{s0, s1} {
+		if sl == nil {
+			continue
+		}
+		lo, hi, ok := subOffsets(m, sl)
+		if !ok {
+			return cls // not a slice of m (a constant): not kept
+		}
+		e.offs[i] = [2]uint8{lo, hi}
+		has |= 1 << i
+	}
+	e.cls, e.has = cls, has
+	switch {
+	case cls == KindComm:
+		e.comm = p.ev.comm
+		e.comm.busID, e.comm.api = nil, nil
+	case needsFields(cls):
+		e.f = packFields(cls, &p.ev)
+		e.f.s0, e.f.s1 = nil, nil
+	}
+	copy(e.text[:], m)
+	e.n = uint8(n)
+	return cls
 }
