@@ -1,6 +1,9 @@
 package nccl
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Connection lines are the only direct evidence of which transport carries
 // traffic between two ranks. Their grammar changed five times; one parser
@@ -371,4 +374,116 @@ func (mm *trMemo) parse(t []byte, tr *transport) bool {
 	copy(e.text[:], t)
 	e.tr.name, e.tr.net = nil, nil
 	return marker
+}
+
+// connMemo remembers recent connection messages that parseConnMemo read,
+// one a slot by memoHash, the text compared whole on a hit and the
+// transport's name and net kept as offsets into it, as trMemo does: a log
+// gathered from many ranks (and the real shape, whose replicas repeat
+// their logs) prints the same connection message again and again, and a
+// hit costs about a fifth of the parse. A log whose connection lines are
+// all distinct (init) would pay a miss on each, so the memo watches its
+// hits and rests when they are rare (see parse). TestConnMemoMatches
+// holds it to parseConnMemo.
+type connMemo struct {
+	slots [connMemoSlots]connMemoEntry
+	// Of the look-ups since the count was reset: hits and all; backoff:
+	// the last rest, doubled on each window in a row with few hits.
+	hits, looks, backoff int32
+}
+
+type connMemoEntry struct {
+	n              uint8 // text length; 0: empty slot
+	nameLo, nameHi uint8
+	netLo, netHi   uint8
+	hasName        bool
+	hasNet         bool
+	conn           connInfo // tr.name and tr.net nil
+	text           [connMemoText]byte
+}
+
+const (
+	connMemoSlots = 1 << 10
+	connMemoText  = 96
+	// Every connMemoWindow look-ups, a memo with fewer than one hit in
+	// four rests for connMemoRest messages, twice as many after each
+	// such window in a row, up to connMemoMaxRest.
+	connMemoWindow  = 256
+	connMemoRest    = 4096
+	connMemoMaxRest = 1 << 20
+)
+
+// connHash picks a connMemo slot for m, 24 bytes or more: the words where
+// a log's connection messages differ (after "Channel ", the channel and
+// the ranks; the middle; the transport at the end) and the length. A
+// collision costs a miss only: a hit compares the text.
+func connHash(m []byte) uint64 {
+	const m1, m2 = 0xa0761d6478bd642f, 0xe7037ed1a0b428db
+	n := len(m)
+	le := binary.LittleEndian
+	x := le.Uint64(m[8:]) ^ le.Uint64(m[16:])*m2 ^ uint64(n)
+	y := le.Uint64(m[n-8:]) ^ le.Uint64(m[n/2-4:])*m1
+	return mix(x^m1, y^m2)
+}
+
+// parse is parseConnMemo(m, c, tr) through the memo. It sets *rest, the
+// number of messages the caller is to parse without the memo, when hits
+// were rare among the last connMemoWindow look-ups.
+func (mm *connMemo) parse(m []byte, c *connInfo, tr *trMemo, rest *int32) bool {
+	n := len(m)
+	if n < 24 || n > connMemoText {
+		return parseConnMemo(m, c, tr)
+	}
+	if mm.looks++; mm.looks == connMemoWindow {
+		if mm.hits < connMemoWindow/4 {
+			mm.backoff = min(max(2*mm.backoff, connMemoRest), connMemoMaxRest)
+			*rest = mm.backoff
+		} else {
+			mm.backoff = 0
+		}
+		mm.hits, mm.looks = 0, 0
+	}
+	e := &mm.slots[connHash(m)%connMemoSlots]
+	if int(e.n) == n && string(e.text[:n]) == string(m) {
+		mm.hits++
+		*c = e.conn
+		if e.hasName {
+			c.tr.name = m[e.nameLo:e.nameHi]
+		}
+		if e.hasNet {
+			c.tr.net = m[e.netLo:e.netHi]
+		}
+		return true
+	}
+	if !parseConnMemo(m, c, tr) {
+		return false
+	}
+	var okName, okNet bool
+	e.n = 0
+	if c.tr.name != nil {
+		if e.nameLo, e.nameHi, okName = subOffsets(m, c.tr.name); !okName {
+			return true
+		}
+	}
+	if c.tr.net != nil {
+		if e.netLo, e.netHi, okNet = subOffsets(m, c.tr.net); !okNet {
+			return true
+		}
+	}
+	e.n, e.hasName, e.hasNet, e.conn = uint8(n), c.tr.name != nil, c.tr.net != nil, *c
+	e.conn.tr.name, e.conn.tr.net = nil, nil
+	copy(e.text[:], m)
+	return true
+}
+
+// subOffsets returns where s lies in m, when s is a slice of m's own bytes
+// (offsets below 256): the capacities place it, and the address of its
+// first byte (of its capacity, for an empty s) confirms it, since a slice
+// of another array (a constant) can have any capacity.
+func subOffsets(m, s []byte) (lo, hi uint8, ok bool) {
+	l := cap(m) - cap(s)
+	if s == nil || cap(s) == 0 || l < 0 || l+len(s) > len(m) || len(m) > 255 || &s[:1][0] != &m[l:][:1][0] {
+		return 0, 0, false
+	}
+	return uint8(l), uint8(l + len(s)), true
 }

@@ -103,6 +103,28 @@ var (
 	markWarn22 = []byte(" WARN ")
 )
 
+// indexAnchored is bytes.Index(b, pat), looking for pat[a:] and then at
+// the a bytes before it. bytes.Index steps from one occurrence of its
+// pattern's first byte to the next: where that byte is common in the
+// text searched (the blank of " WARN " in the foreign lines that reach
+// findLegacy, a step per word) and pat[a] is rare, the steps are fewer. The first occurrence of pat[a:] with pat[:a]
+// before it is where the first pat starts, a bytes on. TestIndexAnchored
+// holds it to bytes.Index.
+func indexAnchored(b, pat []byte, a int) int {
+	off := a
+	for off < len(b) {
+		j := bytes.Index(b[off:], pat[a:])
+		if j < 0 {
+			return -1
+		}
+		if off += j; string(b[off-a:off]) == string(pat[:a]) {
+			return off - a
+		}
+		off++
+	}
+	return -1
+}
+
 // findLegacy looks for an NCCL 2.2 record in a line without NCCL's
 // marker: "host:pid:tid [dev] INFO msg" or "host:pid:tid [dev] file:line
 // WARN msg" (NCCL 2.2 left out the word NCCL). Only a full envelope makes
@@ -115,7 +137,7 @@ func findLegacy(b []byte, r *rawRecord) bool {
 		r.parsed = true
 		return r.prefixed
 	}
-	if i := bytes.Index(b, markWarn22); i >= 0 {
+	if i := indexAnchored(b, markWarn22, 1); i >= 0 {
 		at := i + 1
 		*r = rawRecord{level: levelWarn, marker: at, start: at, msgStart: min(at+len(markWarn)+1, len(b)), legacy: true}
 		parseEnvelope(b, at, true, r)

@@ -186,6 +186,17 @@ type lineParser struct {
 		q uint8
 		e *envMemoEntry
 	}
+	// pmemo remembers plain's answers for recent texts (keepPlain);
+	// allocated at the first line without records.
+	pmemo *[plainMemoSlots]plainMemoEntry
+	// cmemo remembers recent connection messages (connMemo); allocated
+	// at the first connection line.
+	cmemo *connMemo
+	// kmemo remembers what classify made of recent messages (kindMemo).
+	kmemo *kindMemo
+	// cmRest is how many connection messages to parse without cmemo
+	// before trying it again (connMemo.parse sets it).
+	cmRest int32
 	// slowOnly turns fastConn off (tests compare the two paths).
 	slowOnly bool
 }
@@ -260,7 +271,7 @@ func (p *lineParser) line(b []byte, n int64) {
 		}
 		cls := KindWarn
 		if r.level != levelWarn {
-			cls = classify(r.msg, &p.ev)
+			cls = p.classify(r.msg)
 		}
 		if cls != KindOther {
 			// The kind and the event are those of the finished (trimmed)
@@ -269,7 +280,7 @@ func (p *lineParser) line(b []byte, n int64) {
 			raw := len(r.msg)
 			sc.finish(&r)
 			if len(r.msg) != raw && r.level != levelWarn {
-				if cls = classify(r.msg, &p.ev); cls == KindOther {
+				if cls = p.classify(r.msg); cls == KindOther {
 					p.passEnvelope(b, &r, n)
 					continue
 				}
@@ -371,11 +382,53 @@ func (p *lineParser) plain(b []byte, n int64) {
 		return
 	}
 	p.out.foreign++
-	k := classify(t, &p.ev)
-	if k != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0 {
+	if p.keepPlain(t) {
 		p.emit(item{kind: itPlain, line: n, text: t})
 	}
 }
+
+// keepPlain reports whether plain passes a line's trimmed text t on.
+// The answer depends on t alone (classify, looksLikeTransport and
+// matchForeign read nothing else), so the parser remembers it for recent
+// texts of up to plainMemoText bytes, by memoHash, one text a slot, the
+// text compared whole on a hit: a job's launcher and framework repeat
+// their lines on every rank, and the look costs about 1,200
+// instructions a line (six searches of the line in matchForeign), a hit
+// about a tenth of that. TestPlainMemo holds the memo to the look.
+func (p *lineParser) keepPlain(t []byte) bool {
+	if len(t) > plainMemoText {
+		return plainLook(t, &p.ev)
+	}
+	if p.pmemo == nil {
+		p.pmemo = new([plainMemoSlots]plainMemoEntry)
+	}
+	e := &p.pmemo[memoHash(t)%plainMemoSlots]
+	if int(e.n) == len(t) && string(e.text[:len(t)]) == string(t) {
+		return e.keep
+	}
+	keep := plainLook(t, &p.ev)
+	e.n, e.keep = uint8(len(t)), keep
+	copy(e.text[:], t)
+	return keep
+}
+
+// plainLook is keepPlain's answer without the memo.
+func plainLook(t []byte, ev *event) bool {
+	return classify(t, ev) != KindOther || looksLikeTransport(t) || matchForeign(t) >= 0
+}
+
+// plainMemoEntry is one text keepPlain remembers, in 128 bytes; n 0:
+// none (plain sees no empty text).
+type plainMemoEntry struct {
+	n    uint8
+	keep bool
+	text [plainMemoText]byte
+}
+
+const (
+	plainMemoText  = 126
+	plainMemoSlots = 1 << 10
+)
 
 // firstSight reports whether the parser has not passed on a record with
 // this envelope recently. The merger needs one record per envelope to
@@ -414,15 +467,20 @@ var _ [seenWays - 4]struct{} = [0]struct{}{}
 // byte of a multi-byte Unicode space. Any other c is the trimmed text's
 // first byte, which looksLikeTransport refuses: the look is spared for
 // most lines (an envelope's host name starts the text).
-// TestCouldStartTransport holds it to looksLikeTransport.
-func couldStartTransport(c byte) bool {
-	switch {
-	case c >= 0x80, c == ' ', c == '\t', c == '\n', c == '\v', c == '\f', c == '\r',
-		c == 'N', c == 'P', c == 'S', c == 'C', c == 'd', c == '*', c == '`':
-		return true
+// TestCouldStartTransport holds it to looksLikeTransport. A table, not a
+// switch: it is asked for nearly every line, and the switch's thirteen
+// compares cost the real shape about 0.7% of its instructions (docs/nccl.md).
+func couldStartTransport(c byte) bool { return transportStart[c] }
+
+var transportStart = func() (t [256]bool) {
+	for c := 0x80; c < 256; c++ {
+		t[c] = true
 	}
-	return false
-}
+	for _, c := range []byte(" \t\n\v\f\rNPSCd*`") {
+		t[c] = true
+	}
+	return t
+}()
 
 func looksLikeTransport(f []byte) bool {
 	if len(f) < 4 {
@@ -430,6 +488,25 @@ func looksLikeTransport(f []byte) bool {
 	}
 	switch f[0] { // NET/, P2P/, SHM/, COLLNET/, direct shared memory
 	case 'N', 'P', 'S', 'C', 'd', '*', '`':
+	default:
+		return false
+	}
+	// parseTransport's class is not trOther only where the text, past
+	// the blanks and markdown trimNoise drops, starts with one of its
+	// five prefixes; cutting noise off the end cannot make one. Checking
+	// the first four bytes spares the parse (a search for "NCCL ", the
+	// noise scan) for the envelopes that start with one of the letters
+	// above, a host "dgx-01" or "SuperPod-3" (TestLooksLikeTransportPrefix
+	// holds it to the parse alone).
+	g := f
+	for len(g) > 0 && (g[0] == ' ' || g[0] == '\t' || g[0] == '*' || g[0] == '`') {
+		g = g[1:]
+	}
+	if len(g) < 4 {
+		return false
+	}
+	switch string(g[:4]) {
+	case "NET/", "COLL", "P2P/", "SHM/", "dire":
 	default:
 		return false
 	}
@@ -479,7 +556,20 @@ func (p *lineParser) fastConn(b []byte, n int64) (bool, int) {
 	// The parse tells where another "NCCL " could be, which spares a
 	// search over the message: the fixed words and the numbers it read
 	// cannot hold one.
-	if !parseConnMemo(m, &c.conn, p.ev.trMemo) || c.conn.marker {
+	// The memo's rest is looked at here, not in connMemo.parse: on init,
+	// where it rests, the call through it cost 2% of all instructions.
+	// Either way the same parse answers (TestConnMemoMatches).
+	var ok bool
+	if p.cmRest > 0 {
+		p.cmRest--
+		ok = parseConnMemo(m, &c.conn, p.ev.trMemo)
+	} else {
+		if p.cmemo == nil {
+			p.cmemo = new(connMemo)
+		}
+		ok = p.cmemo.parse(m, &c.conn, p.ev.trMemo, &p.cmRest)
+	}
+	if !ok || c.conn.marker {
 		p.out.conns = p.out.conns[:len(p.out.conns)-1]
 		return false, i
 	}
@@ -576,4 +666,125 @@ func indexMarker(b []byte) int {
 		}
 		off++
 	}
+}
+
+// kindMemo remembers what classify made of recent messages of the general
+// path, as connMemo does for fastConn's connection lines: the kind, and
+// what line passes on of it (a communicator's commInfo, the fields of a
+// kind that needsFields), with their slices kept as offsets into the
+// text. A gathered log prints the same plugin, network, environment and
+// communicator lines on every rank, and the real shape on every replica.
+// Connection messages are not kept (fastConn takes nearly all of them).
+// Invariant: for every kind kept, classify sets all that packFields
+// (or, for KindComm, line) reads of the event, so that a hit which sets
+// those parts makes what classify would have made; apply reads nothing
+// else of the event.
+// Like connMemo it rests, with a doubling backoff, where hits are rare.
+// TestKindMemoMatches holds it to classify.
+type kindMemo struct {
+	slots                [kindMemoSlots]kindMemoEntry
+	hits, looks, backoff int32
+	rest                 int32
+}
+
+type kindMemoEntry struct {
+	n    uint8 // text length; 0: empty slot
+	cls  Kind
+	has  uint8 // bit i: slice i is not nil
+	offs [2][2]uint8
+	f    fields   // needsFields(cls): s0 and s1 nil
+	comm commInfo // KindComm: busID and api nil
+	text [kindMemoText]byte
+}
+
+const (
+	kindMemoSlots = 1 << 9
+	kindMemoText  = 160
+)
+
+// classify is classify(m, &p.ev) through the kind memo: on a hit, the
+// parts of p.ev that line reads for the kind (comm, or the fields through
+// unpack) are those classify would have set.
+func (p *lineParser) classify(m []byte) Kind {
+	n := len(m)
+	if n < 24 || n > kindMemoText {
+		return classify(m, &p.ev)
+	}
+	km := p.kmemo
+	if km == nil {
+		km = new(kindMemo)
+		p.kmemo = km
+	}
+	if km.rest > 0 {
+		km.rest--
+		return classify(m, &p.ev)
+	}
+	if km.looks++; km.looks == connMemoWindow {
+		if km.hits < connMemoWindow/4 {
+			km.backoff = min(max(2*km.backoff, connMemoRest), connMemoMaxRest)
+			km.rest = km.backoff
+		} else {
+			km.backoff = 0
+		}
+		km.hits, km.looks = 0, 0
+	}
+	e := &km.slots[connHash(m)%kindMemoSlots]
+	if int(e.n) == n && string(e.text[:n]) == string(m) {
+		km.hits++
+		s := func(i int) []byte {
+			if e.has&(1<<i) == 0 {
+				return nil
+			}
+			return m[e.offs[i][0]:e.offs[i][1]]
+		}
+		p.ev.kind = e.cls
+		switch {
+		case e.cls == KindComm:
+			p.ev.comm = e.comm
+			p.ev.comm.busID, p.ev.comm.api = s(0), s(1)
+		case needsFields(e.cls):
+			f := e.f
+			f.s0, f.s1 = s(0), s(1)
+			f.unpack(e.cls, &p.ev)
+		}
+		return e.cls
+	}
+	cls := classify(m, &p.ev)
+	e.n = 0
+	var s0, s1 []byte
+	switch {
+	case cls == KindConnection, cls == KindBootstrap:
+		// KindBootstrap's packed net is whatever ev.net held before
+		// (classify sets only its dev, all that apply reads of it).
+		return cls
+	case cls == KindComm:
+		s0, s1 = p.ev.comm.busID, p.ev.comm.api
+	case needsFields(cls):
+		f := packFields(cls, &p.ev)
+		s0, s1 = f.s0, f.s1
+	}
+	var has uint8
+	for i, sl := range [2][]byte{s0, s1} {
+		if sl == nil {
+			continue
+		}
+		lo, hi, ok := subOffsets(m, sl)
+		if !ok {
+			return cls // not a slice of m (a constant): not kept
+		}
+		e.offs[i] = [2]uint8{lo, hi}
+		has |= 1 << i
+	}
+	e.cls, e.has = cls, has
+	switch {
+	case cls == KindComm:
+		e.comm = p.ev.comm
+		e.comm.busID, e.comm.api = nil, nil
+	case needsFields(cls):
+		e.f = packFields(cls, &p.ev)
+		e.f.s0, e.f.s1 = nil, nil
+	}
+	copy(e.text[:], m)
+	e.n = uint8(n)
+	return cls
 }
