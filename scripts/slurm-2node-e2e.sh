@@ -388,7 +388,12 @@ fi
 job2() {
 	local name=$1 nodes=$2 snippet=$3
 	shift 3
-	"${SRUN[@]}" -N "$nodes" --ntasks-per-node=1 --gres=gpu:$NGPUS "$@" --output="$W/out/$name-%N.json" \
+	# A one-node job runs on $N1, where expect reads it: left to Slurm, it
+	# went to $N2 when $N1 was still completing the job before (seen once
+	# under load: an empty status for $N1).
+	local pin=()
+	[ "$nodes" = 1 ] && pin=(--nodelist="$N1")
+	"${SRUN[@]}" -N "$nodes" "${pin[@]}" --ntasks-per-node=1 --gres=gpu:$NGPUS "$@" --output="$W/out/$name-%N.json" \
 		bash -c "$snippet"'; exec '"$CHECK" 2>"$W/out/$name.err"
 }
 # expect NAME ID WANT1 WANT2 [SUBSTR1 [SUBSTR2]]: the check's status on each
@@ -435,7 +440,10 @@ expect ma-ip job.master_addr pass pass "has the address of the job's first node 
 job2 ma-hostname 2 'export MASTER_ADDR=$(hostname)'
 expect ma-hostname job.master_addr pass warn "MASTER_ADDR=$N1 is the job's first node" "MASTER_ADDR=$N2 is node 2 of the job"
 job2 ma-outside 2 "export MASTER_ADDR=gp2n-ctl"
-expect ma-outside job.master_addr fail fail "MASTER_ADDR=gp2n-ctl is not a node of this job (gp2n[1-2])"
+# The first node's own addresses decide: it fails there; the second node
+# cannot tell an outside host from another interface of the first node
+# (JSC's "<node>i" InfiniBand names), so it says unknown.
+expect ma-outside job.master_addr fail skip "MASTER_ADDR=gp2n-ctl ($NET.1) is not a node of this job (gp2n[1-2]), nor an address of its first node" "MASTER_ADDR=gp2n-ctl is not a node name of this job (gp2n[1-2]) and shares no address with its first node"
 job2 ma-unresolved 2 "export MASTER_ADDR=gp2n9"
 expect ma-unresolved job.master_addr fail fail "MASTER_ADDR=gp2n9 does not resolve"
 job2 ma-localhost 2 "export MASTER_ADDR=localhost"
@@ -451,7 +459,9 @@ expect ifname-lo-1 job.nccl_env pass - "consistent with this node"
 job2 ifname-eth0 2 "export NCCL_SOCKET_IFNAME=eth0"
 expect ifname-eth0 job.nccl_env pass pass "consistent with this node"
 job2 ifname-ib0 2 "export NCCL_SOCKET_IFNAME=ib0"
-expect ifname-ib0 job.nccl_env warn warn "NCCL_SOCKET_IFNAME=ib0: ib0 matches no interface here (have eth0, lo)"
+# No interface selected: NCCL's bootstrap fails ("Bootstrap : no socket
+# interface found"), NVIDIA/nccl#1837.
+expect ifname-ib0 job.nccl_env fail fail "NCCL_SOCKET_IFNAME=ib0 matches no interface here (have eth0, lo)"
 job2 ibdisable 2 "export NCCL_IB_DISABLE=1"
 expect ibdisable job.nccl_env warn warn "NCCL_IB_DISABLE=1 on a node with HCAs"
 job2 ibdisable-1 1 "export NCCL_IB_DISABLE=1"
