@@ -35,9 +35,12 @@
 //     each line. fastConn tries the common connection line first: the
 //     marker where the last line with the same first bytes had it
 //     (predictMarker), the envelope from the memo, the connection parsed
-//     in place into a connItem. Any other line goes to the general path.
+//     in place into a connItem (or copied from connMemo, when the same
+//     message was parsed recently). Any other line goes to the general
+//     path.
 //  3. The general path scans the line's records and classifies each, once
-//     and in full. A record of KindOther (most records of a job's log)
+//     and in full (or takes what classify made of the same message
+//     recently, kindMemo). A record of KindOther (most records of a job's log)
 //     costs the search for markers along its line, a switch on the first
 //     byte of its message, and a look in a small table of envelopes
 //     already passed on (firstSight); only an envelope not seen recently
@@ -45,7 +48,8 @@
 //     what classify read from it packed beside it (fields, or the
 //     commInfo of a communicator line).
 //     A line without records is passed on only if it could complete a torn
-//     record or is a foreign error.
+//     record or is a foreign error (keepPlain, which remembers its answer
+//     for recent texts).
 //  4. Analyzer.merge takes the batches in input order, on one goroutine:
 //     each connItem and item finds its thread (by envelope memo token,
 //     else by hash in the thread table), is de-duplicated (dedupe), and
