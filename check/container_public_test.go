@@ -1,9 +1,6 @@
 package check
 
 import (
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/gpuprobe/gpuprobe/state"
@@ -47,13 +44,7 @@ func TestContainerPublicCaptures(t *testing.T) {
 		c.Evidence = nil
 		c.Memlock = &state.Rlimit{Soft: u64p(8192 << 10), Hard: u64p(8192 << 10), Unit: "bytes"}
 	})
-	for _, c := range []struct {
-		file, anchor string
-		run          func(*state.Node, *Config) Result
-		node         *state.Node
-		want         Status
-		summary      string
-	}{
+	runPublicCases(t, dir, []publicCase{
 		// Docker's default --shm-size, 64 MB, on 4 × RTX 2080: NCCL 2.7's
 		// SHM transport could not create its 9637888-byte segment.
 		{file: "nccl342-docker-cuda10.1-shm.txt", anchor: "By default, the shm size is limited to 64MB under docker",
@@ -138,19 +129,5 @@ func TestContainerPublicCaptures(t *testing.T) {
 		{file: "nixl441-docker-803-no-compat.txt", anchor: "CUDA Version 12.8.1.012",
 			run: checkContainerCUDACompat, node: cuda("docker", "12.8.1", "", "", "NVIDIA H100 80GB HBM3"),
 			want: Skip, summary: "driver's CUDA version is unknown"},
-	} {
-		t.Run(c.file, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(dir, c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(string(b), c.anchor) {
-				t.Fatalf("%s no longer holds %q", c.file, c.anchor)
-			}
-			r := c.run(c.node, DefaultConfig())
-			if r.Status != c.want || !strings.Contains(r.Summary, c.summary) {
-				t.Errorf("got %s %q (remedy %q), want %s %q", r.Status, r.Summary, r.Remedy, c.want, c.summary)
-			}
-		})
-	}
+	})
 }

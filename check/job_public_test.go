@@ -39,13 +39,7 @@ func TestJobNCCLPublicCases(t *testing.T) {
 			n.Slurm.Host.LocalAddresses = local
 		})
 	}
-	for _, c := range []struct {
-		name, file, anchor string
-		run                func(*state.Node, *Config) Result
-		node               *state.Node
-		want               Status
-		summary            string
-	}{
+	runPublicCases(t, dir, []publicCase{
 		// Two nodes, one with eno1, one with eth0: the maintainer's list
 		// names both, and each node uses the one it has (an entry that
 		// matches nothing is skipped, src/misc/utils.cc matchIfList). Was a
@@ -109,21 +103,7 @@ func TestJobNCCLPublicCases(t *testing.T) {
 		{name: "JSC IB name on another node", file: "itwinai438-jsc-master-addr-ib-suffix.txt", anchor: "Tested on 8 nodes with 4 GPUs per node",
 			run: checkMasterAddr, node: jsc("jwb0005", []string{"10.12.1.5", "10.13.1.5", "127.0.0.1"}),
 			want: Skip, summary: "it may be another interface of that node"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(dir, c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(string(b), c.anchor) {
-				t.Fatalf("%s no longer holds %q", c.file, c.anchor)
-			}
-			r := c.run(c.node, DefaultConfig())
-			if r.Status != c.want || !strings.Contains(r.Summary, c.summary) {
-				t.Errorf("got %s %q (remedy %q), want %s %q", r.Status, r.Summary, r.Remedy, c.want, c.summary)
-			}
-		})
-	}
+	})
 }
 
 // FuzzNCCLListMatch: NCCL's list syntax never selects a name that is not
@@ -150,4 +130,39 @@ func FuzzNCCLListMatch(f *testing.F) {
 			}
 		}
 	})
+}
+
+// publicCase is one public capture judged by a check: the file (verbatim,
+// in dir) must still hold anchor, the line the case rests on, and run on
+// node must give want with summary in its summary.
+type publicCase struct {
+	name, file, anchor string
+	run                func(*state.Node, *Config) Result
+	node               *state.Node
+	want               Status
+	summary            string
+}
+
+// runPublicCases runs each case as a subtest named by name, else file.
+func runPublicCases(t *testing.T, dir string, cases []publicCase) {
+	t.Helper()
+	for _, c := range cases {
+		name := c.name
+		if name == "" {
+			name = c.file
+		}
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join(dir, c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), c.anchor) {
+				t.Fatalf("%s no longer holds %q", c.file, c.anchor)
+			}
+			r := c.run(c.node, DefaultConfig())
+			if r.Status != c.want || !strings.Contains(r.Summary, c.summary) {
+				t.Errorf("got %s %q (remedy %q), want %s %q", r.Status, r.Summary, r.Remedy, c.want, c.summary)
+			}
+		})
+	}
 }

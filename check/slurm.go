@@ -67,7 +67,7 @@ func checkSlurmGres(n *state.Node, cfg *Config) Result {
 		recs = c.GresConf.ForNode(node, "gpu")
 	}
 	if !declared {
-		v.add(Warn, nil, "check SLURMD_NODENAME / the host name against slurm.conf's NodeName lines",
+		v.add(Warn, nil, "check SLURMD_NODENAME / the host name against slurm.conf's NodeName lines; a dynamic node (slurmd -Z) is in no NodeName line and declares its GPUs with slurmd --conf \"Gres=gpu:N\" (slurmd(8))",
 			fmt.Sprintf("node %s (from %s) is not declared in %s", node, n.Slurm.NodeNameFrom, sc.Path))
 	}
 	if (hasGres || len(recs) > 0) && !sc.HasGresType("gpu") {
