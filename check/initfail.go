@@ -66,6 +66,7 @@ func initFailures(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 			}
 		}
 	}
+	hidden := hiddenView(n)
 	const recheck = "check dmesg | grep NVRM for why (GSP firmware, BAR mapping, PCIe link); check the GPU's power, seating and PCIe link"
 	for _, bus := range order {
 		a := byBus[bus]
@@ -112,11 +113,11 @@ func initFailures(n *state.Node, k *state.Kernel, cfg *Config, v *verdict) {
 			case anon > 0:
 				v.add(Warn, nil, "nvidia-smi -L must list "+bus+"; if it does not, drain and reboot; "+recheck,
 					fmt.Sprintf("PCI %s: %s; NVML lists no GPU there, and %d of its GPUs have no bus ID (unreachable or closed): whether it is one of them is not known here", bus, what, anon))
-			case hiddenView(n) != "":
+			case hidden != "":
 				// A job's device cgroup or a container hides other GPUs
 				// from NVML: this one may be another job's, up and busy.
 				v.add(Warn, nil, "on the node, outside any job, nvidia-smi -L must list "+bus+"; if it does not, drain and reboot; "+recheck,
-					"PCI "+bus+": "+what+"; NVML does not list it, but "+hiddenView(n)+" may hide it from NVML")
+					"PCI "+bus+": "+what+"; NVML does not list it, but "+hidden+" may hide it from NVML")
 			default:
 				v.add(Fail, nil, "drain; reset the GPU or reboot the node; "+recheck+"; RMA if it recurs",
 					"PCI "+bus+": "+what+", and NVML does not list it")

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gpuprobe/gpuprobe/internal/busid"
 	"github.com/gpuprobe/gpuprobe/state"
-	"github.com/gpuprobe/gpuprobe/state/slurmstate"
 )
 
 // This file holds gpu.count's rule for the GPUs on the PCI bus that NVML
@@ -201,7 +200,7 @@ func hiddenView(n *state.Node) string {
 		return "the run's scope (" + n.Scope + ")"
 	case n.Container != nil && n.Container.Runtime != "":
 		return "the " + n.Container.Runtime + " container"
-	case n.Slurm != nil && (n.Slurm.InJob || n.Slurm.Env != nil && n.Slurm.Env.JobID != "" && !slurmdScript(n.Slurm.Env)):
+	case n.Slurm != nil && (n.Slurm.InJob || n.Slurm.Env != nil && n.Slurm.Env.JobID != "" && !n.Slurm.Env.SlurmdScript()):
 		// A job's environment (SLURM_JOB_ID), a step or a batch script:
 		// its device cgroup (ConstrainDevices) may hide the other GPUs.
 		// slurmd's own Prolog/Epilog have the job's ID but run in
@@ -221,16 +220,6 @@ func hiddenView(n *state.Node) string {
 		}
 	}
 	return ""
-}
-
-// slurmdScript reports whether the environment is slurmd's (or
-// slurmctld's) Prolog or Epilog (SLURM_SCRIPT_CONTEXT, prolog_epilog.html).
-func slurmdScript(e *slurmstate.Env) bool {
-	switch e.ScriptContext {
-	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
-		return true
-	}
-	return false
 }
 
 // excludedGPU reports whether NVML lists the function among the GPUs the

@@ -324,6 +324,18 @@ func first(vals ...string) string {
 	return ""
 }
 
+// SlurmdScript reports whether the environment is slurmd's or slurmctld's
+// Prolog or Epilog (SLURM_SCRIPT_CONTEXT, prolog_epilog.html): it carries
+// the job's ID but runs as root outside the job step, in the daemon's
+// context, not the job's cgroup.
+func (e *Env) SlurmdScript() bool {
+	switch e.ScriptContext {
+	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
+		return true
+	}
+	return false
+}
+
 // InJobStep reports whether the environment is a job step's task (srun, the
 // batch script, a TaskProlog), as opposed to no job at all or a Prolog/Epilog,
 // which run as root outside the step. It says why, for the report.
@@ -335,9 +347,10 @@ func (e *Env) InJobStep() (bool, string) {
 	// steps of testdata/realenv/sherlock-* (Slurm with SLURM_STEPMGR, a
 	// TaskProlog) carry SLURM_SCRIPT_CONTEXT=prolog_task into the task.
 	// Only the node and controller prologs/epilogs are outside the step.
-	switch e.ScriptContext {
-	case "prolog_slurmd", "epilog_slurmd", "prolog_slurmctld", "epilog_slurmctld":
+	if e.SlurmdScript() {
 		return false, "running as Slurm " + e.ScriptContext + ", outside the job step"
+	}
+	switch e.ScriptContext {
 	case "prolog_srun", "epilog_srun":
 		// SrunProlog/SrunEpilog and srun --prolog/--epilog run on "the srun
 		// invocation node", by srun, before the step is launched or after
